@@ -1,0 +1,102 @@
+# mcpvisor: one small daemon that owns an agent host's MCP servers.
+# Plain make + pkg-config. `make run` and `make test` install what is missing.
+
+PREFIX ?= /usr/local
+CC ?= cc
+PKGS := libuv jansson libcurl libcrypto
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser
+
+WARN := -std=c11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+DEFS := -D_GNU_SOURCE
+CFLAGS_REL := -O2 -g $(WARN) $(DEFS) -Isrc $(PKG_CFLAGS)
+CFLAGS_SAN := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	-fno-sanitize-recover=undefined $(WARN) $(DEFS) -Isrc $(PKG_CFLAGS)
+LDFLAGS_SAN := -fsanitize=address,undefined
+
+LIB_SRC := $(filter-out src/main.c,$(shell find src -name '*.c' | sort))
+HDRS := $(shell find src -name '*.h')
+DEMO_SRC := $(wildcard demo/*.c)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+BENCH_SRC := $(wildcard bench/*.c)
+
+REL := build/release
+SAN := build/san
+
+REL_OBJ := $(LIB_SRC:%.c=$(REL)/%.o)
+SAN_OBJ := $(LIB_SRC:%.c=$(SAN)/%.o)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(SAN)/unit/%)
+DEMO_BIN := $(DEMO_SRC:demo/%.c=build/%)
+DEMO_SAN := $(DEMO_SRC:demo/%.c=$(SAN)/%)
+
+.PHONY: all run test unit e2e deps npm-deps format format-check install \
+	clean conformance bench
+
+all: build/mcpvisor $(DEMO_BIN)
+
+build/mcpvisor: $(REL_OBJ) $(REL)/src/main.o
+	$(CC) -o $@ $^ $(PKG_LIBS)
+
+$(REL)/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_REL) -c -o $@ $<
+
+$(SAN)/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_SAN) -c -o $@ $<
+
+build/%: demo/%.c
+	@mkdir -p build
+	$(CC) $(CFLAGS_REL) -o $@ $< $(PKG_LIBS)
+
+$(SAN)/mcpvisor: $(SAN_OBJ) $(SAN)/src/main.o
+	$(CC) $(LDFLAGS_SAN) -o $@ $^ $(PKG_LIBS)
+
+$(SAN)/%: demo/%.c
+	@mkdir -p $(SAN)
+	$(CC) $(CFLAGS_SAN) $(LDFLAGS_SAN) -o $@ $< $(PKG_LIBS)
+
+build/bench/%: bench/%.c
+	@mkdir -p build/bench
+	$(CC) $(CFLAGS_REL) -o $@ $< $(PKG_LIBS)
+
+$(SAN)/unit/%: tests/unit/%.c $(SAN_OBJ)
+	@mkdir -p $(SAN)/unit
+	$(CC) $(CFLAGS_SAN) $(LDFLAGS_SAN) -Itests -o $@ $< $(SAN_OBJ) \
+		$(PKG_LIBS) -lcriterion
+
+deps:
+	@sh scripts/deps.sh
+
+npm-deps:
+	@sh scripts/npm-deps.sh
+
+run: deps all
+	./build/mcpvisor serve --config examples/demo.json
+
+test: deps npm-deps $(SAN)/mcpvisor $(DEMO_SAN) $(UNIT_BIN)
+	@sh tests/run.sh
+
+unit: $(UNIT_BIN)
+	@sh tests/run.sh unit
+
+conformance: deps npm-deps $(SAN)/mcpvisor $(DEMO_SAN)
+	@sh tests/run.sh conformance
+
+BENCH_BIN := $(BENCH_SRC:bench/%.c=build/bench/%)
+
+bench: deps all $(BENCH_BIN)
+	@sh bench/run.sh
+
+format:
+	clang-format -i $(shell find src demo tests/unit bench -name '*.[ch]')
+
+format-check:
+	clang-format --dry-run -Werror $(shell find src demo tests/unit bench -name '*.[ch]')
+
+install: build/mcpvisor
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 build/mcpvisor $(DESTDIR)$(PREFIX)/bin/mcpvisor
+
+clean:
+	rm -rf build

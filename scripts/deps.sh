@@ -1,0 +1,22 @@
+#!/bin/sh
+# Installs the Debian packages mcpvisor builds and tests with, only those
+# missing; silent when everything is present.
+set -e
+need=""
+for p in build-essential pkg-config libuv1-dev libjansson-dev \
+	libhttp-parser-dev libcurl4-openssl-dev libssl-dev libcriterion-dev \
+	nodejs npm clang-format; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+		need="$need $p"
+done
+# nodejs/npm may come from elsewhere (nodesource, nvm): a working node counts.
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+	need=$(echo "$need" | sed -e 's/ nodejs//' -e 's/ npm//')
+fi
+[ -z "$need" ] && exit 0
+echo "deps: installing$need"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq $need >/dev/null

@@ -1,0 +1,92 @@
+/* `mcpvisor serve`: parse options and run the runtime. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/cli.h"
+#include "runtime/runtime.h"
+#include "util/log.h"
+
+static void serve_usage(FILE *f)
+{
+	fprintf(f, "usage: mcpvisor serve [--config FILE] [--port N] "
+		   "[--home DIR] [--log-level LEVEL]\n"
+		   "\n"
+		   "Runs the runtime in the foreground: a Streamable HTTP MCP "
+		   "endpoint at\n"
+		   "http://127.0.0.1:PORT/mcp and the same on a Unix socket in "
+		   "the runtime\n"
+		   "directory. --port 0 takes any free port; without --port, "
+		   "7345 or a free\n"
+		   "one when 7345 is taken. SIGTERM or SIGINT drains and "
+		   "stops it.\n");
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"port", required_argument, NULL, 'p'},
+		{"home", required_argument, NULL, 'H'},
+		{"log-level", required_argument, NULL, 'l'},
+		{"page-size", required_argument, NULL, 'P'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct runtime_opts o = {.port = -1};
+	const char *level = getenv("MCPVISOR_LOG");
+	const char *page = getenv("MCPVISOR_PAGE_SIZE");
+	int ch;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "c:p:H:l:h", longopts, NULL)) !=
+	       -1) {
+		switch (ch) {
+		case 'c':
+			o.config = optarg;
+			break;
+		case 'p': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || v < 0 || v > 65535) {
+				fprintf(stderr, "mcpvisor serve: --port takes "
+						"0 to 65535\n");
+				return CLI_USAGE;
+			}
+			o.port = (int)v;
+			break;
+		}
+		case 'H':
+			o.home = optarg;
+			break;
+		case 'l':
+			level = optarg;
+			break;
+		case 'P':
+			page = optarg;
+			break;
+		case 'h':
+			serve_usage(stdout);
+			return CLI_OK;
+		default:
+			serve_usage(stderr);
+			return CLI_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "mcpvisor serve: unexpected argument \"%s\"\n",
+			argv[optind]);
+		return CLI_USAGE;
+	}
+	if (level) {
+		enum log_level lv;
+		if (log_parse_level(level, &lv) < 0) {
+			fprintf(stderr, "mcpvisor serve: log level is one of "
+					"debug, info, warn, error\n");
+			return CLI_USAGE;
+		}
+		log_set_level(lv);
+	}
+	if (page)
+		o.page_size = (size_t)strtoul(page, NULL, 10);
+	return runtime_serve(&o);
+}

@@ -1,0 +1,144 @@
+/* `mcpvisor status`: every server and instance, as a table or JSON. */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static void status_usage(FILE *f)
+{
+	fprintf(f, "usage: mcpvisor status [--json] [-v] [--home DIR]\n"
+		   "\n"
+		   "Shows each configured server and its instances: state "
+		   "(stopped, starting,\n"
+		   "running, idle, failed, needs_auth), scope, sessions holding "
+		   "it, calls in\n"
+		   "flight and the last error with the server's stderr. -v "
+		   "adds pids and keys.\n");
+}
+
+static void status_print_text(json_t *st, int verbose)
+{
+	printf("runtime pid %lld, port %lld, %lld session(s)\n",
+	       json_integer_value(json_object_get(st, "pid")),
+	       json_integer_value(json_object_get(st, "port")),
+	       json_integer_value(json_object_get(st, "sessions")));
+	size_t i;
+	json_t *sv;
+	json_array_foreach(json_object_get(st, "servers"), i, sv)
+	{
+		const char *name = json_string_value(json_object_get(sv, "name"));
+		const char *scope =
+			json_string_value(json_object_get(sv, "scope"));
+		const char *cerr =
+			json_string_value(json_object_get(sv, "configError"));
+		json_t *insts = json_object_get(sv, "instances");
+		if (cerr) {
+			printf("%-16s config error: %s\n", name, cerr);
+			continue;
+		}
+		if (json_array_size(insts) == 0) {
+			printf("%-16s %-10s scope %s (not started)\n", name,
+			       "stopped", scope);
+			continue;
+		}
+		size_t j;
+		json_t *in;
+		json_array_foreach(insts, j, in)
+		{
+			const char *state =
+				json_string_value(json_object_get(in, "state"));
+			size_t holders =
+				json_array_size(json_object_get(in, "sessions"));
+			long long inflight = json_integer_value(
+				json_object_get(in, "inflight"));
+			long long ntools = json_integer_value(json_object_get(
+				json_object_get(in, "lists"), "tools"));
+			bool idle = strcmp(state, "running") == 0 &&
+				    inflight == 0;
+			printf("%-16s %-10s scope %s, %lld tool(s), %zu "
+			       "session(s), %lld call(s) in flight",
+			       name, idle ? "idle" : state, scope, ntools,
+			       holders, inflight);
+			if (verbose && json_object_get(in, "pid"))
+				printf(", pid %lld",
+				       json_integer_value(
+					       json_object_get(in, "pid")));
+			printf("\n");
+			const char *err =
+				json_string_value(json_object_get(in, "error"));
+			if (err)
+				printf("    reason: %s\n", err);
+			const char *tail =
+				json_string_value(json_object_get(in, "stderr"));
+			if (tail && (err || verbose)) {
+				printf("    stderr:\n");
+				const char *p = tail;
+				while (*p) {
+					const char *eol = strchr(p, '\n');
+					int len = eol ? (int)(eol - p)
+						      : (int)strlen(p);
+					printf("      %.*s\n", len, p);
+					p = eol ? eol + 1 : p + len;
+				}
+			}
+			if (verbose)
+				printf("    key: %s\n",
+				       json_string_value(
+					       json_object_get(in, "key")));
+		}
+	}
+}
+
+int cmd_status(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"home", required_argument, NULL, 'H'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *home = NULL;
+	int json = 0, verbose = 0, ch;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "jvH:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'j':
+			json = 1;
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		case 'H':
+			home = optarg;
+			break;
+		case 'h':
+			status_usage(stdout);
+			return CLI_OK;
+		default:
+			status_usage(stderr);
+			return CLI_USAGE;
+		}
+	}
+	struct client *c;
+	int rc = client_open(home, &c);
+	if (rc != CLI_OK)
+		return rc;
+	json_t *st = NULL;
+	rc = client_get_json(c, verbose ? "/status?verbose=1" : "/status", &st);
+	client_close(c);
+	if (rc != CLI_OK)
+		return rc;
+	if (json) {
+		char *s = json_dumps(st, JSON_INDENT(2) | JSON_SORT_KEYS);
+		printf("%s\n", s);
+		free(s);
+	} else {
+		status_print_text(st, verbose);
+	}
+	json_decref(st);
+	return CLI_OK;
+}

@@ -1,0 +1,111 @@
+/*
+ * Configuration: reads and validates `mcpServers` files (the format Claude
+ * Desktop, Cursor and Claude Code share), expands ${VAR}, parses durations,
+ * and describes a server's connection identity for instance keys. Knows
+ * nothing of sockets or processes.
+ */
+#ifndef MCPV_CONFIG_H
+#define MCPV_CONFIG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_MAX_FILE_BYTES (1024 * 1024)
+#define CONFIG_MAX_SERVERS 256
+#define CONFIG_MAX_NAME 64
+#define CONFIG_MAX_ARGS 256
+#define CONFIG_MAX_ENV 256
+#define CONFIG_MAX_STRING (64 * 1024)
+
+#define CONFIG_DEFAULT_IDLE_MS (10 * 60 * 1000)
+#define CONFIG_DEFAULT_STARTUP_MS (30 * 1000)
+#define CONFIG_DEFAULT_GRACE_MS (10 * 1000)
+
+enum server_kind {
+	SERVER_STDIO,	    /* command (+ args, env, cwd) */
+	SERVER_HTTP_REMOTE, /* url (+ headers) */
+	SERVER_HTTP_LOCAL,  /* command + url with {port} */
+};
+
+enum server_scope { SCOPE_SESSION, SCOPE_SPACE, SCOPE_APP };
+enum server_exposure { EXPOSE_DIRECT, EXPOSE_HIDDEN, EXPOSE_DEFERRED };
+
+struct config_kv {
+	char *key;
+	char *value; /* expanded; may hold a secret */
+};
+
+struct server_config {
+	char *name;
+	enum server_kind kind;
+	char *command; /* resolved: relative paths with a '/' against the
+			  config file's folder */
+	char **args;
+	size_t nargs;
+	struct config_kv *env;
+	size_t nenv;
+	char *cwd; /* NULL: decided by scope */
+	char *url;
+	struct config_kv *headers;
+	size_t nheaders;
+	enum server_scope scope;
+	enum server_exposure exposure;
+	char *prefix;		    /* never NULL; "" removes the prefix */
+	int64_t startup_timeout_ms; /* CONFIG_DEFAULT_STARTUP_MS if unset */
+	int64_t idle_timeout_ms;    /* -1: use the global one */
+	int64_t tool_timeout_ms;    /* 0: none */
+	bool disabled;
+	/* Set when the entry is unusable: "FILE: server \"x\": field \"y\":
+	 * what is wrong". The server is still listed (status shows it). */
+	char *error;
+};
+
+struct config {
+	char *path;  /* as given */
+	char *fatal; /* whole file unusable (unreadable, not JSON, no map) */
+	struct server_config *servers; /* in file order */
+	size_t nservers;
+	int64_t idle_timeout_ms;   /* global, default 10 minutes */
+	int64_t shutdown_grace_ms; /* drain grace, default 10 s */
+	char **warnings;	   /* unknown fields and the like */
+	size_t nwarnings;
+};
+
+/* Never returns NULL: a file that cannot be used sets cfg->fatal. */
+struct config *config_load_file(const char *path);
+/* path names the origin in messages and anchors relative paths. */
+struct config *config_parse(const char *text, size_t len, const char *path);
+void config_free(struct config *cfg);
+
+const struct server_config *config_find(const struct config *cfg,
+					const char *name);
+
+/* "1500", 1500, "500ms", "2s", "10m", "1h" -> milliseconds. -EINVAL when
+ * not a non-negative duration. */
+int config_parse_duration(const json_t *v, int64_t *ms);
+
+/* Expands ${VAR} and ${VAR:-default} from the environment. On an unset
+ * variable without default returns -ENOENT and names it in *missing
+ * (caller frees). -EINVAL: unterminated ${ or not a name; -E2BIG: result
+ * over CONFIG_MAX_STRING. */
+int config_expand(const char *in, char **out, char **missing);
+
+/* The server's connection identity: everything its connection is made
+ * from (kind, command, args, env, cwd, url, headers, timeouts), without
+ * name, exposure or prefix. With fingerprint, every env and header value
+ * is replaced by a salted SHA-256 fingerprint ("fp:<hex>") so the result
+ * may be hashed into a file name; salt may be NULL. New reference. */
+json_t *config_server_identity(const struct server_config *s, bool fingerprint,
+			       const char *salt);
+
+/* The server as `mcpvisor check` prints it, env and header values masked
+ * as "***" and passwords in URLs removed. New reference. */
+json_t *config_server_describe(const struct server_config *s);
+
+const char *config_scope_name(enum server_scope s);
+const char *config_exposure_name(enum server_exposure e);
+const char *config_kind_name(enum server_kind k);
+
+#endif

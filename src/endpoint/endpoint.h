@@ -1,0 +1,43 @@
+/*
+ * The endpoint: an HTTP/1.1 server on 127.0.0.1 and on a Unix socket that
+ * speaks MCP Streamable HTTP (2025-11-25) at /mcp and serves the runtime's
+ * status at /status. Owns connections, limits, Origin checks and SSE
+ * framing; hands JSON-RPC messages to sessions through the hub. Never
+ * touches a process.
+ */
+#ifndef MCPV_ENDPOINT_H
+#define MCPV_ENDPOINT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <uv.h>
+
+#define EP_MAX_CONNS 4096
+#define EP_DEFAULT_PORT 7345
+
+struct endpoint;
+struct hub;
+
+struct endpoint_opts {
+	const char *host;	  /* "127.0.0.1" */
+	int port;		  /* 0: any free port; -1: default, falling
+				     back to any free one when taken */
+	const char *socket_path;  /* NULL: no Unix socket */
+	size_t max_body;	  /* 0: HTTP_DEFAULT_MAX_BODY */
+	/* Asked for by a control request (POST /control/stop on the Unix
+	 * socket); may be NULL. */
+	void (*on_stop)(void *arg);
+	void *arg;
+};
+
+/* Binds and listens. Returns 0 or -errno, with *err a message to show. */
+int endpoint_start(uv_loop_t *loop, struct hub *hub,
+		   const struct endpoint_opts *opts, struct endpoint **out,
+		   char **err);
+int endpoint_port(const struct endpoint *ep);
+/* Stops accepting new connections (drain). */
+void endpoint_stop_accepting(struct endpoint *ep);
+/* Closes every connection and listener; frees once closed. */
+void endpoint_free(struct endpoint *ep);
+
+#endif

@@ -1,0 +1,448 @@
+/*
+ * HTTP/1.1 request parser on top of libhttp-parser: accumulates the split
+ * pieces the library hands out, enforces our size limits with the status
+ * each one deserves, and stops after every request so pipelined bytes wait.
+ */
+#include "http/httpparse.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* http_parser.h declares its own enum http_method, which would clash with
+ * ours; rename its tag within this file only (it is an int either way). */
+#define http_method hp_lib_method
+#include <http_parser.h>
+#undef http_method
+
+#include "util/buf.h"
+#include "util/xmalloc.h"
+
+enum httpparse_phase {
+	PHASE_HEADERS, /* request line and headers */
+	PHASE_BODY,    /* headers reported, body coming */
+	PHASE_DONE,    /* request complete, parser paused */
+	PHASE_ERROR,
+};
+
+/* Which header piece the library reported last, to tell a name that
+ * continues across feeds from the start of the next header. */
+enum httpparse_hpiece { HP_NONE, HP_FIELD, HP_VALUE };
+
+struct httpparse {
+	http_parser hp;
+	size_t max_body;
+	enum httpparse_phase phase;
+	bool headers_complete;
+	bool headers_pending; /* paused in on_headers_complete */
+	enum httpparse_hpiece hpiece;
+	size_t header_bytes;
+	struct buf url, field, value, body;
+	size_t hcap;
+	struct http_request req;
+	int err_status;
+	const char *err_reason;
+};
+
+static int httpparse_fail(struct httpparse *p, int status, const char *reason)
+{
+	p->err_status = status;
+	p->err_reason = reason;
+	return -1;
+}
+
+static void httpparse_commit_header(struct httpparse *p)
+{
+	struct http_request *r = &p->req;
+	if (r->nheaders == p->hcap) {
+		p->hcap = p->hcap ? p->hcap * 2 : 8;
+		r->headers =
+			xrealloc(r->headers, p->hcap * sizeof(*r->headers));
+	}
+	char *name = xstrndup(p->field.data ? p->field.data : "", p->field.len);
+	for (char *c = name; *c; c++)
+		if (*c >= 'A' && *c <= 'Z')
+			*c = (char)(*c - 'A' + 'a');
+	const char *v = p->value.data ? p->value.data : "";
+	size_t vlen = p->value.len;
+	while (vlen && (*v == ' ' || *v == '\t')) {
+		v++;
+		vlen--;
+	}
+	while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+		vlen--;
+	r->headers[r->nheaders].name = name;
+	r->headers[r->nheaders].value = xstrndup(v, vlen);
+	r->nheaders++;
+	buf_reset(&p->field);
+	buf_reset(&p->value);
+}
+
+static int httpparse_count_header_bytes(struct httpparse *p, size_t len)
+{
+	p->header_bytes += len;
+	if (p->header_bytes > HTTP_MAX_HEADER_BYTES)
+		return httpparse_fail(p, 431, "request headers too large");
+	return 0;
+}
+
+static int httpparse_url_cb(http_parser *hp, const char *at, size_t len)
+{
+	struct httpparse *p = hp->data;
+	if (p->url.len + len > HTTP_MAX_URL)
+		return httpparse_fail(p, 414, "request target too long");
+	buf_append(&p->url, at, len);
+	return 0;
+}
+
+static int httpparse_header_field_cb(http_parser *hp, const char *at,
+				     size_t len)
+{
+	struct httpparse *p = hp->data;
+	if (httpparse_count_header_bytes(p, len) < 0)
+		return -1;
+	/* The library, built lenient, lets spaces into names; RFC 9112
+	 * says to refuse them, as they smuggle `Name : value` past other
+	 * parsers. */
+	if (memchr(at, ' ', len) || memchr(at, '\t', len))
+		return httpparse_fail(p, 400, "invalid header name");
+	/* Trailers of a chunked body are bounded but not kept. */
+	if (p->headers_complete)
+		return 0;
+	if (p->hpiece != HP_FIELD) {
+		if (p->hpiece == HP_VALUE)
+			httpparse_commit_header(p);
+		if (p->req.nheaders >= HTTP_MAX_HEADERS)
+			return httpparse_fail(p, 431, "too many headers");
+		p->hpiece = HP_FIELD;
+	}
+	buf_append(&p->field, at, len);
+	return 0;
+}
+
+static int httpparse_header_value_cb(http_parser *hp, const char *at,
+				     size_t len)
+{
+	struct httpparse *p = hp->data;
+	if (httpparse_count_header_bytes(p, len) < 0)
+		return -1;
+	if (p->headers_complete)
+		return 0;
+	p->hpiece = HP_VALUE;
+	buf_append(&p->value, at, len);
+	return 0;
+}
+
+static enum http_method httpparse_map_method(unsigned m)
+{
+	switch (m) {
+	case HTTP_GET:
+		return HTTP_M_GET;
+	case HTTP_POST:
+		return HTTP_M_POST;
+	case HTTP_DELETE:
+		return HTTP_M_DELETE;
+	case HTTP_OPTIONS:
+		return HTTP_M_OPTIONS;
+	case HTTP_HEAD:
+		return HTTP_M_HEAD;
+	default:
+		return HTTP_M_OTHER;
+	}
+}
+
+static int httpparse_headers_complete_cb(http_parser *hp)
+{
+	struct httpparse *p = hp->data;
+	struct http_request *r = &p->req;
+
+	if (p->hpiece != HP_NONE)
+		httpparse_commit_header(p);
+	p->hpiece = HP_NONE;
+	p->headers_complete = true;
+
+	r->method = httpparse_map_method(hp->method);
+	r->http_major = hp->http_major;
+	r->http_minor = hp->http_minor;
+	r->keep_alive = http_should_keep_alive(hp) != 0;
+	r->url = buf_steal(&p->url);
+	/* An empty body is still a valid NUL-terminated string. */
+	buf_append(&p->body, "", 0);
+	r->body = p->body.data;
+	r->body_len = 0;
+
+	/* The library takes any single-digit version. */
+	if (hp->http_major != 1 || hp->http_minor > 1)
+		return httpparse_fail(p, 400, "unsupported HTTP version");
+	/* Set by the library before this callback for CONNECT and for
+	 * `Connection: upgrade` + `Upgrade:`; we speak neither. */
+	if (hp->upgrade)
+		return httpparse_fail(p, 501, "upgrade not supported");
+
+	bool chunked = (hp->flags & F_CHUNKED) != 0;
+	bool has_length = (hp->flags & F_CONTENTLENGTH) &&
+			  hp->content_length != ULLONG_MAX;
+	if (!chunked && has_length && hp->content_length > p->max_body)
+		return httpparse_fail(p, 413, "request body too large");
+	if (chunked || (has_length && hp->content_length > 0)) {
+		/* Stop here once so the caller can answer 100-continue or
+		 * refuse the request before its body is read. */
+		p->headers_pending = true;
+		http_parser_pause(hp, 1);
+	}
+	return 0;
+}
+
+static int httpparse_chunk_header_cb(http_parser *hp)
+{
+	struct httpparse *p = hp->data;
+	/* content_length holds this chunk's announced size here. */
+	if (hp->content_length > p->max_body - p->body.len)
+		return httpparse_fail(p, 413, "request body too large");
+	return 0;
+}
+
+static int httpparse_body_cb(http_parser *hp, const char *at, size_t len)
+{
+	struct httpparse *p = hp->data;
+	if (len > p->max_body - p->body.len)
+		return httpparse_fail(p, 413, "request body too large");
+	buf_append(&p->body, at, len);
+	p->req.body = p->body.data;
+	p->req.body_len = p->body.len;
+	return 0;
+}
+
+static int httpparse_message_complete_cb(http_parser *hp)
+{
+	struct httpparse *p = hp->data;
+	p->req.keep_alive = http_should_keep_alive(hp) != 0;
+	p->phase = PHASE_DONE;
+	http_parser_pause(hp, 1);
+	return 0;
+}
+
+static const http_parser_settings httpparse_settings = {
+	.on_url = httpparse_url_cb,
+	.on_header_field = httpparse_header_field_cb,
+	.on_header_value = httpparse_header_value_cb,
+	.on_headers_complete = httpparse_headers_complete_cb,
+	.on_chunk_header = httpparse_chunk_header_cb,
+	.on_body = httpparse_body_cb,
+	.on_message_complete = httpparse_message_complete_cb,
+};
+
+static void httpparse_clear_request(struct httpparse *p)
+{
+	struct http_request *r = &p->req;
+	for (size_t i = 0; i < r->nheaders; i++) {
+		free(r->headers[i].name);
+		free(r->headers[i].value);
+	}
+	free(r->headers);
+	free(r->url);
+	memset(r, 0, sizeof(*r));
+	p->hcap = 0;
+	buf_reset(&p->url);
+	buf_reset(&p->field);
+	buf_reset(&p->value);
+	/* Give a large body's storage back rather than keep it per
+	 * connection. */
+	buf_free(&p->body);
+	p->headers_complete = false;
+	p->headers_pending = false;
+	p->hpiece = HP_NONE;
+	p->header_bytes = 0;
+	p->phase = PHASE_HEADERS;
+}
+
+struct httpparse *httpparse_new(size_t max_body)
+{
+	struct httpparse *p = xcalloc(1, sizeof(*p));
+	p->max_body = max_body;
+	buf_init(&p->url);
+	buf_init(&p->field);
+	buf_init(&p->value);
+	buf_init(&p->body);
+	http_parser_init(&p->hp, HTTP_REQUEST);
+	p->hp.data = p;
+	p->phase = PHASE_HEADERS;
+	return p;
+}
+
+void httpparse_free(struct httpparse *p)
+{
+	if (p == NULL)
+		return;
+	httpparse_clear_request(p);
+	buf_free(&p->url);
+	buf_free(&p->field);
+	buf_free(&p->value);
+	buf_free(&p->body);
+	free(p);
+}
+
+static enum httpparse_state httpparse_check(struct httpparse *p)
+{
+	enum http_errno e = HTTP_PARSER_ERRNO(&p->hp);
+	if (p->err_status == 0) {
+		if (e == HPE_HEADER_OVERFLOW)
+			httpparse_fail(p, 431, "request headers too large");
+		else
+			httpparse_fail(p, 400, http_errno_description(e));
+	}
+	p->phase = PHASE_ERROR;
+	return HTTPPARSE_ERROR;
+}
+
+enum httpparse_state httpparse_feed(struct httpparse *p, const char *data,
+				    size_t len, size_t *consumed)
+{
+	*consumed = 0;
+	if (p->phase == PHASE_ERROR)
+		return HTTPPARSE_ERROR;
+	if (p->phase == PHASE_DONE)
+		return HTTPPARSE_DONE;
+	/* A zero-length execute means EOF to the library. */
+	if (len == 0)
+		return HTTPPARSE_NEED_MORE;
+
+	size_t n = http_parser_execute(&p->hp, &httpparse_settings, data, len);
+	enum http_errno e = HTTP_PARSER_ERRNO(&p->hp);
+	if (p->err_status || (e != HPE_OK && e != HPE_PAUSED))
+		return httpparse_check(p);
+	if (p->phase == PHASE_DONE) {
+		*consumed = n;
+		return HTTPPARSE_DONE;
+	}
+	if (p->headers_pending) {
+		/* Paused on the final LF of the headers, which the library has
+		 * not counted yet: let it take that byte so the body starts
+		 * at *consumed. */
+		p->headers_pending = false;
+		p->phase = PHASE_BODY;
+		http_parser_pause(&p->hp, 0);
+		if (n < len)
+			n += http_parser_execute(&p->hp, &httpparse_settings,
+						 data + n, 1);
+		if (p->err_status || HTTP_PARSER_ERRNO(&p->hp) != HPE_OK)
+			return httpparse_check(p);
+		*consumed = n;
+		return HTTPPARSE_HEADERS_DONE;
+	}
+	*consumed = n;
+	return HTTPPARSE_NEED_MORE;
+}
+
+const struct http_request *httpparse_request(const struct httpparse *p)
+{
+	return &p->req;
+}
+
+const char *http_request_header(const struct http_request *r, const char *name)
+{
+	for (size_t i = 0; i < r->nheaders; i++)
+		if (strcasecmp(r->headers[i].name, name) == 0)
+			return r->headers[i].value;
+	return NULL;
+}
+
+void httpparse_next(struct httpparse *p)
+{
+	if (p->phase == PHASE_ERROR)
+		return;
+	httpparse_clear_request(p);
+	/* A fresh init also lifts the pause from on_message_complete. */
+	http_parser_init(&p->hp, HTTP_REQUEST);
+	p->hp.data = p;
+}
+
+int httpparse_error(const struct httpparse *p, const char **reason)
+{
+	if (reason)
+		*reason = p->err_reason ? p->err_reason : "";
+	return p->err_status;
+}
+
+static int httpparse_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent- and '+'-decodes s[0..len) into a fresh string; NULL on a bad
+ * escape or a decoded NUL, which no caller could tell from the end. */
+static char *httpparse_decode(const char *s, size_t len)
+{
+	char *out = xmalloc(len + 1);
+	size_t o = 0;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		if (c == '+') {
+			c = ' ';
+		} else if (c == '%') {
+			if (len - i < 3)
+				goto fail;
+			int hi = httpparse_hexval(s[i + 1]);
+			int lo = httpparse_hexval(s[i + 2]);
+			if (hi < 0 || lo < 0)
+				goto fail;
+			c = (char)(hi * 16 + lo);
+			i += 2;
+		}
+		if (c == '\0')
+			goto fail;
+		out[o++] = c;
+	}
+	out[o] = '\0';
+	return out;
+fail:
+	free(out);
+	return NULL;
+}
+
+char *http_query_param(const char *url, const char *name)
+{
+	const char *q = strchr(url, '?');
+	if (q == NULL)
+		return NULL;
+	const char *hash = strchr(url, '#');
+	if (hash && hash < q)
+		return NULL;
+	q++;
+	const char *end = strchr(q, '#');
+	if (end == NULL)
+		end = q + strlen(q);
+
+	while (q < end) {
+		const char *amp = memchr(q, '&', (size_t)(end - q));
+		const char *pend = amp ? amp : end;
+		const char *eq = memchr(q, '=', (size_t)(pend - q));
+		const char *kend = eq ? eq : pend;
+		if (kend > q) {
+			char *key = httpparse_decode(q, (size_t)(kend - q));
+			bool match = key && strcmp(key, name) == 0;
+			free(key);
+			if (match) {
+				if (eq == NULL)
+					return xstrdup("");
+				return httpparse_decode(
+					eq + 1, (size_t)(pend - eq - 1));
+			}
+		}
+		q = amp ? amp + 1 : end;
+	}
+	return NULL;
+}
+
+char *http_url_path(const char *url)
+{
+	return xstrndup(url, strcspn(url, "?#"));
+}

@@ -1,0 +1,77 @@
+/*
+ * HTTP/1.1 request parsing, the only module that knows libhttp-parser, so
+ * the parser can be swapped. Incremental, one request at a time (pipelined
+ * bytes stay unconsumed until httpparse_next), with named limits.
+ */
+#ifndef MCPV_HTTPPARSE_H
+#define MCPV_HTTPPARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define HTTP_MAX_URL 8192
+#define HTTP_MAX_HEADER_BYTES (32 * 1024) /* all names + values */
+#define HTTP_MAX_HEADERS 64
+#define HTTP_DEFAULT_MAX_BODY (4 * 1024 * 1024)
+
+enum http_method {
+	HTTP_M_OTHER,
+	HTTP_M_GET,
+	HTTP_M_POST,
+	HTTP_M_DELETE,
+	HTTP_M_OPTIONS,
+	HTTP_M_HEAD,
+};
+
+struct http_header {
+	char *name; /* lower-cased */
+	char *value;
+};
+
+struct http_request {
+	enum http_method method;
+	char *url; /* raw target: path and query */
+	struct http_header *headers;
+	size_t nheaders;
+	char *body; /* NUL-terminated, may contain NULs */
+	size_t body_len;
+	bool keep_alive;
+	int http_major, http_minor;
+};
+
+enum httpparse_state {
+	HTTPPARSE_NEED_MORE,	/* feed more bytes */
+	HTTPPARSE_HEADERS_DONE, /* headers complete, body still coming: the
+				   caller may answer `Expect: 100-continue`
+				   (reported once per request) */
+	HTTPPARSE_DONE,		/* a whole request is ready */
+	HTTPPARSE_ERROR,	/* see httpparse_error */
+};
+
+struct httpparse;
+
+struct httpparse *httpparse_new(size_t max_body);
+void httpparse_free(struct httpparse *p);
+
+/* Feeds bytes; *consumed says how many were used (the rest belongs to the
+ * next request, feed it again after httpparse_next). */
+enum httpparse_state httpparse_feed(struct httpparse *p, const char *data,
+				    size_t len, size_t *consumed);
+/* The request, valid after HEADERS_DONE (no body yet) or DONE. */
+const struct http_request *httpparse_request(const struct httpparse *p);
+/* Case-insensitive lookup; NULL when absent. */
+const char *http_request_header(const struct http_request *r,
+				const char *name);
+/* After DONE: forget the request and get ready for the next one. */
+void httpparse_next(struct httpparse *p);
+/* After ERROR: the status to answer with (400, 413, 414, 431, 501) and a
+ * short reason. */
+int httpparse_error(const struct httpparse *p, const char **reason);
+
+/* The value of query parameter name in url, percent-decoded; NULL when
+ * absent. Caller frees. */
+char *http_query_param(const char *url, const char *name);
+/* url without its query string. Caller frees. */
+char *http_url_path(const char *url);
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * One instance: one running connection to one MCP server, its state
+ * machine, its lists (tools, prompts, resources, templates), its requests in
+ * flight and their id map. Every state change goes through one function and
+ * is logged. Knows nothing of sessions, scopes or the HTTP endpoint: its
+ * owner (the pool) decides when it starts, who holds it and when it closes.
+ */
+#ifndef MCPV_INSTANCE_H
+#define MCPV_INSTANCE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "config/config.h"
+
+#define INSTANCE_MAX_LIST_PAGES 100
+#define INSTANCE_MAX_LIST_ITEMS 10000
+
+enum instance_state {
+	INSTANCE_STOPPED,    /* not running: never started, or closed */
+	INSTANCE_STARTING,   /* spawned; handshake and first lists under way */
+	INSTANCE_READY,	     /* serving (shown as idle when nobody holds it) */
+	INSTANCE_FAILED,     /* dropped on its own or failed to start */
+	INSTANCE_NEEDS_AUTH, /* the server refused our credentials */
+	INSTANCE_STOPPING,   /* stop ladder under way */
+};
+
+enum instance_list {
+	INSTANCE_TOOLS,
+	INSTANCE_PROMPTS,
+	INSTANCE_RESOURCES,
+	INSTANCE_TEMPLATES,
+	INSTANCE_NLISTS,
+};
+
+struct instance;
+
+struct instance_cbs {
+	/* A notification from the server (progress, message, list_changed
+	 * after the instance refreshed that list, resources/updated...). */
+	void (*on_notification)(void *ctx, struct instance *inst,
+				json_t *msg);
+	/* A request from the server that the instance does not answer itself
+	 * (sampling, elicitation, roots/list). Answer with
+	 * instance_respond. */
+	void (*on_request)(void *ctx, struct instance *inst, json_t *msg);
+	/* After every state change. */
+	void (*on_state)(void *ctx, struct instance *inst,
+			 enum instance_state from, enum instance_state to);
+	/* After one of the lists changed (fresh start or list_changed). */
+	void (*on_lists)(void *ctx, struct instance *inst);
+};
+
+/* What the instance is made from: copied by instance_new. */
+struct instance_spec {
+	const struct server_config *server;
+	const char *key; /* canonical instance key */
+	const char *cwd; /* resolved working directory, NULL: inherit */
+	const char *client_caps_json; /* capabilities we advertise, JSON */
+};
+
+/* Waiting for a start: err is 0 when ready, or -errno. */
+typedef void (*instance_ready_cb)(void *arg, struct instance *inst, int err);
+/* The server's answer (a response with result or error), or one the
+ * instance made up when the server went away; borrowed. sent says whether
+ * the request had been written to the server. */
+typedef void (*instance_reply_cb)(void *arg, json_t *response, bool sent);
+
+struct instance *instance_new(uv_loop_t *loop,
+			      const struct instance_spec *spec,
+			      const struct instance_cbs *cbs, void *ctx);
+/* Stops the server if it runs and frees the instance once it is gone.
+ * Waiters and requests in flight are answered with errors first. */
+void instance_free(struct instance *inst);
+
+/* Calls cb when the instance is ready, starting it if needed; at once (from
+ * inside this call) when it already is. Requests that arrive during a start
+ * wait for that one start. */
+void instance_ensure(struct instance *inst, instance_ready_cb cb, void *arg);
+
+/* Sends a request with an id of the instance's own; steals params. Returns
+ * the request's server-side id (> 0), or a negative errno when the instance
+ * is not ready (cb is not called then). */
+int64_t instance_request(struct instance *inst, const char *method,
+			 json_t *params, instance_reply_cb cb, void *arg);
+/* Drops a request in flight: its callback will not run, and the server is
+ * told with notifications/cancelled. */
+void instance_cancel(struct instance *inst, int64_t id, const char *reason);
+/* Sends a notification; steals params. */
+int instance_notify(struct instance *inst, const char *method,
+		    json_t *params);
+/* Answers a request the server sent (id borrowed); steals result or error
+ * (exactly one non-NULL). */
+int instance_respond(struct instance *inst, json_t *id, json_t *result,
+		     json_t *error);
+
+/* Stops the server (explicit): state STOPPING then STOPPED. */
+void instance_stop(struct instance *inst, const char *why);
+
+enum instance_state instance_state(const struct instance *inst);
+const char *instance_state_name(enum instance_state s);
+const char *instance_name(const struct instance *inst);
+const char *instance_key(const struct instance *inst);
+/* The list last seen (a JSON array, borrowed), NULL when never listed. */
+json_t *instance_list(const struct instance *inst, enum instance_list which);
+/* Whether the server declared the capability (tools, prompts, ...). */
+bool instance_has_capability(const struct instance *inst, const char *cap);
+const char *instance_last_error(const struct instance *inst);
+pid_t instance_pid(const struct instance *inst);
+unsigned instance_inflight(const struct instance *inst);
+/* Status as JSON (state, error, stderr tail, counts; pid when verbose). */
+json_t *instance_describe(const struct instance *inst, bool verbose);
+
+/* Owner-held data. */
+void instance_set_data(struct instance *inst, void *data);
+void *instance_data(const struct instance *inst);
+
+#endif

@@ -1,0 +1,201 @@
+/* Aggregated lists, prefixed names, routing back, and pagination. */
+#include "router/router.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/buf.h"
+#include "util/xmalloc.h"
+
+/* Every kind of item is named by "name"; resources are also told
+ * apart by "uri". */
+static const char *router_name_key(enum instance_list which)
+{
+	(void)which;
+	return "name";
+}
+
+char *router_exposed_name(const char *prefix, const char *name)
+{
+	if (prefix == NULL || prefix[0] == '\0')
+		return xstrdup(name);
+	return xasprintf("%s" ROUTER_SEP "%s", prefix, name);
+}
+
+static bool router_list_has(json_t *list, const char *key, const char *v)
+{
+	size_t i;
+	json_t *item;
+	json_array_foreach(list, i, item)
+	{
+		const char *s = json_string_value(json_object_get(item, key));
+		if (s && strcmp(s, v) == 0)
+			return true;
+	}
+	return false;
+}
+
+json_t *router_aggregate(const struct router_view *views, size_t n,
+			 enum instance_list which)
+{
+	json_t *out = json_array();
+	const char *key = router_name_key(which);
+	bool by_uri = which == INSTANCE_RESOURCES;
+	for (size_t v = 0; v < n; v++) {
+		if (!views[v].visible || views[v].items == NULL)
+			continue;
+		size_t i;
+		json_t *item;
+		json_array_foreach(views[v].items, i, item)
+		{
+			const char *name =
+				json_string_value(json_object_get(item, key));
+			if (name == NULL)
+				continue;
+			json_t *copy = json_copy(item);
+			char *exposed =
+				router_exposed_name(views[v].prefix, name);
+			json_object_set_new(copy, key, json_string(exposed));
+			/* Resources are told apart by uri, the rest by
+			 * name: the first owner of either keeps it. */
+			const char *uri = json_string_value(
+				json_object_get(item, "uri"));
+			bool dup = by_uri && uri
+					   ? router_list_has(out, "uri", uri)
+					   : (!by_uri &&
+					      router_list_has(out, key, exposed));
+			if (!dup)
+				json_array_append(out, copy);
+			json_decref(copy);
+			free(exposed);
+		}
+	}
+	return out;
+}
+
+int router_resolve(const struct router_view *views, size_t n,
+		   enum instance_list which, const char *name,
+		   const char **orig)
+{
+	const char *key = router_name_key(which);
+	for (size_t v = 0; v < n; v++) {
+		if (views[v].items == NULL)
+			continue;
+		size_t plen = strlen(views[v].prefix);
+		const char *rest = name;
+		if (plen) {
+			if (strncmp(name, views[v].prefix, plen) != 0 ||
+			    strncmp(name + plen, ROUTER_SEP,
+				    strlen(ROUTER_SEP)) != 0)
+				continue;
+			rest = name + plen + strlen(ROUTER_SEP);
+		}
+		if (router_list_has(views[v].items, key, rest)) {
+			*orig = rest;
+			return (int)v;
+		}
+	}
+	/* Not among the known lists: a server whose prefix fits and whose
+	 * list is not known yet may have it. */
+	for (size_t v = 0; v < n; v++) {
+		if (views[v].items != NULL)
+			continue;
+		size_t plen = strlen(views[v].prefix);
+		if (plen == 0)
+			continue;
+		if (strncmp(name, views[v].prefix, plen) == 0 &&
+		    strncmp(name + plen, ROUTER_SEP, strlen(ROUTER_SEP)) == 0 &&
+		    name[plen + strlen(ROUTER_SEP)] != '\0') {
+			*orig = name + plen + strlen(ROUTER_SEP);
+			return (int)v;
+		}
+	}
+	return -1;
+}
+
+/* The part of a URI template before its first expression. */
+static size_t router_template_fixed(const char *tpl)
+{
+	const char *brace = strchr(tpl, '{');
+	return brace ? (size_t)(brace - tpl) : strlen(tpl);
+}
+
+int router_resolve_uri(const struct router_view *resources,
+		       const struct router_view *templates, size_t n,
+		       const char *uri)
+{
+	for (size_t v = 0; v < n; v++)
+		if (resources[v].items &&
+		    router_list_has(resources[v].items, "uri", uri))
+			return (int)v;
+	int best = -1;
+	size_t best_len = 0;
+	for (size_t v = 0; v < n; v++) {
+		size_t i;
+		json_t *item;
+		if (templates[v].items == NULL)
+			continue;
+		json_array_foreach(templates[v].items, i, item)
+		{
+			const char *tpl = json_string_value(
+				json_object_get(item, "uriTemplate"));
+			if (tpl == NULL)
+				continue;
+			size_t fixed = router_template_fixed(tpl);
+			if (fixed > 0 && fixed >= best_len &&
+			    strncmp(uri, tpl, fixed) == 0 &&
+			    (best < 0 || fixed > best_len)) {
+				best = (int)v;
+				best_len = fixed;
+			}
+		}
+	}
+	return best;
+}
+
+int router_paginate(json_t *list, const char *cursor, size_t page_size,
+		    json_t **page, char **next)
+{
+	size_t start = 0;
+	if (cursor) {
+		char *end;
+		if (cursor[0] != 'o' || cursor[1] == '\0')
+			return -EINVAL;
+		errno = 0;
+		unsigned long long v = strtoull(cursor + 1, &end, 10);
+		if (errno || *end != '\0' || v > json_array_size(list))
+			return -EINVAL;
+		start = (size_t)v;
+	}
+	if (page_size == 0)
+		page_size = ROUTER_DEFAULT_PAGE;
+	size_t total = json_array_size(list);
+	size_t stop = start + page_size < total ? start + page_size : total;
+	json_t *out = json_array();
+	for (size_t i = start; i < stop; i++)
+		json_array_append(out, json_array_get(list, i));
+	*page = out;
+	*next = stop < total ? xasprintf("o%zu", stop) : NULL;
+	return 0;
+}
+
+char *router_names_summary(json_t *list, size_t max)
+{
+	struct buf b;
+	buf_init(&b);
+	size_t n = json_array_size(list);
+	size_t shown = n < max ? n : max;
+	for (size_t i = 0; i < shown; i++) {
+		const char *name = json_string_value(
+			json_object_get(json_array_get(list, i), "name"));
+		if (i)
+			buf_puts(&b, ", ");
+		buf_puts(&b, name ? name : "?");
+	}
+	if (n > shown)
+		buf_printf(&b, " and %zu more", n - shown);
+	if (n == 0)
+		buf_puts(&b, "(none)");
+	return buf_steal(&b);
+}

@@ -1,0 +1,235 @@
+/*
+ * `mcpvisor serve`: one loop, one hub, one endpoint, and the runtime file.
+ */
+#include "runtime/runtime.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "config/config.h"
+#include "endpoint/endpoint.h"
+#include "session/hub.h"
+#include "transport/stdio.h"
+#include "util/fsutil.h"
+#include "util/log.h"
+#include "util/paths.h"
+#include "util/xmalloc.h"
+
+#define RUNTIME_FILE_MAX (64 * 1024)
+
+struct runtime {
+	uv_loop_t *loop;
+	struct paths paths;
+	struct hub *hub;
+	struct endpoint *ep;
+	uv_signal_t sigterm, sigint, sighup;
+	bool stopping;
+	int exit_code;
+};
+
+static void runtime_stop(struct runtime *rt, const char *why)
+{
+	if (rt->stopping)
+		return;
+	rt->stopping = true;
+	log_info("stopping (%s)", why);
+	endpoint_free(rt->ep);
+	rt->ep = NULL;
+	/* Closing the hub closes every instance; their stop ladders run on
+	 * the loop, which returns once the last process is reaped. */
+	hub_free(rt->hub);
+	rt->hub = NULL;
+	unlink(rt->paths.runtime_file);
+	uv_close((uv_handle_t *)&rt->sigterm, NULL);
+	uv_close((uv_handle_t *)&rt->sigint, NULL);
+	uv_close((uv_handle_t *)&rt->sighup, NULL);
+}
+
+static void runtime_signal_cb(uv_signal_t *h, int signum)
+{
+	struct runtime *rt = h->data;
+	if (signum == SIGHUP) {
+		log_info("SIGHUP: config reload is not supported yet; "
+			 "restart the runtime to apply changes");
+		return;
+	}
+	runtime_stop(rt, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+static void runtime_stop_request_cb(void *arg)
+{
+	runtime_stop(arg, "stop requested");
+}
+
+static int runtime_write_file(struct runtime *rt, const char *config_path)
+{
+	int port = endpoint_port(rt->ep);
+	json_t *o = json_pack("{s:I,s:i,s:s,s:s,s:s}", "pid",
+			      (json_int_t)getpid(), "port", port, "socket",
+			      rt->paths.socket_path, "config", config_path,
+			      "version", "0.1.0");
+	char *url = xasprintf("http://127.0.0.1:%d/mcp", port);
+	json_object_set_new(o, "url", json_string(url));
+	free(url);
+	char *s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
+	json_decref(o);
+	int rc = fsutil_write_atomic(rt->paths.runtime_file, s, strlen(s),
+				     0600);
+	free(s);
+	return rc;
+}
+
+int runtime_info_read(const char *home, struct runtime_info *info)
+{
+	struct paths p;
+	paths_resolve(&p, home);
+	char *text = NULL;
+	int rc = fsutil_read_file(p.runtime_file, RUNTIME_FILE_MAX, &text,
+				  NULL);
+	paths_free(&p);
+	memset(info, 0, sizeof *info);
+	if (rc < 0)
+		return rc;
+	json_t *o = json_loads(text, 0, NULL);
+	free(text);
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return -EINVAL;
+	}
+	info->pid = (long)json_integer_value(json_object_get(o, "pid"));
+	info->port = (int)json_integer_value(json_object_get(o, "port"));
+	const char *url = json_string_value(json_object_get(o, "url"));
+	const char *sock = json_string_value(json_object_get(o, "socket"));
+	info->url = url ? xstrdup(url) : NULL;
+	info->socket = sock ? xstrdup(sock) : NULL;
+	json_decref(o);
+	if (info->pid <= 0 || (kill((pid_t)info->pid, 0) < 0 && errno == ESRCH))
+		return -ESRCH;
+	return 0;
+}
+
+void runtime_info_free(struct runtime_info *info)
+{
+	free(info->url);
+	free(info->socket);
+	memset(info, 0, sizeof *info);
+}
+
+static void runtime_log_config(const struct config *cfg)
+{
+	for (size_t i = 0; i < cfg->nwarnings; i++)
+		log_warn("%s", cfg->warnings[i]);
+	for (size_t i = 0; i < cfg->nservers; i++)
+		if (cfg->servers[i].error)
+			log_error("%s (this server is skipped; the others "
+				  "run)",
+				  cfg->servers[i].error);
+}
+
+int runtime_serve(const struct runtime_opts *opts)
+{
+	struct runtime rt;
+	memset(&rt, 0, sizeof rt);
+	paths_resolve(&rt.paths, opts->home);
+	int rc = paths_create(&rt.paths);
+	if (rc < 0) {
+		fprintf(stderr, "mcpvisor: cannot create %s: %s\n",
+			rt.paths.runtime_dir, strerror(-rc));
+		paths_free(&rt.paths);
+		return 1;
+	}
+	struct runtime_info other;
+	if (runtime_info_read(opts->home, &other) == 0 &&
+	    other.pid != getpid()) {
+		fprintf(stderr,
+			"mcpvisor: a runtime already runs (pid %ld, %s); stop "
+			"it with `mcpvisor stop` or use another --home\n",
+			other.pid, other.url ? other.url : "?");
+		runtime_info_free(&other);
+		paths_free(&rt.paths);
+		return 1;
+	}
+	runtime_info_free(&other);
+
+	const char *config_path =
+		opts->config ? opts->config : rt.paths.config_file;
+	struct config *cfg = config_load_file(config_path);
+	if (cfg->fatal) {
+		fprintf(stderr, "mcpvisor: %s\n", cfg->fatal);
+		config_free(cfg);
+		paths_free(&rt.paths);
+		return 2;
+	}
+	runtime_log_config(cfg);
+	size_t nservers = cfg->nservers;
+
+	/* Orphaned grandchildren of our servers come to us, so they can be
+	 * reaped; children get a parent-death signal through the exec step. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	signal(SIGPIPE, SIG_IGN);
+	char exe[4096];
+	size_t exelen = sizeof exe;
+	if (uv_exepath(exe, &exelen) == 0)
+		stdio_set_exec_shim(exe);
+
+	rt.loop = xmalloc(sizeof *rt.loop);
+	uv_loop_init(rt.loop);
+	char cwd[4096];
+	if (getcwd(cwd, sizeof cwd) == NULL)
+		strcpy(cwd, "/");
+	rt.hub = hub_new(rt.loop, cfg, cwd);
+	if (opts->page_size)
+		hub_set_page_size(rt.hub, opts->page_size);
+	struct endpoint_opts eo = {
+		.host = "127.0.0.1",
+		.port = opts->port,
+		.socket_path = rt.paths.socket_path,
+		.on_stop = runtime_stop_request_cb,
+		.arg = &rt,
+	};
+	char *err = NULL;
+	rc = endpoint_start(rt.loop, rt.hub, &eo, &rt.ep, &err);
+	if (rc < 0) {
+		fprintf(stderr, "mcpvisor: %s\n", err);
+		free(err);
+		hub_free(rt.hub);
+		uv_run(rt.loop, UV_RUN_DEFAULT);
+		uv_loop_close(rt.loop);
+		free(rt.loop);
+		paths_free(&rt.paths);
+		return 1;
+	}
+	rc = runtime_write_file(&rt, config_path);
+	if (rc < 0)
+		log_warn("cannot write %s: %s", rt.paths.runtime_file,
+			 strerror(-rc));
+	uv_signal_init(rt.loop, &rt.sigterm);
+	uv_signal_init(rt.loop, &rt.sigint);
+	uv_signal_init(rt.loop, &rt.sighup);
+	rt.sigterm.data = rt.sigint.data = rt.sighup.data = &rt;
+	uv_signal_start(&rt.sigterm, runtime_signal_cb, SIGTERM);
+	uv_signal_start(&rt.sigint, runtime_signal_cb, SIGINT);
+	uv_signal_start(&rt.sighup, runtime_signal_cb, SIGHUP);
+
+	printf("mcpvisor: serving %zu server%s from %s\n"
+	       "mcpvisor: endpoint http://127.0.0.1:%d/mcp\n"
+	       "mcpvisor: socket %s\n",
+	       nservers, nservers == 1 ? "" : "s", config_path,
+	       endpoint_port(rt.ep), rt.paths.socket_path);
+	fflush(stdout);
+
+	uv_run(rt.loop, UV_RUN_DEFAULT);
+	rc = uv_loop_close(rt.loop);
+	if (rc != 0)
+		log_warn("loop closed with handles still open");
+	free(rt.loop);
+	paths_free(&rt.paths);
+	log_info("stopped");
+	return rt.exit_code;
+}

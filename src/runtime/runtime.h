@@ -1,0 +1,35 @@
+/*
+ * The runtime: `mcpvisor serve`. Wires the loop, config, hub, pool and
+ * endpoint together, writes the runtime file clients find it by, handles
+ * signals, and drains everything on the way out.
+ */
+#ifndef MCPV_RUNTIME_H
+#define MCPV_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct runtime_opts {
+	const char *home;   /* --home, may be NULL */
+	const char *config; /* --config, may be NULL: the default file */
+	int port;	    /* -1: default (7345, else any free one) */
+	size_t page_size;   /* 0: default */
+};
+
+/* Runs until SIGTERM/SIGINT or a stop request. Returns the exit code. */
+int runtime_serve(const struct runtime_opts *opts);
+
+/* What the runtime file says. */
+struct runtime_info {
+	long pid;
+	int port;
+	char *url;
+	char *socket;
+};
+
+/* Reads the runtime file of home; -ENOENT when none, -ESRCH when it names
+ * a process that is gone. */
+int runtime_info_read(const char *home, struct runtime_info *info);
+void runtime_info_free(struct runtime_info *info);
+
+#endif

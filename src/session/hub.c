@@ -1,0 +1,270 @@
+/*
+ * The hub: sessions by id over one config and one pool, and the routing of
+ * a server's messages to the sessions they concern.
+ */
+#include "session/hub.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonrpc/jsonrpc.h"
+#include "router/router.h"
+#include "session/session.h"
+#include "util/log.h"
+#include "util/xmalloc.h"
+
+struct hub_entry {
+	struct hub_entry *next;
+	struct session *s;
+};
+
+struct hub {
+	uv_loop_t *loop;
+	struct config *cfg;
+	struct pool *pool;
+	char *app_dir;
+	size_t page_size;
+	struct hub_entry *sessions;
+	size_t nsessions;
+};
+
+static void hub_inst_notification_cb(void *ctx, struct instance *inst,
+				     json_t *msg)
+{
+	struct hub *hub = ctx;
+	const char *method = jr_method(msg);
+	if (strcmp(method, "notifications/progress") == 0) {
+		for (struct hub_entry *e = hub->sessions; e; e = e->next)
+			if (session_route_progress(e->s, msg))
+				return;
+		return;
+	}
+	bool related = strcmp(method, "notifications/message") == 0 ||
+		       strcmp(method, "notifications/cancelled") == 0;
+	for (struct hub_entry *e = hub->sessions; e; e = e->next) {
+		if (!session_uses(e->s, inst))
+			continue;
+		if (related)
+			session_route_related(e->s, inst, msg);
+		else
+			session_notify(e->s, msg);
+	}
+}
+
+static void hub_inst_request_cb(void *ctx, struct instance *inst, json_t *msg)
+{
+	struct hub *hub = ctx;
+	const char *method = jr_method(msg);
+	const char *cap = strcmp(method, "sampling/createMessage") == 0 ? "sampling"
+			  : strcmp(method, "elicitation/create") == 0 ? "elicitation"
+			  : strcmp(method, "roots/list") == 0	      ? "roots"
+								      : NULL;
+	struct session *target = NULL;
+	for (struct hub_entry *e = hub->sessions; e && !target; e = e->next)
+		if (session_has_call_on(e->s, inst) &&
+		    (cap == NULL || session_client_has(e->s, cap)))
+			target = e->s;
+	for (struct hub_entry *e = hub->sessions; e && !target; e = e->next)
+		if (cap && session_client_has(e->s, cap) &&
+		    session_has_stream(e->s) && session_uses(e->s, inst))
+			target = e->s;
+	if (target) {
+		session_forward_server_request(target, inst, msg);
+		return;
+	}
+	if (cap && strcmp(cap, "roots") == 0) {
+		instance_respond(inst, jr_id(msg),
+				 json_pack("{s:[]}", "roots"), NULL);
+		return;
+	}
+	char *text = xasprintf("No connected client session can answer %s "
+			       "for server \"%s\"",
+			       method, instance_name(inst));
+	instance_respond(inst, jr_id(msg), NULL,
+			 json_pack("{s:i,s:s}", "code",
+				   cap ? JR_INTERNAL_ERROR : JR_METHOD_NOT_FOUND,
+				   "message", text));
+	free(text);
+}
+
+static void hub_inst_lists_cb(void *ctx, struct instance *inst)
+{
+	struct hub *hub = ctx;
+	for (struct hub_entry *e = hub->sessions; e; e = e->next)
+		if (session_uses(e->s, inst))
+			session_lists_changed(e->s, inst);
+}
+
+static const struct instance_cbs hub_instance_cbs = {
+	.on_notification = hub_inst_notification_cb,
+	.on_request = hub_inst_request_cb,
+	.on_lists = hub_inst_lists_cb,
+};
+
+struct hub *hub_new(uv_loop_t *loop, struct config *cfg, const char *app_dir)
+{
+	struct hub *hub = xcalloc(1, sizeof *hub);
+	hub->loop = loop;
+	hub->cfg = cfg;
+	hub->app_dir = xstrdup(app_dir);
+	hub->page_size = ROUTER_DEFAULT_PAGE;
+	hub->pool = pool_new(loop, &hub_instance_cbs, hub);
+	return hub;
+}
+
+void hub_free(struct hub *hub)
+{
+	if (hub == NULL)
+		return;
+	while (hub->sessions) {
+		struct hub_entry *e = hub->sessions;
+		hub->sessions = e->next;
+		session_free(e->s);
+		free(e);
+	}
+	pool_free(hub->pool);
+	config_free(hub->cfg);
+	free(hub->app_dir);
+	free(hub);
+}
+
+const struct config *hub_config(const struct hub *hub)
+{
+	return hub->cfg;
+}
+
+struct pool *hub_pool(struct hub *hub)
+{
+	return hub->pool;
+}
+
+const char *hub_app_dir(const struct hub *hub)
+{
+	return hub->app_dir;
+}
+
+size_t hub_page_size(const struct hub *hub)
+{
+	return hub->page_size;
+}
+
+void hub_set_page_size(struct hub *hub, size_t n)
+{
+	hub->page_size = n;
+}
+
+json_t *hub_initialize(struct hub *hub, json_t *params, const char *space,
+		       struct session **out)
+{
+	struct session *s = session_new(hub, space, params);
+	struct hub_entry *e = xcalloc(1, sizeof *e);
+	e->s = s;
+	e->next = hub->sessions;
+	hub->sessions = e;
+	hub->nsessions++;
+	*out = s;
+	const char *cname = json_string_value(json_object_get(
+		json_object_get(params, "clientInfo"), "name"));
+	log_info("session %.8s opened (client %s, protocol %s%s%s)",
+		 session_id(s), cname ? cname : "?",
+		 session_protocol_version(s), space ? ", space " : "",
+		 space ? space : "");
+	return json_pack("{s:s,s:{s:{s:b},s:{s:b},s:{s:b,s:b},s:{},s:{}},"
+			 "s:{s:s,s:s},s:s}",
+			 "protocolVersion", session_protocol_version(s),
+			 "capabilities", "tools", "listChanged", 1, "prompts",
+			 "listChanged", 1, "resources", "subscribe", 1,
+			 "listChanged", 1, "logging", "completions",
+			 "serverInfo", "name", "mcpvisor", "version", "0.1.0",
+			 "instructions",
+			 "mcpvisor runs this host's MCP servers; tools are "
+			 "named server__tool.");
+}
+
+struct session *hub_session_find(struct hub *hub, const char *id)
+{
+	for (struct hub_entry *e = hub->sessions; e; e = e->next)
+		if (strcmp(session_id(e->s), id) == 0)
+			return e->s;
+	return NULL;
+}
+
+void hub_session_end(struct hub *hub, struct session *s)
+{
+	for (struct hub_entry **pp = &hub->sessions; *pp;
+	     pp = &(*pp)->next) {
+		if ((*pp)->s != s)
+			continue;
+		struct hub_entry *e = *pp;
+		*pp = e->next;
+		hub->nsessions--;
+		log_info("session %.8s ended", session_id(s));
+		session_free(s);
+		free(e);
+		return;
+	}
+}
+
+size_t hub_session_count(const struct hub *hub)
+{
+	return hub->nsessions;
+}
+
+void hub_foreach_session(struct hub *hub,
+			 void (*fn)(void *arg, struct session *s), void *arg)
+{
+	for (struct hub_entry *e = hub->sessions; e; e = e->next)
+		fn(arg, e->s);
+}
+
+struct hub_status_walk {
+	struct hub *hub;
+	const char *name;
+	json_t *out;
+	bool verbose;
+};
+
+static void hub_status_inst_cb(void *arg, struct instance *inst)
+{
+	struct hub_status_walk *w = arg;
+	if (strcmp(instance_name(inst), w->name) != 0)
+		return;
+	json_t *d = instance_describe(inst, w->verbose);
+	json_t *holders = json_array();
+	for (struct hub_entry *e = w->hub->sessions; e; e = e->next)
+		if (session_uses(e->s, inst))
+			json_array_append_new(holders,
+					      json_string(session_id(e->s)));
+	json_object_set_new(d, "sessions", holders);
+	json_array_append_new(w->out, d);
+}
+
+json_t *hub_status(struct hub *hub, bool verbose)
+{
+	json_t *servers = json_array();
+	for (size_t i = 0; i < hub->cfg->nservers; i++) {
+		const struct server_config *sv = &hub->cfg->servers[i];
+		json_t *o = json_object();
+		json_object_set_new(o, "name", json_string(sv->name));
+		json_object_set_new(o, "kind",
+				    json_string(config_kind_name(sv->kind)));
+		json_object_set_new(o, "scope",
+				    json_string(config_scope_name(sv->scope)));
+		json_object_set_new(
+			o, "exposure",
+			json_string(config_exposure_name(sv->exposure)));
+		if (sv->error)
+			json_object_set_new(o, "configError",
+					    json_string(sv->error));
+		if (sv->disabled)
+			json_object_set_new(o, "disabled", json_true());
+		struct hub_status_walk w = {hub, sv->name, json_array(),
+					    verbose};
+		pool_foreach(hub->pool, hub_status_inst_cb, &w);
+		json_object_set_new(o, "instances", w.out);
+		json_array_append_new(servers, o);
+	}
+	return json_pack("{s:o,s:I,s:s}", "servers", servers, "sessions",
+			 (json_int_t)hub->nsessions, "config",
+			 hub->cfg->path ? hub->cfg->path : "");
+}

@@ -1,0 +1,69 @@
+/*
+ * One client session: its id, protocol version, space and capabilities,
+ * the calls it has in flight on instances (with their id and progress
+ * token maps), the requests servers sent it, and its standing GET stream.
+ * MCP methods are dispatched here; names are resolved through the router.
+ */
+#ifndef MCPV_SESSION_H
+#define MCPV_SESSION_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "instance/instance.h"
+#include "session/exchange.h"
+
+#define SESSION_ID_LEN 32
+
+struct hub;
+struct session;
+
+struct session *session_new(struct hub *hub, const char *space,
+			    json_t *init_params);
+/* Cancels the session's calls upstream and frees it. */
+void session_free(struct session *s);
+
+const char *session_id(const struct session *s);
+const char *session_space(const struct session *s);
+const char *session_protocol_version(const struct session *s);
+void session_set_protocol_version(struct session *s, const char *v);
+/* Whether the client declared capability cap (sampling, roots...). */
+bool session_client_has(const struct session *s, const char *cap);
+uint64_t session_last_seen(const struct session *s);
+
+/* Handles one message from the client (borrowed). Requests are answered
+ * into ex; notifications and responses need no ex. */
+void session_handle(struct session *s, json_t *msg, struct exchange *ex);
+/* The client stopped listening on ex: its calls are cancelled upstream. */
+void session_exchange_gone(struct session *s, struct exchange *ex);
+
+/* The standing GET stream (NULL to clear); the old one is detached. */
+void session_set_stream(struct session *s, struct exchange *ex);
+/* Clears the standing stream if it is still ex. */
+void session_drop_stream(struct session *s, struct exchange *ex);
+bool session_has_stream(const struct session *s);
+/* Sends msg (borrowed) on the standing stream, if any. */
+void session_notify(struct session *s, json_t *msg);
+/* Next SSE event id of this session. */
+uint64_t session_next_event_id(struct session *s);
+
+/* Whether the session's scope resolves server name to inst. */
+bool session_uses(struct session *s, struct instance *inst);
+
+/* Server messages the hub routes here; msg borrowed. Return true when the
+ * session took the message. */
+bool session_route_progress(struct session *s, json_t *msg);
+bool session_has_call_on(struct session *s, struct instance *inst);
+/* A notification from inst's server for the client: on the stream of the
+ * session's newest call on inst, else on the standing stream. */
+void session_route_related(struct session *s, struct instance *inst,
+			   json_t *msg);
+/* A request from inst's server for the client (sampling, elicitation,
+ * roots/list), sent on the stream of the call that caused it. */
+void session_forward_server_request(struct session *s, struct instance *inst,
+				    json_t *msg);
+/* inst's lists changed: tell the client if what it sees changed. */
+void session_lists_changed(struct session *s, struct instance *inst);
+
+#endif

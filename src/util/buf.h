@@ -1,0 +1,30 @@
+/*
+ * Growable byte buffer: the one way bytes are accumulated (HTTP bodies,
+ * lines, responses). Always NUL-terminated past len for convenience.
+ */
+#ifndef MCPV_BUF_H
+#define MCPV_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+struct buf {
+	char *data;
+	size_t len;
+	size_t cap;
+};
+
+void buf_init(struct buf *b);
+void buf_free(struct buf *b);
+void buf_reset(struct buf *b);
+void buf_reserve(struct buf *b, size_t extra);
+void buf_append(struct buf *b, const void *p, size_t n);
+void buf_puts(struct buf *b, const char *s);
+void buf_printf(struct buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Removes the first n bytes. */
+void buf_consume(struct buf *b, size_t n);
+/* Hands the storage to the caller (NUL-terminated) and resets b. */
+char *buf_steal(struct buf *b);
+
+#endif

@@ -1,0 +1,68 @@
+/* Resolution and creation of mcpvisor's private directories. */
+#include "util/paths.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/fsutil.h"
+#include "util/xmalloc.h"
+
+static char *paths_xdg(const char *var, const char *fallback_rel)
+{
+	const char *v = getenv(var);
+	if (v && v[0] == '/')
+		return xasprintf("%s/mcpvisor", v);
+	const char *home = getenv("HOME");
+	if (fallback_rel && home && home[0] == '/')
+		return xasprintf("%s/%s/mcpvisor", home, fallback_rel);
+	return xasprintf("/tmp/mcpvisor-%u", (unsigned)getuid());
+}
+
+void paths_resolve(struct paths *p, const char *home)
+{
+	if (home == NULL || home[0] == '\0')
+		home = getenv("MCPVISOR_HOME");
+	if (home && home[0]) {
+		p->state_dir = xasprintf("%s/state", home);
+		p->cache_dir = xasprintf("%s/cache", home);
+		p->runtime_dir = xasprintf("%s/run", home);
+		p->config_file = xasprintf("%s/mcp.json", home);
+	} else {
+		p->state_dir = paths_xdg("XDG_STATE_HOME", ".local/state");
+		p->cache_dir = paths_xdg("XDG_CACHE_HOME", ".cache");
+		const char *rt = getenv("XDG_RUNTIME_DIR");
+		if (rt && rt[0] == '/')
+			p->runtime_dir = xasprintf("%s/mcpvisor", rt);
+		else
+			p->runtime_dir =
+				xasprintf("/tmp/mcpvisor-%u", (unsigned)getuid());
+		p->config_file = paths_xdg("XDG_CONFIG_HOME", ".config");
+		char *dir = p->config_file;
+		p->config_file = xasprintf("%s/mcp.json", dir);
+		free(dir);
+	}
+	p->runtime_file = xasprintf("%s/runtime.json", p->runtime_dir);
+	p->socket_path = xasprintf("%s/mcpvisor.sock", p->runtime_dir);
+}
+
+int paths_create(const struct paths *p)
+{
+	int rc;
+	if ((rc = fsutil_mkdir_p(p->state_dir, 0700)) < 0)
+		return rc;
+	if ((rc = fsutil_mkdir_p(p->cache_dir, 0700)) < 0)
+		return rc;
+	return fsutil_mkdir_p(p->runtime_dir, 0700);
+}
+
+void paths_free(struct paths *p)
+{
+	free(p->state_dir);
+	free(p->cache_dir);
+	free(p->runtime_dir);
+	free(p->config_file);
+	free(p->runtime_file);
+	free(p->socket_path);
+	memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,18 @@
+/*
+ * Allocation that never returns NULL: on failure it logs and aborts, so no
+ * caller carries an out-of-memory path it cannot test.
+ */
+#ifndef MCPV_XMALLOC_H
+#define MCPV_XMALLOC_H
+
+#include <stddef.h>
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t nmemb, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+/* printf into a fresh string. */
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
