@@ -77,8 +77,11 @@ run: deps all
 test: deps npm-deps $(SAN)/mcpvisor $(DEMO_SAN) $(UNIT_BIN)
 	@sh tests/run.sh
 
-unit: $(UNIT_BIN)
+unit: $(SAN)/mcpvisor $(DEMO_SAN) $(UNIT_BIN)
 	@sh tests/run.sh unit
+
+e2e: deps npm-deps $(SAN)/mcpvisor $(DEMO_SAN)
+	@sh tests/run.sh e2e
 
 conformance: deps npm-deps $(SAN)/mcpvisor $(DEMO_SAN)
 	@sh tests/run.sh conformance

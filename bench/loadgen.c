@@ -42,6 +42,7 @@
 #define LG_MAX_ERR 512
 #define LG_MAX_EVENTS 256
 #define LG_MAX_PROCS 8192
+#define LG_MAX_CHILDREN 256 /* stdio servers, with one per session */
 #define LG_MAX_CALLS 10000000
 #define LG_OPEN_PARALLEL 32 /* sessions opened at once: keeps backlogs sane */
 #define LG_READ_CHUNK 65536
@@ -155,7 +156,9 @@ struct lg_child {
 	int want_out;
 	struct lg_buf wb;
 	struct lg_buf rb;
-	int inited; /* session 0 finished initialize: others may go */
+	int idx;
+	int inited; /* its first session finished initialize */
+	int dead;
 };
 
 struct lg {
@@ -189,8 +192,10 @@ struct lg {
 	int sigfd;
 	struct lg_sess *s;
 	int ns;
-	struct lg_child child;
-	int retry; /* failures before the first answer are retried */
+	struct lg_child *child; /* stdio servers: one, or one per session */
+	int nchild;
+	int per_session; /* --stdio-per-session */
+	int retry;	 /* failures before the first answer are retried */
 	int finished;
 	int started;  /* sessions started so far (sessions mode) */
 	int ready_n;  /* sessions that finished initialize */
@@ -506,10 +511,13 @@ static int lg_check(struct lg_sess *s, const struct lg_msg *m, enum lg_phase ph)
 /* stdio transport: one child shared by every logical session, each with
  * one request in flight and its own ids. */
 
-static void lg_child_flush(void)
+static struct lg_child *lg_child_of(const struct lg_sess *s)
 {
-	struct lg_child *c = &G.child;
+	return &G.child[G.per_session ? s->idx : 0];
+}
 
+static void lg_child_flush(struct lg_child *c)
+{
 	while (lg_buf_size(&c->wb) > 0) {
 		ssize_t n = write(c->in_fd, lg_buf_data(&c->wb),
 				  lg_buf_size(&c->wb));
@@ -518,7 +526,8 @@ static void lg_child_flush(void)
 			continue;
 		if (n < 0 && errno == EAGAIN) {
 			if (!c->want_out) {
-				lg_ep_set(c->in_fd, lg_tag(LG_EV_CHILD_IN, 0),
+				lg_ep_set(c->in_fd,
+					  lg_tag(LG_EV_CHILD_IN, c->idx),
 					  EPOLLOUT, EPOLL_CTL_ADD);
 				c->want_out = 1;
 			}
@@ -534,9 +543,8 @@ static void lg_child_flush(void)
 	}
 }
 
-static void lg_child_spawn(void)
+static void lg_child_spawn(struct lg_child *c)
 {
-	struct lg_child *c = &G.child;
 	int in[2], out[2];
 
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
@@ -558,11 +566,11 @@ static void lg_child_spawn(void)
 	c->out_fd = out[0];
 	fcntl(c->in_fd, F_SETFL, O_NONBLOCK);
 	fcntl(c->out_fd, F_SETFL, O_NONBLOCK);
-	lg_ep_set(c->out_fd, lg_tag(LG_EV_CHILD_OUT, 0), EPOLLIN,
+	lg_ep_set(c->out_fd, lg_tag(LG_EV_CHILD_OUT, c->idx), EPOLLIN,
 		  EPOLL_CTL_ADD);
 }
 
-static void lg_child_line(const char *p, size_t n)
+static void lg_child_line(struct lg_child *c, const char *p, size_t n)
 {
 	struct lg_msg m;
 	struct lg_sess *s;
@@ -580,7 +588,8 @@ static void lg_child_line(const char *p, size_t n)
 			 (int)(n > 200 ? 200 : n), p);
 		return;
 	}
-	if (m.id % LG_ID_STRIDE >= G.ns) {
+	if (m.id % LG_ID_STRIDE >= G.ns ||
+	    lg_child_of(&G.s[m.id % LG_ID_STRIDE]) != c) {
 		lg_error("answer with an id we never sent: %" PRId64, m.id);
 		return;
 	}
@@ -594,10 +603,8 @@ static void lg_child_line(const char *p, size_t n)
 		lg_sess_reply(s, 1);
 }
 
-static void lg_child_read(void)
+static void lg_child_read(struct lg_child *c)
 {
-	struct lg_child *c = &G.child;
-
 	for (;;) {
 		ssize_t n;
 		char *d, *nl;
@@ -611,10 +618,12 @@ static void lg_child_read(void)
 			return;
 		if (n <= 0) {
 			lg_error("server closed its stdout");
-			for (int i = 0; i < G.ns; i++)
-				if (G.s[i].inflight)
-					lg_sess_fail(&G.s[i], "server gone");
+			c->dead = 1;
 			epoll_ctl(G.ep, EPOLL_CTL_DEL, c->out_fd, NULL);
+			for (int i = 0; i < G.ns; i++)
+				if (G.s[i].inflight &&
+				    lg_child_of(&G.s[i]) == c)
+					lg_sess_fail(&G.s[i], "server gone");
 			G.finished = 1;
 			return;
 		}
@@ -625,7 +634,7 @@ static void lg_child_read(void)
 			size_t len = (size_t)(nl - (d + used));
 
 			if (len > 0)
-				lg_child_line(d + used, len);
+				lg_child_line(c, d + used, len);
 			used += len + 1;
 		}
 		lg_buf_consume(&c->rb, used);
@@ -669,31 +678,43 @@ static void lg_cpu_put(json_t *out, const char *key, int who)
 				  1e6));
 }
 
-static void lg_child_stop(json_t *out)
+/* Stops every stdio server; their peak RSS (VmHWM) is summed. */
+static void lg_children_stop(json_t *out)
 {
-	struct lg_child *c = &G.child;
-	uint64_t until;
+	uint64_t until = lg_now() + 2000000000ULL;
+	long hwm = 0;
 	int status;
-	long hwm;
 
-	if (c->pid <= 0)
+	if (G.nchild == 0)
 		return;
-	hwm = lg_proc_status_kb(c->pid, "VmHWM");
-	if (hwm >= 0)
-		json_object_set_new(out, "server_hwm_kb", json_integer(hwm));
-	close(c->in_fd);
-	until = lg_now() + 2000000000ULL;
-	while (waitpid(c->pid, &status, WNOHANG) == 0) {
-		if (lg_now() > until) {
-			kill(c->pid, SIGKILL);
-			waitpid(c->pid, &status, 0);
-			break;
-		}
-		usleep(1000);
+	for (int i = 0; i < G.nchild; i++) {
+		long kb = lg_proc_status_kb(G.child[i].pid, "VmHWM");
+
+		if (kb > 0)
+			hwm += kb;
+		close(G.child[i].in_fd);
 	}
-	close(c->out_fd);
-	c->pid = 0;
+	json_object_set_new(out, "server_hwm_kb", json_integer(hwm));
+	json_object_set_new(out, "servers", json_integer(G.nchild));
+	for (int i = 0; i < G.nchild; i++) {
+		struct lg_child *c = &G.child[i];
+
+		while (waitpid(c->pid, &status, WNOHANG) == 0) {
+			if (lg_now() > until) {
+				kill(c->pid, SIGKILL);
+				waitpid(c->pid, &status, 0);
+				break;
+			}
+			usleep(1000);
+		}
+		close(c->out_fd);
+		lg_buf_free(&c->wb);
+		lg_buf_free(&c->rb);
+	}
 	lg_cpu_put(out, "server_cpu_s", RUSAGE_CHILDREN);
+	free(G.child);
+	G.child = NULL;
+	G.nchild = 0;
 }
 
 /* HTTP transport: one keep-alive connection per session. */
@@ -1222,8 +1243,8 @@ static void lg_sess_send(struct lg_sess *s, enum lg_phase ph,
 	}
 	s->t_sent = lg_now();
 	if (G.target == LG_T_STDIO) {
-		lg_buf_add(&G.child.wb, body, (size_t)n);
-		lg_buf_add(&G.child.wb, "\n", 1);
+		lg_buf_add(&lg_child_of(s)->wb, body, (size_t)n);
+		lg_buf_add(&lg_child_of(s)->wb, "\n", 1);
 		if (ph == LG_PH_NOTIFY)
 			lg_sess_reply(s, 1); /* stdio notifications get none */
 		return;
@@ -1317,8 +1338,8 @@ static void lg_sess_ready(struct lg_sess *s)
 	default:
 		break;
 	}
-	if (G.target == LG_T_STDIO && s->idx == 0) {
-		G.child.inited = 1;
+	if (G.target == LG_T_STDIO && !G.per_session && s->idx == 0) {
+		G.child[0].inited = 1;
 		for (int i = 1; i < G.ns; i++)
 			if (G.s[i].phase == LG_PH_NEW)
 				lg_sess_ready(&G.s[i]);
@@ -1383,8 +1404,8 @@ static void lg_sess_reply(struct lg_sess *s, int ok)
 
 static void lg_sess_start(struct lg_sess *s)
 {
-	if (G.target == LG_T_STDIO && s->idx > 0) {
-		if (G.child.inited)
+	if (G.target == LG_T_STDIO && !G.per_session && s->idx > 0) {
+		if (G.child[0].inited)
 			lg_sess_ready(s);
 		return;
 	}
@@ -1448,8 +1469,9 @@ static void lg_loop_once(int wait_ms)
 	struct epoll_event evs[LG_MAX_EVENTS];
 	int n;
 
-	if (G.target == LG_T_STDIO && G.child.pid > 0)
-		lg_child_flush();
+	for (int i = 0; i < G.nchild; i++)
+		if (lg_buf_size(&G.child[i].wb) > 0 && !G.child[i].dead)
+			lg_child_flush(&G.child[i]);
 	n = epoll_wait(G.ep, evs, LG_MAX_EVENTS, wait_ms);
 	for (int i = 0; i < n; i++) {
 		uint64_t tag = evs[i].data.u64;
@@ -1460,10 +1482,10 @@ static void lg_loop_once(int wait_ms)
 			lg_conn_event(&G.s[idx], evs[i].events);
 			break;
 		case LG_EV_CHILD_OUT:
-			lg_child_read();
+			lg_child_read(&G.child[idx]);
 			break;
 		case LG_EV_CHILD_IN:
-			lg_child_flush();
+			lg_child_flush(&G.child[idx]);
 			break;
 		case LG_EV_SIG:
 			lg_signal_event();
@@ -1794,7 +1816,16 @@ static int lg_run(void)
 	if (G.target == LG_T_STDIO) {
 		if (G.mode == LG_M_SESSIONS)
 			lg_die("sessions mode needs an HTTP target");
-		lg_child_spawn();
+		G.nchild = G.per_session ? nsess : 1;
+		if (G.nchild > LG_MAX_CHILDREN)
+			lg_die("at most %d stdio servers", LG_MAX_CHILDREN);
+		G.child = calloc((size_t)G.nchild, sizeof(*G.child));
+		if (G.child == NULL)
+			lg_die("out of memory");
+		for (int i = 0; i < G.nchild; i++) {
+			G.child[i].idx = i;
+			lg_child_spawn(&G.child[i]);
+		}
 	}
 	if (G.mode == LG_M_FIRST && G.target != LG_T_STDIO)
 		G.retry = 1;
@@ -1902,13 +1933,13 @@ static int lg_run(void)
 	if (out)
 		lg_cpu_put(out, "self_cpu_s", RUSAGE_SELF);
 	if (out) {
-		lg_child_stop(out);
+		lg_children_stop(out);
 		lg_print(out);
 		json_decref(out);
 	} else {
 		json_t *tmp = json_object();
 
-		lg_child_stop(tmp);
+		lg_children_stop(tmp);
 		json_decref(tmp);
 	}
 	lg_sessions_free();
@@ -2274,7 +2305,9 @@ static int lg_freeport(void)
 static void lg_usage(void)
 {
 	fputs("usage: loadgen TARGET MODE [options] [-- CMD ARGS...]\n"
-	      "targets: --stdio (spawns CMD), --url http://127.0.0.1:P/mcp,\n"
+	      "targets: --stdio (spawns CMD, shared by all sessions),\n"
+	      "         --stdio-per-session (one CMD per session),\n"
+	      "         --url http://127.0.0.1:P/mcp,\n"
 	      "         --unix PATH [--path /mcp]\n"
 	      "modes:   latency [--calls N] [--warmup-calls N]\n"
 	      "         throughput [--sessions N] [--seconds S] [--warmup S]\n"
@@ -2330,6 +2363,10 @@ static void lg_parse(int argc, char **argv)
 			break;
 		} else if (strcmp(a, "--stdio") == 0) {
 			G.target = LG_T_STDIO;
+			have_target = 1;
+		} else if (strcmp(a, "--stdio-per-session") == 0) {
+			G.target = LG_T_STDIO;
+			G.per_session = 1;
 			have_target = 1;
 		} else if (strcmp(a, "--url") == 0) {
 			if (lg_parse_url(lg_arg(argc, argv, &i)) < 0)

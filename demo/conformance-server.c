@@ -44,15 +44,13 @@
 #define CONF_LATEST "2025-11-25"
 #define CONF_LOGGER "conformance-server"
 
-/* A 1x1 red PNG and eight samples of 8 kHz 8-bit silence, made for this file.
- */
-#define CONF_PNG                                                               \
-	"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR42mP4z8AAAAMB" \
-	"AQD3"                                                                 \
-	"A0FDAAAAAElFTkSuQmCC"
-#define CONF_WAV                                                               \
-	"UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICA" \
-	"gA=="
+/* A 1x1 red PNG and eight samples of 8 kHz 8-bit silence, both made for
+ * this file. */
+static const char conf_png[] =
+	"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAA"
+	"DElEQVR42mP4z8AAAAMBAQD3A0FDAAAAAElFTkSuQmCC";
+static const char conf_wav[] = "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAAB"
+			       "AAgAZGF0YQgAAACAgICAgICAgA==";
 
 #define CONF_ERR_PARSE -32700
 #define CONF_ERR_REQUEST -32600
@@ -428,7 +426,7 @@ static json_t *conf_text_block(const char *text)
 
 static json_t *conf_image_block(void)
 {
-	return conf_pack("{s:s,s:s,s:s}", "type", "image", "data", CONF_PNG,
+	return conf_pack("{s:s,s:s,s:s}", "type", "image", "data", conf_png,
 			 "mimeType", "image/png");
 }
 
@@ -722,7 +720,7 @@ static void conf_tool_audio(struct conf_server *s, json_t *id, json_t *args,
 {
 	conf_send_result(s, id,
 			 conf_pack("{s:[{s:s,s:s,s:s}]}", "content", "type",
-				   "audio", "data", CONF_WAV, "mimeType",
+				   "audio", "data", conf_wav, "mimeType",
 				   "audio/wav"));
 }
 
@@ -1756,7 +1754,7 @@ static void conf_on_resources_read(struct conf_server *s, json_t *id,
 	r = conf_resource_find(s, uri);
 	if (r != NULL && strcmp(r->uri, "test://static-binary") == 0) {
 		content = conf_pack("{s:s,s:s,s:s}", "uri", uri, "mimeType",
-				    r->mime, "blob", CONF_PNG);
+				    r->mime, "blob", conf_png);
 	} else if (r != NULL) {
 		if (strcmp(r->uri, "test://watched-resource") == 0)
 			text = conf_xasprintf("Watched resource content, "

@@ -539,7 +539,6 @@ static void stdio_drain_pipe(struct stdio_conn *c, uv_pipe_t *p, bool is_out)
 		return;
 	/* A blocking read could hang on a grandchild holding the pipe. */
 	int fl = fcntl(fd, F_GETFL);
-	log_warn("drain fl %x", fl);
 	if (fl == -1 || !(fl & O_NONBLOCK))
 		return;
 	while (total < STDIO_DRAIN_MAX) {
@@ -566,7 +565,6 @@ static void stdio_exit_cb(uv_process_t *proc, int64_t exit_status,
 	log_debug("pid %d: exited, status %lld, signal %d", (int)c->pid,
 		  (long long)exit_status, term_signal);
 	c->exited = true;
-	log_warn("exit: out_done %d err_done %d", c->out_done, c->err_done);
 	uv_timer_stop(&c->eof_timer);
 	if (!c->out_done)
 		stdio_drain_pipe(c, &c->out, true);

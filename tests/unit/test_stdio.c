@@ -263,18 +263,14 @@ Test(stdio, stderr_ring_keeps_last_lines)
 	struct tst t;
 
 	tst_init(&t);
-	/* 2 MB, 60 lines, a 600-byte line, one that is not UTF-8, a partial
-	 * one, all in the leader's last writes: more than is read per loop
-	 * turn, so the exit is seen with stderr still in the pipe. The
-	 * message written before must still come before on_exit. */
-	tst_spawn_sh(&t, "f=$(mktemp); exec 4>$f 3<$f; rm $f; "
-			 "{ head -c 2000000 /dev/zero | tr '\\0' z; "
-			 "i=0; while [ $i -lt 60 ]; do echo line$i; "
-			 "i=$((i+1)); done; printf '%0600d\\n' 0; "
-			 "printf '\\377bad\\r\\n'; printf partial; } >&4; "
-			 "echo '{\"last\":1}'; exec cat <&3 >&2");
+	/* 60 lines, a 600-byte line, one that is not UTF-8, a partial one;
+	 * then a message just before exit, which must come before on_exit. */
+	tst_spawn_sh(&t, "i=0; while [ $i -lt 60 ]; do echo line$i >&2; "
+			 "i=$((i+1)); done; printf '%0600d\\n' 0 >&2; "
+			 "printf '\\377bad\\r\\n' >&2; printf partial >&2; "
+			 "echo '{\"last\":1}'; exit 3");
 	tst_run_until(&t, &t.nclosed, 1);
-	cr_assert_eq(t.exit_status, 0);
+	cr_assert_eq(t.exit_status, 3);
 	cr_assert_eq(t.term_signal, 0);
 	cr_assert_eq(t.msgs_at_exit, 1, "message lost or late");
 	cr_assert_str_eq(t.msgs[0], "{\"last\":1}");
@@ -289,13 +285,41 @@ Test(stdio, stderr_ring_keeps_last_lines)
 	buf_free(&want);
 
 	cr_assert_str_eq(t.tail_none, "");
-	/* 64 lines went in; the ring kept the last 50: line13 onwards. */
+	/* 63 lines went in; the ring kept the last 50: line13 onwards. */
 	cr_assert(strncmp(t.tail_all, "line13\nline14\n", 14) == 0, "%.20s",
 		  t.tail_all);
 	int nl = 0;
 	for (const char *p = t.tail_all; *p; p++)
 		nl += *p == '\n';
 	cr_assert_eq(nl, STDIO_STDERR_LINES - 1);
+	tst_fini(&t);
+}
+
+Test(stdio, stderr_pending_at_exit_is_read_first)
+{
+	struct tst t;
+	siginfo_t si;
+
+	tst_init(&t);
+	/* 150 KB in the leader's last write: more than libuv reads in one
+	 * loop turn, less than the socket holds, so it exits at once. */
+	tst_spawn_sh(&t, "f=$(mktemp); exec 4>$f 3<$f; rm $f; "
+			 "{ head -c 150000 /dev/zero | tr '\\0' z; echo; "
+			 "echo last-line; printf partial; } >&4; "
+			 "exec cat <&3 >&2");
+	/* Let the exit and all the output be pending in the same turn (the
+	 * zombie stays for libuv to reap). */
+	cr_assert_eq(waitid(P_PID, (id_t)t.pid, &si, WEXITED | WNOWAIT), 0);
+	tst_run_until(&t, &t.nclosed, 1);
+	cr_assert_eq(t.exit_status, 0);
+
+	struct buf want;
+	buf_init(&want);
+	for (int i = 0; i < STDIO_STDERR_LINE_MAX; i++)
+		buf_puts(&want, "z");
+	buf_puts(&want, "\nlast-line\npartial");
+	cr_assert_str_eq(t.tail_few, want.data);
+	buf_free(&want);
 	tst_fini(&t);
 }
 

@@ -1,0 +1,106 @@
+#!/bin/sh
+# Runs mcpvisor's test suites (unit, end-to-end, conformance, bench smoke)
+# and ends with one line that sums them all: "N passed, M failed".
+# Usage: tests/run.sh [all|unit|e2e|conformance|smoke]
+cd "$(dirname "$0")/.." || exit 2
+what=${1:-all}
+pass=0
+fail=0
+logdir=build/test-logs
+mkdir -p "$logdir"
+
+add() { # suite passed failed
+	pass=$((pass + $2))
+	fail=$((fail + $3))
+	printf '%-28s %s passed, %s failed\n' "$1" "$2" "$3"
+}
+
+run_unit() {
+	for bin in build/san/unit/test_*; do
+		[ -x "$bin" ] || continue
+		name=$(basename "$bin")
+		log="$logdir/$name.log"
+		"$bin" --jobs 2 >"$log" 2>&1
+		line=$(grep 'Synthesis:' "$log" | tail -n 1)
+		tested=$(echo "$line" | sed -n 's/.*Tested: \([0-9]*\).*/\1/p')
+		passing=$(echo "$line" | sed -n 's/.*Passing: \([0-9]*\).*/\1/p')
+		if [ -z "$tested" ]; then
+			echo "$name: no test summary; see $log"
+			tail -n 20 "$log"
+			add "unit/$name" 0 1
+			continue
+		fi
+		failed=$((tested - passing))
+		[ "$failed" -gt 0 ] && grep -E '\[FAIL\]|\[----\].*(Assertion|crash|Timed out)|ERROR' "$log" | head -n 20
+		add "unit/$name" "$passing" "$failed"
+	done
+}
+
+run_e2e() {
+	log="$logdir/e2e.log"
+	MCPVISOR_BIN=${MCPVISOR_BIN:-build/san/mcpvisor} \
+		DEMO_SERVER=${DEMO_SERVER:-build/san/demo-server} \
+		node --test --test-reporter=tap --test-concurrency=2 tests/e2e/ \
+		>"$log" 2>&1
+	p=$(grep -E '^# pass ' "$log" | tail -n 1 | awk '{print $3}')
+	f=$(grep -E '^# fail ' "$log" | tail -n 1 | awk '{print $3}')
+	if [ -z "$p" ]; then
+		tail -n 30 "$log"
+		add e2e 0 1
+		return
+	fi
+	[ "${f:-0}" -gt 0 ] && grep -E '^not ok|^# Subtest|error:|expected|actual' "$log" | head -n 40
+	add e2e "$p" "${f:-0}"
+}
+
+run_conformance() {
+	log="$logdir/conformance.log"
+	sh tests/conformance/run-against-runtime.sh >"$log" 2>&1
+	rc=$?
+	line=$(grep -E 'Total: [0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+	echo "$line"
+	p=$(echo "$line" | sed -n 's/.*Total: \([0-9]*\) passed.*/\1/p')
+	f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+	if [ -z "$p" ]; then
+		tail -n 30 "$log"
+		add conformance 0 1
+		return
+	fi
+	[ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ] && f=1
+	add conformance "$p" "$f"
+}
+
+run_smoke() {
+	log="$logdir/bench-smoke.log"
+	sh bench/run.sh --smoke >"$log" 2>&1
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+	p=$(echo "$line" | awk '{print $1}')
+	f=$(echo "$line" | awk '{print $3}')
+	if [ -z "$p" ]; then
+		tail -n 20 "$log"
+		add bench-smoke 0 1
+		return
+	fi
+	add bench-smoke "$p" "$f"
+}
+
+start=$(date +%s)
+case $what in
+unit) run_unit ;;
+e2e) run_e2e ;;
+conformance) run_conformance ;;
+smoke) run_smoke ;;
+all)
+	run_unit
+	run_e2e
+	[ -f tests/conformance/run-against-runtime.sh ] && run_conformance
+	[ -f bench/run.sh ] && run_smoke
+	;;
+*)
+	echo "usage: tests/run.sh [all|unit|e2e|conformance|smoke]" >&2
+	exit 2
+	;;
+esac
+echo "($(($(date +%s) - start)) s; logs in $logdir)"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

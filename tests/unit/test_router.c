@@ -1,0 +1,175 @@
+/* Aggregation naming, routing back to a server, and pagination. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "router/router.h"
+
+static json_t *tools_of(const char *names)
+{
+	json_t *a = json_array();
+	char *copy = strdup(names);
+	for (char *t = strtok(copy, ","); t; t = strtok(NULL, ","))
+		json_array_append_new(
+			a, json_pack("{s:s,s:{s:s}}", "name", t, "inputSchema",
+				     "type", "object"));
+	free(copy);
+	return a;
+}
+
+Test(router, exposed_names)
+{
+	char *a = router_exposed_name("github", "create_issue");
+	cr_assert_str_eq(a, "github__create_issue");
+	char *b = router_exposed_name("", "create_issue");
+	cr_assert_str_eq(b, "create_issue");
+	free(a);
+	free(b);
+}
+
+Test(router, aggregate_in_view_order_with_prefixes)
+{
+	json_t *a = tools_of("echo,add"), *b = tools_of("echo");
+	struct router_view v[] = {{"demo", a, true}, {"notes", b, true}};
+	json_t *all = router_aggregate(v, 2, INSTANCE_TOOLS);
+	cr_assert_eq(json_array_size(all), 3);
+	const char *want[] = {"demo__echo", "demo__add", "notes__echo"};
+	for (int i = 0; i < 3; i++)
+		cr_assert_str_eq(json_string_value(json_object_get(
+					 json_array_get(all, i), "name")),
+				 want[i]);
+	/* The server's own list is untouched. */
+	cr_assert_str_eq(
+		json_string_value(json_object_get(json_array_get(a, 0), "name")),
+		"echo");
+	/* Other fields are carried over. */
+	cr_assert_not_null(
+		json_object_get(json_array_get(all, 0), "inputSchema"));
+	json_decref(all);
+	json_decref(a);
+	json_decref(b);
+}
+
+Test(router, hidden_and_unknown_views_are_skipped)
+{
+	json_t *a = tools_of("echo"), *b = tools_of("secret");
+	struct router_view v[] = {
+		{"demo", a, true}, {"hid", b, false}, {"later", NULL, true}};
+	json_t *all = router_aggregate(v, 3, INSTANCE_TOOLS);
+	cr_assert_eq(json_array_size(all), 1);
+	json_decref(all);
+	json_decref(a);
+	json_decref(b);
+}
+
+Test(router, duplicate_names_keep_first_owner)
+{
+	json_t *a = tools_of("echo"), *b = tools_of("echo");
+	struct router_view v[] = {{"", a, true}, {"", b, true}};
+	json_t *all = router_aggregate(v, 2, INSTANCE_TOOLS);
+	cr_assert_eq(json_array_size(all), 1);
+	const char *orig = NULL;
+	cr_assert_eq(router_resolve(v, 2, INSTANCE_TOOLS, "echo", &orig), 0);
+	json_decref(all);
+	json_decref(a);
+	json_decref(b);
+}
+
+Test(router, resolve_known_and_by_prefix)
+{
+	json_t *a = tools_of("echo,add"), *b = tools_of("x__y");
+	struct router_view v[] = {{"demo", a, true},
+				  {"", b, true},
+				  {"gh", NULL, true}};
+	const char *orig = NULL;
+	cr_assert_eq(router_resolve(v, 3, INSTANCE_TOOLS, "demo__add", &orig),
+		     0);
+	cr_assert_str_eq(orig, "add");
+	/* No prefix: the name as is, even with a separator inside. */
+	cr_assert_eq(router_resolve(v, 3, INSTANCE_TOOLS, "x__y", &orig), 1);
+	cr_assert_str_eq(orig, "x__y");
+	/* A server whose list is unknown gets names with its prefix. */
+	cr_assert_eq(router_resolve(v, 3, INSTANCE_TOOLS, "gh__create", &orig),
+		     2);
+	cr_assert_str_eq(orig, "create");
+	cr_assert_eq(router_resolve(v, 3, INSTANCE_TOOLS, "demo__nope", &orig),
+		     -1);
+	cr_assert_eq(router_resolve(v, 3, INSTANCE_TOOLS, "gh__", &orig), -1);
+	cr_assert_eq(router_resolve(v, 3, INSTANCE_TOOLS, "", &orig), -1);
+	cr_assert_eq(router_resolve(v, 3, INSTANCE_TOOLS, "demoecho", &orig),
+		     -1);
+	json_decref(a);
+	json_decref(b);
+}
+
+Test(router, resolve_uri_exact_then_template)
+{
+	json_t *r0 = json_pack("[{s:s,s:s}]", "uri", "demo://readme", "name",
+			       "readme");
+	json_t *t0 = json_pack("[{s:s,s:s}]", "uriTemplate", "demo://item/{id}",
+			       "name", "item");
+	json_t *t1 = json_pack("[{s:s,s:s}]", "uriTemplate", "demo://{x}",
+			       "name", "any");
+	struct router_view res[] = {{"a", r0, true}, {"b", NULL, true}};
+	struct router_view tpl[] = {{"a", NULL, true}, {"b", t0, true}};
+	cr_assert_eq(router_resolve_uri(res, tpl, 2, "demo://readme"), 0);
+	cr_assert_eq(router_resolve_uri(res, tpl, 2, "demo://item/42"), 1);
+	cr_assert_eq(router_resolve_uri(res, tpl, 2, "other://x"), -1);
+	/* The longest fixed part wins. */
+	struct router_view tpl2[] = {{"a", t1, true}, {"b", t0, true}};
+	cr_assert_eq(router_resolve_uri(res, tpl2, 2, "demo://item/1"), 1);
+	json_decref(r0);
+	json_decref(t0);
+	json_decref(t1);
+}
+
+Test(router, paginate_walks_every_item_once)
+{
+	json_t *list = tools_of("a,b,c,d,e,f,g");
+	char *cursor = NULL;
+	size_t seen = 0;
+	for (int pages = 0; pages < 10; pages++) {
+		json_t *page;
+		char *next;
+		cr_assert_eq(router_paginate(list, cursor, 3, &page, &next), 0);
+		seen += json_array_size(page);
+		json_decref(page);
+		free(cursor);
+		cursor = next;
+		if (cursor == NULL)
+			break;
+	}
+	cr_assert_eq(seen, 7);
+	json_decref(list);
+}
+
+Test(router, paginate_rejects_foreign_cursors)
+{
+	json_t *list = tools_of("a,b");
+	json_t *page;
+	char *next;
+	const char *bad[] = {"", "x1", "o", "o-1", "o99", "o1x", "o18446744073709551616"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		cr_assert_eq(router_paginate(list, bad[i], 3, &page, &next),
+			     -EINVAL, "cursor %s", bad[i]);
+	cr_assert_eq(router_paginate(list, "o2", 3, &page, &next), 0);
+	cr_assert_eq(json_array_size(page), 0);
+	cr_assert_null(next);
+	json_decref(page);
+	json_decref(list);
+}
+
+Test(router, names_summary)
+{
+	json_t *list = tools_of("a,b,c,d");
+	char *s = router_names_summary(list, 2);
+	cr_assert_str_eq(s, "a, b and 2 more");
+	free(s);
+	json_t *empty = json_array();
+	s = router_names_summary(empty, 2);
+	cr_assert_str_eq(s, "(none)");
+	free(s);
+	json_decref(list);
+	json_decref(empty);
+}
