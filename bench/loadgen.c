@@ -179,6 +179,7 @@ struct lg {
 	double warmup;
 	long timeout_ms;
 	long settle_ms;
+	long stop_ms;
 	const char *runtime_file;
 	const char *log_file;
 	const char *ready;
@@ -195,6 +196,7 @@ struct lg {
 	struct lg_child *child; /* stdio servers: one, or one per session */
 	int nchild;
 	int per_session; /* --stdio-per-session */
+	int ready_init;	 /* host: ready once initialize is answered */
 	int retry;	 /* failures before the first answer are retried */
 	int finished;
 	int started;  /* sessions started so far (sessions mode) */
@@ -1323,6 +1325,10 @@ static void lg_sess_ready(struct lg_sess *s)
 {
 	s->phase = LG_PH_READY;
 	G.ready_n++;
+	if (G.mode == LG_M_HOST && G.ready_init) {
+		G.finished = 1;
+		return;
+	}
 	switch (G.mode) {
 	case LG_M_FIRST:
 	case LG_M_HOST:
@@ -1354,6 +1360,8 @@ static void lg_sess_reply(struct lg_sess *s, int ok)
 	G.inflight--;
 	switch (s->phase) {
 	case LG_PH_INIT:
+		if (G.ready_init && G.t_ready == 0)
+			G.t_ready = t;
 		lg_sess_send(s, LG_PH_NOTIFY, "notifications/initialized");
 		return;
 	case LG_PH_NOTIFY:
@@ -2072,7 +2080,7 @@ static void lg_host_stop(pid_t pid, json_t *out, int *status, int already_dead)
 	if (!exited) {
 		kill(-pid, SIGTERM);
 		kill(pid, SIGTERM);
-		until = t0 + 5000000000ULL;
+		until = t0 + (uint64_t)G.stop_ms * 1000000ULL;
 		while (!(exited = !lg_host_alive(pid, status)) &&
 		       lg_now() < until)
 			lg_host_sleep(5000000ULL);
@@ -2165,7 +2173,9 @@ static int lg_host(void)
 			lg_host_sleep(LG_RETRY_NS);
 		}
 		G.t_ready = lg_now();
-	} else if (strcmp(G.ready, "call") == 0) {
+	} else if (strcmp(G.ready, "call") == 0 ||
+		   strcmp(G.ready, "init") == 0) {
+		G.ready_init = strcmp(G.ready, "init") == 0;
 		lg_sessions_alloc(1);
 		G.retry = 1;
 		G.deadline = until;
@@ -2180,14 +2190,15 @@ static int lg_host(void)
 			lg_check_timeouts(now);
 			lg_loop_once(lg_wait_ms(now));
 		}
-		if (G.t_ready == 0) {
+		if (G.t_ready == 0 || !G.finished) {
 			lg_error("no answer%s: %s",
 				 dead ? " (the gateway exited)" : "",
 				 G.retry_error);
 			goto fail;
 		}
-		json_object_set_new(out, "first_list_ms",
-				    json_real(lg_ms(G.list_ns)));
+		if (!G.ready_init)
+			json_object_set_new(out, "first_list_ms",
+					    json_real(lg_ms(G.list_ns)));
 		json_object_set_new(out, "attempts", json_integer(G.attempts));
 		lg_sessions_close();
 		lg_sessions_free();
@@ -2313,8 +2324,10 @@ static void lg_usage(void)
 	      "         throughput [--sessions N] [--seconds S] [--warmup S]\n"
 	      "         sessions --open N [--rss-pid PID] [--settle-ms N]\n"
 	      "         first-call [--since-ns T]   list\n"
-	      "         host [--runtime-file F] [--ready call|connect|none]\n"
-	      "              [--settle-ms N] [--log FILE] -- CMD ARGS...\n"
+	      "         host [--runtime-file F] [--ready "
+	      "call|init|connect|none]\n"
+	      "              [--settle-ms N] [--stop-ms N] [--log FILE]\n"
+	      "              -- CMD ARGS...\n"
 	      "         tree PID   freeport   now\n"
 	      "common:  --timeout-ms N  --meta key=value (repeatable)\n",
 	      stderr);
@@ -2351,6 +2364,7 @@ static void lg_parse(int argc, char **argv)
 	G.warmup = 0.25;
 	G.timeout_ms = 10000;
 	G.ready = "call";
+	G.stop_ms = 5000;
 	G.meta = json_object();
 	snprintf(G.path, sizeof(G.path), "/mcp");
 	for (int i = 1; i < argc; i++) {
@@ -2401,6 +2415,8 @@ static void lg_parse(int argc, char **argv)
 			G.timeout_ms = atol(lg_arg(argc, argv, &i));
 		} else if (strcmp(a, "--settle-ms") == 0) {
 			G.settle_ms = atol(lg_arg(argc, argv, &i));
+		} else if (strcmp(a, "--stop-ms") == 0) {
+			G.stop_ms = atol(lg_arg(argc, argv, &i));
 		} else if (strcmp(a, "--runtime-file") == 0) {
 			G.runtime_file = lg_arg(argc, argv, &i);
 		} else if (strcmp(a, "--log") == 0) {

@@ -73,12 +73,14 @@ struct stdio_conn {
 	uv_signal_t sigchld;
 	int open_handles;
 
-	bool discard;	 /* spawn failed: free silently once closed */
-	bool exited;	 /* libuv reaped the leader */
-	bool reported;	 /* on_exit was called */
-	bool out_done;	 /* stdout reached EOF or failed */
-	bool err_done;	 /* stderr reached EOF or failed */
-	bool group_gone; /* kill(-pgid, 0) said ESRCH: never signal again */
+	bool discard;	     /* spawn failed: free silently once closed */
+	bool exited;	     /* libuv reaped the leader */
+	bool reported;	     /* on_exit was called */
+	bool out_done;	     /* stdout reached EOF or failed */
+	bool err_done;	     /* stderr reached EOF or failed */
+	bool group_gone;     /* kill(-pgid, 0) said ESRCH: never signal again */
+	int64_t exit_status; /* from libuv, once exited */
+	int term_signal;
 
 	struct framer *framer;
 	char out_buf[STDIO_OUT_READ_BUF];
@@ -252,7 +254,10 @@ static void stdio_finish(struct stdio_conn *c)
 	if (c->state == STDIO_CLOSING)
 		return;
 	stdio_set_state(c, STDIO_CLOSING);
-	stdio_report_exit(c, -1, 0);
+	if (c->exited)
+		stdio_report_exit(c, c->exit_status, c->term_signal);
+	else
+		stdio_report_exit(c, -1, 0);
 	stdio_close_all(c);
 	if (!c->exited) {
 		/* libuv stops tracking the process once its handle closes;
@@ -300,7 +305,8 @@ static void stdio_signal_group(struct stdio_conn *c, int sig)
 	if (c->group_gone)
 		return;
 	if (kill(-c->pid, sig) == 0) {
-		log_debug("pid %d: group sent %s", (int)c->pid, strsignal(sig));
+		log_debug("pid %d: group sent %s", (int)c->pid,
+			  sig == SIGKILL ? "SIGKILL" : "SIGTERM");
 		return;
 	}
 	if (errno == ESRCH && c->exited)
@@ -565,6 +571,8 @@ static void stdio_exit_cb(uv_process_t *proc, int64_t exit_status,
 	log_debug("pid %d: exited, status %lld, signal %d", (int)c->pid,
 		  (long long)exit_status, term_signal);
 	c->exited = true;
+	c->exit_status = exit_status;
+	c->term_signal = term_signal;
 	uv_timer_stop(&c->eof_timer);
 	if (!c->out_done)
 		stdio_drain_pipe(c, &c->out, true);

@@ -12,6 +12,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const BIN = process.argv[2] ??
   path.join(here, "..", "..", "build", "conformance-server");
 const WAIT_MS = 3000;
+const stdoutErrors = [];
 
 const SUITE_TOOLS = [
   "test_simple_text", "test_image_content", "test_audio_content",
@@ -43,7 +44,14 @@ class Peer {
       while ((nl = buf.indexOf("\n")) >= 0) {
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
-        this.push(JSON.parse(line));
+        let msg;
+        try {
+          msg = JSON.parse(line);
+        } catch {
+          stdoutErrors.push(`not JSON on stdout: ${line.slice(0, 200)}`);
+          continue;
+        }
+        this.push(msg);
       }
     });
     this.proc.stderr.setEncoding("utf8");
@@ -623,6 +631,10 @@ for (const c of checks) {
       }
     }
   }
+}
+for (const e of stdoutErrors) {
+  failed++;
+  console.log(`FAIL ${e}`);
 }
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed > 0 ? 1 : 0);

@@ -18,11 +18,13 @@ static enum jr_kind classify(const char *text)
 
 Test(jsonrpc, kinds)
 {
-	cr_assert_eq(classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}"),
-		     JR_REQUEST);
-	cr_assert_eq(classify("{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"x\","
-			      "\"params\":{}}"),
-		     JR_REQUEST);
+	cr_assert_eq(
+		classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}"),
+		JR_REQUEST);
+	cr_assert_eq(
+		classify("{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"x\","
+			 "\"params\":{}}"),
+		JR_REQUEST);
 	cr_assert_eq(classify("{\"jsonrpc\":\"2.0\",\"method\":\"n\"}"),
 		     JR_NOTIFICATION);
 	cr_assert_eq(classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}"),

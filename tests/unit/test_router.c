@@ -11,9 +11,9 @@ static json_t *tools_of(const char *names)
 	json_t *a = json_array();
 	char *copy = strdup(names);
 	for (char *t = strtok(copy, ","); t; t = strtok(NULL, ","))
-		json_array_append_new(
-			a, json_pack("{s:s,s:{s:s}}", "name", t, "inputSchema",
-				     "type", "object"));
+		json_array_append_new(a, json_pack("{s:s,s:{s:s}}", "name", t,
+						   "inputSchema", "type",
+						   "object"));
 	free(copy);
 	return a;
 }
@@ -40,9 +40,9 @@ Test(router, aggregate_in_view_order_with_prefixes)
 					 json_array_get(all, i), "name")),
 				 want[i]);
 	/* The server's own list is untouched. */
-	cr_assert_str_eq(
-		json_string_value(json_object_get(json_array_get(a, 0), "name")),
-		"echo");
+	cr_assert_str_eq(json_string_value(
+				 json_object_get(json_array_get(a, 0), "name")),
+			 "echo");
 	/* Other fields are carried over. */
 	cr_assert_not_null(
 		json_object_get(json_array_get(all, 0), "inputSchema"));
@@ -79,9 +79,8 @@ Test(router, duplicate_names_keep_first_owner)
 Test(router, resolve_known_and_by_prefix)
 {
 	json_t *a = tools_of("echo,add"), *b = tools_of("x__y");
-	struct router_view v[] = {{"demo", a, true},
-				  {"", b, true},
-				  {"gh", NULL, true}};
+	struct router_view v[] = {
+		{"demo", a, true}, {"", b, true}, {"gh", NULL, true}};
 	const char *orig = NULL;
 	cr_assert_eq(router_resolve(v, 3, INSTANCE_TOOLS, "demo__add", &orig),
 		     0);
@@ -149,7 +148,8 @@ Test(router, paginate_rejects_foreign_cursors)
 	json_t *list = tools_of("a,b");
 	json_t *page;
 	char *next;
-	const char *bad[] = {"", "x1", "o", "o-1", "o99", "o1x", "o18446744073709551616"};
+	const char *bad[] = {
+		"", "x1", "o", "o-1", "o99", "o1x", "o18446744073709551616"};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		cr_assert_eq(router_paginate(list, bad[i], 3, &page, &next),
 			     -EINVAL, "cursor %s", bad[i]);

@@ -32,7 +32,7 @@ struct tst {
 	uv_timer_t guard;
 	struct stdio_conn *conn;
 	pid_t pid;
-	pid_t extra_pid; /* a grandchild, killed too if the guard fires */
+	pid_t extra_pid; /* a grandchild whose pid the script printed */
 	char *msgs[TST_MAX_MSGS];
 	int nmsgs;
 	int ngarbage;
@@ -52,14 +52,25 @@ struct tst {
 	void (*on_msg)(struct tst *t, const char *msg);
 };
 
+/* What a test started, until it has seen it gone: a test that fails
+ * half-way leaves nothing running (the suite's fini kills these). */
+static pid_t tst_live_group;
+static pid_t tst_live_extra;
+
+static void tst_kill_leftovers(void)
+{
+	if (tst_live_group > 0)
+		kill(-tst_live_group, SIGKILL);
+	if (tst_live_extra > 0)
+		kill(tst_live_extra, SIGKILL);
+	tst_live_group = tst_live_extra = 0;
+}
+
+TestSuite(stdio, .fini = tst_kill_leftovers);
+
 static void tst_guard_cb(uv_timer_t *timer)
 {
-	struct tst *t = timer->data;
-
-	if (t->pid > 0)
-		kill(-t->pid, SIGKILL);
-	if (t->extra_pid > 0)
-		kill(t->extra_pid, SIGKILL);
+	tst_kill_leftovers();
 	cr_assert_fail("timed out after %d ms", TST_GUARD_MS);
 }
 
@@ -83,6 +94,7 @@ static void tst_init(struct tst *t)
 
 static void tst_fini(struct tst *t)
 {
+	tst_live_group = tst_live_extra = 0;
 	uv_close((uv_handle_t *)&t->guard, NULL);
 	uv_run(&t->loop, UV_RUN_DEFAULT);
 	cr_assert_eq(uv_loop_close(&t->loop), 0, "handles left open");
@@ -156,9 +168,10 @@ static int tst_spawn_full(struct tst *t, const char *command, char *const *args,
 		.stop_grace_ms = TST_GRACE_MS,
 	};
 	int err = stdio_conn_spawn(&t->loop, &o, &tst_cbs, t, &t->conn);
-	if (err == 0)
+	if (err == 0) {
 		t->pid = stdio_conn_pid(t->conn);
-	else
+		tst_live_group = t->pid;
+	} else
 		cr_assert_null(t->conn);
 	return err;
 }
@@ -474,6 +487,7 @@ Test(stdio, stop_server_ignoring_term_and_eof)
 static void tst_note_grandchild(struct tst *t, const char *msg)
 {
 	t->extra_pid = (pid_t)atoi(msg);
+	tst_live_extra = t->extra_pid;
 	cr_assert_gt(t->extra_pid, 1);
 	tst_stop(t);
 }
@@ -508,6 +522,7 @@ Test(stdio, stop_kills_grandchild_ignoring_term)
 static void tst_release_leader(struct tst *t, const char *msg)
 {
 	t->extra_pid = (pid_t)atoi(msg);
+	tst_live_extra = t->extra_pid;
 	cr_assert_gt(t->extra_pid, 1);
 	cr_assert_eq(stdio_conn_send(t->conn, "{}", 2), 0);
 }

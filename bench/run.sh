@@ -1,0 +1,375 @@
+#!/bin/sh
+# make bench: runs the C load generator, side by side, against the same echo
+# server reached directly over stdio (the floor), through mcpvisor (TCP and
+# Unix socket, one app-scoped shared instance), supergateway and mcp-proxy;
+# prints one table and writes bench/results/latest.json. `--smoke` is the
+# short check that make test runs. Every process it starts is stopped by pid.
+set -u
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BENCH=$ROOT/bench
+LG=$ROOT/build/bench/loadgen
+ECHO=$ROOT/build/bench/echo-server
+ROUNDS=${BENCH_ROUNDS:-3}
+SECS=${BENCH_SECONDS:-2}
+CALLS=${BENCH_CALLS:-2000}
+BUDGET=${BENCH_BUDGET_S:-240} # no new round starts after this many seconds
+NCPU=$(nproc 2>/dev/null || echo 1)
+ALLCPU=0-$((NCPU - 1))
+SMOKE=0
+[ "${1:-}" = "--smoke" ] && SMOKE=1
+
+WORK=$(mktemp -d /tmp/mcpvisor-bench.XXXXXX) || exit 1
+RAW=$WORK/raw.jsonl
+: >"$RAW"
+PIDS=""
+HOST=""
+
+cleanup() {
+	for p in $PIDS; do
+		kill -TERM "$p" 2>/dev/null
+	done
+	for p in $PIDS; do
+		wait "$p" 2>/dev/null
+	done
+	PIDS=""
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+now_s() {
+	date +%s
+}
+
+# A line that says a run produced nothing, so the report still has a row.
+crash_line() { # target kind why
+	printf '{"mode":"crash","target":"%s","kind":"%s","ok":false,"errors":1,"first_error":"%s"}\n' \
+		"$1" "$2" "$3"
+}
+
+# run_lg TARGET ROUND KIND PIN LOADGEN-ARGS...: one loadgen run, one line.
+run_lg() {
+	t=$1 r=$2 k=$3 pin=$4
+	shift 4
+	if [ "$pin" = 1 ]; then
+		out=$(taskset -c 0 "$LG" --meta target="$t" --meta round="$r" \
+			--meta kind="$k" --meta pinned=1 "$@" 2>>"$WORK/loadgen.err")
+	else
+		out=$("$LG" --meta target="$t" --meta round="$r" \
+			--meta kind="$k" --meta pinned=0 "$@" 2>>"$WORK/loadgen.err")
+	fi
+	[ -n "$out" ] || out=$(crash_line "$t" "$k" "loadgen printed nothing")
+	printf '%s\n' "$out" >>"$RAW"
+	LAST=$out
+}
+
+json_field() { # line key: a string or number field of a flat JSON line
+	printf '%s\n' "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p"
+}
+
+# host_start NAME TARGET ROUND LOADGEN-HOST-ARGS... -- CMD...: starts the
+# gateway under `loadgen host` and waits for its first line.
+host_start() {
+	name=$1 t=$2 r=$3
+	shift 3
+	: >"$WORK/$name.out"
+	"$LG" host --log "$WORK/$name.log" --meta target="$t" \
+		--meta round="$r" --meta kind=host "$@" \
+		>"$WORK/$name.out" 2>>"$WORK/$name.log" &
+	HOST=$!
+	PIDS="$PIDS $HOST"
+	while [ ! -s "$WORK/$name.out" ] && kill -0 "$HOST" 2>/dev/null; do
+		sleep 0.02
+	done
+	HOST_LINE=$(head -n 1 "$WORK/$name.out")
+	[ -n "$HOST_LINE" ] ||
+		HOST_LINE=$(crash_line "$t" host "host printed nothing")
+	case $HOST_LINE in
+	*'"ok":true'*) HOST_OK=1 ;;
+	*) HOST_OK=0 ;;
+	esac
+	GWPID=$(json_field "$HOST_LINE" pid)
+}
+
+# host_stop NAME: stops the gateway (its host prints the exit line).
+host_stop() {
+	kill -TERM "$HOST" 2>/dev/null
+	wait "$HOST" 2>/dev/null
+	PIDS=$(echo "$PIDS" | sed "s/ $HOST\$//; s/ $HOST / /")
+	cat "$WORK/$1.out" >>"$RAW"
+	HOST=""
+}
+
+# pin_tree PID CPUS: moves a gateway and everything it spawned.
+pin_tree() {
+	for p in $("$LG" tree "$1" 2>/dev/null); do
+		taskset -a -p -c "$2" "$p" >/dev/null 2>&1
+	done
+}
+
+# HTTP runs of one round against a started gateway, for one transport.
+http_runs() { # target round target-args...
+	t=$1 r=$2
+	shift 2
+	pin_tree "$GWPID" 0
+	run_lg "$t" "$r" latency_pinned 1 "$@" latency --calls "$CALLS"
+	pin_tree "$GWPID" "$ALLCPU"
+	run_lg "$t" "$r" latency 0 "$@" latency --calls "$CALLS"
+	for n in 1 8 32; do
+		run_lg "$t" "$r" "throughput_$n" 0 "$@" throughput \
+			--sessions "$n" --seconds "$SECS"
+	done
+}
+
+mcpvisor_config() { # file
+	cat >"$1" <<EOF
+{"mcpServers":{"echo":{"command":"$ECHO","scope":"app","prefix":""}}}
+EOF
+}
+
+mcpvisor_round() { # round
+	r=$1
+	if [ ! -x "$MCPVISOR" ]; then
+		for t in mcpvisor_tcp mcpvisor_unix; do
+			crash_line "$t" unavailable "$MCPVISOR is not built" >>"$RAW"
+		done
+		return
+	fi
+	home=$WORK/mcpvisor-home-$r
+	mkdir -p "$home"
+	host_start "mcpvisor-$r" mcpvisor "$r" --timeout-ms 10000 \
+		--stop-ms 5000 --runtime-file "$home/run/runtime.json" \
+		-- "$MCPVISOR" serve --config "$WORK/mcpvisor.json" --port 0 \
+		--home "$home"
+	if [ "$HOST_OK" != 1 ]; then
+		why=$(json_field "$HOST_LINE" first_error)
+		tail -n 5 "$WORK/mcpvisor-$r.log" >&2
+		for t in mcpvisor_tcp mcpvisor_unix; do
+			crash_line "$t" unavailable "mcpvisor serve: $why" >>"$RAW"
+		done
+		host_stop "mcpvisor-$r"
+		return
+	fi
+	url=$(json_field "$HOST_LINE" url)
+	sock=$(json_field "$HOST_LINE" socket)
+	http_runs mcpvisor_tcp "$r" --url "$url"
+	if [ -n "$sock" ]; then
+		http_runs mcpvisor_unix "$r" --unix "$sock" --path /mcp
+	else
+		crash_line mcpvisor_unix unavailable \
+			"runtime.json names no socket" >>"$RAW"
+	fi
+	host_stop "mcpvisor-$r"
+}
+
+peer_round() { # name round command...
+	t=$1 r=$2
+	shift 2
+	port=$("$LG" freeport)
+	url=http://127.0.0.1:$port/mcp
+	# The command line holds the port: substitute it here.
+	cmd=$(echo "$*" | sed "s/@PORT@/$port/g")
+	# shellcheck disable=SC2086 # the command is split on purpose
+	host_start "$t-$r" "$t" "$r" --timeout-ms 60000 --stop-ms 2000 \
+		--url "$url" -- $cmd
+	if [ "$HOST_OK" != 1 ]; then
+		tail -n 5 "$WORK/$t-$r.log" >&2
+		host_stop "$t-$r"
+		return
+	fi
+	http_runs "$t" "$r" --url "$url"
+	host_stop "$t-$r"
+}
+
+floor_round() { # round
+	r=$1
+	run_lg floor "$r" first_call 0 --stdio first-call -- "$ECHO"
+	run_lg floor "$r" latency_pinned 1 --stdio latency --calls "$CALLS" \
+		-- "$ECHO"
+	run_lg floor "$r" latency 0 --stdio latency --calls "$CALLS" -- "$ECHO"
+	for n in 1 8 32; do
+		run_lg floor "$r" "throughput_$n" 0 --stdio throughput \
+			--sessions "$n" --seconds "$SECS" -- "$ECHO"
+	done
+	for n in 8 32; do
+		run_lg floor_per_session "$r" "throughput_$n" 0 \
+			--stdio-per-session throughput --sessions "$n" \
+			--seconds "$SECS" -- "$ECHO"
+	done
+}
+
+# RSS idle and with open sessions, time to answer, first tools/list.
+mcpvisor_extras() {
+	[ -x "$MCPVISOR" ] || return
+	home=$WORK/mcpvisor-home-x
+	mkdir -p "$home"
+	host_start mcpvisor-x mcpvisor_extras 0 --timeout-ms 10000 \
+		--ready init --settle-ms 300 \
+		--runtime-file "$home/run/runtime.json" \
+		-- "$MCPVISOR" serve --config "$WORK/mcpvisor.json" --port 0 \
+		--home "$home"
+	if [ "$HOST_OK" = 1 ]; then
+		url=$(json_field "$HOST_LINE" url)
+		run_lg mcpvisor_extras 0 list_cold 0 --url "$url" list
+		run_lg mcpvisor_extras 0 list_warm 0 --url "$url" list
+		for n in 100 1000; do
+			run_lg mcpvisor_extras 0 "sessions_$n" 0 --url "$url" \
+				--timeout-ms 30000 sessions --open "$n" \
+				--rss-pid "$GWPID" --settle-ms 200 </dev/null
+		done
+	fi
+	host_stop mcpvisor-x
+}
+
+find_mcpvisor() {
+	if [ -n "${MCPVISOR:-}" ]; then
+		return
+	fi
+	MCPVISOR=$ROOT/build/mcpvisor
+	if [ "$SMOKE" = 1 ] && [ -x "$ROOT/build/san/mcpvisor" ]; then
+		MCPVISOR=$ROOT/build/san/mcpvisor
+	fi
+}
+
+smoke_check() { # name: counts the last loadgen line
+	case $LAST in
+	*'"ok":true'*)
+		PASS=$((PASS + 1))
+		echo "ok   $1"
+		;;
+	*)
+		FAIL=$((FAIL + 1))
+		echo "FAIL $1: $LAST"
+		;;
+	esac
+}
+
+smoke() {
+	PASS=0 FAIL=0
+	if [ ! -x "$LG" ] || [ ! -x "$ECHO" ]; then
+		make -s -C "$ROOT" build/bench/loadgen build/bench/echo-server ||
+			{
+				echo "0 passed, 1 failed"
+				exit 1
+			}
+	fi
+	run_lg floor 0 latency 0 --stdio latency --calls 200 --warmup-calls 10 \
+		-- "$ECHO"
+	smoke_check "stdio latency"
+	run_lg floor 0 throughput 0 --stdio throughput --sessions 4 \
+		--seconds 0.3 --warmup 0.05 -- "$ECHO"
+	smoke_check "stdio throughput, 4 sessions"
+	run_lg floor 0 throughput 0 --stdio-per-session throughput \
+		--sessions 2 --seconds 0.2 --warmup 0.05 -- "$ECHO"
+	smoke_check "stdio throughput, a server per session"
+	run_lg floor 0 first_call 0 --stdio first-call -- "$ECHO"
+	smoke_check "stdio first call"
+	run_lg floor 0 list 0 --stdio list -- "$ECHO"
+	smoke_check "stdio tools/list"
+	if [ -x "$MCPVISOR" ]; then
+		mcpvisor_config "$WORK/mcpvisor.json"
+		mkdir -p "$WORK/home"
+		host_start mcpvisor-smoke mcpvisor 0 --timeout-ms 10000 \
+			--stop-ms 5000 --runtime-file "$WORK/home/run/runtime.json" \
+			-- "$MCPVISOR" serve --config "$WORK/mcpvisor.json" \
+			--port 0 --home "$WORK/home"
+		LAST=$HOST_LINE
+		smoke_check "mcpvisor serve answers a tools/call"
+		if [ "$HOST_OK" = 1 ]; then
+			url=$(json_field "$HOST_LINE" url)
+			sock=$(json_field "$HOST_LINE" socket)
+			run_lg mcpvisor_tcp 0 latency 0 --url "$url" latency \
+				--calls 200 --warmup-calls 10
+			smoke_check "mcpvisor tcp latency"
+			run_lg mcpvisor_tcp 0 throughput 0 --url "$url" \
+				throughput --sessions 4 --seconds 0.3 --warmup 0.05
+			smoke_check "mcpvisor tcp throughput, 4 sessions"
+			run_lg mcpvisor_unix 0 latency 0 --unix "$sock" \
+				--path /mcp latency --calls 200 --warmup-calls 10
+			smoke_check "mcpvisor unix latency"
+			run_lg mcpvisor_unix 0 throughput 0 --unix "$sock" \
+				--path /mcp throughput --sessions 4 --seconds 0.3 \
+				--warmup 0.05
+			smoke_check "mcpvisor unix throughput, 4 sessions"
+			run_lg mcpvisor_tcp 0 sessions 0 --url "$url" sessions \
+				--open 20 </dev/null
+			smoke_check "mcpvisor holds 20 sessions"
+		fi
+		host_stop mcpvisor-smoke
+		LAST=$(tail -n 1 "$RAW")
+		case $LAST in
+		*'"leftover":0'*) ;;
+		*) LAST="$LAST (processes left behind)" ;;
+		esac
+		smoke_check "mcpvisor stops and leaves no process"
+	else
+		echo "skip mcpvisor: $MCPVISOR is not built"
+	fi
+	echo "$PASS passed, $FAIL failed"
+	[ "$FAIL" -eq 0 ]
+}
+
+machine_info() { # file: what the report says about the machine
+	read -r l1 l5 l15 _ </proc/loadavg
+	cpu=$(head -n 1 /proc/stat)
+	cat >"$1" <<EOF
+{"loadavg":[$l1,$l5,$l15],"stat_cpu":"$cpu","ncpu":$NCPU,
+"node":"$(node --version 2>/dev/null)",
+"kernel":"$(uname -r)","model":"$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)",
+"busy":"$(ps -eo pcpu=,comm= --sort=-pcpu 2>/dev/null | head -n 3 | tr -s ' ' | tr '\n' ';')"}
+EOF
+}
+
+bench() {
+	if [ ! -x "$LG" ] || [ ! -x "$ECHO" ]; then
+		echo "bench: run make bench (build/bench is missing)" >&2
+		exit 1
+	fi
+	if [ ! -d "$BENCH/node_modules" ]; then
+		echo "bench: installing the pinned peers (npm ci)"
+		(cd "$BENCH" && npm ci --no-audit --no-fund --loglevel=error) ||
+			exit 1
+	fi
+	SG=$BENCH/node_modules/.bin/supergateway
+	MP=$BENCH/node_modules/.bin/mcp-proxy
+	mcpvisor_config "$WORK/mcpvisor.json"
+	machine_info "$WORK/before.json"
+	start=$(now_s)
+	r=1
+	last=0
+	echo "bench: $ROUNDS rounds of $CALLS sequential calls and ${SECS} s" \
+		"throughput windows per target; about 3 minutes"
+	while [ "$r" -le "$ROUNDS" ]; do
+		t0=$(now_s)
+		if [ $((t0 - start + last)) -gt "$BUDGET" ]; then
+			echo "bench: time budget reached, stopping after" \
+				"$((r - 1)) rounds"
+			break
+		fi
+		echo "bench: round $r/$ROUNDS"
+		floor_round "$r"
+		mcpvisor_round "$r"
+		peer_round supergateway "$r" "$SG" --stdio "$ECHO" \
+			--outputTransport streamableHttp --stateful \
+			--port @PORT@ --logLevel none
+		peer_round mcp_proxy "$r" "$MP" --port @PORT@ --host 127.0.0.1 \
+			-- "$ECHO"
+		last=$(($(now_s) - t0))
+		r=$((r + 1))
+	done
+	mcpvisor_extras
+	machine_info "$WORK/after.json"
+	mkdir -p "$BENCH/results"
+	python3 "$BENCH/report.py" --raw "$RAW" --before "$WORK/before.json" \
+		--after "$WORK/after.json" --seconds "$(($(now_s) - start))" \
+		--calls "$CALLS" --window "$SECS" --package "$BENCH/package.json" \
+		--out "$BENCH/results/latest.json"
+}
+
+find_mcpvisor
+if [ "$SMOKE" = 1 ]; then
+	smoke
+else
+	bench
+fi

@@ -1,0 +1,149 @@
+// The terminal client (`mcpvisor tools`, `call`, `status`, `check`, `stop`)
+// against a real runtime, with its stdout and exit codes checked.
+import assert from 'node:assert/strict';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import {
+	DEMO_TOOLS,
+	connect,
+	demo,
+	makeHome,
+	runCli,
+	withRuntime,
+	writeConfig,
+} from './lib.mjs';
+
+test('cli: tools, call, status and an unknown tool against one runtime', {
+	timeout: 30_000,
+}, async () => {
+	await withRuntime({ demo: demo(), other: demo(['--name', 'other']) }, async (rt) => {
+		// Nothing started before the first request that needs a server.
+		let st = await rt.status();
+		assert.deepEqual(
+			st.servers.map((s) => s.name),
+			['demo', 'other'],
+		);
+		for (const s of st.servers) {
+			assert.equal(s.scope, 'app');
+			for (const i of s.instances)
+				assert.notEqual(i.state, 'running', JSON.stringify(i));
+		}
+
+		const tools = await rt.cli(['tools']);
+		assert.equal(tools.code, 0, tools.stderr);
+		const lines = tools.stdout.trim().split('\n');
+		assert.deepEqual(
+			lines.map((l) => l.split(/\s+/)[0]),
+			[
+				...DEMO_TOOLS.map((n) => `demo__${n}`),
+				...DEMO_TOOLS.map((n) => `other__${n}`),
+			],
+		);
+		assert.match(lines[0], /^demo__echo\s+Echo the given text back\.$/);
+
+		const only = await rt.cli(['tools', 'other', '--json']);
+		assert.equal(only.code, 0, only.stderr);
+		assert.deepEqual(
+			JSON.parse(only.stdout).map((t) => t.name),
+			DEMO_TOOLS.map((n) => `other__${n}`),
+		);
+
+		const hi = await rt.cli(['call', 'demo__echo', '{"text":"hi"}']);
+		assert.equal(hi.code, 0, hi.stderr);
+		assert.equal(hi.stdout, 'hi\n');
+
+		const add = await rt.cli(['call', 'other__add', '{"a":1,"b":2}', '--json']);
+		assert.equal(add.code, 0, add.stderr);
+		assert.deepEqual(JSON.parse(add.stdout).structuredContent, { sum: 3 });
+
+		const pid = await rt.cli(['call', 'demo__pid']);
+		assert.equal(pid.code, 0, pid.stderr);
+		const info = JSON.parse(pid.stdout);
+		rt.track(info.pid);
+
+		const fail = await rt.cli(['call', 'demo__fail', '{}']);
+		assert.equal(fail.code, 1, 'a tool error exits 1');
+		assert.match(fail.stdout, /always fails/);
+
+		const unknown = await rt.cli(['call', 'demo__nope', '{}']);
+		assert.equal(unknown.code, 1);
+		assert.match(unknown.stderr, /demo__nope/);
+		assert.match(unknown.stderr, /demo__echo/, 'names available tools');
+
+		const badJson = await rt.cli(['call', 'demo__echo', '{not json']);
+		assert.equal(badJson.code, 2, badJson.stderr);
+		assert.match(badJson.stderr, /JSON object/);
+
+		st = await rt.status();
+		const byName = Object.fromEntries(st.servers.map((s) => [s.name, s]));
+		for (const n of ['demo', 'other']) {
+			const [inst] = byName[n].instances;
+			assert.equal(inst.state, 'running', JSON.stringify(inst));
+			assert.equal(inst.lists.tools, DEMO_TOOLS.length);
+			assert.ok(Number.isInteger(inst.pid) && inst.pid > 1);
+		}
+		assert.equal(byName.demo.instances[0].pid, info.pid);
+		assert.equal(st.pid, rt.info.pid);
+		assert.equal(st.port, rt.port);
+
+		// Human status names every server and its state.
+		const human = await rt.cli(['status']);
+		assert.equal(human.code, 0, human.stderr);
+		// A running instance that no request holds reads as idle.
+		assert.match(human.stdout, /^demo\s+(running|idle)\b/m);
+		assert.match(human.stdout, /^other\s+(running|idle)\b/m);
+	});
+});
+
+test('cli: no runtime exits 3; check validates a config', {
+	timeout: 20_000,
+}, async () => {
+	const home = await makeHome();
+	try {
+		for (const args of [['status'], ['tools'], ['call', 'demo__echo', '{}']]) {
+			const r = await runCli(args, { home });
+			assert.equal(r.code, 3, `${args[0]}: ${r.stdout}${r.stderr}`);
+			assert.ok(r.stderr.length > 0, `${args[0]} says why`);
+		}
+
+		const good = await writeConfig(home, { demo: demo() });
+		const ok = await runCli(['check', good, '--json']);
+		assert.equal(ok.code, 0, ok.stderr);
+		assert.match(ok.stdout, /demo/);
+
+		const badFile = path.join(home, 'bad.json');
+		await fsp.writeFile(
+			badFile,
+			JSON.stringify({
+				mcpServers: {
+					demo: demo(),
+					broken: { command: 42, scope: 'app' },
+				},
+			}),
+		);
+		const bad = await runCli(['check', badFile]);
+		assert.equal(bad.code, 2, `${bad.stdout}${bad.stderr}`);
+		assert.match(bad.stdout + bad.stderr, /broken/);
+	} finally {
+		await fsp.rm(home, { recursive: true, force: true });
+	}
+});
+
+test('cli: stop drains the runtime and it exits 0', { timeout: 30_000 }, async () => {
+	await withRuntime({ demo: demo(['--grandchild']) }, async (rt) => {
+		const c = await connect(rt);
+		const info = await rt.demoPids(c);
+		assert.ok(info.grandchild > 1, 'grandchild pid');
+		await rt.status();
+		const r = await rt.cli(['stop']);
+		assert.equal(r.code, 0, r.stderr);
+		const ex = await rt.exitPromise;
+		assert.equal(ex.code, 0, 'exit code after mcpvisor stop');
+		await assert.rejects(
+			fsp.access(path.join(rt.home, 'run', 'runtime.json')),
+			'runtime file removed',
+		);
+	});
+});

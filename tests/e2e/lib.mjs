@@ -1,0 +1,505 @@
+// Shared helpers of the end-to-end tests: a private home per test, the real
+// runtime started on a free port, a raw MCP client over fetch, the CLI, and
+// the teardown that proves the runtime exits 0 and leaves no process behind.
+import assert from 'node:assert/strict';
+import { spawn, execFile } from 'node:child_process';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REPO = path.resolve(
+	path.dirname(fileURLToPath(import.meta.url)),
+	'../..',
+);
+export const MCPVISOR = path.resolve(
+	REPO,
+	process.env.MCPVISOR_BIN || 'build/san/mcpvisor',
+);
+export const DEMO = path.resolve(
+	REPO,
+	process.env.DEMO_SERVER || 'build/san/demo-server',
+);
+export const NODE_MODULES = path.join(REPO, 'tests/node_modules');
+
+// Bounds for waiting; the sanitized build starts in well under a second.
+export const START_MS = 10_000;
+export const STOP_MS = 15_000;
+const CLI_MS = 20_000;
+const STDERR_KEEP = 64 * 1024;
+
+// The protocol version our raw client speaks.
+export const PROTOCOL = '2025-11-25';
+
+// Sanitizer options that keep reports on stderr and exit codes non-zero.
+const SAN_ENV = {
+	ASAN_OPTIONS:
+		process.env.ASAN_OPTIONS ||
+		'detect_leaks=1:abort_on_error=0:exitcode=23',
+	UBSAN_OPTIONS:
+		process.env.UBSAN_OPTIONS || 'print_stacktrace=1:halt_on_error=1',
+};
+
+// A demo server entry for a config: {command, args, scope: app, ...extra}.
+export function demo(args = [], extra = {}) {
+	return { command: DEMO, args, scope: 'app', ...extra };
+}
+
+// A node program (a package's dist entry) as an app-scoped stdio server.
+export function nodeServer(entry, args = [], extra = {}) {
+	return {
+		command: process.execPath,
+		args: [path.join(NODE_MODULES, entry), ...args],
+		scope: 'app',
+		...extra,
+	};
+}
+
+export async function makeHome(prefix = 'mcpvisor-e2e-') {
+	return fsp.mkdtemp(path.join(os.tmpdir(), prefix));
+}
+
+// Resolves when cond() is truthy, polling at a short interval, and throws
+// with what() when the bound passes first.
+export async function waitFor(cond, ms, what) {
+	const end = Date.now() + ms;
+	let last;
+	for (;;) {
+		try {
+			const v = await cond();
+			if (v)
+				return v;
+		} catch (e) {
+			last = e;
+		}
+		if (Date.now() > end)
+			throw new Error(
+				`timed out after ${ms} ms waiting for ${what}` +
+					(last ? `: ${last.message}` : ''),
+			);
+		await new Promise((r) => setTimeout(r, 20));
+	}
+}
+
+// The start time of a process (field 22 of /proc/PID/stat), or null when
+// it does not exist; a zombie counts as gone.
+function procStart(pid) {
+	let stat;
+	try {
+		stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+	} catch {
+		return null;
+	}
+	const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+	if (rest[0] === 'Z' || rest[0] === 'X')
+		return null;
+	return rest[19];
+}
+
+// True while pid is a live process that is the one we learned (same start
+// time), so that a reused pid is never signalled.
+function pidAlive(pid, start) {
+	try {
+		process.kill(pid, 0);
+	} catch (e) {
+		if (e.code === 'ESRCH')
+			return false;
+		throw e;
+	}
+	const now = procStart(pid);
+	return now !== null && (start === undefined || now === start);
+}
+
+export function runCli(args, { home, env, timeout = CLI_MS, input } = {}) {
+	const full = home ? [...args, '--home', home] : args;
+	return new Promise((resolve) => {
+		const child = execFile(
+			MCPVISOR,
+			full,
+			{
+				env: { ...process.env, ...SAN_ENV, ...env },
+				timeout,
+				maxBuffer: 8 * 1024 * 1024,
+			},
+			(err, stdout, stderr) => {
+				resolve({
+					code: err ? (err.code ?? null) : 0,
+					signal: err?.signal ?? null,
+					stdout,
+					stderr,
+				});
+			},
+		);
+		if (input !== undefined)
+			child.stdin.end(input);
+	});
+}
+
+// One running `mcpvisor serve`. Use through withRuntime, which stops it.
+export class Runtime {
+	constructor(home, configPath) {
+		this.home = home;
+		this.configPath = configPath;
+		this.pids = new Map(); // pid -> start time when learned
+		this.stderrText = '';
+		this.stdoutText = '';
+		this.exited = null;
+	}
+
+	stderr() {
+		return this.stderrText;
+	}
+
+	// Remembers a pid the test learned, to prove it gone at the end.
+	track(pid) {
+		if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid)
+			return;
+		if (!this.pids.has(pid))
+			this.pids.set(pid, procStart(pid) ?? undefined);
+	}
+
+	async start({ env = {}, args = [] } = {}) {
+		const child = spawn(
+			MCPVISOR,
+			[
+				'serve',
+				'--config',
+				this.configPath,
+				'--port',
+				'0',
+				'--home',
+				this.home,
+				...args,
+			],
+			{
+				env: { ...process.env, ...SAN_ENV, ...env },
+				stdio: ['ignore', 'pipe', 'pipe'],
+			},
+		);
+		this.child = child;
+		this.exitPromise = new Promise((resolve) => {
+			child.on('exit', (code, signal) => {
+				this.exited = { code, signal };
+				resolve(this.exited);
+			});
+		});
+		child.stderr.setEncoding('utf8');
+		child.stderr.on('data', (d) => {
+			this.stderrText = (this.stderrText + d).slice(-STDERR_KEEP);
+		});
+		child.stdout.setEncoding('utf8');
+		const line = new Promise((resolve, reject) => {
+			const timer = setTimeout(
+				() =>
+					reject(
+						new Error(
+							`no endpoint line within ${START_MS} ms; ` +
+								`stderr:\n${this.stderrText}`,
+						),
+					),
+				START_MS,
+			);
+			child.stdout.on('data', (d) => {
+				this.stdoutText += d;
+				const m = this.stdoutText.match(
+					/mcpvisor: endpoint (http:\/\/127\.0\.0\.1:\d+\/mcp)/,
+				);
+				if (m) {
+					clearTimeout(timer);
+					resolve(m[1]);
+				}
+			});
+			this.exitPromise.then(({ code, signal }) => {
+				clearTimeout(timer);
+				reject(
+					new Error(
+						`mcpvisor serve exited (${code ?? signal}) ` +
+							`before listening; stderr:\n${this.stderrText}`,
+					),
+				);
+			});
+		});
+		this.url = await line;
+		const file = path.join(this.home, 'run', 'runtime.json');
+		this.info = await waitFor(
+			async () => JSON.parse(await fsp.readFile(file, 'utf8')),
+			START_MS,
+			file,
+		);
+		assert.equal(this.info.url, this.url, 'runtime.json url');
+		assert.equal(this.info.pid, child.pid, 'runtime.json pid');
+		this.port = this.info.port;
+		this.socket = this.info.socket;
+		return this;
+	}
+
+	cli(args, opts = {}) {
+		return runCli(args, { home: this.home, ...opts });
+	}
+
+	// `status --json -v`, and every instance pid in it tracked.
+	async status() {
+		const r = await this.cli(['status', '--json', '-v']);
+		assert.equal(r.code, 0, `status failed: ${r.stderr}`);
+		const s = JSON.parse(r.stdout);
+		for (const srv of s.servers ?? [])
+			for (const inst of srv.instances ?? [])
+				if (inst.pid)
+					this.track(inst.pid);
+		return s;
+	}
+
+	// Calls the demo `pid` tool through the raw client and tracks its pids.
+	async demoPids(client, tool = 'demo__pid') {
+		const r = await client.call(tool, {});
+		const info = JSON.parse(r.content[0].text);
+		this.track(info.pid);
+		if (info.grandchild)
+			this.track(info.grandchild);
+		return info;
+	}
+
+	// SIGTERM, the exit code, and every learned pid gone. Returns a list
+	// of problems (empty when clean); kills leftovers by pid.
+	async stop() {
+		const problems = [];
+		if (!this.child)
+			return problems;
+		if (!this.exited)
+			this.child.kill('SIGTERM');
+		const timeout = new Promise((r) => {
+			const t = setTimeout(() => r(null), STOP_MS);
+			t.unref();
+		});
+		let ex = await Promise.race([this.exitPromise, timeout]);
+		if (!ex) {
+			problems.push(`runtime did not exit within ${STOP_MS} ms of SIGTERM`);
+			this.child.kill('SIGKILL');
+			ex = await this.exitPromise;
+		} else if (ex.code !== 0) {
+			problems.push(
+				`runtime exited with ${ex.code ?? 'signal ' + ex.signal}`,
+			);
+		}
+		// A process killed by the runtime may be reaped a moment after
+		// the runtime exits (by init); wait for that, bounded.
+		const alive = () =>
+			[...this.pids].filter(([pid, st]) => pidAlive(pid, st));
+		try {
+			await waitFor(() => alive().length === 0, 2000, 'learned pids gone');
+		} catch {
+			for (const [pid] of alive()) {
+				problems.push(`pid ${pid} outlived the runtime`);
+				try {
+					process.kill(pid, 'SIGKILL');
+				} catch {
+					// already gone
+				}
+			}
+		}
+		return problems;
+	}
+}
+
+export async function writeConfig(home, servers) {
+	const file = path.join(home, 'mcp.json');
+	await fsp.writeFile(file, JSON.stringify({ mcpServers: servers }, null, 2));
+	return file;
+}
+
+// Runs body(rt) against a fresh runtime serving servers, then stops it and
+// fails when it did not exit 0 or left a learned process behind. The
+// runtime's stderr is attached to any failure.
+export async function withRuntime(servers, opts, body) {
+	if (typeof opts === 'function') {
+		body = opts;
+		opts = {};
+	}
+	const home = await makeHome();
+	const rt = new Runtime(home, await writeConfig(home, servers));
+	let failure = null;
+	try {
+		await rt.start(opts);
+		await body(rt);
+	} catch (e) {
+		failure = e;
+	}
+	let problems;
+	try {
+		problems = await rt.stop();
+	} catch (e) {
+		problems = [`stop: ${e.message}`];
+	}
+	if (!failure && problems.length === 0) {
+		await fsp.rm(home, { recursive: true, force: true });
+		return;
+	}
+	const tail = rt.stderr().split('\n').slice(-40).join('\n');
+	if (failure) {
+		if (problems.length)
+			failure.message += `\n(also at stop: ${problems.join('; ')})`;
+		failure.message += `\n--- runtime stderr (tail) ---\n${tail}`;
+		throw failure;
+	}
+	throw new Error(
+		`${problems.join('; ')}\n--- runtime stderr (tail) ---\n${tail}`,
+	);
+}
+
+// ---- a raw MCP client over fetch ----
+
+// Every JSON-RPC message in an SSE body.
+export function sseMessages(text) {
+	const out = [];
+	for (const block of text.split(/\r?\n\r?\n/)) {
+		const data = block
+			.split(/\r?\n/)
+			.filter((l) => l.startsWith('data:'))
+			.map((l) => l.slice(5).replace(/^ /, ''));
+		// An event with empty data (a priming event) dispatches nothing.
+		if (data.length && data.join('\n') !== '')
+			out.push(JSON.parse(data.join('\n')));
+	}
+	return out;
+}
+
+// The messages of a response to a POST, whether JSON or SSE.
+export async function readMessages(res) {
+	const text = await res.text();
+	const ct = res.headers.get('content-type') || '';
+	if (ct.startsWith('text/event-stream'))
+		return sseMessages(text);
+	if (!text)
+		return [];
+	const j = JSON.parse(text);
+	return Array.isArray(j) ? j : [j];
+}
+
+export class RawClient {
+	constructor(url, { fetchImpl = fetch } = {}) {
+		this.url = url;
+		this.fetch = fetchImpl;
+		this.sid = null;
+		this.nextId = 1;
+		this.notes = [];
+	}
+
+	headers(extra = {}) {
+		const h = {
+			'content-type': 'application/json',
+			accept: 'application/json, text/event-stream',
+			...extra,
+		};
+		if (this.sid)
+			h['mcp-session-id'] = this.sid;
+		if (this.protocol)
+			h['mcp-protocol-version'] = this.protocol;
+		return h;
+	}
+
+	post(body, extra = {}) {
+		return this.fetch(this.url, {
+			method: 'POST',
+			headers: this.headers(extra),
+			body: typeof body === 'string' ? body : JSON.stringify(body),
+		});
+	}
+
+	async initialize() {
+		const res = await this.post({
+			jsonrpc: '2.0',
+			id: this.nextId++,
+			method: 'initialize',
+			params: {
+				protocolVersion: PROTOCOL,
+				capabilities: {},
+				clientInfo: { name: 'mcpvisor-e2e', version: '0.0.0' },
+			},
+		});
+		assert.equal(res.status, 200, 'initialize status');
+		this.sid = res.headers.get('mcp-session-id');
+		assert.ok(this.sid, 'initialize gave no Mcp-Session-Id');
+		const [msg] = await readMessages(res);
+		assert.ok(msg.result, `initialize: ${JSON.stringify(msg)}`);
+		this.protocol = msg.result.protocolVersion;
+		const n = await this.post({
+			jsonrpc: '2.0',
+			method: 'notifications/initialized',
+		});
+		assert.equal(n.status, 202, 'initialized notification status');
+		await n.arrayBuffer();
+		return msg.result;
+	}
+
+	// The JSON-RPC response to one request; notifications that came on
+	// the same stream are kept in this.notes.
+	async request(method, params = {}) {
+		const id = this.nextId++;
+		const res = await this.post({ jsonrpc: '2.0', id, method, params });
+		assert.equal(res.status, 200, `${method}: HTTP ${res.status}`);
+		const msgs = await readMessages(res);
+		const reply = msgs.find((m) => m.id === id);
+		this.notes.push(...msgs.filter((m) => m.id === undefined));
+		assert.ok(reply, `${method}: no response in ${JSON.stringify(msgs)}`);
+		return reply;
+	}
+
+	async result(method, params = {}) {
+		const r = await this.request(method, params);
+		assert.ok(r.result, `${method} failed: ${JSON.stringify(r.error)}`);
+		return r.result;
+	}
+
+	call(name, args = {}) {
+		return this.result('tools/call', { name, arguments: args });
+	}
+
+	// Every tool across pages, following nextCursor.
+	async listAll(method = 'tools/list', key = 'tools') {
+		const all = [];
+		let cursor;
+		for (let i = 0; i < 1000; i++) {
+			const r = await this.result(method, cursor ? { cursor } : {});
+			all.push(...r[key]);
+			cursor = r.nextCursor;
+			if (!cursor)
+				return all;
+		}
+		throw new Error('more than 1000 pages');
+	}
+
+	async close() {
+		if (!this.sid)
+			return;
+		const res = await this.fetch(this.url, {
+			method: 'DELETE',
+			headers: { 'mcp-session-id': this.sid },
+		});
+		await res.arrayBuffer();
+		this.sid = null;
+	}
+}
+
+// A raw client that has initialized against rt.
+export async function connect(rt) {
+	const c = new RawClient(rt.url);
+	await c.initialize();
+	return c;
+}
+
+// The names of the twelve built-in tools of the demo server, in its order.
+export const DEMO_TOOLS = [
+	'echo',
+	'add',
+	'pid',
+	'sleep',
+	'count',
+	'fail',
+	'env',
+	'sample',
+	'elicit',
+	'roots',
+	'notify_changed',
+	'log',
+];
