@@ -31,6 +31,13 @@ run_unit() {
 			continue
 		fi
 		failed=$((tested - passing))
+		# Criterion counts a test that leaked as passing: read the
+		# sanitizers' own reports.
+		san=$(grep -c -E 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$log")
+		if [ "$san" -gt 0 ]; then
+			echo "$name: $san sanitizer report(s); see $log"
+			failed=$((failed + 1))
+		fi
 		[ "$failed" -gt 0 ] && grep -E '\[FAIL\]|\[----\].*(Assertion|crash|Timed out)|ERROR' "$log" | head -n 20
 		add "unit/$name" "$passing" "$failed"
 	done

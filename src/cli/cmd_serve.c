@@ -19,7 +19,11 @@ static void serve_usage(FILE *f)
 		   "directory. --port 0 takes any free port; without --port, "
 		   "7345 or a free\n"
 		   "one when 7345 is taken. SIGTERM or SIGINT drains and "
-		   "stops it.\n");
+		   "stops it.\n"
+		   "--sse-close-after MS closes a call's SSE answer after MS "
+		   "ms; the client\n"
+		   "resumes it with Last-Event-ID (for proxies that cut long "
+		   "streams).\n");
 }
 
 int cmd_serve(int argc, char **argv)
@@ -30,6 +34,7 @@ int cmd_serve(int argc, char **argv)
 		{"home", required_argument, NULL, 'H'},
 		{"log-level", required_argument, NULL, 'l'},
 		{"page-size", required_argument, NULL, 'P'},
+		{"sse-close-after", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -63,6 +68,9 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'P':
 			page = optarg;
+			break;
+		case 'S':
+			o.sse_close_ms = strtoull(optarg, NULL, 10);
 			break;
 		case 'h':
 			serve_usage(stdout);

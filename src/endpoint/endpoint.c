@@ -24,6 +24,7 @@
 
 #define EP_READ_CHUNK 65536
 #define EP_MAX_BATCH 100
+#define EP_SSE_RETRY_MS 1000
 
 struct endpoint {
 	uv_loop_t *loop;
@@ -34,6 +35,7 @@ struct endpoint {
 	int port;
 	char *socket_path;
 	size_t max_body;
+	uint64_t sse_close_ms;
 	struct conn *conns;
 	size_t nconns;
 	unsigned open_handles;
@@ -73,6 +75,8 @@ struct conn {
 	bool batch;
 	json_t *collected; /* JSON mode: responses so far */
 	bool close_after;
+	uv_timer_t early_timer; /* closes a long SSE answer on purpose */
+	int handles;		/* open libuv handles of this conn */
 };
 
 static void ep_conn_process(struct conn *c);
@@ -129,6 +133,8 @@ static void ep_conn_close_cb(uv_handle_t *h)
 {
 	struct conn *c = h->data;
 	struct endpoint *ep = c->ep;
+	if (--c->handles > 0)
+		return;
 	httpparse_free(c->hp);
 	buf_free(&c->in);
 	free(c);
@@ -174,11 +180,13 @@ static void ep_conn_close(struct conn *c)
 		c->next->pprev = c->pprev;
 	c->ep->nconns--;
 	uv_close(&c->u.h, ep_conn_close_cb);
+	uv_close((uv_handle_t *)&c->early_timer, ep_conn_close_cb);
 }
 
 /* The current request is answered: read the next one. */
 static void ep_conn_request_done(struct conn *c)
 {
+	uv_timer_stop(&c->early_timer);
 	ep_conn_release_exchange(c);
 	c->sse = c->sse_started = c->standing = c->batch = false;
 	c->sent_continue = false;
@@ -243,19 +251,14 @@ static void ep_sse_start(struct conn *c)
 }
 
 /* Writes one SSE event as one HTTP chunk. */
-static void ep_sse_event(struct conn *c, const char *data, size_t len)
+static void ep_sse_write(struct conn *c, const char *id, const char *data,
+			 size_t len, long retry_ms)
 {
 	struct buf ev, out;
 	buf_init(&ev);
 	buf_init(&out);
-	struct session *s =
-		c->session_id ? hub_session_find(c->ep->hub, c->session_id)
-			      : NULL;
-	char id[32];
-	if (s)
-		snprintf(id, sizeof id, "%llu",
-			 (unsigned long long)session_next_event_id(s));
-	httpresp_sse_event(&ev, s ? id : NULL, "message", data, len, -1);
+	httpresp_sse_event(&ev, id, len ? "message" : NULL, data, len,
+			   retry_ms);
 	buf_printf(&out, "%zx\r\n", ev.len);
 	buf_append(&out, ev.data, ev.len);
 	buf_puts(&out, "\r\n");
@@ -264,38 +267,33 @@ static void ep_sse_event(struct conn *c, const char *data, size_t len)
 	buf_free(&out);
 }
 
-static void ep_sse_prime(struct conn *c)
+/* Numbers the stream's events from now on and sends the priming event: an
+ * id and no data, with the reconnection delay, so a client that loses the
+ * stream can resume from it. */
+static void ep_sse_open(struct conn *c, struct session *s)
 {
-	/* A first event with an id and no data, so a client that loses the
-	 * stream can resume from it. */
-	struct session *s = hub_session_find(c->ep->hub, c->session_id);
-	if (s == NULL)
-		return;
-	struct buf ev, out;
-	buf_init(&ev);
-	buf_init(&out);
-	char id[32];
-	snprintf(id, sizeof id, "%llu",
-		 (unsigned long long)session_next_event_id(s));
-	httpresp_sse_event(&ev, id, NULL, "", 0, -1);
-	buf_printf(&out, "%zx\r\n", ev.len);
-	buf_append(&out, ev.data, ev.len);
-	buf_puts(&out, "\r\n");
-	ep_write(c, out.data, out.len);
-	buf_free(&ev);
-	buf_free(&out);
+	ep_sse_start(c);
+	session_stream_open(s, c->ex);
+	char id[24];
+	session_stream_prime(s, c->ex, id);
+	ep_sse_write(c, id, "", 0, EP_SSE_RETRY_MS);
 }
 
-static void ep_ex_deliver_cb(void *ctx, json_t *msg)
+static void ep_ex_deliver_cb(void *ctx, json_t *msg, const char *event_id,
+			     const char *data)
 {
 	struct conn *c = ctx;
 	if (c->state == CONN_CLOSING)
 		return;
 	if (c->sse) {
 		ep_sse_start(c);
-		char *s = json_dumps(msg, JSON_COMPACT);
-		ep_sse_event(c, s, strlen(s));
-		free(s);
+		if (data) {
+			ep_sse_write(c, event_id, data, strlen(data), -1);
+		} else {
+			char *text = json_dumps(msg, JSON_COMPACT);
+			ep_sse_write(c, NULL, text, strlen(text), -1);
+			free(text);
+		}
 		return;
 	}
 	/* JSON mode carries only the answers. */
@@ -332,6 +330,30 @@ static const struct exchange_ops ep_exchange_ops = {
 	.deliver = ep_ex_deliver_cb,
 	.finish = ep_ex_finish_cb,
 };
+
+/* A long answer's stream is closed on purpose (so no proxy or client
+ * timeout cuts it): the calls go on, and the client comes back with
+ * Last-Event-ID for the rest. */
+static void ep_early_close_cb(uv_timer_t *t)
+{
+	struct conn *c = t->data;
+	if (c->state != CONN_BUSY || c->ex == NULL || c->standing ||
+	    !exchange_attached(c->ex))
+		return;
+	struct session *s = hub_session_find(c->ep->hub, c->session_id);
+	if (s)
+		session_stream_park(s, c->ex);
+	exchange_detach(c->ex);
+	ep_write(c, "0\r\n\r\n", 5);
+	ep_conn_request_done(c);
+}
+
+static void ep_arm_early_close(struct conn *c)
+{
+	if (c->ep->sse_close_ms > 0)
+		uv_timer_start(&c->early_timer, ep_early_close_cb,
+			       c->ep->sse_close_ms, 0);
+}
 
 /* ---- request checks ---- */
 
@@ -541,8 +563,8 @@ static void ep_handle_post(struct conn *c, const struct http_request *req)
 	struct exchange *ex = c->ex;
 	exchange_ref(ex);
 	if (c->sse) {
-		ep_sse_start(c);
-		ep_sse_prime(c);
+		ep_sse_open(c, s);
+		ep_arm_early_close(c);
 	}
 	for (size_t i = 0; i < n; i++) {
 		json_t *m = batch ? json_array_get(body, i) : body;
@@ -550,6 +572,41 @@ static void ep_handle_post(struct conn *c, const struct http_request *req)
 	}
 	exchange_unref(ex);
 	json_decref(body);
+}
+
+/* A GET with Last-Event-ID resumes the stream that event belongs to:
+ * what was missed is replayed, then the stream goes on here. */
+static bool ep_resume(struct conn *c, struct session *s, const char *last)
+{
+	struct exchange *ex = NULL;
+	json_t *events = NULL;
+	if (session_stream_resume(s, last, &ex, &events) < 0)
+		return false;
+	ep_sse_start(c);
+	size_t i;
+	json_t *ev;
+	json_array_foreach(events, i, ev)
+	{
+		const char *data = json_string_value(json_object_get(ev, "data"));
+		ep_sse_write(c, json_string_value(json_object_get(ev, "id")),
+			     data, json_string_length(json_object_get(ev, "data")),
+			     -1);
+	}
+	json_decref(events);
+	if (ex == NULL) {
+		/* That stream has ended: everything was in the replay. */
+		ep_write(c, "0\r\n\r\n", 5);
+		ep_conn_request_done(c);
+		return true;
+	}
+	c->ex = ex;
+	c->standing = exchange_standing(ex);
+	exchange_rebind(ex, &ep_exchange_ops, c);
+	if (c->standing)
+		session_set_stream(s, ex);
+	else
+		ep_arm_early_close(c);
+	return true;
 }
 
 static void ep_handle_get(struct conn *c, const struct http_request *req)
@@ -566,11 +623,13 @@ static void ep_handle_get(struct conn *c, const struct http_request *req)
 		return;
 	c->session_id = xstrdup(session_id(s));
 	c->sse = true;
+	const char *last = http_request_header(req, "last-event-id");
+	if (last && ep_resume(c, s, last))
+		return;
 	c->standing = true;
 	c->ex = exchange_new(&ep_exchange_ops, c, 0);
 	session_set_stream(s, c->ex);
-	ep_sse_start(c);
-	ep_sse_prime(c);
+	ep_sse_open(c, s);
 }
 
 static void ep_handle_delete(struct conn *c, const struct http_request *req)
@@ -739,10 +798,14 @@ static void ep_accept(struct endpoint *ep, uv_stream_t *server, bool is_unix)
 	else
 		uv_tcp_init(ep->loop, &c->u.tcp);
 	c->u.h.data = c;
+	uv_timer_init(ep->loop, &c->early_timer);
+	c->early_timer.data = c;
+	c->handles = 2;
 	ep->open_handles++;
 	if (uv_accept(server, &c->u.s) < 0 || ep->nconns >= EP_MAX_CONNS) {
 		c->state = CONN_CLOSING;
 		uv_close(&c->u.h, ep_conn_close_cb);
+		uv_close((uv_handle_t *)&c->early_timer, ep_conn_close_cb);
 		return;
 	}
 	if (!is_unix)
@@ -806,6 +869,7 @@ int endpoint_start(uv_loop_t *loop, struct hub *hub,
 	ep->loop = loop;
 	ep->hub = hub;
 	ep->max_body = opts->max_body ? opts->max_body : HTTP_DEFAULT_MAX_BODY;
+	ep->sse_close_ms = opts->sse_close_ms;
 	ep->on_stop = opts->on_stop;
 	ep->stop_arg = opts->arg;
 	const char *host = opts->host ? opts->host : "127.0.0.1";

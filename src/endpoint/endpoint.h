@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <uv.h>
 
 #define EP_MAX_CONNS 4096
@@ -24,6 +25,9 @@ struct endpoint_opts {
 				     back to any free one when taken */
 	const char *socket_path;  /* NULL: no Unix socket */
 	size_t max_body;	  /* 0: HTTP_DEFAULT_MAX_BODY */
+	/* Close a POST's SSE answer on purpose after this many ms (the client
+	 * resumes with Last-Event-ID); 0: never. */
+	uint64_t sse_close_ms;
 	/* Asked for by a control request (POST /control/stop on the Unix
 	 * socket); may be NULL. */
 	void (*on_stop)(void *arg);

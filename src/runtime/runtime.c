@@ -190,6 +190,7 @@ int runtime_serve(const struct runtime_opts *opts)
 		.host = "127.0.0.1",
 		.port = opts->port,
 		.socket_path = rt.paths.socket_path,
+		.sse_close_ms = opts->sse_close_ms,
 		.on_stop = runtime_stop_request_cb,
 		.arg = &rt,
 	};

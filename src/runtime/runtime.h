@@ -8,12 +8,14 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct runtime_opts {
 	const char *home;   /* --home, may be NULL */
 	const char *config; /* --config, may be NULL: the default file */
 	int port;	    /* -1: default (7345, else any free one) */
 	size_t page_size;   /* 0: default */
+	uint64_t sse_close_ms; /* close long SSE answers on purpose; 0: never */
 };
 
 /* Runs until SIGTERM/SIGINT or a stop request. Returns the exit code. */

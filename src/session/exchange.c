@@ -12,6 +12,9 @@ struct exchange {
 	bool standing;
 	bool attached;
 	int refs;
+	exchange_record_fn record;
+	void *rctx;
+	uint64_t stream;
 };
 
 struct exchange *exchange_new(const struct exchange_ops *ops, void *ctx,
@@ -38,6 +41,25 @@ void exchange_unref(struct exchange *ex)
 		free(ex);
 }
 
+void exchange_set_recorder(struct exchange *ex, exchange_record_fn fn,
+			   void *rctx, uint64_t stream)
+{
+	ex->record = fn;
+	ex->rctx = rctx;
+	ex->stream = stream;
+}
+
+void exchange_clear_recorder(struct exchange *ex)
+{
+	ex->record = NULL;
+	ex->rctx = NULL;
+}
+
+uint64_t exchange_stream(const struct exchange *ex)
+{
+	return ex->stream;
+}
+
 static void exchange_count_response(struct exchange *ex)
 {
 	if (ex->standing || ex->expected == 0)
@@ -51,8 +73,14 @@ static void exchange_count_response(struct exchange *ex)
 void exchange_send(struct exchange *ex, json_t *msg)
 {
 	bool response = json_object_get(msg, "method") == NULL;
-	if (ex->attached)
-		ex->ops->deliver(ex->ctx, msg);
+	if (ex->record) {
+		char id[32];
+		const char *data = ex->record(ex->rctx, ex->stream, msg, id);
+		if (ex->attached)
+			ex->ops->deliver(ex->ctx, msg, id, data);
+	} else if (ex->attached) {
+		ex->ops->deliver(ex->ctx, msg, NULL, NULL);
+	}
 	if (response)
 		exchange_count_response(ex);
 }
@@ -67,9 +95,27 @@ void exchange_detach(struct exchange *ex)
 	ex->attached = false;
 }
 
+void exchange_rebind(struct exchange *ex, const struct exchange_ops *ops,
+		     void *ctx)
+{
+	ex->ops = ops;
+	ex->ctx = ctx;
+	ex->attached = true;
+}
+
 bool exchange_attached(const struct exchange *ex)
 {
 	return ex->attached;
+}
+
+bool exchange_finished(const struct exchange *ex)
+{
+	return !ex->standing && ex->expected == 0;
+}
+
+bool exchange_standing(const struct exchange *ex)
+{
+	return ex->standing;
 }
 
 unsigned exchange_expected(const struct exchange *ex)

@@ -3,21 +3,32 @@
  * or a session's standing GET stream. The endpoint supplies delivery; the
  * session and hub only send into it. Reference-counted, so a call that
  * outlives its HTTP request finds the exchange detached instead of freed.
+ * A recorder (the session) may number and keep every message, so a client
+ * that reconnects with Last-Event-ID gets what it missed.
  */
 #ifndef MCPV_EXCHANGE_H
 #define MCPV_EXCHANGE_H
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 struct exchange;
 
 struct exchange_ops {
-	/* A message for the client, borrowed. */
-	void (*deliver)(void *ctx, json_t *msg);
+	/* A message for the client, borrowed. event_id and data are set when
+	 * a recorder numbered and serialized it (SSE); else NULL. */
+	void (*deliver)(void *ctx, json_t *msg, const char *event_id,
+			const char *data);
 	/* Every expected response has been delivered. */
 	void (*finish)(void *ctx);
 };
+
+/* Numbers and keeps msg as an event of stream; writes the event id into
+ * id (at least 24 bytes) and returns the serialized message, which stays
+ * owned by the recorder. */
+typedef const char *(*exchange_record_fn)(void *rctx, uint64_t stream,
+					  json_t *msg, char *id);
 
 /* expected: how many responses end it; 0 for a standing stream. Returns
  * with one reference, the endpoint's. */
@@ -26,14 +37,26 @@ struct exchange *exchange_new(const struct exchange_ops *ops, void *ctx,
 void exchange_ref(struct exchange *ex);
 void exchange_unref(struct exchange *ex);
 
-/* Delivers msg (borrowed) unless detached; a response counts toward the
- * expected ones, and the last one finishes the exchange. */
+void exchange_set_recorder(struct exchange *ex, exchange_record_fn fn,
+			   void *rctx, uint64_t stream);
+void exchange_clear_recorder(struct exchange *ex);
+uint64_t exchange_stream(const struct exchange *ex);
+
+/* Delivers msg (borrowed) unless detached, recording it first; a response
+ * counts toward the expected ones, and the last one finishes the exchange
+ * (when attached). */
 void exchange_send(struct exchange *ex, json_t *msg);
 /* An expected response that will not come (its request was cancelled). */
 void exchange_skip(struct exchange *ex);
 /* The HTTP side is gone (or done): nothing is delivered any more. */
 void exchange_detach(struct exchange *ex);
+/* A new HTTP side takes over a detached exchange (a resumed stream). */
+void exchange_rebind(struct exchange *ex, const struct exchange_ops *ops,
+		     void *ctx);
 bool exchange_attached(const struct exchange *ex);
+/* Every expected response was sent (never true for a standing stream). */
+bool exchange_finished(const struct exchange *ex);
+bool exchange_standing(const struct exchange *ex);
 /* Responses still expected. */
 unsigned exchange_expected(const struct exchange *ex);
 

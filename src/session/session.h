@@ -15,6 +15,12 @@
 #include "session/exchange.h"
 
 #define SESSION_ID_LEN 32
+/* What a client that reconnects with Last-Event-ID can get back. */
+#define SESSION_RING_EVENTS 256
+#define SESSION_RING_BYTES (512 * 1024)
+#define SESSION_MAX_STREAMS 64
+/* How long a stream closed on purpose waits for its client to resume. */
+#define SESSION_PARK_MS (60 * 1000)
 
 struct hub;
 struct session;
@@ -45,8 +51,22 @@ void session_drop_stream(struct session *s, struct exchange *ex);
 bool session_has_stream(const struct session *s);
 /* Sends msg (borrowed) on the standing stream, if any. */
 void session_notify(struct session *s, json_t *msg);
-/* Next SSE event id of this session. */
-uint64_t session_next_event_id(struct session *s);
+/* Numbers and keeps every message of ex from now on, so a client can
+ * resume it. Returns the stream number. */
+uint64_t session_stream_open(struct session *s, struct exchange *ex);
+/* The priming event of ex's stream: an id (written to id, >= 24 bytes)
+ * and no data. */
+void session_stream_prime(struct session *s, struct exchange *ex, char *id);
+/* ex's HTTP side was closed on purpose (the client will come back with
+ * Last-Event-ID): its calls keep running for SESSION_PARK_MS. */
+void session_stream_park(struct session *s, struct exchange *ex);
+/* Resuming after last_event_id: *events gets the events to replay (array
+ * of {"id","data"}), *ex the exchange that goes on (a reference; NULL when
+ * that stream has ended). -ENOENT when the id is not known any more. */
+int session_stream_resume(struct session *s, const char *last_event_id,
+			  struct exchange **ex, json_t **events);
+/* Cancels calls of streams parked for too long. */
+void session_sweep(struct session *s, uint64_t now_ms);
 
 /* Whether the session's scope resolves server name to inst. */
 bool session_uses(struct session *s, struct instance *inst);

@@ -260,14 +260,21 @@ export class Runtime {
 		return info;
 	}
 
+	// Sends SIGTERM once; a test that sends its own uses this so that the
+	// teardown does not send a second one.
+	terminate(signal = 'SIGTERM') {
+		this.termSent = true;
+		this.child.kill(signal);
+	}
+
 	// SIGTERM, the exit code, and every learned pid gone. Returns a list
 	// of problems (empty when clean); kills leftovers by pid.
 	async stop() {
 		const problems = [];
 		if (!this.child)
 			return problems;
-		if (!this.exited)
-			this.child.kill('SIGTERM');
+		if (!this.exited && !this.termSent)
+			this.terminate();
 		const timeout = new Promise((r) => {
 			const t = setTimeout(() => r(null), STOP_MS);
 			t.unref();

@@ -6,17 +6,52 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { DEMO_TOOLS, connect, demo, nodeServer, withRuntime } from './lib.mjs';
+import {
+	DEMO_TOOLS,
+	connect,
+	demo,
+	nodeServer,
+	waitFor,
+	withRuntime,
+} from './lib.mjs';
+
+const STUBBORN = {
+	plain: demo(['--name', 'plain']),
+	gc: demo(['--name', 'gc', '--grandchild']),
+	stubborn: demo(['--name', 'stubborn', '--ignore-sigterm']),
+	both: demo(['--name', 'both', '--grandchild', '--ignore-sigterm']),
+};
+
+// Starts every server and learns every pid: instances and grandchildren.
+async function learnAll(rt, c, names) {
+	const tools = await c.listAll();
+	for (const p of names)
+		assert.ok(tools.some((t) => t.name === `${p}__echo`), p);
+	const info = {};
+	for (const p of names)
+		info[p] = await rt.demoPids(c, `${p}__pid`);
+	return { tools, info };
+}
+
+// Resolves once status shows a call in flight on server's instance.
+function waitInflight(rt, server) {
+	return waitFor(
+		async () => {
+			const st = await rt.status();
+			const s = st.servers.find((x) => x.name === server);
+			return s.instances[0]?.inflight > 0;
+		},
+		5000,
+		`a call in flight on ${server}`,
+	);
+}
 
 test('SIGTERM: exit 0, no server, grandchild or SIGTERM-ignoring server left', {
 	timeout: 40_000,
 }, async () => {
 	await withRuntime(
 		{
-			plain: demo(['--name', 'plain']),
-			gc: demo(['--name', 'gc', '--grandchild']),
-			stubborn: demo(['--name', 'stubborn', '--ignore-sigterm']),
-			both: demo(['--name', 'both', '--grandchild', '--ignore-sigterm']),
+			...STUBBORN,
 			everything: nodeServer(
 				'@modelcontextprotocol/server-everything/dist/index.js',
 				['stdio'],
@@ -24,37 +59,21 @@ test('SIGTERM: exit 0, no server, grandchild or SIGTERM-ignoring server left', {
 		},
 		async (rt) => {
 			const c = await connect(rt);
-			const tools = await c.listAll();
-			for (const p of ['plain', 'gc', 'stubborn', 'both'])
-				assert.ok(tools.some((t) => t.name === `${p}__echo`), p);
+			const { tools, info } = await learnAll(rt, c, Object.keys(STUBBORN));
 			assert.ok(tools.some((t) => t.name === 'everything__echo'));
-
-			const gc = await rt.demoPids(c, 'gc__pid');
-			const both = await rt.demoPids(c, 'both__pid');
-			await rt.demoPids(c, 'plain__pid');
-			await rt.demoPids(c, 'stubborn__pid');
-			assert.ok(gc.grandchild > 1 && both.grandchild > 1);
-			// The grandchild lives in the server's process group, which
-			// is its own, not the runtime's.
-			assert.equal(gc.pgid, gc.pid, 'server leads its own group');
-			assert.equal(gc.ppid, rt.child.pid, 'server is the runtime child');
+			assert.ok(info.gc.grandchild > 1 && info.both.grandchild > 1);
+			// Each server leads its own process group (so the stop can
+			// reach its grandchildren) and is the runtime's child.
+			assert.equal(info.gc.pgid, info.gc.pid, 'own process group');
+			assert.equal(info.gc.ppid, rt.child.pid, 'child of the runtime');
 
 			const st = await rt.status();
-			assert.equal(rt.pids.size, 5 + 2, 'instance pids learned');
+			assert.equal(rt.pids.size, 5 + 2, 'pids learned');
 			for (const s of st.servers)
 				assert.equal(s.instances[0].state, 'running', s.name);
 
-			// A call in flight when SIGTERM arrives is answered, not
-			// dropped: finished, or cancelled with an error.
-			const inflight = c.request('tools/call', {
-				name: 'plain__sleep',
-				arguments: { ms: 300 },
-			});
-			await waitInflight(rt, 'plain');
 			const t0 = Date.now();
-			rt.child.kill('SIGTERM');
-			const reply = await inflight;
-			assert.ok(reply.result || reply.error, JSON.stringify(reply));
+			rt.terminate();
 			const ex = await rt.exitPromise;
 			const took = Date.now() - t0;
 			assert.equal(ex.code, 0, 'exit code');
@@ -68,18 +87,55 @@ test('SIGTERM: exit 0, no server, grandchild or SIGTERM-ignoring server left', {
 	);
 });
 
-// Resolves once status shows a call in flight on server's instance.
-async function waitInflight(rt, server) {
-	const end = Date.now() + 5000;
-	for (;;) {
-		const st = await rt.status();
-		const s = st.servers.find((x) => x.name === server);
-		if (s.instances[0]?.inflight > 0)
-			return;
-		if (Date.now() > end)
-			throw new Error(`no call in flight on ${server}`);
-	}
-}
+test('SIGTERM with a call in flight: the call is answered, then exit 0', {
+	timeout: 30_000,
+}, async () => {
+	await withRuntime({ plain: demo(['--name', 'plain']) }, async (rt) => {
+		const c = await connect(rt);
+		await learnAll(rt, c, ['plain']);
+		// Drain: calls in flight finish, or are cancelled with an
+		// error after a bounded grace; never cut off without an answer.
+		const inflight = c
+			.request('tools/call', {
+				name: 'plain__sleep',
+				arguments: { ms: 300 },
+			})
+			.catch((e) => ({ lost: `${e.message} ${e.cause?.message ?? ''}` }));
+		await waitInflight(rt, 'plain');
+		rt.terminate();
+		const reply = await inflight;
+		assert.ok(
+			reply.result || reply.error,
+			`in-flight call got no answer: ${JSON.stringify(reply)}`,
+		);
+		assert.equal((await rt.exitPromise).code, 0, 'exit code');
+	});
+});
+
+test('a second SIGTERM while draining still stops every process and exits 0', {
+	timeout: 30_000,
+}, async () => {
+	await withRuntime(STUBBORN, async (rt) => {
+		const c = await connect(rt);
+		await learnAll(rt, c, Object.keys(STUBBORN));
+		await rt.status();
+		rt.terminate();
+		// The SIGTERM-ignoring servers hold the drain for its SIGKILL
+		// delay; a second signal (a host, or Ctrl-C twice) lands then.
+		await waitFor(
+			() => /stopping \(SIGTERM\)/.test(rt.stderr()),
+			5000,
+			'the runtime to start draining',
+		);
+		rt.terminate();
+		const ex = await rt.exitPromise;
+		assert.equal(
+			ex.code,
+			0,
+			`exit after a second SIGTERM: ${ex.code ?? ex.signal}`,
+		);
+	});
+});
 
 test('failed servers: exit at start and missing command show the reason; good server serves', {
 	timeout: 30_000,

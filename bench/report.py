@@ -1,0 +1,452 @@
+#!/usr/bin/env python3
+"""Report for make bench: reads the loadgen's JSON lines, takes the median of
+the rounds for each figure, prints one table with the ratios and the targets,
+and writes the same figures to bench/results/latest.json."""
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+TARGETS = [
+    ("floor", "direct stdio (floor)"),
+    ("mcpvisor_tcp", "mcpvisor, TCP"),
+    ("mcpvisor_unix", "mcpvisor, Unix socket"),
+    ("supergateway", "supergateway"),
+    ("mcp_proxy", "mcp-proxy"),
+    ("floor_per_session", "stdio, a server per session"),
+]
+PEERS = ["supergateway", "mcp_proxy"]
+SHORT = {"floor": "floor", "mcpvisor_tcp": "mcpvisor", "mcpvisor_unix":
+         "mcpvisor unix", "supergateway": "supergateway",
+         "mcp_proxy": "mcp-proxy"}
+
+# metric: (label, lower is better)
+METRICS = {
+    "p50_pinned_ms": ("p50 ms, pinned", True),
+    "p99_pinned_ms": ("p99 ms, pinned", True),
+    "p50_ms": ("p50 ms", True),
+    "p99_ms": ("p99 ms", True),
+    "calls_per_s_1": ("calls/s, 1 session", False),
+    "calls_per_s_8": ("calls/s, 8 sessions", False),
+    "calls_per_s_32": ("calls/s, 32 sessions", False),
+    "peak_rss_kb": ("peak RSS of the gateway, KB", True),
+    "peak_tree_rss_kb": ("peak RSS with all it spawned, KB", True),
+    "first_call_ms": ("start to first tools/call, ms", True),
+    "first_list_ms": ("first tools/list, ms", True),
+}
+
+
+def load(path):
+    recs = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                recs.append(json.loads(line))
+            except ValueError:
+                recs.append({"mode": "crash", "ok": False, "errors": 1,
+                             "first_error": "unreadable line: " + line[:200]})
+    return recs
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def spread_pct(xs):
+    xs = [x for x in xs if x is not None]
+    if len(xs) < 2:
+        return None
+    m = statistics.median(xs)
+    return 100.0 * (max(xs) - min(xs)) / m if m else None
+
+
+def per_round(recs, target):
+    """Figures of one target, as {metric: {round: value}}."""
+    out = {m: {} for m in METRICS}
+    errors, first_error, unavailable, extra = 0, None, None, {}
+    host_target = "mcpvisor" if target.startswith("mcpvisor_") else target
+    for r in recs:
+        t = r.get("target")
+        if t not in (target, host_target):
+            continue
+        if t == host_target and t != target and r.get("mode") not in (
+                "host", "host-exit"):
+            continue
+        rnd = r.get("round", "0")
+        kind = r.get("kind", "")
+        mode = r.get("mode")
+        if kind == "unavailable":
+            unavailable = r.get("first_error", "unavailable")
+            continue
+        if r.get("errors"):
+            errors += r["errors"]
+            first_error = first_error or r.get("first_error")
+        if mode == "crash":
+            continue
+        if kind == "latency_pinned":
+            out["p50_pinned_ms"][rnd] = r.get("p50_ms")
+            out["p99_pinned_ms"][rnd] = r.get("p99_ms")
+        elif kind == "latency":
+            out["p50_ms"][rnd] = r.get("p50_ms")
+            out["p99_ms"][rnd] = r.get("p99_ms")
+        elif kind.startswith("throughput_"):
+            out["calls_per_s_" + kind.split("_")[1]][rnd] = r.get(
+                "calls_per_s")
+        elif kind == "first_call":
+            out["first_call_ms"][rnd] = r.get("first_call_ms")
+            out["first_list_ms"][rnd] = r.get("first_list_ms")
+        elif mode == "host":
+            if not r.get("ok"):
+                unavailable = "did not start: " + str(r.get("first_error"))
+            out["first_call_ms"][rnd] = r.get("ready_ms")
+            out["first_list_ms"][rnd] = r.get("first_list_ms")
+        elif mode == "host-exit":
+            out["peak_rss_kb"][rnd] = r.get("peak_rss_kb")
+            out["peak_tree_rss_kb"][rnd] = r.get("peak_tree_rss_kb")
+            for k in ("stop_ms", "killed", "leftover", "peak_nprocs",
+                      "exit_status", "exit_signal"):
+                if k in r:
+                    extra.setdefault(k, []).append(r[k])
+        # The floor has no gateway: its figure is the stdio server's peak.
+        if target.startswith("floor") and "server_hwm_kb" in r:
+            for k in ("peak_rss_kb", "peak_tree_rss_kb"):
+                prev = out[k].get(rnd) or 0
+                out[k][rnd] = max(prev, r["server_hwm_kb"])
+    return out, errors, first_error, unavailable, extra
+
+
+def summarize(recs):
+    res = {}
+    for key, label in TARGETS:
+        rounds, errors, first_error, unavailable, extra = per_round(
+            recs, key)
+        fig = {m: median(list(v.values())) for m, v in rounds.items()}
+        have = any(v is not None for v in fig.values())
+        if not have and unavailable is None:
+            continue
+        res[key] = {
+            "label": label,
+            "available": unavailable is None and have,
+            "unavailable": unavailable,
+            "figures": fig,
+            "rounds": {m: v for m, v in rounds.items() if v},
+            "spread_pct": {m: spread_pct(list(v.values()))
+                           for m, v in rounds.items() if len(v) > 1},
+            "errors": errors,
+            "first_error": first_error,
+            "gateway": extra,
+        }
+    return res
+
+
+def mcpvisor_extras(recs):
+    ex = {}
+    for r in recs:
+        if r.get("target") != "mcpvisor_extras":
+            continue
+        kind, mode = r.get("kind"), r.get("mode")
+        if r.get("errors"):
+            ex.setdefault("errors", []).append(
+                "%s: %s" % (kind, r.get("first_error")))
+        if mode == "host":
+            ex["answers_first_request_ms"] = r.get("ready_ms")
+            ex["idle_rss_kb"] = r.get("rss_kb")
+            ex["idle_tree_rss_kb"] = r.get("tree_rss_kb")
+        elif mode == "host-exit":
+            ex["stop_ms"] = r.get("stop_ms")
+            ex["leftover_processes"] = r.get("leftover")
+        elif kind == "list_cold":
+            ex["first_list_ms_cold"] = r.get("list_ms")
+            ex["first_init_ms_cold"] = r.get("init_ms")
+        elif kind == "list_warm":
+            ex["first_list_ms_warm"] = r.get("list_ms")
+        elif kind and kind.startswith("sessions_"):
+            n = kind.split("_")[1]
+            ex["rss_%s_sessions_kb" % n] = r.get("rss_kb")
+            ex["opened_%s" % n] = r.get("opened")
+    idle, big = ex.get("idle_rss_kb"), ex.get("rss_1000_sessions_kb")
+    if idle and big:
+        ex["per_session_kb"] = (big - idle) / 1000.0
+    small = ex.get("rss_100_sessions_kb")
+    if small and big:
+        ex["per_session_kb_100_to_1000"] = (big - small) / 900.0
+    return ex
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def ratios(res):
+    out = {}
+    fig = {k: v["figures"] for k, v in res.items() if v["available"]}
+    pairs = [("mcpvisor_tcp", "floor"), ("mcpvisor_unix", "floor")]
+    pairs += [(p, "mcpvisor_tcp") for p in PEERS]
+    for a, b in pairs:
+        if a in fig and b in fig:
+            out["%s/%s" % (a, b)] = {
+                m: ratio(fig[a].get(m), fig[b].get(m)) for m in METRICS}
+    return out
+
+
+def checks(res, ex):
+    f = {k: v["figures"] for k, v in res.items() if v["available"]}
+    mv, fl = f.get("mcpvisor_tcp", {}), f.get("floor", {})
+    peers = [f[p] for p in PEERS if p in f]
+
+    def best(metric, lower):
+        vals = [p.get(metric) for p in peers if p.get(metric) is not None]
+        if not vals:
+            return None
+        return min(vals) if lower else max(vals)
+
+    out = []
+
+    def add(name, value, limit, ok):
+        out.append({"name": name, "value": value, "limit": limit,
+                    "pass": None if value is None or limit is None
+                    else bool(ok(value, limit))})
+
+    p50, fp50 = mv.get("p50_pinned_ms"), fl.get("p50_pinned_ms")
+    add("p50 tools/call, mcpvisor TCP, pinned <= floor + 0.05 ms", p50,
+        None if fp50 is None else fp50 + 0.05, lambda v, l: v <= l)
+    bp = best("p50_pinned_ms", True)
+    add("p50 tools/call, mcpvisor TCP, pinned: best peer / mcpvisor >= 10",
+        ratio(bp, p50), 10, lambda v, l: v >= l)
+    t32, ft32 = mv.get("calls_per_s_32"), fl.get("calls_per_s_32")
+    add("calls/s at 32 sessions, mcpvisor TCP >= 50% of the floor", t32,
+        None if ft32 is None else ft32 * 0.5, lambda v, l: v >= l)
+    bt = best("calls_per_s_32", False)
+    add("calls/s at 32 sessions: mcpvisor TCP / best peer >= 10",
+        ratio(t32, bt), 10, lambda v, l: v >= l)
+    add("mcpvisor idle RSS <= 4 MB (KB)", ex.get("idle_rss_kb"), 4096,
+        lambda v, l: v <= l)
+    add("mcpvisor RSS per open session <= 16 KB", ex.get("per_session_kb"),
+        16, lambda v, l: v <= l)
+    add("mcpvisor serve answers its first request within 50 ms",
+        ex.get("answers_first_request_ms"), 50, lambda v, l: v <= l)
+    return out
+
+
+def noise(before, after, res):
+    out = {"loadavg_before": before.get("loadavg"),
+           "loadavg_after": after.get("loadavg")}
+    try:
+        a = [int(x) for x in before["stat_cpu"].split()[1:]]
+        b = [int(x) for x in after["stat_cpu"].split()[1:]]
+        d = [y - x for x, y in zip(a, b)]
+        total = sum(d[:8])
+        out["steal_pct"] = 100.0 * d[7] / total if total else 0.0
+        out["cpu_busy_pct"] = (100.0 * (total - d[3] - d[4]) / total
+                               if total else 0.0)
+    except (KeyError, IndexError, ValueError):
+        pass
+    worst = None
+    for key, v in res.items():
+        for m, s in v["spread_pct"].items():
+            if s is not None and (worst is None or s > worst[0]):
+                worst = (s, key, m)
+    if worst:
+        out["worst_round_spread_pct"] = worst[0]
+        out["worst_round_spread_of"] = "%s %s" % (worst[1], worst[2])
+    keys = ["p50_pinned_ms", "calls_per_s_32"]
+    sp = [v["spread_pct"].get(m) for v in res.values() for m in keys
+          if v["spread_pct"].get(m) is not None]
+    if sp:
+        out["median_round_spread_pct"] = statistics.median(sp)
+    fl = res.get("floor", {}).get("figures", {})
+    if fl.get("p50_pinned_ms") and fl.get("p99_pinned_ms"):
+        out["floor_pinned_p99_over_p50"] = (fl["p99_pinned_ms"] /
+                                            fl["p50_pinned_ms"])
+    return out
+
+
+def fmt_num(v, kind):
+    if v is None:
+        return "-"
+    if kind == "ms":
+        return "%.3f" % v if v < 10 else "%.1f" % v if v < 100 else \
+            "%.0f" % v
+    if kind == "rate":
+        return "{:,.0f}".format(v)
+    if kind == "mb":
+        return "%.1f" % (v / 1024.0)
+    if kind == "x":
+        if v >= 100:
+            return "%.0fx" % v
+        return "%.2fx" % v if v < 10 else "%.1fx" % v
+    return str(v)
+
+
+COLS = [
+    ("p50_pinned_ms", "p50", "ms"),
+    ("p99_pinned_ms", "p99", "ms"),
+    ("p50_ms", "p50", "ms"),
+    ("p99_ms", "p99", "ms"),
+    ("calls_per_s_1", "@1", "rate"),
+    ("calls_per_s_8", "@8", "rate"),
+    ("calls_per_s_32", "@32", "rate"),
+    ("peak_rss_kb", "gw", "mb"),
+    ("peak_tree_rss_kb", "all", "mb"),
+    ("first_call_ms", "call", "ms"),
+]
+WIDTH = [7, 7, 7, 7, 8, 9, 9, 7, 7, 8]
+NAMEW = 28
+
+
+def row(name, cells):
+    return name.ljust(NAMEW) + "".join(
+        c.rjust(w) for c, w in zip(cells, WIDTH))
+
+
+def header():
+    groups = [("latency pinned", 2), ("latency", 2), ("calls/s, sessions", 3),
+              ("peak RSS MB", 2), ("start", 1)]
+    top, i = "", 0
+    for g, n in groups:
+        w = sum(WIDTH[i:i + n])
+        top += g.rjust(w)
+        i += n
+    return [" " * NAMEW + top, row("", [c[1] for c in COLS]),
+            "-" * (NAMEW + sum(WIDTH))]
+
+
+def print_report(doc):
+    res, rat = doc["results"], doc["ratios"]
+    lines = ["", "make bench: %d round(s), medians; latency of %d sequential "
+             "tools/call; calls/s over %s s windows" % (
+                 doc["config"]["rounds"], doc["config"]["calls"],
+                 doc["config"]["window_s"])]
+    lines += header()
+    for key, label in TARGETS:
+        v = res.get(key)
+        if v is None:
+            continue
+        if not v["available"]:
+            lines.append(row(label, ["-"] * len(COLS)) +
+                         "  unavailable: " + str(v["unavailable"])[:60])
+            continue
+        cells = [fmt_num(v["figures"].get(m), k) for m, _, k in COLS]
+        flag = "  ERRORS: %d" % v["errors"] if v["errors"] else ""
+        lines.append(row(label, cells) + flag)
+    lines.append("")
+    lines.append("ratios (a / b: below 1 means a is lower)")
+    for key, r in rat.items():
+        a, b = key.split("/")
+        name = "%s / %s" % (SHORT[a], SHORT[b])
+        lines.append(row(name[:NAMEW - 1],
+                         [fmt_num(r.get(m), "x") for m, _, _ in COLS]))
+    ex = doc["mcpvisor"]
+    if ex:
+        lines.append("")
+        lines.append(
+            "mcpvisor: answers its first request %s ms after start; RSS "
+            "idle %s MB, 100 sessions %s MB, 1,000 sessions %s MB "
+            "(%s KB per session); first tools/list %s ms cold, %s ms warm" % (
+                fmt_num(ex.get("answers_first_request_ms"), "ms"),
+                fmt_num(ex.get("idle_rss_kb"), "mb"),
+                fmt_num(ex.get("rss_100_sessions_kb"), "mb"),
+                fmt_num(ex.get("rss_1000_sessions_kb"), "mb"),
+                "-" if ex.get("per_session_kb") is None
+                else "%.1f" % ex["per_session_kb"],
+                fmt_num(ex.get("first_list_ms_cold"), "ms"),
+                fmt_num(ex.get("first_list_ms_warm"), "ms")))
+        for e in ex.get("errors", []):
+            lines.append("  error: " + e)
+    lines.append("")
+    lines.append("targets")
+    for c in doc["checks"]:
+        st = {True: "pass", False: "MISS", None: "n/a "}[c["pass"]]
+        val = "-" if c["value"] is None else "%.4g" % c["value"]
+        lim = "-" if c["limit"] is None else "%.4g" % c["limit"]
+        lines.append("  %s  %s (got %s, limit %s)" % (st, c["name"], val,
+                                                      lim))
+    errs = [(v["label"], v["errors"], v["first_error"])
+            for v in res.values() if v["errors"]]
+    for label, n, first in errs:
+        lines.append("errors: %s: %d, first: %s" % (label, n, first))
+    n = doc["noise"]
+    lines.append("")
+    lines.append(
+        "noise: loadavg %s before, %s after; CPU steal %s%%; rounds differ "
+        "by %s%% (median, p50 pinned and calls/s@32), worst %s%% (%s); "
+        "floor pinned p99/p50 %s" % (
+            n.get("loadavg_before"), n.get("loadavg_after"),
+            "-" if n.get("steal_pct") is None else "%.1f" % n["steal_pct"],
+            "-" if n.get("median_round_spread_pct") is None
+            else "%.0f" % n["median_round_spread_pct"],
+            "-" if n.get("worst_round_spread_pct") is None
+            else "%.0f" % n["worst_round_spread_pct"],
+            n.get("worst_round_spread_of", "-"),
+            "-" if n.get("floor_pinned_p99_over_p50") is None
+            else "%.1f" % n["floor_pinned_p99_over_p50"]))
+    lines.append(
+        "how: pinned = loadgen, gateway and server on CPU 0 (taskset); "
+        "peak RSS: gateway = max(VmHWM, VmRSS sampled every 100 ms), all = "
+        "sampled sum of VmRSS over the gateway and its descendants; floor: "
+        "the stdio server's VmHWM; 'start' = spawn to first answered "
+        "tools/call")
+    lines.append("wrote %s (%d s)" % (doc["out"], doc["config"]["elapsed_s"]))
+    print("\n".join(lines))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--raw", required=True)
+    ap.add_argument("--before", required=True)
+    ap.add_argument("--after", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seconds", type=int, default=0)
+    ap.add_argument("--calls", type=int, default=0)
+    ap.add_argument("--window", type=float, default=0)
+    ap.add_argument("--package")
+    a = ap.parse_args()
+    recs = load(a.raw)
+    with open(a.before) as f:
+        before = json.load(f)
+    with open(a.after) as f:
+        after = json.load(f)
+    versions = {"node": before.get("node")}
+    if a.package:
+        with open(a.package) as f:
+            versions.update(json.load(f).get("dependencies", {}))
+    rounds = {r.get("round") for r in recs
+              if r.get("target") == "floor" and r.get("round")}
+    res = summarize(recs)
+    for key in ("supergateway", "mcp_proxy"):
+        name = key.replace("_", "-")
+        if key in res and name in versions:
+            res[key]["label"] += " " + versions[name]
+    ex = mcpvisor_extras(recs)
+    doc = {
+        "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "config": {"rounds": len(rounds), "calls": a.calls,
+                   "window_s": a.window, "elapsed_s": a.seconds},
+        "machine": {"ncpu": before.get("ncpu"), "model": before.get("model"),
+                    "kernel": before.get("kernel")},
+        "versions": versions,
+        "results": res,
+        "mcpvisor": ex,
+        "ratios": ratios(res),
+        "noise": noise(before, after, res),
+        "out": a.out,
+        "metrics": {m: l for m, (l, _) in METRICS.items()},
+    }
+    doc["checks"] = checks(res, ex)
+    with open(a.out, "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print_report(doc)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

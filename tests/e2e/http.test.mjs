@@ -1,0 +1,497 @@
+// The Streamable HTTP endpoint at the HTTP level, with plain fetch, node's
+// http module and curl: status codes of bad requests, the GET stream,
+// Expect: 100-continue, keep-alive, and the same endpoint on the Unix socket.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import { test } from 'node:test';
+
+import {
+	PROTOCOL,
+	RawClient,
+	connect,
+	demo,
+	readMessages,
+	sseMessages,
+	withRuntime,
+} from './lib.mjs';
+
+const JSON_CT = 'application/json';
+const ACCEPT = 'application/json, text/event-stream';
+const MAX_BODY = 4 * 1024 * 1024;
+
+function initBody(id = 1) {
+	return JSON.stringify({
+		jsonrpc: '2.0',
+		id,
+		method: 'initialize',
+		params: {
+			protocolVersion: PROTOCOL,
+			capabilities: {},
+			clientInfo: { name: 'mcpvisor-e2e-http', version: '0.0.0' },
+		},
+	});
+}
+
+function rpc(id, method, params = {}) {
+	return JSON.stringify({ jsonrpc: '2.0', id, method, params });
+}
+
+// One request with node's http module: on a TCP port or a Unix socket,
+// through an agent or not. Resolves with status, headers, body text and
+// whether the socket was reused.
+function httpReq({ url, socketPath, agent, method = 'POST', headers = {}, body }) {
+	return new Promise((resolve, reject) => {
+		const u = new URL(url ?? 'http://localhost/mcp');
+		const req = http.request(
+			{
+				host: socketPath ? undefined : u.hostname,
+				port: socketPath ? undefined : u.port,
+				socketPath,
+				path: u.pathname + u.search,
+				method,
+				headers,
+				agent,
+			},
+			(res) => {
+				let text = '';
+				res.setEncoding('utf8');
+				res.on('data', (d) => (text += d));
+				res.on('end', () =>
+					resolve({
+						status: res.statusCode,
+						headers: res.headers,
+						text,
+						reused: req.reusedSocket,
+						localPort: req.socket?.localPort,
+					}),
+				);
+				res.on('error', reject);
+			},
+		);
+		req.on('error', reject);
+		req.setTimeout(10_000, () => req.destroy(new Error('request timed out')));
+		req.end(body);
+	});
+}
+
+function curl(args, timeout = 10_000) {
+	return new Promise((resolve) => {
+		execFile(
+			'curl',
+			args,
+			{ timeout, maxBuffer: 16 * 1024 * 1024 },
+			(err, stdout, stderr) =>
+				resolve({ code: err ? (err.code ?? -1) : 0, stdout, stderr }),
+		);
+	});
+}
+
+async function jsonBody(res) {
+	const text = await res.text();
+	try {
+		return JSON.parse(text);
+	} catch {
+		throw new Error(`not JSON (${res.status}): ${text.slice(0, 200)}`);
+	}
+}
+
+test('HTTP: status codes of bad and edge requests', { timeout: 40_000 }, async (t) => {
+	await withRuntime({ demo: demo() }, async (rt) => {
+		const c = await connect(rt);
+		const url = rt.url;
+		const good = {
+			'content-type': JSON_CT,
+			accept: ACCEPT,
+			'mcp-session-id': c.sid,
+			'mcp-protocol-version': c.protocol,
+		};
+		const post = (headers, body) =>
+			fetch(url, { method: 'POST', headers, body });
+
+		await t.test('a good request on the session works (control)', async () => {
+			const res = await post(good, rpc(10, 'tools/list'));
+			assert.equal(res.status, 200);
+			const [msg] = await readMessages(res);
+			assert.ok(msg.result.tools.some((x) => x.name === 'demo__echo'));
+		});
+
+		await t.test('POST without Mcp-Session-Id after init: 400', async () => {
+			const { 'mcp-session-id': _, ...h } = good;
+			const res = await post(h, rpc(11, 'tools/list'));
+			assert.equal(res.status, 400);
+			const body = await jsonBody(res);
+			assert.equal(body.jsonrpc, '2.0');
+			assert.ok(body.error, JSON.stringify(body));
+		});
+
+		await t.test('unknown session id: 404', async () => {
+			const res = await post(
+				{ ...good, 'mcp-session-id': 'ffffffffffffffffffffffffffffffff' },
+				rpc(12, 'tools/list'),
+			);
+			assert.equal(res.status, 404);
+			assert.ok((await jsonBody(res)).error);
+		});
+
+		await t.test('bad Origin: 403; a loopback Origin is accepted', async () => {
+			const bad = await post(
+				{ ...good, origin: 'http://evil.example' },
+				rpc(13, 'tools/list'),
+			);
+			assert.equal(bad.status, 403);
+			await bad.arrayBuffer();
+			const badInit = await post(
+				{ 'content-type': JSON_CT, accept: ACCEPT, origin: 'http://evil.example' },
+				initBody(),
+			);
+			assert.equal(badInit.status, 403, 'initialize from a bad Origin');
+			assert.equal(badInit.headers.get('mcp-session-id'), null);
+			await badInit.arrayBuffer();
+			const ok = await post(
+				{ ...good, origin: `http://localhost:${rt.port}` },
+				rpc(14, 'tools/list'),
+			);
+			assert.equal(ok.status, 200);
+			await ok.arrayBuffer();
+		});
+
+		await t.test('Accept: text/html: 406', async () => {
+			const res = await post({ ...good, accept: 'text/html' }, rpc(15, 'tools/list'));
+			assert.equal(res.status, 406);
+			await res.arrayBuffer();
+		});
+
+		await t.test('wrong Content-Type: 415', async () => {
+			const res = await post(
+				{ ...good, 'content-type': 'text/plain' },
+				rpc(16, 'tools/list'),
+			);
+			assert.equal(res.status, 415);
+			await res.arrayBuffer();
+		});
+
+		await t.test('body over 4 MiB: 413; a 1 MiB call still works', async () => {
+			const pad = 'x'.repeat(MAX_BODY);
+			const big = rpc(17, 'tools/call', {
+				name: 'demo__echo',
+				arguments: { text: pad },
+			});
+			assert.ok(big.length > MAX_BODY);
+			let res;
+			try {
+				res = await httpReq({ url, headers: good, body: big });
+			} catch (e) {
+				assert.fail(`no 413 answer, the connection failed: ${e.message}`);
+			}
+			assert.equal(res.status, 413);
+			const text = 'y'.repeat(1024 * 1024);
+			const ok = await c.call('demo__echo', { text });
+			assert.equal(ok.content[0].text.length, text.length);
+		});
+
+		await t.test('invalid JSON: 400 with a -32700 body', async () => {
+			const res = await post(good, '{"jsonrpc": "2.0", "id": 1, "meth');
+			assert.equal(res.status, 400);
+			const body = await jsonBody(res);
+			assert.equal(body.jsonrpc, '2.0');
+			assert.equal(body.error.code, -32700);
+			assert.equal(body.id, null);
+		});
+
+		await t.test('notification-only POST: 202 with no body', async () => {
+			const res = await post(
+				good,
+				JSON.stringify({
+					jsonrpc: '2.0',
+					method: 'notifications/cancelled',
+					params: { requestId: 999, reason: 'test' },
+				}),
+			);
+			assert.equal(res.status, 202);
+			assert.equal(await res.text(), '');
+		});
+
+		await t.test('unsupported MCP-Protocol-Version: 400', async () => {
+			const res = await post(
+				{ ...good, 'mcp-protocol-version': '1999-01-01' },
+				rpc(18, 'tools/list'),
+			);
+			assert.equal(res.status, 400);
+			assert.match(JSON.stringify(await jsonBody(res)), /1999-01-01/);
+		});
+
+		await t.test('other paths: 404', async () => {
+			const other = await fetch(new URL('/nope', url), {
+				method: 'POST',
+				headers: good,
+				body: rpc(20, 'tools/list'),
+			});
+			assert.equal(other.status, 404);
+			await other.arrayBuffer();
+		});
+
+		await t.test('DELETE ends the session, then 404', async () => {
+			const d = new RawClient(url);
+			await d.initialize();
+			const h = { ...good, 'mcp-session-id': d.sid };
+			const del = await fetch(url, { method: 'DELETE', headers: h });
+			assert.ok(del.status === 200 || del.status === 204, `${del.status}`);
+			await del.arrayBuffer();
+			const after = await post(h, rpc(21, 'tools/list'));
+			assert.equal(after.status, 404);
+			await after.arrayBuffer();
+			// The first session is untouched.
+			const still = await post(good, rpc(22, 'ping'));
+			assert.equal(still.status, 200);
+			await still.arrayBuffer();
+		});
+		await c.close();
+	});
+});
+
+// Reads SSE messages from a fetch body until pred matches one, bounded.
+async function awaitSse(res, pred, ms) {
+	const reader = res.body.getReader();
+	const dec = new TextDecoder();
+	let buf = '';
+	const timer = setTimeout(() => reader.cancel().catch(() => {}), ms);
+	try {
+		for (;;) {
+			const { value, done } = await reader.read();
+			if (done)
+				throw new Error(`stream ended before the message; got:\n${buf}`);
+			buf += dec.decode(value, { stream: true });
+			const cut = buf.lastIndexOf('\n\n');
+			if (cut < 0)
+				continue;
+			const hit = sseMessages(buf.slice(0, cut + 2)).find(pred);
+			if (hit)
+				return hit;
+		}
+	} finally {
+		clearTimeout(timer);
+		reader.cancel().catch(() => {});
+	}
+}
+
+test('HTTP: GET opens an SSE stream that carries tools/list_changed', {
+	timeout: 30_000,
+}, async () => {
+	await withRuntime({ demo: demo() }, async (rt) => {
+		const c = await connect(rt);
+		await c.listAll();
+		const ac = new AbortController();
+		const res = await fetch(rt.url, {
+			method: 'GET',
+			headers: {
+				accept: 'text/event-stream',
+				'mcp-session-id': c.sid,
+				'mcp-protocol-version': c.protocol,
+			},
+			signal: ac.signal,
+		});
+		assert.equal(res.status, 200);
+		assert.match(res.headers.get('content-type'), /^text\/event-stream/);
+		const got = awaitSse(
+			res,
+			(m) => m.method === 'notifications/tools/list_changed',
+			8000,
+		);
+		const r = await c.call('demo__notify_changed', {});
+		assert.equal(r.content[0].text, 'sent');
+		const note = await got;
+		assert.equal(note.jsonrpc, '2.0');
+		ac.abort();
+
+		// A GET that does not accept SSE is refused.
+		const bad = await fetch(rt.url, {
+			method: 'GET',
+			headers: { accept: 'application/json', 'mcp-session-id': c.sid },
+		});
+		assert.equal(bad.status, 406);
+		await bad.arrayBuffer();
+		await c.close();
+	});
+});
+
+test('HTTP: Expect: 100-continue on a large POST is answered without a stall', {
+	timeout: 30_000,
+}, async () => {
+	await withRuntime({ demo: demo() }, async (rt) => {
+		const c = await connect(rt);
+		await c.listAll();
+		const text = 'z'.repeat(256 * 1024);
+		const body = rpc(30, 'tools/call', {
+			name: 'demo__echo',
+			arguments: { text },
+		});
+		// curl reads the body from stdin: feed it.
+		const res = await new Promise((resolve) => {
+			const child = execFile(
+				'curl',
+				[
+					'-sS',
+					'-v',
+					'--max-time',
+					'8',
+					'-H',
+					`content-type: ${JSON_CT}`,
+					'-H',
+					`accept: ${ACCEPT}`,
+					'-H',
+					`mcp-session-id: ${c.sid}`,
+					'-H',
+					`mcp-protocol-version: ${c.protocol}`,
+					'-H',
+					'Expect: 100-continue',
+					'--expect100-timeout',
+					'5',
+					'--data-binary',
+					'@-',
+					'-w',
+					'\n%{http_code} %{time_total}',
+					rt.url,
+				],
+				{ timeout: 10_000, maxBuffer: 16 * 1024 * 1024 },
+				(err, stdout, stderr) =>
+					resolve({ code: err ? (err.code ?? -1) : 0, stdout, stderr }),
+			);
+			child.stdin.end(body);
+		});
+		assert.equal(res.code, 0, res.stderr.slice(-2000));
+		assert.match(res.stderr, /> Expect: 100-continue/i, 'curl sent Expect');
+		assert.match(res.stderr, /< HTTP\/1\.1 100 Continue/, 'got 100 Continue');
+		const nl = res.stdout.lastIndexOf('\n');
+		const [code, secs] = res.stdout.slice(nl + 1).split(' ');
+		assert.equal(code, '200');
+		// Without an interim 100, curl waits --expect100-timeout (5 s
+		// here, 1 s by default) before sending the body.
+		assert.ok(Number(secs) < 0.9, `took ${secs} s`);
+		const body2 = res.stdout.slice(0, nl);
+		const msgs = body2.startsWith('{')
+			? [JSON.parse(body2)]
+			: sseMessages(body2);
+		const reply = msgs.find((m) => m.id === 30);
+		assert.equal(reply.result.content[0].text, text);
+		await c.close();
+	});
+});
+
+test('HTTP: keep-alive carries several requests on one connection', {
+	timeout: 30_000,
+}, async () => {
+	await withRuntime({ demo: demo() }, async (rt) => {
+		const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+		try {
+			const base = { 'content-type': JSON_CT, accept: ACCEPT };
+			const init = await httpReq({
+				url: rt.url,
+				agent,
+				headers: base,
+				body: initBody(),
+			});
+			assert.equal(init.status, 200);
+			assert.equal(init.reused, false, 'first request opens the socket');
+			const sid = init.headers['mcp-session-id'];
+			const proto = JSON.parse(init.text).result.protocolVersion;
+			const h = {
+				...base,
+				'mcp-session-id': sid,
+				'mcp-protocol-version': proto,
+			};
+			const seq = [
+				// a notification (202), a JSON answer, an SSE answer
+				// (tools/call streams), and an error status.
+				[JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), 202],
+				[rpc(2, 'tools/list'), 200],
+				[rpc(3, 'tools/call', { name: 'demo__echo', arguments: { text: 'ka' } }), 200],
+				[rpc(4, 'ping'), 200],
+				['{bad json', 400],
+				[rpc(5, 'tools/call', { name: 'demo__add', arguments: { a: 1, b: 1 } }), 200],
+			];
+			const ports = new Set([init.localPort]);
+			for (const [body, status] of seq) {
+				const r = await httpReq({ url: rt.url, agent, headers: h, body });
+				assert.equal(r.status, status, `${body}: ${r.text}`);
+				assert.equal(r.reused, true, `socket not reused for ${body}`);
+				ports.add(r.localPort);
+			}
+			assert.equal(ports.size, 1, 'one local port for every request');
+			const last = await httpReq({
+				url: rt.url,
+				agent,
+				headers: h,
+				body: rpc(6, 'tools/call', { name: 'demo__echo', arguments: { text: 'end' } }),
+			});
+			const [m] = last.headers['content-type'].startsWith('text/event-stream')
+				? sseMessages(last.text)
+				: [JSON.parse(last.text)];
+			assert.equal(m.result.content[0].text, 'end');
+			assert.equal(last.reused, true);
+		} finally {
+			agent.destroy();
+		}
+	});
+});
+
+test('Unix socket: the same endpoint, private to the user', { timeout: 30_000 }, async () => {
+	await withRuntime({ demo: demo() }, async (rt) => {
+		const sock = rt.socket;
+		const st = fs.statSync(sock);
+		assert.ok(st.isSocket(), `${sock} is a socket`);
+		assert.equal(st.mode & 0o077, 0, `socket mode ${(st.mode & 0o777).toString(8)}`);
+
+		const base = { 'content-type': JSON_CT, accept: ACCEPT };
+		const init = await httpReq({ socketPath: sock, headers: base, body: initBody() });
+		assert.equal(init.status, 200, init.text);
+		const sid = init.headers['mcp-session-id'];
+		assert.ok(sid);
+		const h = { ...base, 'mcp-session-id': sid };
+		const n = await httpReq({
+			socketPath: sock,
+			headers: h,
+			body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+		});
+		assert.equal(n.status, 202);
+		const list = await httpReq({ socketPath: sock, headers: h, body: rpc(2, 'tools/list') });
+		assert.equal(list.status, 200);
+		const tools = JSON.parse(list.text).result.tools.map((x) => x.name);
+		assert.ok(tools.includes('demo__echo'), tools.join());
+
+		// curl over the socket: the session made there is the same hub's.
+		const r = await curl([
+			'-sS',
+			'--max-time',
+			'8',
+			'--unix-socket',
+			sock,
+			'-H',
+			`content-type: ${JSON_CT}`,
+			'-H',
+			`accept: ${ACCEPT}`,
+			'-H',
+			`mcp-session-id: ${sid}`,
+			'--data-binary',
+			rpc(3, 'tools/call', { name: 'demo__echo', arguments: { text: 'via socket' } }),
+			'http://localhost/mcp',
+		]);
+		assert.equal(r.code, 0, r.stderr);
+		const msgs = r.stdout.startsWith('{') ? [JSON.parse(r.stdout)] : sseMessages(r.stdout);
+		assert.equal(msgs.find((m) => m.id === 3).result.content[0].text, 'via socket');
+
+		// The session opened on the socket is usable over TCP too: one
+		// runtime, one set of sessions.
+		const tcp = await fetch(rt.url, {
+			method: 'POST',
+			headers: h,
+			body: rpc(4, 'ping'),
+		});
+		assert.equal(tcp.status, 200);
+		await tcp.arrayBuffer();
+
+		const st2 = await rt.status();
+		assert.ok(st2.sessions >= 1, JSON.stringify(st2.sessions));
+	});
+});
