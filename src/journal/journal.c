@@ -195,8 +195,9 @@ static int journal_load(struct journal *j)
 	root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &err);
 	json_t *entries = NULL;
 	if (!root) {
-		log_warn("journal %s is corrupt (line %d: %s); treated as empty",
-			 j->path, err.line, err.text);
+		log_warn(
+			"journal %s is corrupt (line %d: %s); treated as empty",
+			j->path, err.line, err.text);
 		goto corrupt;
 	}
 	json_t *fmt = json_object_get(root, "format");
@@ -323,8 +324,8 @@ void journal_new_token(char out[JOURNAL_TOKEN_LEN + 1])
 	out[JOURNAL_TOKEN_LEN] = '\0';
 }
 
-int journal_add(struct journal *j, pid_t pid, pid_t pgid,
-		uint64_t start_time, const char *token, const char *key)
+int journal_add(struct journal *j, pid_t pid, pid_t pgid, uint64_t start_time,
+		const char *token, const char *key)
 {
 	if (pid <= 0 || pgid <= 0 || start_time > INT64_MAX || !token ||
 	    !journal_token_valid(token))
@@ -587,8 +588,8 @@ int journal_reconcile(struct journal *j, unsigned grace_ms,
 				continue;
 			bool ours = p->pid != self &&
 				    (leader ? p->start_time == e->start_time
-					    : journal_proc_has_token(
-						      p->pid, e->token));
+					    : journal_proc_has_token(p->pid,
+								     e->token));
 			if (!ours && leader) {
 				log_info("pid %ld now belongs to another "
 					 "process; left alone",

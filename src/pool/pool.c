@@ -114,9 +114,9 @@ struct instance *pool_instance_for(struct pool *pool,
 		.server = s,
 		.key = key,
 		.cwd = cwd,
-		.client_caps_json =
-			"{\"roots\":{\"listChanged\":true},\"sampling\":{},"
-			"\"elicitation\":{}}",
+		.client_caps_json = sc->client_caps_json
+					    ? sc->client_caps_json
+					    : "{\"roots\":{\"listChanged\":true}}",
 	};
 	struct pool_entry *e = xcalloc(1, sizeof *e);
 	e->inst = instance_new(pool->loop, &spec, &pool->cbs, pool->ctx);

@@ -21,6 +21,9 @@ struct pool_scope_ctx {
 	const char *session_id; /* the asking session */
 	const char *space;	/* its folder; NULL: a private one */
 	const char *app_dir;	/* where the runtime started */
+	/* Capabilities to advertise to a server this session starts: only
+	 * what its client can answer (roots the runtime answers itself). */
+	const char *client_caps_json;
 };
 
 struct pool *pool_new(uv_loop_t *loop, const struct instance_cbs *cbs,

@@ -39,8 +39,13 @@ static void hub_inst_notification_cb(void *ctx, struct instance *inst,
 				return;
 		return;
 	}
-	bool related = strcmp(method, "notifications/message") == 0 ||
-		       strcmp(method, "notifications/cancelled") == 0;
+	if (strcmp(method, "notifications/cancelled") == 0) {
+		for (struct hub_entry *e = hub->sessions; e; e = e->next)
+			if (session_route_server_cancel(e->s, inst, msg))
+				return;
+		return;
+	}
+	bool related = strcmp(method, "notifications/message") == 0;
 	for (struct hub_entry *e = hub->sessions; e; e = e->next) {
 		if (!session_uses(e->s, inst))
 			continue;

@@ -44,6 +44,7 @@ struct upstream_req {
 	char *client_id; /* the id the client sees */
 	char *inst_key;
 	json_t *server_id;
+	struct exchange *ex; /* where it was sent (reference), or NULL */
 };
 
 /* One event kept for replay. */
@@ -71,6 +72,7 @@ struct session {
 	char *protocol_version;
 	json_t *client_caps;
 	json_t *client_info;
+	char *server_caps_json; /* what servers this session starts are told */
 	uint64_t created_ms, last_seen_ms;
 	struct call calls; /* list head */
 	uint64_t next_seq;
@@ -114,6 +116,17 @@ struct session *session_new(struct hub *hub, const char *space,
 	s->client_caps = json_is_object(caps) ? json_incref(caps) : json_object();
 	json_t *info = json_object_get(init_params, "clientInfo");
 	s->client_info = json_is_object(info) ? json_incref(info) : json_object();
+	/* Servers may ask for roots (the runtime can always answer), and for
+	 * sampling and elicitation only when this client can. */
+	json_t *adv = json_pack("{s:{s:b}}", "roots", "listChanged", 1);
+	if (json_object_get(s->client_caps, "sampling"))
+		json_object_set(adv, "sampling",
+				json_object_get(s->client_caps, "sampling"));
+	if (json_object_get(s->client_caps, "elicitation"))
+		json_object_set(adv, "elicitation",
+				json_object_get(s->client_caps, "elicitation"));
+	s->server_caps_json = json_dumps(adv, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(adv);
 	s->calls.next = s->calls.prev = &s->calls;
 	s->created_ms = s->last_seen_ms = clock_now_ms();
 	s->next_seq = 1;
@@ -334,6 +347,7 @@ static void session_scope_ctx(const struct session *s,
 	sc->session_id = s->id;
 	sc->space = s->space;
 	sc->app_dir = hub_app_dir(s->hub);
+	sc->client_caps_json = s->server_caps_json;
 }
 
 /* Servers a session can use: configured, valid and enabled. */
@@ -980,6 +994,8 @@ static void session_client_notification(struct session *s, json_t *msg)
 	/* notifications/initialized and anything unknown need nothing. */
 }
 
+static void session_upstream_free(struct upstream_req *u);
+
 static void session_client_response(struct session *s, json_t *msg)
 {
 	json_t *id = jr_id(msg);
@@ -1013,10 +1029,7 @@ static void session_client_response(struct session *s, json_t *msg)
 				 result ? json_incref(result) : NULL,
 				 error ? json_incref(error) : NULL);
 	}
-	free(u->client_id);
-	free(u->inst_key);
-	json_decref(u->server_id);
-	free(u);
+	session_upstream_free(u);
 }
 
 /* ---- dispatch ---- */
@@ -1195,11 +1208,45 @@ void session_forward_server_request(struct session *s, struct instance *inst,
 	s->upstream = u;
 	json_t *out = json_deep_copy(msg);
 	json_object_set_new(out, "id", json_string(u->client_id));
-	if (cause)
-		exchange_send(cause->ex, out);
-	else
-		session_notify(s, out);
+	u->ex = cause ? cause->ex : (s->stream && exchange_attached(s->stream)
+					     ? s->stream
+					     : NULL);
+	if (u->ex) {
+		exchange_ref(u->ex);
+		exchange_send(u->ex, out);
+	}
 	json_decref(out);
+}
+
+static void session_upstream_free(struct upstream_req *u)
+{
+	free(u->client_id);
+	free(u->inst_key);
+	json_decref(u->server_id);
+	exchange_unref(u->ex);
+	free(u);
+}
+
+bool session_route_server_cancel(struct session *s, struct instance *inst,
+				 json_t *msg)
+{
+	json_t *rid = json_object_get(jr_params(msg), "requestId");
+	for (struct upstream_req **pp = &s->upstream; *pp; pp = &(*pp)->next) {
+		struct upstream_req *u = *pp;
+		if (!json_equal(u->server_id, rid) ||
+		    strcmp(u->inst_key, instance_key(inst)) != 0)
+			continue;
+		*pp = u->next;
+		json_t *out = json_deep_copy(msg);
+		json_object_set_new(json_object_get(out, "params"), "requestId",
+				    json_string(u->client_id));
+		if (u->ex)
+			exchange_send(u->ex, out);
+		json_decref(out);
+		session_upstream_free(u);
+		return true;
+	}
+	return false;
 }
 
 void session_lists_changed(struct session *s, struct instance *inst)
@@ -1246,10 +1293,7 @@ void session_free(struct session *s)
 	while (s->upstream) {
 		struct upstream_req *u = s->upstream;
 		s->upstream = u->next;
-		free(u->client_id);
-		free(u->inst_key);
-		json_decref(u->server_id);
-		free(u);
+		session_upstream_free(u);
 	}
 	session_set_stream(s, NULL);
 	session_unref(s);
@@ -1268,6 +1312,7 @@ static void session_destroy(struct session *s)
 		json_decref(s->seen[w]);
 	json_decref(s->client_caps);
 	json_decref(s->client_info);
+	free(s->server_caps_json);
 	free(s->space);
 	free(s->protocol_version);
 	free(s);

@@ -83,6 +83,10 @@ void session_route_related(struct session *s, struct instance *inst,
  * roots/list), sent on the stream of the call that caused it. */
 void session_forward_server_request(struct session *s, struct instance *inst,
 				    json_t *msg);
+/* The server cancels a request it sent this session's client: the id is
+ * mapped back. True when it was this session's. */
+bool session_route_server_cancel(struct session *s, struct instance *inst,
+				 json_t *msg);
 /* inst's lists changed: tell the client if what it sees changed. */
 void session_lists_changed(struct session *s, struct instance *inst);
 

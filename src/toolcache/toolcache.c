@@ -233,8 +233,7 @@ static int toolcache_dump_cb(const char *data, size_t size, void *arg)
 	return 0;
 }
 
-int toolcache_store(struct toolcache *tc, const char *name,
-		    const json_t *lists)
+int toolcache_store(struct toolcache *tc, const char *name, const json_t *lists)
 {
 	if (tc == NULL || !toolcache_name_ok(name) ||
 	    !toolcache_lists_ok(lists))
@@ -242,7 +241,8 @@ int toolcache_store(struct toolcache *tc, const char *name,
 	json_t *doc = json_object();
 	json_object_set_new(doc, "format", json_integer(TOOLCACHE_FORMAT));
 	json_object_set_new(doc, "name", json_string(name));
-	json_object_set_new(doc, "written", json_integer((json_int_t)time(NULL)));
+	json_object_set_new(doc, "written",
+			    json_integer((json_int_t)time(NULL)));
 	/* jansson counts references even on const values; doc holds lists
 	 * only while it is dumped, so lists comes back unchanged. */
 	json_object_set(doc, "lists", (json_t *)lists);

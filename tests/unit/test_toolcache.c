@@ -4,7 +4,6 @@
  * config secret reaches a cache file or its name. Each test owns a mkdtemp
  * folder that the suite's fini removes.
  */
-#define _XOPEN_SOURCE 700
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
@@ -175,8 +174,8 @@ static void tct_assert_rejected(const char *name, const char *what)
 	char *log = tct_load_logged(name, &got);
 	cr_assert_null(got, "%s: a bad file was trusted", what);
 	char *fname = xasprintf("%s.json", name);
-	cr_assert_not_null(strstr(log, "warn"), "%s: no warning in [%s]",
-			   what, log);
+	cr_assert_not_null(strstr(log, "warn"), "%s: no warning in [%s]", what,
+			   log);
 	cr_assert_not_null(strstr(log, fname), "%s: warning [%s] lacks %s",
 			   what, log, fname);
 	cr_assert_null(strstr(log, TCT_MARKER),
@@ -214,8 +213,7 @@ Test(toolcache, round_trip)
 	cr_assert_not_null(doc);
 	cr_assert_eq(json_integer_value(json_object_get(doc, "format")),
 		     TOOLCACHE_FORMAT);
-	cr_assert_str_eq(json_string_value(json_object_get(doc, "name")),
-			 name);
+	cr_assert_str_eq(json_string_value(json_object_get(doc, "name")), name);
 	json_int_t w = json_integer_value(json_object_get(doc, "written"));
 	cr_assert(w >= before && w <= after, "written %lld not in [%lld, %lld]",
 		  (long long)w, (long long)before, (long long)after);
@@ -284,8 +282,8 @@ Test(toolcache, modes_are_private_whatever_the_umask)
 
 Test(toolcache, name_is_canonical_and_stable)
 {
-	json_t *a = json_pack("{s:i, s:[b,n,s], s:{s:s, s:i}}", "a", 1, "b",
-			      1, "x", "c", "d", "e", "f", 2);
+	json_t *a = json_pack("{s:i, s:[b,n,s], s:{s:s, s:i}}", "a", 1, "b", 1,
+			      "x", "c", "d", "e", "f", 2);
 	json_t *b = json_object();
 	json_t *c = json_object();
 	json_object_set_new(c, "f", json_integer(2));
@@ -445,11 +443,15 @@ Test(toolcache, corrupt_salt_is_replaced)
 	static const char *bad[] = {
 		"",
 		"abc",
-		"gggggggggggggggggggggggggggggggggggggggggggggggggggggggggggggggg",
-		"00000000000000000000000000000000000000000000000000000000000000000",
-		"0000000000000000000000000000000000000000000000000000000000000000"
+		"gggggggggggggggggggggggggggggggggggggggggggggggggggggggggggggg"
+		"gg",
+		"00000000000000000000000000000000000000000000000000000000000000"
+		"000",
+		"00000000000000000000000000000000000000000000000000000000000000"
+		"00"
 		"\n",
-		"00000000000000000000000000000000-0000000000000000000000000000000",
+		"00000000000000000000000000000000-"
+		"0000000000000000000000000000000",
 	};
 	char *path = xasprintf("%s/salt", tct_cache);
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -462,15 +464,14 @@ Test(toolcache, corrupt_salt_is_replaced)
 		size_t len;
 		char *text = tct_slurp(path, &len);
 		cr_assert_not_null(text);
-		cr_assert_str_eq(text, salt, "case %zu: file not rewritten",
-				 i);
+		cr_assert_str_eq(text, salt, "case %zu: file not rewritten", i);
 		cr_assert_eq(tct_mode(path), 0600);
 		free(text);
 		toolcache_free(tc);
 	}
 	/* A salt written in upper case is still a salt: kept as is. */
-	const char *upper =
-		"ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789";
+	const char *upper = "ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789AB"
+			    "CDEF0123456789";
 	tct_spit(path, upper, strlen(upper));
 	struct toolcache *tc = NULL;
 	cr_assert_eq(toolcache_open(tct_cache, &tc), 0);
@@ -494,8 +495,9 @@ Test(toolcache, corrupt_files_are_ignored)
 		{"no format",
 		 "{\"lists\":{\"tools\":[]},\"name\":\"%s\",\"written\":1,"
 		 "\"x\":1}"},
-		{"no name", "{\"format\":1,\"lists\":{\"tools\":[]},\"nam\":\"%s\","
-			    "\"written\":1}"},
+		{"no name",
+		 "{\"format\":1,\"lists\":{\"tools\":[]},\"nam\":\"%s\","
+		 "\"written\":1}"},
 		{"lists not an object",
 		 "{\"format\":1,\"lists\":[\"" TCT_MARKER "\"],\"name\":\"%s\","
 		 "\"written\":1}"},
@@ -687,12 +689,19 @@ Test(toolcache, bad_names_touch_nothing)
 		"",
 		"abc",
 		"../evil",
-		"000000000000000000000000000000000000000000000000000000000000000",
-		"00000000000000000000000000000000000000000000000000000000000000000",
-		"ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789",
-		"../00000000000000000000000000000000000000000000000000000000000000",
-		"0000000000000000000000000000000/00000000000000000000000000000000",
-		"000000000000000000000000000000000000000000000000000000000000000 ",
+		"00000000000000000000000000000000000000000000000000000000000000"
+		"0",
+		"00000000000000000000000000000000000000000000000000000000000000"
+		"000",
+		"ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF01234567"
+		"89",
+		"../"
+		"0000000000000000000000000000000000000000000000000000000000000"
+		"0",
+		"0000000000000000000000000000000/"
+		"00000000000000000000000000000000",
+		"00000000000000000000000000000000000000000000000000000000000000"
+		"0 ",
 	};
 	json_t *lists = tct_lists();
 	char *tools = xasprintf("%s/tools", tct_cache);
@@ -768,9 +777,9 @@ Test(toolcache, oversize_store_is_refused)
 
 	char *filler = xmalloc(TOOLCACHE_MAX_BYTES);
 	memset(filler, 'a', TOOLCACHE_MAX_BYTES);
-	json_t *big = json_pack("{s:[{s:s, s:s%}]}", "tools", "name", "huge",
-				"description", filler,
-				(size_t)TOOLCACHE_MAX_BYTES);
+	json_t *big =
+		json_pack("{s:[{s:s, s:s%}]}", "tools", "name", "huge",
+			  "description", filler, (size_t)TOOLCACHE_MAX_BYTES);
 	cr_assert_not_null(big);
 	cr_assert_eq(toolcache_store(tct_tc, name, big), -EFBIG);
 
@@ -834,9 +843,9 @@ static void tct_assert_no_secret_in(const char *dir, const char *secret)
 			size_t len;
 			char *text = tct_slurp(path, &len);
 			cr_assert_not_null(text);
-			cr_assert_null(memmem(text, len, secret,
-					      strlen(secret)),
-				       "secret in %s", path);
+			cr_assert_null(
+				memmem(text, len, secret, strlen(secret)),
+				"secret in %s", path);
 			free(text);
 		}
 		free(path);

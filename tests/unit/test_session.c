@@ -1,0 +1,269 @@
+/*
+ * Session dispatch over a hub with no servers: every malformed or unknown
+ * request gets the right JSON-RPC error, and nothing is started.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+#include <uv.h>
+
+#include "config/config.h"
+#include "jsonrpc/jsonrpc.h"
+#include "session/exchange.h"
+#include "session/hub.h"
+#include "session/session.h"
+
+struct capture {
+	json_t *msgs;
+	int finished;
+};
+
+static void capture_deliver(void *ctx, json_t *msg, const char *id,
+			    const char *data)
+{
+	struct capture *c = ctx;
+	json_array_append(c->msgs, msg);
+}
+
+static void capture_finish(void *ctx)
+{
+	struct capture *c = ctx;
+	c->finished++;
+}
+
+static const struct exchange_ops capture_ops = {capture_deliver,
+						capture_finish};
+
+static uv_loop_t loop;
+static struct hub *hub;
+static struct session *sess;
+
+static void setup(void)
+{
+	uv_loop_init(&loop);
+	const char *text = "{\"mcpServers\":{}}";
+	struct config *cfg = config_parse(text, strlen(text), "/tmp/t.json");
+	cr_assert_null(cfg->fatal);
+	hub = hub_new(&loop, cfg, "/tmp");
+	json_t *params = json_pack("{s:s,s:{},s:{s:s,s:s}}", "protocolVersion",
+				   "2025-06-18", "capabilities", "clientInfo",
+				   "name", "t", "version", "1");
+	json_t *result = hub_initialize(hub, params, NULL, &sess);
+	cr_assert_str_eq(json_string_value(
+				 json_object_get(result, "protocolVersion")),
+			 "2025-06-18");
+	json_decref(result);
+	json_decref(params);
+}
+
+static void teardown(void)
+{
+	hub_free(hub);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&loop), 0);
+}
+
+/* Sends text as one request and returns its single answer. */
+static json_t *ask(const char *text)
+{
+	json_error_t jerr;
+	json_t *msg = json_loads(text, 0, &jerr);
+	cr_assert_not_null(msg, "%s", jerr.text);
+	struct capture cap = {json_array(), 0};
+	struct exchange *ex = exchange_new(&capture_ops, &cap, 1);
+	session_handle(sess, msg, ex);
+	cr_assert_eq(cap.finished, 1, "answered at once: %s", text);
+	cr_assert_eq(json_array_size(cap.msgs), 1);
+	json_t *answer = json_incref(json_array_get(cap.msgs, 0));
+	json_decref(cap.msgs);
+	exchange_unref(ex);
+	json_decref(msg);
+	return answer;
+}
+
+static void expect_error(const char *text, int code, const char *needle)
+{
+	json_t *a = ask(text);
+	json_t *err = json_object_get(a, "error");
+	cr_assert_not_null(err, "expected an error for %s", text);
+	cr_assert_eq(json_integer_value(json_object_get(err, "code")), code,
+		     "code for %s", text);
+	const char *m = json_string_value(json_object_get(err, "message"));
+	if (needle)
+		cr_assert(m && strstr(m, needle), "message \"%s\" lacks \"%s\"",
+			  m, needle);
+	json_decref(a);
+}
+
+TestSuite(session, .init = setup, .fini = teardown);
+
+Test(session, ping_is_answered_by_the_runtime)
+{
+	json_t *a = ask("{\"jsonrpc\":\"2.0\",\"id\":\"p\",\"method\":\"ping\"}");
+	cr_assert(json_is_object(json_object_get(a, "result")));
+	cr_assert_str_eq(json_string_value(json_object_get(a, "id")), "p");
+	json_decref(a);
+}
+
+Test(session, unknown_method)
+{
+	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"nope/x\"}",
+		     JR_METHOD_NOT_FOUND, "nope/x");
+}
+
+Test(session, wrong_params_types)
+{
+	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+		     "\"params\":{}}",
+		     JR_INVALID_PARAMS, "name");
+	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+		     "\"params\":{\"name\":5}}",
+		     JR_INVALID_PARAMS, "name");
+	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+		     "\"params\":{\"name\":\"x\",\"_meta\":3}}",
+		     JR_INVALID_PARAMS, "_meta");
+	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\","
+		     "\"params\":[1]}",
+		     JR_INVALID_PARAMS, "object");
+	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/"
+		     "read\",\"params\":{\"uri\":{}}}",
+		     JR_INVALID_PARAMS, "uri");
+	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/get\"}",
+		     JR_INVALID_PARAMS, "name");
+}
+
+Test(session, bad_cursor)
+{
+	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\","
+		     "\"params\":{\"cursor\":\"forged\"}}",
+		     JR_INVALID_PARAMS, "cursor");
+	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\","
+		     "\"params\":{\"cursor\":7}}",
+		     JR_INVALID_PARAMS, "cursor");
+}
+
+Test(session, unknown_tool_prompt_resource)
+{
+	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+		     "\"params\":{\"name\":\"ghost__x\"}}",
+		     JR_INVALID_PARAMS, "Unknown tool \"ghost__x\"");
+	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/get\","
+		     "\"params\":{\"name\":\"p\"}}",
+		     JR_INVALID_PARAMS, "Unknown prompt");
+	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/"
+		     "read\",\"params\":{\"uri\":\"x://y\"}}",
+		     JR_RESOURCE_NOT_FOUND, "x://y");
+}
+
+Test(session, completion_needs_a_ref)
+{
+	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"completion/"
+		     "complete\",\"params\":{}}",
+		     JR_INVALID_PARAMS, "ref");
+	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"completion/"
+		     "complete\",\"params\":{\"ref\":{\"type\":\"ref/x\"}}}",
+		     JR_INVALID_PARAMS, "ref");
+}
+
+Test(session, set_level_checks_the_level)
+{
+	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"logging/"
+		     "setLevel\",\"params\":{\"level\":\"loud\"}}",
+		     JR_INVALID_PARAMS, "level");
+	json_t *a = ask("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"logging/"
+			"setLevel\",\"params\":{\"level\":\"debug\"}}");
+	cr_assert_not_null(json_object_get(a, "result"));
+	json_decref(a);
+}
+
+Test(session, second_initialize_is_refused)
+{
+	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+		     "\"params\":{}}",
+		     JR_INVALID_REQUEST, "already initialized");
+}
+
+Test(session, empty_lists_with_no_servers)
+{
+	const char *methods[] = {"tools/list", "prompts/list",
+				 "resources/list", "resources/templates/list"};
+	const char *keys[] = {"tools", "prompts", "resources",
+			      "resourceTemplates"};
+	for (int i = 0; i < 4; i++) {
+		char text[128];
+		snprintf(text, sizeof text,
+			 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\"}", i,
+			 methods[i]);
+		json_t *a = ask(text);
+		json_t *list =
+			json_object_get(json_object_get(a, "result"), keys[i]);
+		cr_assert(json_is_array(list), "%s", methods[i]);
+		cr_assert_eq(json_array_size(list), 0);
+		cr_assert_null(json_object_get(json_object_get(a, "result"),
+					       "nextCursor"));
+		json_decref(a);
+	}
+}
+
+Test(session, invalid_message_gets_invalid_request)
+{
+	json_t *msg = json_pack("{s:i,s:s}", "id", 1, "method", "ping");
+	struct capture cap = {json_array(), 0};
+	struct exchange *ex = exchange_new(&capture_ops, &cap, 1);
+	session_handle(sess, msg, ex);
+	cr_assert_eq(json_array_size(cap.msgs), 1);
+	json_t *err = json_object_get(json_array_get(cap.msgs, 0), "error");
+	cr_assert_eq(json_integer_value(json_object_get(err, "code")),
+		     JR_INVALID_REQUEST);
+	json_decref(cap.msgs);
+	exchange_unref(ex);
+	json_decref(msg);
+}
+
+Test(session, notifications_and_stray_responses_need_no_answer)
+{
+	const char *texts[] = {
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+		"\"params\":{\"requestId\":99}}",
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/unknown\"}",
+		"{\"jsonrpc\":\"2.0\",\"id\":\"mcpv-9\",\"result\":{}}",
+		"{\"jsonrpc\":\"2.0\",\"id\":5,\"error\":{\"code\":1,"
+		"\"message\":\"x\"}}",
+	};
+	for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+		json_t *m = json_loads(texts[i], 0, NULL);
+		session_handle(sess, m, NULL);
+		json_decref(m);
+	}
+	cr_assert_eq(hub_session_count(hub), 1);
+}
+
+Test(session, replay_ring_resumes_after_an_event)
+{
+	struct capture cap = {json_array(), 0};
+	struct exchange *ex = exchange_new(&capture_ops, &cap, 2);
+	session_stream_open(sess, ex);
+	char prime[24];
+	session_stream_prime(sess, ex, prime);
+	json_t *note = jr_notification("notifications/progress", NULL);
+	exchange_send(ex, note);
+	exchange_detach(ex);
+	json_t *one = json_integer(1);
+	json_t *r1 = jr_result(one, NULL);
+	json_decref(one);
+	exchange_send(ex, r1); /* recorded while nobody listens */
+	struct exchange *cont = NULL;
+	json_t *events = NULL;
+	cr_assert_eq(session_stream_resume(sess, prime, &cont, &events), 0);
+	cr_assert_eq(json_array_size(events), 2);
+	cr_assert_not_null(cont, "one response is still expected");
+	cr_assert_eq(cont, ex);
+	exchange_unref(cont);
+	json_decref(events);
+	cr_assert_lt(session_stream_resume(sess, "999999", &cont, &events), 0);
+	cr_assert_lt(session_stream_resume(sess, "x", &cont, &events), 0);
+	json_decref(note);
+	json_decref(r1);
+	json_decref(cap.msgs);
+	exchange_unref(ex);
+}
