@@ -284,6 +284,8 @@ static void lg_buf_reserve(struct lg_buf *b, size_t more)
 
 static void lg_buf_add(struct lg_buf *b, const void *d, size_t n)
 {
+	if (n == 0)
+		return;
 	lg_buf_reserve(b, n);
 	memcpy(b->p + b->len, d, n);
 	b->len += n;

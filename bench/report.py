@@ -5,6 +5,8 @@ and writes the same figures to bench/results/latest.json."""
 
 import argparse
 import json
+import os
+import re
 import statistics
 import sys
 import time
@@ -236,7 +238,13 @@ def checks(res, ex):
     return out
 
 
-def noise(before, after, res):
+def own_cpu_s(times_line):
+    """Children's user + system seconds from the shell's `times`."""
+    parts = re.findall(r"(\d+)m([\d.]+)s", times_line or "")
+    return sum(int(m) * 60 + float(s) for m, s in parts) if parts else None
+
+
+def noise(before, after, res, own_s):
     out = {"loadavg_before": before.get("loadavg"),
            "loadavg_after": after.get("loadavg")}
     try:
@@ -247,6 +255,13 @@ def noise(before, after, res):
         out["steal_pct"] = 100.0 * d[7] / total if total else 0.0
         out["cpu_busy_pct"] = (100.0 * (total - d[3] - d[4]) / total
                                if total else 0.0)
+        if own_s is not None and total:
+            hz = os.sysconf("SC_CLK_TCK")
+            busy_s = (total - d[3] - d[4]) / hz
+            out["own_cpu_s"] = own_s
+            out["others_cpu_s"] = max(0.0, busy_s - own_s)
+            out["others_cpu_pct"] = 100.0 * out["others_cpu_s"] / (
+                total / hz)
     except (KeyError, IndexError, ValueError):
         pass
     worst = None
@@ -376,9 +391,12 @@ def print_report(doc):
     n = doc["noise"]
     lines.append("")
     lines.append(
-        "noise: loadavg %s before, %s after; CPU steal %s%%; rounds differ "
+        "noise: other programs used %s%% of the CPUs during the run; "
+        "loadavg %s before, %s after; CPU steal %s%%; rounds differ "
         "by %s%% (median, p50 pinned and calls/s@32), worst %s%% (%s); "
         "floor pinned p99/p50 %s" % (
+            "-" if n.get("others_cpu_pct") is None
+            else "%.0f" % n["others_cpu_pct"],
             n.get("loadavg_before"), n.get("loadavg_after"),
             "-" if n.get("steal_pct") is None else "%.1f" % n["steal_pct"],
             "-" if n.get("median_round_spread_pct") is None
@@ -398,6 +416,17 @@ def print_report(doc):
     print("\n".join(lines))
 
 
+def rounded(v):
+    """Six significant digits are plenty, and keep the file readable."""
+    if isinstance(v, float):
+        return float("%.6g" % v)
+    if isinstance(v, dict):
+        return {k: rounded(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [rounded(x) for x in v]
+    return v
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--raw", required=True)
@@ -408,6 +437,7 @@ def main():
     ap.add_argument("--calls", type=int, default=0)
     ap.add_argument("--window", type=float, default=0)
     ap.add_argument("--package")
+    ap.add_argument("--own-cpu", default="")
     a = ap.parse_args()
     recs = load(a.raw)
     with open(a.before) as f:
@@ -436,13 +466,13 @@ def main():
         "results": res,
         "mcpvisor": ex,
         "ratios": ratios(res),
-        "noise": noise(before, after, res),
+        "noise": noise(before, after, res, own_cpu_s(a.own_cpu)),
         "out": a.out,
         "metrics": {m: l for m, (l, _) in METRICS.items()},
     }
     doc["checks"] = checks(res, ex)
     with open(a.out, "w") as f:
-        json.dump(doc, f, indent=1, sort_keys=True)
+        json.dump(rounded(doc), f, indent=1, sort_keys=True)
         f.write("\n")
     print_report(doc)
     return 0

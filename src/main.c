@@ -20,7 +20,9 @@ static void main_usage(FILE *f)
 		"  call      call a tool: mcpvisor call demo__echo "
 		"'{\"text\":\"hi\"}'\n"
 		"  check     validate a config and show how it resolves\n"
-		"  stop      drain and stop the runtime\n"
+		"  stop      drain and stop the runtime, or stop one server\n"
+		"  restart   restart one server\n"
+		"  reload    re-read the config (as SIGHUP)\n"
 		"\n"
 		"Every command takes --home DIR (or MCPVISOR_HOME) and "
 		"--help.\n");
@@ -51,6 +53,7 @@ int main(int argc, char **argv)
 		{"serve", cmd_serve}, {"status", cmd_status},
 		{"tools", cmd_tools}, {"call", cmd_call},
 		{"check", cmd_check}, {"stop", cmd_stop},
+		{"restart", cmd_restart}, {"reload", cmd_reload},
 	};
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
 		if (strcmp(cmd, cmds[i].name) == 0)

@@ -19,6 +19,8 @@ int cmd_tools(int argc, char **argv);
 int cmd_call(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
+int cmd_restart(int argc, char **argv);
+int cmd_reload(int argc, char **argv);
 
 struct client;
 
@@ -29,8 +31,10 @@ int client_open(const char *home, struct client **out);
 void client_close(struct client *c);
 /* GET path on the socket; *out gets the JSON body. 0 or CLI_FAILED. */
 int client_get_json(struct client *c, const char *path, json_t **out);
-/* POST path with an empty body. */
-int client_post(struct client *c, const char *path);
+/* POST path with an empty body; *status gets the HTTP status and *body
+ * the JSON answer when there is one (may be NULL). */
+int client_post(struct client *c, const char *path, long *status,
+		json_t **body);
 /* One MCP request (initializing first when needed); *response is the
  * JSON-RPC response (result or error). 0 or CLI_FAILED. */
 int client_request(struct client *c, const char *method, json_t *params,

@@ -132,16 +132,17 @@ int client_get_json(struct client *c, const char *path, json_t **out)
 	return CLI_OK;
 }
 
-int client_post(struct client *c, const char *path)
+int client_post(struct client *c, const char *path, long *status,
+		json_t **body)
 {
-	long status = 0;
-	if (client_http(c, "POST", path, "", &status) != CLI_OK)
+	*status = 0;
+	if (body)
+		*body = NULL;
+	if (client_http(c, "POST", path, "", status) != CLI_OK)
 		return CLI_FAILED;
-	if (status >= 300) {
-		fprintf(stderr, "mcpvisor: %s answered HTTP %ld\n", path,
-			status);
-		return CLI_FAILED;
-	}
+	if (body)
+		*body = json_loadb(c->body.data ? c->body.data : "",
+				   c->body.len, 0, NULL);
 	return CLI_OK;
 }
 

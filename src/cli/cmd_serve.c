@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
+#include "config/config.h"
 #include "runtime/runtime.h"
 #include "util/log.h"
 
@@ -23,7 +24,13 @@ static void serve_usage(FILE *f)
 		   "--sse-close-after MS closes a call's SSE answer after MS "
 		   "ms; the client\n"
 		   "resumes it with Last-Event-ID (for proxies that cut long "
-		   "streams).\n");
+		   "streams).\n"
+		   "--grace DURATION: how long calls in flight may run on "
+		   "after SIGTERM\n"
+		   "(default: the config's shutdownGrace, else 10 s). "
+		   "--session-timeout\n"
+		   "DURATION: sessions idle that long are dropped (default "
+		   "30 m).\n");
 }
 
 int cmd_serve(int argc, char **argv)
@@ -35,6 +42,8 @@ int cmd_serve(int argc, char **argv)
 		{"log-level", required_argument, NULL, 'l'},
 		{"page-size", required_argument, NULL, 'P'},
 		{"sse-close-after", required_argument, NULL, 'S'},
+		{"grace", required_argument, NULL, 'g'},
+		{"session-timeout", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -72,6 +81,25 @@ int cmd_serve(int argc, char **argv)
 		case 'S':
 			o.sse_close_ms = strtoull(optarg, NULL, 10);
 			break;
+		case 'g':
+		case 'T': {
+			int64_t ms;
+			json_t *v = json_string(optarg);
+			int bad = config_parse_duration(v, &ms);
+			json_decref(v);
+			if (bad < 0) {
+				fprintf(stderr, "mcpvisor serve: --%s takes a "
+						"duration (1500, \"500ms\", "
+						"\"2s\", \"10m\")\n",
+					ch == 'g' ? "grace" : "session-timeout");
+				return CLI_USAGE;
+			}
+			if (ch == 'g')
+				o.grace_ms = (uint64_t)ms;
+			else
+				o.session_timeout_ms = (uint64_t)ms;
+			break;
+		}
 		case 'h':
 			serve_usage(stdout);
 			return CLI_OK;

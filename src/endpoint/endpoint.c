@@ -18,6 +18,7 @@
 #include "session/exchange.h"
 #include "session/hub.h"
 #include "session/session.h"
+#include "config/config.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
@@ -40,8 +41,10 @@ struct endpoint {
 	size_t nconns;
 	unsigned open_handles;
 	bool freeing;
-	void (*on_stop)(void *arg);
-	void *stop_arg;
+	bool draining;
+	int (*control)(void *arg, const char *action, const char *server,
+		       bool force, char **msg);
+	void *control_arg;
 };
 
 enum conn_state {
@@ -522,6 +525,12 @@ static void ep_handle_post(struct conn *c, const struct http_request *req)
 				streams = true;
 		}
 	}
+	if (c->ep->draining && nrequests > 0) {
+		json_decref(body);
+		ep_fail(c, 503, JR_SERVER_UNAVAILABLE,
+			"mcpvisor is stopping and takes no new requests");
+		return;
+	}
 	if (init) {
 		if (batch) {
 			json_decref(body);
@@ -654,6 +663,63 @@ static void ep_handle_status(struct conn *c, const struct http_request *req)
 	ep_conn_request_done(c);
 }
 
+/* Control actions: only on the Unix socket (mode 0600), so only the user
+ * who runs the runtime can stop or reconfigure it. */
+static void ep_handle_control(struct conn *c, const struct http_request *req,
+			      const char *path)
+{
+	if (!c->is_unix) {
+		ep_fail(c, 403, JR_INVALID_REQUEST,
+			"Forbidden: control actions need the Unix socket");
+		return;
+	}
+	if (req->method != HTTP_M_POST || c->ep->control == NULL) {
+		ep_respond(c, 405, "text/plain", "Method Not Allowed\n", 19,
+			   "Allow: POST\r\n");
+		ep_conn_request_done(c);
+		return;
+	}
+	char *force_s = http_query_param(req->url, "force");
+	bool force = force_s && strcmp(force_s, "1") == 0;
+	free(force_s);
+	const char *action = NULL;
+	char *server = NULL;
+	const char *rest = path + 9;
+	if (strcmp(rest, "stop") == 0) {
+		action = "shutdown";
+	} else if (strcmp(rest, "reload") == 0) {
+		action = "reload";
+	} else if (strncmp(rest, "servers/", 8) == 0) {
+		const char *name = rest + 8;
+		const char *slash = strchr(name, '/');
+		if (slash && slash > name && slash - name <= CONFIG_MAX_NAME &&
+		    (strcmp(slash + 1, "stop") == 0 ||
+		     strcmp(slash + 1, "restart") == 0)) {
+			server = xstrndup(name, (size_t)(slash - name));
+			action = slash + 1;
+		}
+	}
+	if (action == NULL) {
+		ep_respond(c, 404, "text/plain", "Not Found\n", 10, NULL);
+		ep_conn_request_done(c);
+		return;
+	}
+	char *msg = NULL;
+	int rc = c->ep->control(c->ep->control_arg, action, server, force,
+				&msg);
+	free(server);
+	int status = rc == 0 ? 200 : rc == -EBUSY ? 409 : rc == -ENOENT ? 404
+								       : 400;
+	json_t *body = json_pack("{s:b,s:s}", "ok", rc == 0, "message",
+				 msg ? msg : "");
+	free(msg);
+	if (strcmp(action, "shutdown") == 0)
+		c->close_after = true;
+	ep_respond_json(c, status, body, NULL);
+	json_decref(body);
+	ep_conn_request_done(c);
+}
+
 static void ep_handle_request(struct conn *c)
 {
 	const struct http_request *req = httpparse_request(c->hp);
@@ -699,19 +765,9 @@ static void ep_handle_request(struct conn *c)
 		ep_handle_status(c, req);
 		return;
 	}
-	if (strcmp(path, "/control/stop") == 0 && req->method == HTTP_M_POST) {
+	if (strncmp(path, "/control/", 9) == 0) {
+		ep_handle_control(c, req, path);
 		free(path);
-		if (!c->is_unix) {
-			ep_fail(c, 403, JR_INVALID_REQUEST,
-				"Forbidden: control actions need the Unix "
-				"socket");
-			return;
-		}
-		ep_respond(c, 202, NULL, "", 0, NULL);
-		c->close_after = true;
-		ep_conn_request_done(c);
-		if (c->ep->on_stop)
-			c->ep->on_stop(c->ep->stop_arg);
 		return;
 	}
 	free(path);
@@ -870,8 +926,8 @@ int endpoint_start(uv_loop_t *loop, struct hub *hub,
 	ep->hub = hub;
 	ep->max_body = opts->max_body ? opts->max_body : HTTP_DEFAULT_MAX_BODY;
 	ep->sse_close_ms = opts->sse_close_ms;
-	ep->on_stop = opts->on_stop;
-	ep->stop_arg = opts->arg;
+	ep->control = opts->control;
+	ep->control_arg = opts->arg;
 	const char *host = opts->host ? opts->host : "127.0.0.1";
 	int rc;
 	if (opts->port < 0) {
@@ -947,6 +1003,11 @@ void endpoint_stop_accepting(struct endpoint *ep)
 		if (ep->socket_path)
 			unlink(ep->socket_path);
 	}
+}
+
+void endpoint_set_draining(struct endpoint *ep)
+{
+	ep->draining = true;
 }
 
 void endpoint_free(struct endpoint *ep)

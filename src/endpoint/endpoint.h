@@ -28,9 +28,13 @@ struct endpoint_opts {
 	/* Close a POST's SSE answer on purpose after this many ms (the client
 	 * resumes with Last-Event-ID); 0: never. */
 	uint64_t sse_close_ms;
-	/* Asked for by a control request (POST /control/stop on the Unix
-	 * socket); may be NULL. */
-	void (*on_stop)(void *arg);
+	/* Control requests, accepted on the Unix socket only:
+	 * POST /control/stop ("shutdown"), /control/reload ("reload"),
+	 * /control/servers/NAME/stop and .../restart ("stop", "restart",
+	 * ?force=1). Returns 0, -EBUSY (refused), -ENOENT or -EINVAL with
+	 * *msg (caller frees). May be NULL. */
+	int (*control)(void *arg, const char *action, const char *server,
+		       bool force, char **msg);
 	void *arg;
 };
 
@@ -41,6 +45,8 @@ int endpoint_start(uv_loop_t *loop, struct hub *hub,
 int endpoint_port(const struct endpoint *ep);
 /* Stops accepting new connections (drain). */
 void endpoint_stop_accepting(struct endpoint *ep);
+/* Draining: new requests are refused with 503; answers under way go on. */
+void endpoint_set_draining(struct endpoint *ep);
 /* Closes every connection and listener; frees once closed. */
 void endpoint_free(struct endpoint *ep);
 

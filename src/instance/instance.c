@@ -11,7 +11,10 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
+#include "instance/backoff.h"
+#include "journal/journal.h"
 #include "jsonrpc/jsonrpc.h"
 #include "transport/stdio.h"
 #include "util/buf.h"
@@ -27,6 +30,8 @@ struct instance_pending {
 	instance_reply_cb cb;
 	void *arg;
 	bool internal; /* part of the startup or a list refresh */
+	char *method;  /* client requests: kept to decide on a resend */
+	json_t *params;
 };
 
 /* The transport's context: one per spawned connection, so that late
@@ -34,6 +39,8 @@ struct instance_pending {
  * apart from the current one's. */
 struct instance_link {
 	struct instance *inst;
+	pid_t pid;
+	char token[JOURNAL_TOKEN_LEN + 1];
 	bool detached;	   /* no longer the instance's connection */
 	bool settles_stop; /* its on_closed ends a STOPPING state */
 };
@@ -52,6 +59,7 @@ struct instance {
 	char *command;
 	char **argv; /* NULL-terminated, without argv[0] */
 	char **envp; /* NULL-terminated full environment */
+	size_t owner_slot; /* envp index of MCPVISOR_OWNER=token */
 	char *cwd;
 	char *client_caps_json;
 	uint64_t startup_timeout_ms;
@@ -64,6 +72,12 @@ struct instance {
 	int64_t next_id;
 	struct instance_pending pending; /* list head */
 	unsigned npending;
+	/* Requests that change nothing, lost with a dropped connection: sent
+	 * again once the server is back. */
+	struct instance_pending resend;
+	struct backoff backoff;
+	bool lists_cached; /* lists came from the tool cache, not the server */
+	bool lists_known;  /* lists came from a start or from the cache */
 	struct instance_waiter *waiters;
 	unsigned starting_lists; /* first lists still to come */
 	bool restart_after_stop;
@@ -76,6 +90,7 @@ struct instance {
 
 	uv_timer_t startup_timer;
 	bool freeing;
+	bool freeing_done; /* the owner is gone: report nothing more */
 	unsigned handles_open;
 
 	struct instance_cbs cbs;
@@ -157,18 +172,20 @@ static void instance_free_strv(char **v)
 }
 
 /* The parent's environment with the server's env laid over it. */
-static char **instance_build_env(const struct server_config *s)
+static char **instance_build_env(const struct server_config *s,
+				 size_t *owner_slot)
 {
 	extern char **environ;
 	size_t n = 0;
 	while (environ[n])
 		n++;
-	char **env = xcalloc(n + s->nenv + 1, sizeof *env);
+	char **env = xcalloc(n + s->nenv + 2, sizeof *env);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		const char *eq = strchr(environ[i], '=');
 		size_t klen = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
-		bool overridden = false;
+		bool overridden = strncmp(environ[i], JOURNAL_OWNER_ENV "=",
+					  strlen(JOURNAL_OWNER_ENV "=")) == 0;
 		for (size_t j = 0; j < s->nenv; j++) {
 			if (strlen(s->env[j].key) == klen &&
 			    strncmp(s->env[j].key, environ[i], klen) == 0) {
@@ -181,6 +198,8 @@ static char **instance_build_env(const struct server_config *s)
 	}
 	for (size_t j = 0; j < s->nenv; j++)
 		env[k++] = xasprintf("%s=%s", s->env[j].key, s->env[j].value);
+	*owner_slot = k;
+	env[k++] = xstrdup(JOURNAL_OWNER_ENV "=");
 	env[k] = NULL;
 	return env;
 }
@@ -204,7 +223,7 @@ struct instance *instance_new(uv_loop_t *loop,
 	inst->kind = s->kind;
 	inst->command = s->command ? xstrdup(s->command) : NULL;
 	inst->argv = instance_copy_strv(s->args, s->nargs);
-	inst->envp = instance_build_env(s);
+	inst->envp = instance_build_env(s, &inst->owner_slot);
 	inst->cwd = spec->cwd ? xstrdup(spec->cwd) : NULL;
 	inst->client_caps_json = xstrdup(
 		spec->client_caps_json ? spec->client_caps_json : "{}");
@@ -214,6 +233,7 @@ struct instance *instance_new(uv_loop_t *loop,
 	inst->state = INSTANCE_STOPPED;
 	inst->next_id = 1;
 	inst->pending.next = inst->pending.prev = &inst->pending;
+	inst->resend.next = inst->resend.prev = &inst->resend;
 	inst->cbs = *cbs;
 	inst->ctx = ctx;
 	uv_timer_init(loop, &inst->startup_timer);
@@ -255,25 +275,92 @@ static json_t *instance_unavailable_error(struct instance *inst, bool sent)
 	return err;
 }
 
-/* Every request in flight gets an error: the server is gone. */
-static void instance_fail_pending(struct instance *inst)
+static void instance_pending_free(struct instance_pending *p)
+{
+	free(p->method);
+	json_decref(p->params);
+	free(p);
+}
+
+static void instance_pending_unlink(struct instance_pending *p)
+{
+	p->prev->next = p->next;
+	p->next->prev = p->prev;
+	p->next = p->prev = p;
+}
+
+static void instance_pending_append(struct instance_pending *head,
+				    struct instance_pending *p)
+{
+	p->prev = head->prev;
+	p->next = head;
+	head->prev->next = p;
+	head->prev = p;
+}
+
+/* A request that may have changed something was lost with the server:
+ * the client must not be led to run it twice. */
+static json_t *instance_lost_call_error(struct instance *inst)
+{
+	const char *reason =
+		inst->last_error ? inst->last_error : "the server stopped";
+	char *msg = xasprintf(
+		"Server \"%s\" went away while handling this request (%s); it "
+		"may or may not have taken effect, so check before retrying.",
+		inst->name, reason);
+	json_t *data = json_pack("{s:s,s:s,s:b}", "server", inst->name,
+				 "reason", reason, "mayHaveRun", 1);
+	json_t *err = jr_error(NULL, JR_SERVER_UNAVAILABLE, msg, data);
+	free(msg);
+	return err;
+}
+
+/* The server is gone. With keep_idempotent (a connection that dropped on
+ * its own), requests that change nothing wait to be sent again once it is
+ * back; every other request in flight gets an error now. */
+static void instance_fail_pending(struct instance *inst, bool keep_idempotent)
 {
 	while (inst->pending.next != &inst->pending) {
 		struct instance_pending *p = inst->pending.next;
-		p->prev->next = p->next;
-		p->next->prev = p->prev;
+		instance_pending_unlink(p);
 		inst->npending--;
+		if (keep_idempotent && !p->internal && p->method &&
+		    jr_method_is_idempotent(p->method)) {
+			instance_pending_append(&inst->resend, p);
+			continue;
+		}
 		if (p->cb) {
-			json_t *err = instance_unavailable_error(inst, true);
+			json_t *err = !p->internal && p->method &&
+						      !jr_method_is_idempotent(
+							      p->method)
+					      ? instance_lost_call_error(inst)
+					      : instance_unavailable_error(
+							inst, true);
 			p->cb(p->arg, err, true);
 			json_decref(err);
 		}
-		free(p);
+		instance_pending_free(p);
+	}
+}
+
+/* The requests kept for a resend cannot be sent: answer them. */
+static void instance_fail_resend(struct instance *inst)
+{
+	while (inst->resend.next != &inst->resend) {
+		struct instance_pending *p = inst->resend.next;
+		instance_pending_unlink(p);
+		if (p->cb) {
+			json_t *err = instance_unavailable_error(inst, false);
+			p->cb(p->arg, err, false);
+			json_decref(err);
+		}
+		instance_pending_free(p);
 	}
 }
 
 static void instance_drop_lists(struct instance *inst)
 {
+	inst->lists_known = false;
 	for (int i = 0; i < INSTANCE_NLISTS; i++) {
 		json_decref(inst->lists[i]);
 		inst->lists[i] = NULL;
@@ -304,21 +391,34 @@ static void instance_detach_conn(struct instance *inst, bool settles_stop)
 }
 
 /* The connection is unusable: fail what waits on it and go to FAILED (or
- * NEEDS_AUTH). The transport closes itself. */
+ * NEEDS_AUTH). The transport closes itself. A failed start drops the
+ * lists and counts for the backoff; a connection that dropped after it
+ * was ready keeps them (tools kept, reconnects when next used). */
 static void instance_fail(struct instance *inst, enum instance_state to,
 			  char *why)
 {
 	bool was_starting = inst->state == INSTANCE_STARTING;
+	bool was_ready = inst->state == INSTANCE_READY;
 	instance_save_stderr(inst);
 	instance_set_error(inst, why);
 	uv_timer_stop(&inst->startup_timer);
 	instance_detach_conn(inst, false);
-	if (was_starting || to == INSTANCE_NEEDS_AUTH)
+	if (was_starting || to == INSTANCE_NEEDS_AUTH) {
 		instance_drop_lists(inst);
+		inst->lists_cached = false;
+	}
+	if (was_starting)
+		backoff_fail(&inst->backoff, clock_now_ms());
 	instance_set_state(inst, to, inst->last_error);
-	instance_fail_pending(inst);
+	instance_fail_pending(inst, was_ready && to == INSTANCE_FAILED);
+	if (!was_ready)
+		instance_fail_resend(inst);
 	instance_wake_waiters(inst, to == INSTANCE_NEEDS_AUTH ? -EACCES
 							      : -EIO);
+	/* Requests that change nothing were lost with a dropped connection:
+	 * they need the server, so it comes back now, once. */
+	if (inst->resend.next != &inst->resend && !inst->freeing)
+		instance_start(inst);
 }
 
 static void instance_startup_timeout_cb(uv_timer_t *t)
@@ -365,22 +465,47 @@ static int64_t instance_send_request(struct instance *inst, const char *method,
 		return -EPIPE;
 	}
 	int64_t id = inst->next_id++;
-	json_t *msg = jr_request(json_integer(id), method, params);
+	json_t *msg = jr_request(json_integer(id), method,
+				 params ? json_incref(params) : NULL);
 	int rc = instance_write(inst, msg);
 	json_decref(msg);
-	if (rc < 0)
+	if (rc < 0) {
+		json_decref(params);
 		return rc;
+	}
 	struct instance_pending *p = xcalloc(1, sizeof *p);
 	p->id = id;
 	p->cb = cb;
 	p->arg = arg;
 	p->internal = internal;
-	p->prev = inst->pending.prev;
-	p->next = &inst->pending;
-	inst->pending.prev->next = p;
-	inst->pending.prev = p;
+	if (!internal) {
+		p->method = xstrdup(method);
+		p->params = params;
+	} else {
+		json_decref(params);
+	}
+	instance_pending_append(&inst->pending, p);
 	inst->npending++;
 	return id;
+}
+
+/* Sends again what a dropped connection lost and changed nothing. */
+static void instance_resend(struct instance *inst)
+{
+	while (inst->resend.next != &inst->resend) {
+		struct instance_pending *p = inst->resend.next;
+		instance_pending_unlink(p);
+		log_info("instance %s: sending %s again after the reconnect",
+			 inst->name, p->method);
+		if (instance_send_request(inst, p->method, json_incref(p->params),
+					  p->cb, p->arg, false) < 0 &&
+		    p->cb) {
+			json_t *err = instance_unavailable_error(inst, false);
+			p->cb(p->arg, err, false);
+			json_decref(err);
+		}
+		instance_pending_free(p);
+	}
 }
 
 int64_t instance_request(struct instance *inst, const char *method,
@@ -396,9 +521,19 @@ int64_t instance_request(struct instance *inst, const char *method,
 void instance_cancel(struct instance *inst, int64_t id, const char *reason)
 {
 	struct instance_pending *p = instance_take_pending(inst, id);
-	if (p == NULL)
+	if (p == NULL) {
+		/* Waiting for a resend: it never reaches the server now. */
+		for (struct instance_pending *q = inst->resend.next;
+		     q != &inst->resend; q = q->next) {
+			if (q->id == id) {
+				instance_pending_unlink(q);
+				instance_pending_free(q);
+				return;
+			}
+		}
 		return;
-	free(p);
+	}
+	instance_pending_free(p);
 	if (inst->conn == NULL)
 		return;
 	json_t *params = json_object();
@@ -450,10 +585,14 @@ static void instance_lists_done(struct instance *inst)
 	uv_timer_stop(&inst->startup_timer);
 	uint64_t ms = clock_now_ms() - inst->started_ms;
 	char *why = xasprintf("ready in %llu ms", (unsigned long long)ms);
+	backoff_reset(&inst->backoff);
+	inst->lists_cached = false;
+	inst->lists_known = true;
 	instance_set_state(inst, INSTANCE_READY, why);
 	free(why);
 	if (inst->cbs.on_lists)
 		inst->cbs.on_lists(inst->ctx, inst);
+	instance_resend(inst);
 	instance_wake_waiters(inst, 0);
 }
 
@@ -650,7 +789,7 @@ static void instance_message_cb(void *ctx, const char *line, size_t len)
 		}
 		if (p->cb)
 			p->cb(p->arg, msg, true);
-		free(p);
+		instance_pending_free(p);
 		break;
 	}
 	case JR_NOTIFICATION:
@@ -722,6 +861,9 @@ static void instance_closed_cb(void *ctx)
 			instance_fail(inst, INSTANCE_FAILED,
 				      xstrdup("connection closed"));
 	}
+	if (inst->cbs.on_process && !inst->freeing_done)
+		inst->cbs.on_process(inst->ctx, inst, link->pid, 0, link->token,
+				     false);
 	free(link);
 	if (settles && inst->state == INSTANCE_STOPPING) {
 		instance_set_state(inst, INSTANCE_STOPPED, NULL);
@@ -742,6 +884,19 @@ static const struct stdio_conn_cbs instance_conn_cbs = {
 	.on_closed = instance_closed_cb,
 };
 
+static void instance_new_token(char out[JOURNAL_TOKEN_LEN + 1])
+{
+	unsigned char raw[JOURNAL_TOKEN_LEN / 2];
+	size_t got = 0;
+	while (got < sizeof raw) {
+		ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+		if (n > 0)
+			got += (size_t)n;
+	}
+	for (size_t i = 0; i < sizeof raw; i++)
+		snprintf(out + 2 * i, 3, "%02x", raw[i]);
+}
+
 static void instance_start(struct instance *inst)
 {
 	inst->started_ms = clock_now_ms();
@@ -760,6 +915,10 @@ static void instance_start(struct instance *inst)
 	};
 	struct instance_link *link = xcalloc(1, sizeof *link);
 	link->inst = inst;
+	instance_new_token(link->token);
+	free(inst->envp[inst->owner_slot]);
+	inst->envp[inst->owner_slot] =
+		xasprintf("%s=%s", JOURNAL_OWNER_ENV, link->token);
 	int rc = stdio_conn_spawn(inst->loop, &opts, &instance_conn_cbs, link,
 				  &inst->conn);
 	if (rc < 0) {
@@ -776,6 +935,11 @@ static void instance_start(struct instance *inst)
 	inst->link = link;
 	inst->handles_open++; /* the conn, until its on_closed */
 	inst->pid = stdio_conn_pid(inst->conn);
+	link->pid = inst->pid;
+	if (inst->cbs.on_process)
+		inst->cbs.on_process(inst->ctx, inst, link->pid,
+				     stdio_conn_start_time(inst->conn),
+				     link->token, true);
 	free(inst->stderr_tail);
 	inst->stderr_tail = NULL;
 	uv_timer_start(&inst->startup_timer, instance_startup_timeout_cb,
@@ -808,8 +972,17 @@ void instance_ensure(struct instance *inst, instance_ready_cb cb, void *arg)
 	w->next = inst->waiters;
 	inst->waiters = w;
 	switch (inst->state) {
-	case INSTANCE_STOPPED:
 	case INSTANCE_FAILED:
+		if (!backoff_allows(&inst->backoff, clock_now_ms())) {
+			/* Within the backoff: fail at once, spawn nothing. */
+			inst->waiters = w->next;
+			free(w);
+			cb(arg, inst, -EAGAIN);
+			return;
+		}
+		instance_start(inst);
+		break;
+	case INSTANCE_STOPPED:
 		instance_start(inst);
 		break;
 	case INSTANCE_STOPPING:
@@ -820,22 +993,26 @@ void instance_ensure(struct instance *inst, instance_ready_cb cb, void *arg)
 	}
 }
 
-void instance_stop(struct instance *inst, const char *why)
+void instance_stop(struct instance *inst, const char *why, bool keep_lists)
 {
 	inst->restart_after_stop = false;
 	uv_timer_stop(&inst->startup_timer);
+	if (!keep_lists) {
+		instance_drop_lists(inst);
+		inst->lists_cached = false;
+	}
 	if (inst->conn == NULL) {
 		if (inst->state != INSTANCE_STOPPING)
 			instance_set_state(inst, INSTANCE_STOPPED, why);
-		instance_drop_lists(inst);
+		instance_fail_resend(inst);
 		instance_wake_waiters(inst, -ECANCELED);
 		return;
 	}
 	instance_save_stderr(inst);
-	instance_drop_lists(inst);
 	instance_set_state(inst, INSTANCE_STOPPING, why);
 	instance_set_error(inst, NULL);
-	instance_fail_pending(inst);
+	instance_fail_pending(inst, false);
+	instance_fail_resend(inst);
 	instance_detach_conn(inst, true);
 }
 
@@ -863,7 +1040,7 @@ void instance_free(struct instance *inst)
 {
 	if (inst == NULL || inst->freeing)
 		return;
-	instance_stop(inst, "closed");
+	instance_stop(inst, "closed", false);
 	inst->freeing = true;
 	uv_close((uv_handle_t *)&inst->startup_timer, instance_handle_close_cb);
 }
@@ -942,12 +1119,67 @@ json_t *instance_describe(const struct instance *inst, bool verbose)
 	if (inst->protocol_version)
 		json_object_set_new(o, "protocolVersion",
 				    json_string(inst->protocol_version));
+	if (inst->state == INSTANCE_FAILED && inst->lists[INSTANCE_TOOLS])
+		json_object_set_new(
+			o, "note",
+			json_string("(tools kept; reconnects when next used)"));
+	if (inst->lists_cached)
+		json_object_set_new(o, "listsFromCache", json_true());
+	uint64_t wait = instance_backoff_remaining_ms(inst);
+	if (inst->state == INSTANCE_FAILED && wait > 0)
+		json_object_set_new(o, "nextAttemptInMs",
+				    json_integer((json_int_t)wait));
 	if (verbose) {
 		if (inst->pid > 0)
 			json_object_set_new(o, "pid", json_integer(inst->pid));
 		json_object_set_new(o, "key", json_string(inst->key));
 	}
 	return o;
+}
+
+uint64_t instance_backoff_remaining_ms(const struct instance *inst)
+{
+	return backoff_remaining_ms(&inst->backoff, clock_now_ms());
+}
+
+void instance_seed_lists(struct instance *inst, json_t *lists)
+{
+	if (inst->state == INSTANCE_READY || inst->lists_known)
+		return;
+	for (int i = 0; i < INSTANCE_NLISTS; i++) {
+		json_t *a = json_object_get(lists, instance_list_keys[i]);
+		if (json_is_array(a)) {
+			json_decref(inst->lists[i]);
+			inst->lists[i] = json_incref(a);
+		}
+	}
+	inst->lists_cached = true;
+	inst->lists_known = true;
+}
+
+json_t *instance_lists_json(const struct instance *inst)
+{
+	json_t *o = json_object();
+	for (int i = 0; i < INSTANCE_NLISTS; i++)
+		if (inst->lists[i])
+			json_object_set(o, instance_list_keys[i],
+					inst->lists[i]);
+	return o;
+}
+
+bool instance_lists_known(const struct instance *inst)
+{
+	return inst->lists_known;
+}
+
+bool instance_lists_cached(const struct instance *inst)
+{
+	return inst->lists_cached;
+}
+
+void instance_detach_owner(struct instance *inst)
+{
+	inst->freeing_done = true;
 }
 
 void instance_set_data(struct instance *inst, void *data)

@@ -52,6 +52,11 @@ struct instance_cbs {
 			 enum instance_state from, enum instance_state to);
 	/* After one of the lists changed (fresh start or list_changed). */
 	void (*on_lists)(void *ctx, struct instance *inst);
+	/* A server process was started (started true: pid, start time and
+	 * owner token), or it and its group are gone (started false). */
+	void (*on_process)(void *ctx, struct instance *inst, pid_t pid,
+			   uint64_t start_time, const char *token,
+			   bool started);
 };
 
 /* What the instance is made from: copied by instance_new. */
@@ -97,8 +102,10 @@ int instance_notify(struct instance *inst, const char *method,
 int instance_respond(struct instance *inst, json_t *id, json_t *result,
 		     json_t *error);
 
-/* Stops the server (explicit): state STOPPING then STOPPED. */
-void instance_stop(struct instance *inst, const char *why);
+/* Stops the server: state STOPPING then STOPPED. keep_lists: an idle close
+ * (the lists stay offered and the next use starts it again); else the
+ * lists are dropped (explicit stop, config change). */
+void instance_stop(struct instance *inst, const char *why, bool keep_lists);
 
 enum instance_state instance_state(const struct instance *inst);
 const char *instance_state_name(enum instance_state s);
@@ -113,6 +120,19 @@ pid_t instance_pid(const struct instance *inst);
 unsigned instance_inflight(const struct instance *inst);
 /* Status as JSON (state, error, stderr tail, counts; pid when verbose). */
 json_t *instance_describe(const struct instance *inst, bool verbose);
+
+/* Milliseconds until a failed instance may be started again (backoff). */
+uint64_t instance_backoff_remaining_ms(const struct instance *inst);
+/* Offers lists from the tool cache until the server itself answers. */
+void instance_seed_lists(struct instance *inst, json_t *lists);
+/* The lists as {"tools":[...],...}, new reference. */
+json_t *instance_lists_json(const struct instance *inst);
+bool instance_lists_cached(const struct instance *inst);
+/* Whether the lists are known (from a start, or the cache) so listing
+ * needs no start. */
+bool instance_lists_known(const struct instance *inst);
+/* The owner is going away: no more process reports. */
+void instance_detach_owner(struct instance *inst);
 
 /* Owner-held data. */
 void instance_set_data(struct instance *inst, void *data);

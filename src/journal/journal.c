@@ -160,10 +160,9 @@ static bool journal_entry_parse(json_t *o, struct journal_entry *e)
 	if (json_string_length(tok) != JOURNAL_TOKEN_LEN ||
 	    !journal_token_valid(t))
 		return false;
+	/* No embedded NUL: the decoder rejects \u0000 by default. */
 	const char *k = json_string_value(key);
 	size_t klen = json_string_length(key);
-	if (strlen(k) != klen) /* an embedded NUL */
-		return false;
 	e->pid = (pid_t)json_integer_value(pid);
 	e->pgid = (pid_t)json_integer_value(pgid);
 	e->start_time = (uint64_t)json_integer_value(st);
@@ -459,7 +458,8 @@ static bool journal_proc_has_token(pid_t pid, const char *token)
 	return found;
 }
 
-/* Every live (non-zombie) process in /proc. */
+/* Every live process in /proc; a zombie ('Z', or 'X' on its way out) is
+ * already dead and only waits for its parent. */
 static int journal_proc_scan(struct journal_proc **out, size_t *count)
 {
 	DIR *d = opendir("/proc");
@@ -474,7 +474,8 @@ static int journal_proc_scan(struct journal_proc **out, size_t *count)
 		if (*end || v <= 0 || v > INT_MAX)
 			continue;
 		struct journal_proc p;
-		if (journal_proc_stat((pid_t)v, &p) < 0 || p.state == 'Z')
+		if (journal_proc_stat((pid_t)v, &p) < 0 || p.state == 'Z' ||
+		    p.state == 'X')
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 256;
@@ -493,17 +494,18 @@ static bool journal_target_alive(const struct journal_target *t)
 {
 	struct journal_proc p;
 	return journal_proc_stat(t->pid, &p) == 0 && p.state != 'Z' &&
-	       p.start_time == t->start_time;
+	       p.state != 'X' && p.start_time == t->start_time;
 }
 
 /* Signals t only if it is still the same process. With a pidfd the check
  * and the signal refer to one process, so a pid reused in between is never
- * hit; kill() after the check is the fallback on old kernels. Returns true
- * when the signal was delivered. */
+ * hit; kill() after the check is the fallback where pidfds are missing. Returns
+ * true when the signal was delivered. */
 static bool journal_target_signal(const struct journal_target *t, int sig)
 {
 	int fd = pidfd_open(t->pid, 0);
-	if (fd < 0 && errno != ENOSYS)
+	/* ENOSYS, or EPERM from a seccomp filter that predates pidfds. */
+	if (fd < 0 && errno != ENOSYS && errno != EPERM)
 		return false;
 	bool sent = false;
 	if (journal_target_alive(t)) {

@@ -1,51 +1,191 @@
 /*
- * Instances by canonical key, created on first use and closed on drain.
+ * Instances by canonical key, their leases and idle timers, the journal of
+ * their processes and the cache of their lists.
  */
 #include "pool/pool.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "journal/journal.h"
+#include "pool/lease.h"
+#include "toolcache/toolcache.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
 struct pool_entry {
 	struct pool_entry *next;
+	struct pool *pool;
 	struct instance *inst;
+	char *name;
+	char *ident;	  /* connection identity, to notice changes */
+	char *cache_name; /* tool cache file, NULL without a cache */
+	struct lease_set *leases;
+	uint64_t idle_ms;
+	uv_timer_t idle_timer;
+	unsigned live;	/* server processes not yet gone */
+	bool closing;	/* closed; kept until its processes are gone */
+};
+
+struct pool_held {
+	struct pool_held *next;
+	char *name;
 };
 
 struct pool {
 	uv_loop_t *loop;
 	struct instance_cbs cbs;
 	void *ctx;
-	struct pool_entry *entries; /* newest last */
+	struct journal *journal;
+	struct toolcache *cache;
+	uint64_t idle_ms;
+	struct pool_entry *entries; /* oldest first */
+	struct pool_held *held;	    /* servers stopped on purpose */
+	unsigned nclosing;	    /* closed entries not yet freed */
+	bool freeing;
 };
 
-struct pool *pool_new(uv_loop_t *loop, const struct instance_cbs *cbs,
-		      void *ctx)
+static void pool_entry_destroy(struct pool_entry *e);
+
+static struct pool_entry *pool_entry_of(struct instance *inst)
 {
-	struct pool *pool = xcalloc(1, sizeof *pool);
-	pool->loop = loop;
-	pool->cbs = *cbs;
-	pool->ctx = ctx;
-	return pool;
+	return instance_data(inst);
 }
 
-char *pool_instance_key(const struct server_config *s,
-			const struct pool_scope_ctx *sc, char **cwd)
+/* ---- idle ---- */
+
+static void pool_idle_arm(struct pool_entry *e);
+
+static void pool_idle_cb(uv_timer_t *t)
+{
+	struct pool_entry *e = t->data;
+	uint64_t now = clock_now_ms();
+	if (lease_holders(e->leases) > 0)
+		return;
+	if (!lease_idle_due(e->leases, now, e->idle_ms)) {
+		pool_idle_arm(e);
+		return;
+	}
+	enum instance_state st = instance_state(e->inst);
+	if (st == INSTANCE_STOPPED || st == INSTANCE_STOPPING ||
+	    st == INSTANCE_NEEDS_AUTH)
+		return;
+	log_info("instance %s: idle for %llu ms, closing", e->name,
+		 (unsigned long long)(now - lease_idle_since(e->leases)));
+	/* Its lists stay offered; the next use starts it again. */
+	instance_stop(e->inst, "idle", true);
+}
+
+static void pool_idle_arm(struct pool_entry *e)
+{
+	if (lease_holders(e->leases) > 0 || e->idle_ms == 0)
+		return;
+	uint64_t now = clock_now_ms();
+	uint64_t due = lease_idle_since(e->leases) + e->idle_ms;
+	uv_timer_start(&e->idle_timer, pool_idle_cb, due > now ? due - now : 0,
+		       0);
+}
+
+/* ---- instance callbacks, passed on to the hub ---- */
+
+static void pool_inst_notification_cb(void *ctx, struct instance *inst,
+				      json_t *msg)
+{
+	struct pool_entry *e = ctx;
+	if (e->pool->cbs.on_notification)
+		e->pool->cbs.on_notification(e->pool->ctx, inst, msg);
+}
+
+static void pool_inst_request_cb(void *ctx, struct instance *inst,
+				 json_t *msg)
+{
+	struct pool_entry *e = ctx;
+	if (e->pool->cbs.on_request)
+		e->pool->cbs.on_request(e->pool->ctx, inst, msg);
+}
+
+static void pool_inst_state_cb(void *ctx, struct instance *inst,
+			       enum instance_state from,
+			       enum instance_state to)
+{
+	struct pool_entry *e = ctx;
+	if (to == INSTANCE_READY && lease_holders(e->leases) == 0) {
+		lease_touch(e->leases, clock_now_ms());
+		pool_idle_arm(e);
+	}
+	/* A server that fails to start drops its cached tools. */
+	if (from == INSTANCE_STARTING &&
+	    (to == INSTANCE_FAILED || to == INSTANCE_NEEDS_AUTH) &&
+	    e->pool->cache && e->cache_name)
+		toolcache_drop(e->pool->cache, e->cache_name);
+	if (e->pool->cbs.on_state)
+		e->pool->cbs.on_state(e->pool->ctx, inst, from, to);
+}
+
+static void pool_inst_lists_cb(void *ctx, struct instance *inst)
+{
+	struct pool_entry *e = ctx;
+	if (e->pool->cache && e->cache_name &&
+	    instance_state(inst) == INSTANCE_READY) {
+		json_t *lists = instance_lists_json(inst);
+		int rc = toolcache_store(e->pool->cache, e->cache_name, lists);
+		if (rc < 0)
+			log_warn("instance %s: could not cache its lists: %s",
+				 e->name, strerror(-rc));
+		json_decref(lists);
+	}
+	if (e->pool->cbs.on_lists)
+		e->pool->cbs.on_lists(e->pool->ctx, inst);
+}
+
+static void pool_inst_process_cb(void *ctx, struct instance *inst, pid_t pid,
+				 uint64_t start_time, const char *token,
+				 bool started)
+{
+	struct pool_entry *e = ctx;
+	if (started)
+		e->live++;
+	else if (e->live > 0)
+		e->live--;
+	if (e->pool->journal) {
+		if (started)
+			journal_add(e->pool->journal, pid, pid, start_time,
+				    token, instance_key(inst));
+		else
+			journal_remove(e->pool->journal, pid);
+	}
+	if (e->closing && e->live == 0)
+		pool_entry_destroy(e);
+}
+
+static const struct instance_cbs pool_instance_cbs = {
+	.on_notification = pool_inst_notification_cb,
+	.on_request = pool_inst_request_cb,
+	.on_state = pool_inst_state_cb,
+	.on_lists = pool_inst_lists_cb,
+	.on_process = pool_inst_process_cb,
+};
+
+/* ---- keys ---- */
+
+/* Name, scope, cwd, roots and owner of an instance; the connection is
+ * added by the callers, with or without secrets. */
+static json_t *pool_key_base(const struct server_config *s,
+			     const struct pool_scope_ctx *sc, bool per_session,
+			     const char **cwd)
 {
 	json_t *key = json_object();
 	json_object_set_new(key, "name", json_string(s->name));
 	json_object_set_new(key, "scope",
 			    json_string(config_scope_name(s->scope)));
-	json_object_set_new(key, "connection",
-			    config_server_identity(s, false, NULL));
 	const char *dir;
 	json_t *roots = json_array();
 	switch (s->scope) {
 	case SCOPE_SESSION:
-		json_object_set_new(key, "session",
-				    json_string(sc->session_id));
+		if (per_session)
+			json_object_set_new(key, "session",
+					    json_string(sc->session_id));
 		dir = sc->space ? sc->space : sc->app_dir;
 		if (sc->space)
 			json_array_append_new(roots, json_string(sc->space));
@@ -55,7 +195,7 @@ char *pool_instance_key(const struct server_config *s,
 			json_object_set_new(key, "space",
 					    json_string(sc->space));
 			json_array_append_new(roots, json_string(sc->space));
-		} else {
+		} else if (per_session) {
 			/* A session without a space has a private one. */
 			json_object_set_new(key, "space",
 					    json_pack("{s:s}", "private",
@@ -72,11 +212,85 @@ char *pool_instance_key(const struct server_config *s,
 	json_object_set_new(key, "cwd",
 			    resolved ? json_string(resolved) : json_null());
 	json_object_set_new(key, "roots", roots);
+	if (cwd)
+		*cwd = resolved;
+	return key;
+}
+
+char *pool_instance_key(const struct server_config *s,
+			const struct pool_scope_ctx *sc, char **cwd)
+{
+	const char *dir = NULL;
+	json_t *key = pool_key_base(s, sc, true, &dir);
+	json_object_set_new(key, "connection",
+			    config_server_identity(s, false, NULL));
 	char *out = json_dumps(key, JSON_SORT_KEYS | JSON_COMPACT);
 	json_decref(key);
 	if (cwd)
-		*cwd = resolved ? xstrdup(resolved) : NULL;
+		*cwd = dir ? xstrdup(dir) : NULL;
 	return out;
+}
+
+/* The cache's name for what s resolves to: the key with every secret a
+ * salted fingerprint, and without the session (its tools are the same for
+ * any session with these settings). */
+static char *pool_cache_name(struct pool *pool, const struct server_config *s,
+			     const struct pool_scope_ctx *sc)
+{
+	if (pool->cache == NULL)
+		return NULL;
+	json_t *key = pool_key_base(s, sc, false, NULL);
+	json_object_set_new(
+		key, "connection",
+		config_server_identity(s, true, toolcache_salt(pool->cache)));
+	char *name = toolcache_name(key);
+	json_decref(key);
+	return name;
+}
+
+static char *pool_ident(const struct server_config *s)
+{
+	json_t *id = config_server_identity(s, false, NULL);
+	char *out = json_dumps(id, JSON_SORT_KEYS | JSON_COMPACT);
+	json_decref(id);
+	return out;
+}
+
+/* ---- entries ---- */
+
+static struct pool_entry *pool_find_key(struct pool *pool, const char *key,
+					struct pool_entry ***link)
+{
+	struct pool_entry **pp = &pool->entries;
+	for (; *pp; pp = &(*pp)->next) {
+		if (strcmp(instance_key((*pp)->inst), key) == 0) {
+			if (link)
+				*link = pp;
+			return *pp;
+		}
+	}
+	if (link)
+		*link = pp;
+	return NULL;
+}
+
+struct pool *pool_new(uv_loop_t *loop, const struct instance_cbs *cbs,
+		      void *ctx, struct journal *journal,
+		      struct toolcache *cache)
+{
+	struct pool *pool = xcalloc(1, sizeof *pool);
+	pool->loop = loop;
+	pool->cbs = *cbs;
+	pool->ctx = ctx;
+	pool->journal = journal;
+	pool->cache = cache;
+	pool->idle_ms = CONFIG_DEFAULT_IDLE_MS;
+	return pool;
+}
+
+void pool_set_idle_ms(struct pool *pool, uint64_t ms)
+{
+	pool->idle_ms = ms;
 }
 
 struct instance *pool_instance_find(struct pool *pool,
@@ -84,15 +298,44 @@ struct instance *pool_instance_find(struct pool *pool,
 				    const struct pool_scope_ctx *sc)
 {
 	char *key = pool_instance_key(s, sc, NULL);
-	struct instance *found = NULL;
-	for (struct pool_entry *e = pool->entries; e; e = e->next) {
-		if (strcmp(instance_key(e->inst), key) == 0) {
-			found = e->inst;
-			break;
-		}
-	}
+	struct pool_entry *e = pool_find_key(pool, key, NULL);
 	free(key);
-	return found;
+	return e ? e->inst : NULL;
+}
+
+static void pool_entry_close_cb(uv_handle_t *h)
+{
+	struct pool_entry *e = h->data;
+	struct pool *pool = e->pool;
+	free(e);
+	if (--pool->nclosing == 0 && pool->freeing)
+		free(pool);
+}
+
+static void pool_entry_destroy(struct pool_entry *e)
+{
+	lease_set_free(e->leases);
+	e->leases = NULL;
+	free(e->name);
+	free(e->ident);
+	free(e->cache_name);
+	uv_close((uv_handle_t *)&e->idle_timer, pool_entry_close_cb);
+}
+
+/* Closes an entry's instance at once and forgets it; the entry itself
+ * lives until the instance's processes are gone (the journal hears of
+ * it). */
+static void pool_entry_close(struct pool_entry **link, const char *why)
+{
+	struct pool_entry *e = *link;
+	*link = e->next;
+	e->closing = true;
+	e->pool->nclosing++;
+	uv_timer_stop(&e->idle_timer);
+	log_info("instance %s: closing (%s)", e->name, why);
+	instance_free(e->inst);
+	if (e->live == 0)
+		pool_entry_destroy(e);
 }
 
 struct instance *pool_instance_for(struct pool *pool,
@@ -101,14 +344,13 @@ struct instance *pool_instance_for(struct pool *pool,
 {
 	char *cwd = NULL;
 	char *key = pool_instance_key(s, sc, &cwd);
-	struct pool_entry **tail = &pool->entries;
-	for (struct pool_entry *e = pool->entries; e; e = e->next) {
-		if (strcmp(instance_key(e->inst), key) == 0) {
-			free(key);
-			free(cwd);
-			return e->inst;
-		}
-		tail = &e->next;
+	struct pool_entry **tail;
+	struct pool_entry *e = pool_find_key(pool, key, &tail);
+	if (e) {
+		free(key);
+		free(cwd);
+		lease_join(e->leases, sc->session_id);
+		return e->inst;
 	}
 	struct instance_spec spec = {
 		.server = s,
@@ -118,13 +360,165 @@ struct instance *pool_instance_for(struct pool *pool,
 					    ? sc->client_caps_json
 					    : "{\"roots\":{\"listChanged\":true}}",
 	};
-	struct pool_entry *e = xcalloc(1, sizeof *e);
-	e->inst = instance_new(pool->loop, &spec, &pool->cbs, pool->ctx);
+	e = xcalloc(1, sizeof *e);
+	e->pool = pool;
+	e->name = xstrdup(s->name);
+	e->ident = pool_ident(s);
+	e->leases = lease_set_new(clock_now_ms());
+	e->idle_ms = s->idle_timeout_ms >= 0 ? (uint64_t)s->idle_timeout_ms
+					     : pool->idle_ms;
+	uv_timer_init(pool->loop, &e->idle_timer);
+	e->idle_timer.data = e;
+	e->inst = instance_new(pool->loop, &spec, &pool_instance_cbs, e);
+	instance_set_data(e->inst, e);
+	e->cache_name = pool_cache_name(pool, s, sc);
+	if (e->cache_name) {
+		json_t *lists = toolcache_load(pool->cache, e->cache_name);
+		if (lists) {
+			instance_seed_lists(e->inst, lists);
+			json_decref(lists);
+		}
+	}
+	lease_join(e->leases, sc->session_id);
 	*tail = e;
 	log_debug("new instance %s", key);
 	free(key);
 	free(cwd);
 	return e->inst;
+}
+
+void pool_acquire(struct pool *pool, struct instance *inst,
+		  const char *session_id)
+{
+	struct pool_entry *e = pool_entry_of(inst);
+	if (e->closing)
+		return;
+	if (lease_take(e->leases, session_id))
+		uv_timer_stop(&e->idle_timer);
+}
+
+void pool_release(struct pool *pool, struct instance *inst,
+		  const char *session_id)
+{
+	struct pool_entry *e = pool_entry_of(inst);
+	if (e->closing)
+		return;
+	if (lease_drop(e->leases, session_id, clock_now_ms()))
+		pool_idle_arm(e);
+}
+
+void pool_session_gone(struct pool *pool, const char *session_id)
+{
+	struct pool_entry **pp = &pool->entries;
+	while (*pp) {
+		struct pool_entry *e = *pp;
+		bool member = lease_is_member(e->leases, session_id);
+		if (member && lease_leave(e->leases, session_id, clock_now_ms()))
+			pool_idle_arm(e);
+		if (member && lease_members(e->leases) == 0) {
+			pool_entry_close(pp, "no session uses it");
+			continue;
+		}
+		pp = &e->next;
+	}
+}
+
+unsigned pool_reload(struct pool *pool, const struct config *cfg)
+{
+	unsigned closed = 0;
+	struct pool_entry **pp = &pool->entries;
+	while (*pp) {
+		struct pool_entry *e = *pp;
+		const struct server_config *s = config_find(cfg, e->name);
+		const char *why = NULL;
+		char *ident = NULL;
+		if (s == NULL)
+			why = "server removed";
+		else if (s->error || s->disabled)
+			why = "server disabled or invalid";
+		else if (strcmp((ident = pool_ident(s)), e->ident) != 0)
+			why = "settings changed";
+		free(ident);
+		if (why) {
+			pool_entry_close(pp, why);
+			closed++;
+			continue;
+		}
+		pp = &e->next;
+	}
+	/* A reload also lifts explicit stops of servers that changed. */
+	struct pool_held **hp = &pool->held;
+	while (*hp) {
+		if (config_find(cfg, (*hp)->name) == NULL) {
+			struct pool_held *h = *hp;
+			*hp = h->next;
+			free(h->name);
+			free(h);
+		} else {
+			hp = &(*hp)->next;
+		}
+	}
+	return closed;
+}
+
+bool pool_server_held_stopped(const struct pool *pool, const char *name)
+{
+	for (const struct pool_held *h = pool->held; h; h = h->next)
+		if (strcmp(h->name, name) == 0)
+			return true;
+	return false;
+}
+
+void pool_stop_server(struct pool *pool, const char *name)
+{
+	for (struct pool_entry *e = pool->entries; e; e = e->next) {
+		if (name && strcmp(e->name, name) != 0)
+			continue;
+		instance_stop(e->inst, "stopped on request", false);
+		if (!name && !pool_server_held_stopped(pool, e->name)) {
+			struct pool_held *h = xcalloc(1, sizeof *h);
+			h->name = xstrdup(e->name);
+			h->next = pool->held;
+			pool->held = h;
+		}
+	}
+	if (name && !pool_server_held_stopped(pool, name)) {
+		struct pool_held *h = xcalloc(1, sizeof *h);
+		h->name = xstrdup(name);
+		h->next = pool->held;
+		pool->held = h;
+	}
+}
+
+static void pool_restart_ready_cb(void *arg, struct instance *inst, int err)
+{
+	(void)arg;
+	if (err < 0)
+		log_warn("instance %s: restart failed: %s", instance_name(inst),
+			 instance_last_error(inst) ? instance_last_error(inst)
+						   : "unknown error");
+}
+
+void pool_restart_server(struct pool *pool, const char *name)
+{
+	for (struct pool_held **hp = &pool->held; *hp; hp = &(*hp)->next) {
+		if (strcmp((*hp)->name, name) == 0) {
+			struct pool_held *h = *hp;
+			*hp = h->next;
+			free(h->name);
+			free(h);
+			break;
+		}
+	}
+	for (struct pool_entry *e = pool->entries; e; e = e->next) {
+		if (strcmp(e->name, name) != 0)
+			continue;
+		enum instance_state st = instance_state(e->inst);
+		instance_stop(e->inst, "restart requested", true);
+		if (st == INSTANCE_READY || st == INSTANCE_STARTING ||
+		    st == INSTANCE_FAILED)
+			instance_ensure(e->inst, pool_restart_ready_cb, NULL);
+	}
 }
 
 void pool_foreach(struct pool *pool,
@@ -134,30 +528,51 @@ void pool_foreach(struct pool *pool,
 		fn(arg, e->inst);
 }
 
-void pool_close_server(struct pool *pool, const char *name)
+json_t *pool_describe(struct pool *pool, struct instance *inst)
 {
-	struct pool_entry **pp = &pool->entries;
-	while (*pp) {
-		struct pool_entry *e = *pp;
-		if (name == NULL || strcmp(instance_name(e->inst), name) == 0) {
-			*pp = e->next;
-			instance_free(e->inst);
-			free(e);
-		} else {
-			pp = &e->next;
-		}
+	struct pool_entry *e = pool_entry_of(inst);
+	json_t *o = json_object();
+	json_object_set_new(o, "members", lease_describe(e->leases));
+	json_object_set_new(o, "holders",
+			    json_integer(lease_holders(e->leases)));
+	json_object_set_new(o, "requests",
+			    json_integer(lease_requests(e->leases)));
+	json_object_set_new(o, "idleTimeoutMs",
+			    json_integer((json_int_t)e->idle_ms));
+	enum instance_state st = instance_state(inst);
+	if (lease_holders(e->leases) == 0 &&
+	    (st == INSTANCE_READY || st == INSTANCE_FAILED)) {
+		uint64_t now = clock_now_ms();
+		uint64_t due = lease_idle_since(e->leases) + e->idle_ms;
+		json_object_set_new(o, "idleClosesInMs",
+				    json_integer((json_int_t)(due > now ? due - now
+									  : 0)));
 	}
+	return o;
 }
 
-void pool_drain(struct pool *pool)
+unsigned pool_requests(const struct pool *pool)
 {
-	pool_close_server(pool, NULL);
+	unsigned n = 0;
+	for (const struct pool_entry *e = pool->entries; e; e = e->next)
+		n += lease_requests(e->leases);
+	return n;
 }
 
 void pool_free(struct pool *pool)
 {
 	if (pool == NULL)
 		return;
-	pool_close_server(pool, NULL);
-	free(pool);
+	while (pool->entries)
+		pool_entry_close(&pool->entries, "runtime stopping");
+	while (pool->held) {
+		struct pool_held *h = pool->held;
+		pool->held = h->next;
+		free(h->name);
+		free(h);
+	}
+	/* Entries still closing free the pool with the last of them. */
+	pool->freeing = true;
+	if (pool->nclosing == 0)
+		free(pool);
 }

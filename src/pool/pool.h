@@ -1,20 +1,25 @@
 /*
- * The pool: instances by canonical key. It creates an instance the first
- * time a key is asked for, hands instance events to the runtime's hub, and
- * closes every instance on drain. Knows nothing of JSON-RPC beyond passing
- * messages on.
+ * The pool: instances by canonical key, who uses and holds them (leases),
+ * their idle timers, the ownership journal of their processes and the tool
+ * cache of their lists. It creates an instance the first time a key is
+ * asked for, closes it at once when no session uses it any longer, after
+ * the idle timeout when nobody holds it, and when its server's settings
+ * change. Knows nothing of JSON-RPC beyond passing messages on.
  */
 #ifndef MCPV_POOL_H
 #define MCPV_POOL_H
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <uv.h>
 
 #include "config/config.h"
 #include "instance/instance.h"
 
 struct pool;
+struct journal;
+struct toolcache;
 
 /* Where a session stands, for the scope rules. */
 struct pool_scope_ctx {
@@ -26,11 +31,15 @@ struct pool_scope_ctx {
 	const char *client_caps_json;
 };
 
+/* cbs receive the instances' messages (ctx is passed back). journal and
+ * cache may be NULL; they stay owned by the caller. */
 struct pool *pool_new(uv_loop_t *loop, const struct instance_cbs *cbs,
-		      void *ctx);
+		      void *ctx, struct journal *journal,
+		      struct toolcache *cache);
 /* Closes every instance; they finish stopping on the loop. */
-void pool_drain(struct pool *pool);
 void pool_free(struct pool *pool);
+/* The global idle timeout, for servers without their own. */
+void pool_set_idle_ms(struct pool *pool, uint64_t ms);
 
 /* The instance key: canonical JSON of name, scope, connection identity,
  * resolved cwd and roots (and the session or space that owns it). Caller
@@ -38,7 +47,8 @@ void pool_free(struct pool *pool);
 char *pool_instance_key(const struct server_config *s,
 			const struct pool_scope_ctx *sc, char **cwd);
 
-/* The instance for s as seen from sc, created (not started) if needed. */
+/* The instance for s as seen from sc, created (not started) if needed,
+ * with the session joined as a user. */
 struct instance *pool_instance_for(struct pool *pool,
 				   const struct server_config *s,
 				   const struct pool_scope_ctx *sc);
@@ -47,11 +57,34 @@ struct instance *pool_instance_find(struct pool *pool,
 				    const struct server_config *s,
 				    const struct pool_scope_ctx *sc);
 
+/* A request of session_id runs on inst: it holds the instance. */
+void pool_acquire(struct pool *pool, struct instance *inst,
+		  const char *session_id);
+/* That request ended. */
+void pool_release(struct pool *pool, struct instance *inst,
+		  const char *session_id);
+/* The session ended: it leaves every instance in one step; instances that
+ * nobody uses any longer close at once. */
+void pool_session_gone(struct pool *pool, const char *session_id);
+/* The config changed: instances whose server was removed, disabled or
+ * changed close at once; the others are left untouched. Returns how many
+ * closed. */
+unsigned pool_reload(struct pool *pool, const struct config *cfg);
+
+/* Explicit stop of a server (name) or all (NULL): its instances stop and
+ * drop their lists; they stay stopped until pool_restart or a reload. */
+void pool_stop_server(struct pool *pool, const char *name);
+/* Whether a server was stopped explicitly. */
+bool pool_server_held_stopped(const struct pool *pool, const char *name);
+/* Restarts a server's running instances and lifts an explicit stop. */
+void pool_restart_server(struct pool *pool, const char *name);
+
 /* Calls fn for every instance, in creation order. */
 void pool_foreach(struct pool *pool,
 		  void (*fn)(void *arg, struct instance *inst), void *arg);
-/* Closes (and frees, once stopped) the instances whose server is named
- * name, or every one when name is NULL. */
-void pool_close_server(struct pool *pool, const char *name);
+/* Leases and idle deadline of inst, for status. New reference. */
+json_t *pool_describe(struct pool *pool, struct instance *inst);
+/* Requests in flight over every instance. */
+unsigned pool_requests(const struct pool *pool);
 
 #endif

@@ -4,6 +4,7 @@
 #include "runtime/runtime.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,9 @@
 
 #include "config/config.h"
 #include "endpoint/endpoint.h"
+#include "journal/journal.h"
 #include "session/hub.h"
+#include "toolcache/toolcache.h"
 #include "transport/stdio.h"
 #include "util/fsutil.h"
 #include "util/log.h"
@@ -26,45 +29,132 @@
 struct runtime {
 	uv_loop_t *loop;
 	struct paths paths;
+	const char *config_path;
 	struct hub *hub;
 	struct endpoint *ep;
+	struct journal *journal;
+	struct toolcache *cache;
 	uv_signal_t sigterm, sigint, sighup;
+	uv_timer_t grace;
+	uint64_t grace_ms;
 	bool stopping;
+	bool finished;
 	int exit_code;
 };
 
-static void runtime_stop(struct runtime *rt, const char *why)
+/* Everything in flight is settled (or the grace period ran out): close the
+ * endpoint and every instance. The loop returns once the last server
+ * process is reaped. */
+static void runtime_finish(struct runtime *rt)
 {
-	if (rt->stopping)
+	if (rt->finished)
 		return;
-	rt->stopping = true;
-	log_info("stopping (%s)", why);
+	rt->finished = true;
+	uv_timer_stop(&rt->grace);
+	unsigned left = hub_requests(rt->hub);
+	if (left > 0) {
+		log_warn("%u call(s) still running after the %llu ms grace "
+			 "period were cancelled",
+			 left, (unsigned long long)rt->grace_ms);
+		rt->exit_code = 1;
+	}
 	endpoint_free(rt->ep);
 	rt->ep = NULL;
-	/* Closing the hub closes every instance; their stop ladders run on
-	 * the loop, which returns once the last process is reaped. */
 	hub_free(rt->hub);
 	rt->hub = NULL;
 	unlink(rt->paths.runtime_file);
 	uv_close((uv_handle_t *)&rt->sigterm, NULL);
 	uv_close((uv_handle_t *)&rt->sigint, NULL);
 	uv_close((uv_handle_t *)&rt->sighup, NULL);
+	uv_close((uv_handle_t *)&rt->grace, NULL);
+}
+
+static void runtime_quiet_cb(void *arg)
+{
+	runtime_finish(arg);
+}
+
+static void runtime_grace_cb(uv_timer_t *t)
+{
+	runtime_finish(t->data);
+}
+
+/* Drain: stop accepting, let calls in flight finish within the grace
+ * period, then close everything. */
+static void runtime_stop(struct runtime *rt, const char *why)
+{
+	if (rt->stopping)
+		return;
+	rt->stopping = true;
+	unsigned n = hub_requests(rt->hub);
+	log_info("stopping (%s); %u call(s) in flight, grace %llu ms", why, n,
+		 (unsigned long long)rt->grace_ms);
+	endpoint_stop_accepting(rt->ep);
+	endpoint_set_draining(rt->ep);
+	unlink(rt->paths.runtime_file);
+	uv_timer_start(&rt->grace, runtime_grace_cb, rt->grace_ms, 0);
+	hub_when_quiet(rt->hub, runtime_quiet_cb, rt);
+}
+
+static void runtime_stop_later_cb(uv_timer_t *t)
+{
+	runtime_stop(t->data, "stop requested");
+}
+
+static int runtime_reload(struct runtime *rt, char **msg)
+{
+	struct config *cfg = config_load_file(rt->config_path);
+	if (cfg->fatal) {
+		*msg = xasprintf("config not reloaded: %s", cfg->fatal);
+		log_error("%s", *msg);
+		config_free(cfg);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < cfg->nservers; i++)
+		if (cfg->servers[i].error)
+			log_error("%s", cfg->servers[i].error);
+	size_t n = cfg->nservers;
+	unsigned closed = hub_reload(rt->hub, cfg);
+	*msg = xasprintf("reloaded %s: %zu server(s), %u instance(s) closed",
+			 rt->config_path, n, closed);
+	return 0;
 }
 
 static void runtime_signal_cb(uv_signal_t *h, int signum)
 {
 	struct runtime *rt = h->data;
 	if (signum == SIGHUP) {
-		log_info("SIGHUP: config reload is not supported yet; "
-			 "restart the runtime to apply changes");
+		char *msg = NULL;
+		if (!rt->stopping)
+			runtime_reload(rt, &msg);
+		free(msg);
 		return;
 	}
 	runtime_stop(rt, signum == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
-static void runtime_stop_request_cb(void *arg)
+static int runtime_control_cb(void *arg, const char *action,
+			      const char *server, bool force, char **msg)
 {
-	runtime_stop(arg, "stop requested");
+	struct runtime *rt = arg;
+	if (rt->stopping) {
+		*msg = xstrdup("the runtime is stopping");
+		return -EBUSY;
+	}
+	if (strcmp(action, "shutdown") == 0) {
+		/* From the next loop turn, so this answer goes out first. */
+		*msg = xstrdup("stopping");
+		uv_timer_start(&rt->grace, runtime_stop_later_cb, 0, 0);
+		return 0;
+	}
+	if (strcmp(action, "reload") == 0)
+		return runtime_reload(rt, msg);
+	if (strcmp(action, "stop") == 0)
+		return hub_stop_server(rt->hub, server, force, msg);
+	if (strcmp(action, "restart") == 0)
+		return hub_restart_server(rt->hub, server, force, msg);
+	*msg = xasprintf("unknown action %s", action);
+	return -EINVAL;
 }
 
 static int runtime_write_file(struct runtime *rt, const char *config_path)
@@ -159,6 +249,7 @@ int runtime_serve(const struct runtime_opts *opts)
 
 	const char *config_path =
 		opts->config ? opts->config : rt.paths.config_file;
+	rt.config_path = config_path;
 	struct config *cfg = config_load_file(config_path);
 	if (cfg->fatal) {
 		fprintf(stderr, "mcpvisor: %s\n", cfg->fatal);
@@ -168,6 +259,28 @@ int runtime_serve(const struct runtime_opts *opts)
 	}
 	runtime_log_config(cfg);
 	size_t nservers = cfg->nservers;
+	rt.grace_ms = opts->grace_ms ? opts->grace_ms
+		      : cfg->shutdown_grace_ms > 0
+			      ? (uint64_t)cfg->shutdown_grace_ms
+			      : CONFIG_DEFAULT_GRACE_MS;
+
+	/* After a crash, stop what the last runtime started and left
+	 * behind, and nothing else. */
+	rc = journal_open(rt.paths.state_dir, &rt.journal);
+	if (rc < 0) {
+		log_warn("cannot open the journal in %s: %s",
+			 rt.paths.state_dir, strerror(-rc));
+		rt.journal = NULL;
+	} else {
+		struct journal_report rep;
+		journal_reconcile(rt.journal, 2000, &rep);
+	}
+	rc = toolcache_open(rt.paths.cache_dir, &rt.cache);
+	if (rc < 0) {
+		log_warn("no tool cache (%s): %s", rt.paths.cache_dir,
+			 strerror(-rc));
+		rt.cache = NULL;
+	}
 
 	/* Orphaned grandchildren of our servers come to us, so they can be
 	 * reaped; children get a parent-death signal through the exec step. */
@@ -183,15 +296,19 @@ int runtime_serve(const struct runtime_opts *opts)
 	char cwd[4096];
 	if (getcwd(cwd, sizeof cwd) == NULL)
 		strcpy(cwd, "/");
-	rt.hub = hub_new(rt.loop, cfg, cwd);
+	rt.hub = hub_new(rt.loop, cfg, cwd, rt.journal, rt.cache);
 	if (opts->page_size)
 		hub_set_page_size(rt.hub, opts->page_size);
+	if (opts->session_timeout_ms)
+		hub_set_session_timeout(rt.hub, opts->session_timeout_ms);
+	uv_timer_init(rt.loop, &rt.grace);
+	rt.grace.data = &rt;
 	struct endpoint_opts eo = {
 		.host = "127.0.0.1",
 		.port = opts->port,
 		.socket_path = rt.paths.socket_path,
 		.sse_close_ms = opts->sse_close_ms,
-		.on_stop = runtime_stop_request_cb,
+		.control = runtime_control_cb,
 		.arg = &rt,
 	};
 	char *err = NULL;
@@ -200,7 +317,10 @@ int runtime_serve(const struct runtime_opts *opts)
 		fprintf(stderr, "mcpvisor: %s\n", err);
 		free(err);
 		hub_free(rt.hub);
+		uv_close((uv_handle_t *)&rt.grace, NULL);
 		uv_run(rt.loop, UV_RUN_DEFAULT);
+		journal_free(rt.journal);
+		toolcache_free(rt.cache);
 		uv_loop_close(rt.loop);
 		free(rt.loop);
 		paths_free(&rt.paths);
@@ -227,10 +347,20 @@ int runtime_serve(const struct runtime_opts *opts)
 
 	uv_run(rt.loop, UV_RUN_DEFAULT);
 	rc = uv_loop_close(rt.loop);
-	if (rc != 0)
+	if (rc != 0) {
 		log_warn("loop closed with handles still open");
+		rt.exit_code = 1;
+	}
 	free(rt.loop);
+	if (rt.journal && journal_count(rt.journal) > 0) {
+		log_warn("%zu process(es) could not be confirmed gone; the "
+			 "next start will stop them",
+			 journal_count(rt.journal));
+		rt.exit_code = 1;
+	}
+	journal_free(rt.journal);
+	toolcache_free(rt.cache);
 	paths_free(&rt.paths);
-	log_info("stopped");
+	log_info("stopped%s", rt.exit_code ? " (not everything settled)" : "");
 	return rt.exit_code;
 }

@@ -4,12 +4,15 @@
  */
 #include "session/hub.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "jsonrpc/jsonrpc.h"
 #include "router/router.h"
 #include "session/session.h"
+#include "util/buf.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
@@ -26,7 +29,13 @@ struct hub {
 	size_t page_size;
 	struct hub_entry *sessions;
 	size_t nsessions;
+	uint64_t session_timeout_ms;
+	uv_timer_t sweep;
+	void (*quiet_fn)(void *arg);
+	void *quiet_arg;
 };
+
+#define HUB_SWEEP_MS 5000
 
 static void hub_inst_notification_cb(void *ctx, struct instance *inst,
 				     json_t *msg)
@@ -100,21 +109,83 @@ static void hub_inst_lists_cb(void *ctx, struct instance *inst)
 			session_lists_changed(e->s, inst);
 }
 
+static void hub_check_quiet(struct hub *hub)
+{
+	if (hub->quiet_fn && pool_requests(hub->pool) == 0) {
+		void (*fn)(void *) = hub->quiet_fn;
+		hub->quiet_fn = NULL;
+		fn(hub->quiet_arg);
+	}
+}
+
+static void hub_inst_state_cb(void *ctx, struct instance *inst,
+			      enum instance_state from,
+			      enum instance_state to)
+{
+	struct hub *hub = ctx;
+	/* Lists dropped at once (explicit stop, failed start, needs_auth)
+	 * change what clients see. */
+	if (to == INSTANCE_STOPPING || to == INSTANCE_NEEDS_AUTH ||
+	    (from == INSTANCE_STARTING && to == INSTANCE_FAILED))
+		hub_inst_lists_cb(hub, inst);
+}
+
 static const struct instance_cbs hub_instance_cbs = {
 	.on_notification = hub_inst_notification_cb,
 	.on_request = hub_inst_request_cb,
 	.on_lists = hub_inst_lists_cb,
+	.on_state = hub_inst_state_cb,
 };
 
-struct hub *hub_new(uv_loop_t *loop, struct config *cfg, const char *app_dir)
+static void hub_sweep_cb(uv_timer_t *t)
+{
+	struct hub *hub = t->data;
+	uint64_t now = clock_now_ms();
+	struct hub_entry *e = hub->sessions;
+	while (e) {
+		struct hub_entry *next = e->next;
+		if (hub->session_timeout_ms > 0 &&
+		    now - session_last_seen(e->s) >= hub->session_timeout_ms &&
+		    !session_has_stream(e->s)) {
+			log_info("session %.8s expired after %llu ms idle",
+				 session_id(e->s),
+				 (unsigned long long)(now -
+						      session_last_seen(e->s)));
+			hub_session_end(hub, e->s);
+		} else {
+			session_sweep(e->s, now);
+		}
+		e = next;
+	}
+	hub_check_quiet(hub);
+}
+
+struct hub *hub_new(uv_loop_t *loop, struct config *cfg, const char *app_dir,
+		    struct journal *journal, struct toolcache *cache)
 {
 	struct hub *hub = xcalloc(1, sizeof *hub);
 	hub->loop = loop;
 	hub->cfg = cfg;
 	hub->app_dir = xstrdup(app_dir);
 	hub->page_size = ROUTER_DEFAULT_PAGE;
-	hub->pool = pool_new(loop, &hub_instance_cbs, hub);
+	hub->session_timeout_ms = HUB_DEFAULT_SESSION_TIMEOUT_MS;
+	hub->pool = pool_new(loop, &hub_instance_cbs, hub, journal, cache);
+	if (cfg->idle_timeout_ms >= 0)
+		pool_set_idle_ms(hub->pool, (uint64_t)cfg->idle_timeout_ms);
+	uv_timer_init(loop, &hub->sweep);
+	hub->sweep.data = hub;
+	uv_timer_start(&hub->sweep, hub_sweep_cb, HUB_SWEEP_MS, HUB_SWEEP_MS);
 	return hub;
+}
+
+void hub_set_session_timeout(struct hub *hub, uint64_t ms)
+{
+	hub->session_timeout_ms = ms;
+}
+
+static void hub_sweep_close_cb(uv_handle_t *h)
+{
+	free(h->data);
 }
 
 void hub_free(struct hub *hub)
@@ -130,7 +201,97 @@ void hub_free(struct hub *hub)
 	pool_free(hub->pool);
 	config_free(hub->cfg);
 	free(hub->app_dir);
-	free(hub);
+	/* The hub itself goes with its timer. */
+	uv_close((uv_handle_t *)&hub->sweep, hub_sweep_close_cb);
+}
+
+unsigned hub_reload(struct hub *hub, struct config *cfg)
+{
+	unsigned closed = pool_reload(hub->pool, cfg);
+	config_free(hub->cfg);
+	hub->cfg = cfg;
+	if (cfg->idle_timeout_ms >= 0)
+		pool_set_idle_ms(hub->pool, (uint64_t)cfg->idle_timeout_ms);
+	for (struct hub_entry *e = hub->sessions; e; e = e->next)
+		session_lists_changed(e->s, NULL);
+	log_info("config reloaded from %s: %zu server(s), %u instance(s) "
+		 "closed",
+		 cfg->path, cfg->nservers, closed);
+	return closed;
+}
+
+void hub_request_done(struct hub *hub)
+{
+	hub_check_quiet(hub);
+}
+
+unsigned hub_requests(const struct hub *hub)
+{
+	return pool_requests(hub->pool);
+}
+
+void hub_when_quiet(struct hub *hub, void (*fn)(void *arg), void *arg)
+{
+	hub->quiet_fn = fn;
+	hub->quiet_arg = arg;
+	hub_check_quiet(hub);
+}
+
+/* The calls in flight on a server's instances, for a refusal. */
+static char *hub_calls_on(struct hub *hub, const char *name)
+{
+	struct buf b;
+	buf_init(&b);
+	for (struct hub_entry *e = hub->sessions; e; e = e->next)
+		session_describe_calls(e->s, name, &b);
+	return b.len ? buf_steal(&b) : (buf_free(&b), NULL);
+}
+
+static int hub_control_check(struct hub *hub, const char *name, bool force,
+			     const char *verb, char **msg)
+{
+	if (name && config_find(hub->cfg, name) == NULL) {
+		*msg = xasprintf("no server named \"%s\" in %s", name,
+				 hub->cfg->path);
+		return -ENOENT;
+	}
+	char *calls = NULL;
+	if (name)
+		calls = hub_calls_on(hub, name);
+	else
+		for (size_t i = 0; i < hub->cfg->nservers && !calls; i++)
+			calls = hub_calls_on(hub, hub->cfg->servers[i].name);
+	if (calls && !force) {
+		*msg = xasprintf("not %s %s: a call is in flight (%s); wait for "
+				 "it or use --force",
+				 verb, name ? name : "every server", calls);
+		free(calls);
+		return -EBUSY;
+	}
+	free(calls);
+	return 0;
+}
+
+int hub_stop_server(struct hub *hub, const char *name, bool force,
+		    char **msg)
+{
+	int rc = hub_control_check(hub, name, force, "stopping", msg);
+	if (rc < 0)
+		return rc;
+	pool_stop_server(hub->pool, name);
+	*msg = xasprintf("stopped %s", name ? name : "every server");
+	return 0;
+}
+
+int hub_restart_server(struct hub *hub, const char *name, bool force,
+		       char **msg)
+{
+	int rc = hub_control_check(hub, name, force, "restarting", msg);
+	if (rc < 0)
+		return rc;
+	pool_restart_server(hub->pool, name);
+	*msg = xasprintf("restarting %s", name);
+	return 0;
 }
 
 const struct config *hub_config(const struct hub *hub)
@@ -204,8 +365,13 @@ void hub_session_end(struct hub *hub, struct session *s)
 		*pp = e->next;
 		hub->nsessions--;
 		log_info("session %.8s ended", session_id(s));
+		char *id = xstrdup(session_id(s));
 		session_free(s);
 		free(e);
+		/* Instances nobody uses any longer close at once. */
+		pool_session_gone(hub->pool, id);
+		free(id);
+		hub_check_quiet(hub);
 		return;
 	}
 }
@@ -235,12 +401,21 @@ static void hub_status_inst_cb(void *arg, struct instance *inst)
 	if (strcmp(instance_name(inst), w->name) != 0)
 		return;
 	json_t *d = instance_describe(inst, w->verbose);
-	json_t *holders = json_array();
-	for (struct hub_entry *e = w->hub->sessions; e; e = e->next)
-		if (session_uses(e->s, inst))
-			json_array_append_new(holders,
-					      json_string(session_id(e->s)));
-	json_object_set_new(d, "sessions", holders);
+	json_t *p = pool_describe(w->hub->pool, inst);
+	json_t *members = json_object_get(p, "members");
+	json_t *ids = json_array();
+	size_t i;
+	json_t *m;
+	json_array_foreach(members, i, m)
+		json_array_append(ids, json_object_get(m, "session"));
+	json_object_set_new(d, "sessions", ids);
+	json_object_set(d, "holders", json_object_get(p, "holders"));
+	json_object_set(d, "inflight", json_object_get(p, "requests"));
+	json_object_set(d, "idleTimeoutMs", json_object_get(p, "idleTimeoutMs"));
+	if (json_object_get(p, "idleClosesInMs"))
+		json_object_set(d, "idleClosesInMs",
+				json_object_get(p, "idleClosesInMs"));
+	json_decref(p);
 	json_array_append_new(w->out, d);
 }
 
@@ -263,6 +438,8 @@ json_t *hub_status(struct hub *hub, bool verbose)
 					    json_string(sv->error));
 		if (sv->disabled)
 			json_object_set_new(o, "disabled", json_true());
+		if (pool_server_held_stopped(hub->pool, sv->name))
+			json_object_set_new(o, "stoppedByUser", json_true());
 		struct hub_status_walk w = {hub, sv->name, json_array(),
 					    verbose};
 		pool_foreach(hub->pool, hub_status_inst_cb, &w);

@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <uv.h>
 
 #include "config/config.h"
@@ -17,8 +18,33 @@
 struct hub;
 struct session;
 
-/* Takes ownership of cfg. app_dir: where app-scoped servers start. */
-struct hub *hub_new(uv_loop_t *loop, struct config *cfg, const char *app_dir);
+struct journal;
+struct toolcache;
+
+#define HUB_DEFAULT_SESSION_TIMEOUT_MS (30 * 60 * 1000)
+
+/* Takes ownership of cfg. app_dir: where app-scoped servers start.
+ * journal and cache may be NULL and stay the caller's. */
+struct hub *hub_new(uv_loop_t *loop, struct config *cfg, const char *app_dir,
+		    struct journal *journal, struct toolcache *cache);
+/* Sessions idle this long are dropped (0: never). */
+void hub_set_session_timeout(struct hub *hub, uint64_t ms);
+/* Takes ownership of cfg: servers whose settings are unchanged keep
+ * running; removed or changed ones close. Returns how many closed. */
+unsigned hub_reload(struct hub *hub, struct config *cfg);
+/* Explicit controls on a server (NULL name: all servers for stop). They
+ * refuse while a call is in flight unless force; *msg says what happened
+ * or which call is in the way (caller frees). 0, -EBUSY or -ENOENT. */
+int hub_stop_server(struct hub *hub, const char *name, bool force,
+		    char **msg);
+int hub_restart_server(struct hub *hub, const char *name, bool force,
+		       char **msg);
+/* Requests in flight on servers. */
+unsigned hub_requests(const struct hub *hub);
+/* A request on a server ended (the drain may be waiting for that). */
+void hub_request_done(struct hub *hub);
+/* fn runs (once) when no request is in flight any more. */
+void hub_when_quiet(struct hub *hub, void (*fn)(void *arg), void *arg);
 /* Ends every session and closes every instance. */
 void hub_free(struct hub *hub);
 

@@ -16,6 +16,7 @@
 #include "pool/pool.h"
 #include "router/router.h"
 #include "session/hub.h"
+#include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
@@ -34,7 +35,10 @@ struct call {
 	int64_t server_id; /* 0 until sent */
 	json_t *progress_token; /* the client's, or NULL */
 	uint64_t seq;
+	uint64_t started_ms;
+	char *label; /* the name the client used, for status and refusals */
 	bool done;
+	bool leased; /* holds c->inst for the session */
 	int refs;
 };
 
@@ -438,6 +442,8 @@ typedef void (*session_gather_done)(struct session *s, void *arg);
 struct gather {
 	struct session *s;
 	unsigned waiting;
+	struct instance **held; /* instances leased during their start */
+	size_t nheld;
 	session_gather_done done;
 	void *arg;
 };
@@ -445,10 +451,18 @@ struct gather {
 static void session_gather_ready_cb(void *arg, struct instance *inst, int err)
 {
 	struct gather *g = arg;
+	for (size_t i = 0; inst && i < g->nheld; i++) {
+		if (g->held[i] == inst) {
+			pool_release(hub_pool(g->s->hub), inst, g->s->id);
+			g->held[i] = g->held[--g->nheld];
+			break;
+		}
+	}
 	if (--g->waiting > 0)
 		return;
 	g->done(g->s, g->arg);
 	session_unref(g->s);
+	free(g->held);
 	free(g);
 }
 
@@ -466,20 +480,25 @@ static void session_gather(struct session *s, session_gather_done done,
 	g->done = done;
 	g->arg = arg;
 	g->waiting = 1; /* held until every start is asked for */
+	g->held = xcalloc(cfg->nservers + 1, sizeof *g->held);
+	struct pool *pool = hub_pool(s->hub);
 	for (size_t i = 0; i < cfg->nservers; i++) {
 		const struct server_config *srv = &cfg->servers[i];
-		if (!session_server_usable(srv))
+		if (!session_server_usable(srv) ||
+		    pool_server_held_stopped(pool, srv->name))
 			continue;
-		struct instance *inst =
-			pool_instance_for(hub_pool(s->hub), srv, &sc);
+		struct instance *inst = pool_instance_for(pool, srv, &sc);
 		enum instance_state st = instance_state(inst);
 		if (st == INSTANCE_READY || st == INSTANCE_NEEDS_AUTH)
 			continue;
-		/* A dropped server keeps offering what it had. */
-		if (st == INSTANCE_FAILED &&
-		    instance_list(inst, INSTANCE_TOOLS) != NULL)
+		/* Lists known from an earlier run or from the tool cache are
+		 * offered without starting anything: a dropped or idle server
+		 * keeps offering what it had. */
+		if (instance_lists_known(inst))
 			continue;
 		g->waiting++;
+		pool_acquire(pool, inst, s->id);
+		g->held[g->nheld++] = inst;
 		instance_ensure(inst, session_gather_ready_cb, g);
 	}
 	session_gather_ready_cb(g, NULL, 0);
@@ -575,6 +594,7 @@ static void session_call_unref(struct call *c)
 	json_decref(c->params);
 	json_decref(c->progress_token);
 	free(c->method);
+	free(c->label);
 	free(c);
 }
 
@@ -583,6 +603,12 @@ static void session_call_finish(struct call *c)
 	if (c->done)
 		return;
 	c->done = true;
+	if (c->leased) {
+		c->leased = false;
+		pool_release(hub_pool(c->session->hub), c->inst,
+			     c->session->id);
+		hub_request_done(c->session->hub);
+	}
 	c->prev->next = c->next;
 	c->next->prev = c->prev;
 	c->next = c->prev = c;
@@ -619,6 +645,40 @@ static char *session_call_token(struct session *s, struct call *c)
 			 (unsigned long long)c->seq);
 }
 
+/* What the model is told when a server cannot take a request: what
+ * happened and when it may work again, in one sentence, naming nothing the
+ * model could not do itself. */
+static char *session_unavailable_text(struct session *s, struct instance *inst,
+				      int err)
+{
+	const char *name = instance_name(inst);
+	const char *why = instance_last_error(inst);
+	if (pool_server_held_stopped(hub_pool(s->hub), name))
+		return xasprintf("Server \"%s\" was stopped by the user and "
+				 "does not take requests until it is "
+				 "restarted.",
+				 name);
+	if (err == -EACCES)
+		return xasprintf("Server \"%s\" needs authorization: it "
+				 "refused its credentials (%s), and it will "
+				 "not be retried until they change.",
+				 name, why ? why : "no reason given");
+	if (err == -EAGAIN) {
+		uint64_t ms = instance_backoff_remaining_ms(inst);
+		return xasprintf("Server \"%s\" failed to start (%s); the next "
+				 "attempt can run in %llu.%llu s.",
+				 name, why ? why : "unknown error",
+				 (unsigned long long)(ms / 1000),
+				 (unsigned long long)(ms % 1000 / 100));
+	}
+	if (err == -ECANCELED)
+		return xasprintf("Server \"%s\" was stopped before it could "
+				 "take the request.",
+				 name);
+	return xasprintf("Server \"%s\" is not available: %s.", name,
+			 why ? why : "it could not be started");
+}
+
 static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 {
 	struct call *c = arg;
@@ -627,13 +687,7 @@ static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 		return;
 	}
 	if (err < 0) {
-		const char *why = instance_last_error(inst);
-		char *msg = xasprintf(
-			"Server \"%s\" is not available: %s", instance_name(inst),
-			err == -EACCES
-				? "it needs authorization (credentials "
-				  "were refused)"
-				: (why ? why : "it could not be started"));
+		char *msg = session_unavailable_text(c->session, inst, err);
 		json_t *data = instance_describe(inst, false);
 		json_object_set_new(data, "server",
 				    json_string(instance_name(inst)));
@@ -684,11 +738,20 @@ static void session_call_start(struct session *s, json_t *id,
 	c->method = xstrdup(method);
 	c->params = params;
 	c->seq = s->next_seq++;
+	c->started_ms = clock_now_ms();
+	c->label = xasprintf("%s %s", method,
+			     json_string_value(json_object_get(params, "name"))
+				     ? json_string_value(
+					       json_object_get(params, "name"))
+				     : "");
 	json_t *meta = json_object_get(params, "_meta");
 	json_t *tok = json_object_get(meta, "progressToken");
 	if (tok)
 		c->progress_token = json_incref(tok);
 	c->inst = pool_instance_for(hub_pool(s->hub), srv, &sc);
+	/* The call holds its instance from now on: no idle close under it. */
+	pool_acquire(hub_pool(s->hub), c->inst, s->id);
+	c->leased = true;
 	c->refs = 2; /* the session's list, and the pending callback */
 	c->prev = s->calls.prev;
 	c->next = &s->calls;
@@ -790,6 +853,18 @@ static void session_route(struct session *s, void *arg)
 		} else {
 			session_route_unknown(s, rr, what, asked);
 		}
+		session_route_free(rr);
+		return;
+	}
+	if (pool_server_held_stopped(hub_pool(s->hub), sv.servers[idx]->name)) {
+		char *msg = xasprintf("Server \"%s\" was stopped by the user "
+				      "and does not take requests until it is "
+				      "restarted.",
+				      sv.servers[idx]->name);
+		session_reply_error(rr->ex, rr->id, JR_SERVER_UNAVAILABLE, msg,
+				    NULL);
+		free(msg);
+		session_views_free(&sv);
 		session_route_free(rr);
 		return;
 	}
@@ -1247,6 +1322,21 @@ bool session_route_server_cancel(struct session *s, struct instance *inst,
 		return true;
 	}
 	return false;
+}
+
+void session_describe_calls(struct session *s, const char *name,
+			    struct buf *b)
+{
+	uint64_t now = clock_now_ms();
+	for (struct call *c = s->calls.next; c != &s->calls; c = c->next) {
+		if (c->done || strcmp(instance_name(c->inst), name) != 0)
+			continue;
+		if (b->len)
+			buf_puts(b, ", ");
+		buf_printf(b, "%s on %s (session %.8s, running %.1f s)",
+			   c->label, name, s->id,
+			   (double)(now - c->started_ms) / 1000.0);
+	}
 }
 
 void session_lists_changed(struct session *s, struct instance *inst)

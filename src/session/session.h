@@ -87,7 +87,12 @@ void session_forward_server_request(struct session *s, struct instance *inst,
  * mapped back. True when it was this session's. */
 bool session_route_server_cancel(struct session *s, struct instance *inst,
 				 json_t *msg);
-/* inst's lists changed: tell the client if what it sees changed. */
+struct buf;
+/* Appends a description of this session's calls in flight on server name
+ * ("demo__sleep (session ab12cd34, 2.1 s)"; ", "-separated) to b. */
+void session_describe_calls(struct session *s, const char *name,
+			    struct buf *b);
+/* inst's lists changed (NULL: maybe any): tell the client if what it sees changed. */
 void session_lists_changed(struct session *s, struct instance *inst);
 
 #endif

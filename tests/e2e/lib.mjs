@@ -183,6 +183,12 @@ export class Runtime {
 				this.exited = { code, signal };
 				resolve(this.exited);
 			});
+			// A binary that cannot run (missing, being relinked).
+			child.on('error', (e) => {
+				this.stderrText += `spawn ${MCPVISOR}: ${e.message}\n`;
+				this.exited = { code: null, signal: null, error: e };
+				resolve(this.exited);
+			});
 		});
 		child.stderr.setEncoding('utf8');
 		child.stderr.on('data', (d) => {
@@ -210,11 +216,12 @@ export class Runtime {
 					resolve(m[1]);
 				}
 			});
-			this.exitPromise.then(({ code, signal }) => {
+			this.exitPromise.then(({ code, signal, error }) => {
 				clearTimeout(timer);
 				reject(
 					new Error(
-						`mcpvisor serve exited (${code ?? signal}) ` +
+						`mcpvisor serve ${error ? 'could not run' : 'exited'} ` +
+							`(${error?.message ?? code ?? signal}) ` +
 							`before listening; stderr:\n${this.stderrText}`,
 					),
 				);
@@ -284,7 +291,8 @@ export class Runtime {
 			problems.push(`runtime did not exit within ${STOP_MS} ms of SIGTERM`);
 			this.child.kill('SIGKILL');
 			ex = await this.exitPromise;
-		} else if (ex.code !== 0) {
+		} else if (!ex.error && ex.code !== 0) {
+			// (a spawn error has already failed start())
 			problems.push(
 				`runtime exited with ${ex.code ?? 'signal ' + ex.signal}`,
 			);
@@ -343,15 +351,14 @@ export async function withRuntime(servers, opts, body) {
 		return;
 	}
 	const tail = rt.stderr().split('\n').slice(-40).join('\n');
-	if (failure) {
-		if (problems.length)
-			failure.message += `\n(also at stop: ${problems.join('; ')})`;
-		failure.message += `\n--- runtime stderr (tail) ---\n${tail}`;
-		throw failure;
-	}
-	throw new Error(
-		`${problems.join('; ')}\n--- runtime stderr (tail) ---\n${tail}`,
-	);
+	let msg = failure ? failure.message : problems.join('; ');
+	if (failure && problems.length)
+		msg += `\n(also at stop: ${problems.join('; ')})`;
+	// A new error, so that reporters that print an assertion's own
+	// message still show the stop problems and the runtime's stderr.
+	throw new Error(`${msg}\n--- runtime stderr (tail) ---\n${tail}`, {
+		cause: failure ?? undefined,
+	});
 }
 
 // ---- a raw MCP client over fetch ----

@@ -87,6 +87,19 @@ test('SIGTERM: exit 0, no server, grandchild or SIGTERM-ignoring server left', {
 	);
 });
 
+test('SIGINT stops the runtime like SIGTERM: exit 0, servers gone', {
+	timeout: 30_000,
+}, async () => {
+	await withRuntime({ gc: demo(['--name', 'gc', '--grandchild']) }, async (rt) => {
+		const c = await connect(rt);
+		const info = await rt.demoPids(c, 'gc__pid');
+		assert.ok(info.grandchild > 1);
+		await rt.status();
+		rt.terminate('SIGINT');
+		assert.equal((await rt.exitPromise).code, 0, 'exit code after SIGINT');
+	});
+});
+
 test('SIGTERM with a call in flight: the call is answered, then exit 0', {
 	timeout: 30_000,
 }, async () => {

@@ -111,6 +111,16 @@ test('SDK client: demo tools, prompt, resources, structured content', {
 				client.getPrompt({ name: 'nope__greeting', arguments: {} }),
 				/nope__greeting|Unknown|not found/i,
 			);
+
+			// The terminal client reaches the same runtime and instances
+			// while the SDK session is open.
+			const hi = await rt.cli(['call', 'demo__echo', '{"text":"hi"}']);
+			assert.equal(hi.code, 0, hi.stderr);
+			assert.equal(hi.stdout, 'hi\n');
+			const cliPid = await rt.cli(['call', 'demo2__pid']);
+			assert.equal(JSON.parse(cliPid.stdout).pid, p2.pid, 'shared instance');
+			const st = await rt.status();
+			assert.ok(st.sessions >= 1, 'the SDK session is counted');
 			await sdkClose(c);
 		},
 	);

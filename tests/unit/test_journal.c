@@ -440,75 +440,128 @@ Test(journal, add_rejects_bad_input_and_bounds_the_key)
 }
 
 #define TST_TOK "0123456789abcdef0123456789abcdef"
-#define TST_ENTRY(pid, pgid, st, tok, key)                                     \
-	"{\"pid\":" pid ",\"pgid\":" pgid ",\"startTime\":" st                 \
-	",\"token\":" tok ",\"key\":" key "}"
-#define TST_GOOD TST_ENTRY("77", "77", "12", "\"" TST_TOK "\"", "\"k\"")
+#define TST_GOOD                                                               \
+	"{\"pid\":77,\"pgid\":77,\"startTime\":12,\"key\":\"k\","              \
+	"\"token\":\"" TST_TOK "\"}"
+
+/* A file text {"format":1,"entries":[...]} from entry texts. */
+static char *tst_journal_text(const char **entries, size_t n)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; i < n; i++) {
+		json_error_t err;
+		json_t *e = json_loads(entries[i], JSON_DECODE_ANY, &err);
+		cr_assert_not_null(e, "bad fixture %zu: %s", i, err.text);
+		json_array_append_new(arr, e);
+	}
+	json_t *root = json_pack("{s:i, s:o}", "format", 1, "entries", arr);
+	char *text = json_dumps(root, JSON_COMPACT);
+	json_decref(root);
+	return text;
+}
+
+/* The good entry with one field replaced (json NULL: removed). */
+static char *tst_entry_with(const char *field, const char *json)
+{
+	json_t *e = json_loads(TST_GOOD, 0, NULL);
+	if (json) {
+		json_t *v = json_loads(json, JSON_DECODE_ANY, NULL);
+		cr_assert_not_null(v, "bad fixture %s", json);
+		json_object_set_new(e, field, v);
+	} else
+		json_object_del(e, field);
+	char *text = json_dumps(e, JSON_COMPACT);
+	json_decref(e);
+	return text;
+}
+
+static void tst_assert_reads_empty(const char *text, size_t len,
+				   const char *what)
+{
+	tst_write_file(JOURNAL_FILE, text, len);
+	struct journal *j = NULL;
+	cr_assert_eq(journal_open(tst_dir, &j), 0, "%s", what);
+	cr_assert_eq(journal_count(j), 0, "%s", what);
+	/* Reconciling a journal with nothing valid in it signals nothing
+	 * and leaves a clean file. */
+	struct journal_report r;
+	cr_assert_eq(journal_reconcile(j, 0, &r), 0);
+	cr_assert_eq(r.entries + r.stopped + r.left_alone + r.gone, 0);
+	cr_assert_eq(tst_file_entries(), 0, "%s", what);
+	journal_free(j);
+}
 
 Test(journal, corrupt_files_read_as_empty)
 {
-	static const char *bad[] =
-		{
-			"",
-			"garbage{{{",
-			"\x01\x02\x03",
-			"[]",
-			"null",
-			"{\"format\":2,\"entries\":[" TST_GOOD "]}",
-			"{\"format\":\"1\",\"entries\":[" TST_GOOD "]}",
-			"{\"entries\":[" TST_GOOD "]}",
-			"{\"format\":1,\"entries\":{}}",
-			"{\"format\":1,\"entries\":[" TST_GOOD
-			"],\"format\":1}",
-			"{\"format\":1,\"entries\":[" TST_GOOD
-			"]", /* truncated */
-			"{\"format\":1,\"entries\":["
-			"1,\"x\",null,[]," TST_ENTRY(
-				"\"77\"", "77",
-				"12", "\"" TST_TOK "\"", "\"k\"") "," TST_ENTRY("0", "77", "12", "\"" TST_TOK "\"", "\"k\"") "," TST_ENTRY("-5", "77", "12", "\"" TST_TOK "\"", "\"k\"") "," TST_ENTRY("2147483648", "77", "12", "\"" TST_TOK "\"", "\"k\"") "," TST_ENTRY("77", "0", "12", "\"" TST_TOK "\"", "\"k\"") "," TST_ENTRY("77",
-																																								      "77", "-1", "\"" TST_TOK "\"", "\"k\"") "," TST_ENTRY("77",
-																																															    "77",
-																																															    "1.5",
-																																															    "\"" TST_TOK "\"", "\"k\"") "," TST_ENTRY("77",
-																																																				      "77",
-																																																				      "12",
-																																																				      "\"0123\"", "\"k\"") "," TST_ENTRY("77",
-																																																									 "77",
-																																																									 "12",
-																																																									 "\"" TST_TOK "0\"", "\"k\"") "," TST_ENTRY("77",
-																																																														    "77",
-																																																														    "12",
-																																																														    "\"g123456789abcdef0123456789abcdef\"", "\"k\"") "," TST_ENTRY("77",
-																																																																						   "77",
-																																																																						   "12", "\"0123456789ABCDEF0123456789abcdef\"", "\"k\"") "," TST_ENTRY("77", "77", "12", "12", "\"k\"") "," TST_ENTRY("77",
-																																																																																				       "77", "12", "\"" TST_TOK "\"",
-																																																																																				       "5") "," TST_ENTRY("77",
-																																																																																							  "77",
-																																																																																							  "12",
-																																																																																							  "\"" TST_TOK
-																																																																																							  "\"",
-																																																																																							  "\"a\\u0000b\"") "]}",
-		};
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		tst_write_file(JOURNAL_FILE, bad[i], strlen(bad[i]));
-		struct journal *j = NULL;
-		cr_assert_eq(journal_open(tst_dir, &j), 0, "case %zu", i);
-		cr_assert_eq(journal_count(j), 0, "case %zu", i);
-		/* Reconciling a journal with nothing valid in it signals
-		 * nothing and leaves a clean file. */
-		struct journal_report r;
-		cr_assert_eq(journal_reconcile(j, 0, &r), 0);
-		cr_assert_eq(r.stopped + r.left_alone + r.entries, 0);
-		cr_assert_eq(tst_file_entries(), 0, "case %zu", i);
-		journal_free(j);
+	static const char *bad[] = {
+		"",
+		"garbage{{{",
+		"\x01\x02\x03",
+		"[]",
+		"null",
+		"{\"format\":2,\"entries\":[" TST_GOOD "]}",
+		"{\"format\":\"1\",\"entries\":[" TST_GOOD "]}",
+		"{\"entries\":[" TST_GOOD "]}",
+		"{\"format\":1,\"entries\":{}}",
+		"{\"format\":1,\"entries\":[" TST_GOOD "],\"format\":1}",
+		"{\"format\":1,\"entries\":[" TST_GOOD "]",
+		"{\"format\":1,\"entries\":[" TST_GOOD "]}\xff",
+		"{\"format\":1,\"entries\":[{\"pid\":77,\"pgid\":77,"
+		"\"startTime\":12,\"token\":\"" TST_TOK "\","
+		"\"key\":\"a\\u0000b\"}]}",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		tst_assert_reads_empty(bad[i], strlen(bad[i]), bad[i]);
+
+	/* Every entry wrong in one field. */
+	static const struct {
+		const char *field;
+		const char *json;
+	} muts[] = {
+		{"pid", "\"77\""},
+		{"pid", "0"},
+		{"pid", "-5"},
+		{"pid", "2147483648"},
+		{"pid", "7.5"},
+		{"pid", NULL},
+		{"pgid", "0"},
+		{"pgid", "null"},
+		{"startTime", "-1"},
+		{"startTime", "1.5"},
+		{"startTime", "\"12\""},
+		{"token", "\"0123\""},
+		{"token", "\"" TST_TOK "0\""},
+		{"token", "\"g123456789abcdef0123456789abcdef\""},
+		{"token", "\"0123456789ABCDEF0123456789abcdef\""},
+		{"token", "\"0123456789abcdef 123456789abcdef\""},
+		{"token", "12"},
+		{"token", NULL},
+		{"key", "5"},
+		{"key", NULL},
+	};
+	size_t n = sizeof muts / sizeof muts[0];
+	const char *entries[sizeof muts / sizeof muts[0] + 4];
+	char *owned[sizeof muts / sizeof muts[0]];
+	for (size_t i = 0; i < n; i++) {
+		owned[i] = tst_entry_with(muts[i].field, muts[i].json);
+		entries[i] = owned[i];
 	}
+	entries[n] = "1";
+	entries[n + 1] = "\"x\"";
+	entries[n + 2] = "null";
+	entries[n + 3] = "[]";
+	char *text = tst_journal_text(entries, n + 4);
+	tst_assert_reads_empty(text, strlen(text), "invalid entries");
+	free(text);
+	for (size_t i = 0; i < n; i++)
+		free(owned[i]);
 
 	/* Over the size bound: never read whole, overwritten on write. */
 	size_t big = JOURNAL_MAX_BYTES + 1;
 	char *data = xmalloc(big);
 	memset(data, ' ', big);
-	memcpy(data, "{\"format\":1,\"entries\":[" TST_GOOD "]}",
-	       strlen("{\"format\":1,\"entries\":[" TST_GOOD "]}"));
+	static const char head[] = "{\"format\":1,\"entries\":[" TST_GOOD "]}";
+	memcpy(data, head, strlen(head));
 	tst_write_file(JOURNAL_FILE, data, big);
 	free(data);
 	struct journal *j = tst_open();
@@ -522,12 +575,15 @@ Test(journal, corrupt_files_read_as_empty)
 
 Test(journal, valid_entries_survive_invalid_neighbours)
 {
-	const char *text =
-		"{\"format\":1,\"entries\":[" TST_GOOD
-		",{\"pid\":\"x\"}," TST_ENTRY(
-			"78", "78", "0", "\"" TST_TOK "\"",
-			"\"\"") "," TST_GOOD /* duplicate pid */ "]}";
+	const char *entries[] = {
+		TST_GOOD, "{\"pid\":\"x\"}",
+		"{\"pid\":78,\"pgid\":78,\"startTime\":0,\"key\":\"\","
+		"\"token\":\"" TST_TOK "\"}",
+		TST_GOOD, /* the same pid twice */
+	};
+	char *text = tst_journal_text(entries, 4);
 	tst_write_file(JOURNAL_FILE, text, strlen(text));
+	free(text);
 	struct journal *j = tst_open();
 	cr_assert_eq(journal_count(j), 2);
 	journal_free(j);
@@ -648,24 +704,37 @@ Test(journal, reused_pid_with_other_start_time_is_left_alone)
 	cr_assert_eq(waitpid(other, NULL, WNOHANG), 0);
 }
 
-Test(journal, group_member_without_token_is_left_alone)
+/* Waits until env(1) has exec'd sleep with its new environment. */
+static void tst_await_environ_size(pid_t pid, long size)
+{
+	uint64_t deadline = tst_now_ms() + TST_WAIT_MS;
+	while (tst_environ_size(pid) != size) {
+		cr_assert_lt(tst_now_ms(), deadline, "env never ran");
+		tst_sleep_ms(10);
+	}
+}
+
+Test(journal, group_members_without_the_token_are_left_alone)
 {
 	char tok[JOURNAL_TOKEN_LEN + 1];
 	journal_new_token(tok);
 	int fd;
-	pid_t leader = tst_spawn(
-		"/usr/bin/env -i /bin/sleep 30 & echo $!; exec sleep 30", tok,
-		&fd);
-	pid_t member = tst_read_pid(fd);
-	tst_track(member);
+	/* One member with a clean environment, one with a near miss. */
+	pid_t leader = tst_spawn("/usr/bin/env -i /bin/sleep 30 & echo $!; "
+				 "/usr/bin/env -i "
+				 "MCPVISOR_OWNER=${MCPVISOR_OWNER}0 "
+				 "/bin/sleep 30 & echo $!; exec sleep 30",
+				 tok, &fd);
+	pid_t clean = tst_read_pid(fd);
+	tst_track(clean);
+	pid_t near = tst_read_pid(fd);
+	tst_track(near);
 	close(fd);
-	/* Until env has exec'd sleep, the member still holds the token. */
-	uint64_t deadline = tst_now_ms() + TST_WAIT_MS;
-	while (tst_environ_size(member) != 0) {
-		cr_assert_lt(tst_now_ms(), deadline, "env -i never ran");
-		tst_sleep_ms(10);
-	}
-	cr_assert_eq(tst_pgrp(member), leader);
+	tst_await_environ_size(clean, 0);
+	tst_await_environ_size(
+		near, (long)(sizeof JOURNAL_OWNER_ENV + JOURNAL_TOKEN_LEN + 2));
+	cr_assert_eq(tst_pgrp(clean), leader);
+	cr_assert_eq(tst_pgrp(near), leader);
 
 	struct journal *j = tst_open();
 	cr_assert_eq(journal_add(j, leader, leader, tst_start_time(leader), tok,
@@ -674,13 +743,16 @@ Test(journal, group_member_without_token_is_left_alone)
 	struct journal_report r;
 	cr_assert_eq(journal_reconcile(j, TST_GRACE_MS, &r), 0);
 	cr_assert_eq(r.stopped, 1);
-	cr_assert_eq(r.left_alone, 1);
+	cr_assert_eq(r.left_alone, 2);
 	journal_free(j);
 
 	tst_assert_signalled(leader, SIGTERM);
-	cr_assert(tst_alive(member), "a member without the token was hit");
-	kill(member, SIGKILL);
-	tst_assert_signalled(member, SIGKILL);
+	cr_assert(tst_alive(clean), "a member without the token was hit");
+	cr_assert(tst_alive(near), "a member with another token was hit");
+	kill(clean, SIGKILL);
+	kill(near, SIGKILL);
+	tst_assert_signalled(clean, SIGKILL);
+	tst_assert_signalled(near, SIGKILL);
 }
 
 Test(journal, term_ignoring_process_is_killed_after_grace)
