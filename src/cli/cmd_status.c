@@ -39,6 +39,10 @@ static void status_print_text(json_t *st, int verbose)
 			printf("%-16s config error: %s\n", name, cerr);
 			continue;
 		}
+		if (json_is_true(json_object_get(sv, "stoppedByUser")))
+			printf("%-16s stopped by `mcpvisor stop`; `mcpvisor "
+			       "restart %s` starts it again\n",
+			       name, name);
 		if (json_array_size(insts) == 0) {
 			printf("%-16s %-10s scope %s (not started)\n", name,
 			       "stopped", scope);
@@ -56,8 +60,10 @@ static void status_print_text(json_t *st, int verbose)
 				json_object_get(in, "inflight"));
 			long long ntools = json_integer_value(json_object_get(
 				json_object_get(in, "lists"), "tools"));
+			long long holders_n = json_integer_value(
+				json_object_get(in, "holders"));
 			bool idle = strcmp(state, "running") == 0 &&
-				    inflight == 0;
+				    holders_n == 0 && inflight == 0;
 			printf("%-16s %-10s scope %s, %lld tool(s), %zu "
 			       "session(s), %lld call(s) in flight",
 			       name, idle ? "idle" : state, scope, ntools,
@@ -66,11 +72,24 @@ static void status_print_text(json_t *st, int verbose)
 				printf(", pid %lld",
 				       json_integer_value(
 					       json_object_get(in, "pid")));
+			json_t *closes = json_object_get(in, "idleClosesInMs");
+			if (closes && strcmp(state, "running") == 0)
+				printf(", idle close in %.1f s",
+				       (double)json_integer_value(closes) /
+					       1000.0);
 			printf("\n");
 			const char *err =
 				json_string_value(json_object_get(in, "error"));
+			const char *note =
+				json_string_value(json_object_get(in, "note"));
+			json_t *next = json_object_get(in, "nextAttemptInMs");
 			if (err)
-				printf("    reason: %s\n", err);
+				printf("    reason: %s%s%s\n", err,
+				       note ? " " : "", note ? note : "");
+			if (next)
+				printf("    next attempt in %.1f s\n",
+				       (double)json_integer_value(next) /
+					       1000.0);
 			const char *tail =
 				json_string_value(json_object_get(in, "stderr"));
 			if (tail && (err || verbose)) {

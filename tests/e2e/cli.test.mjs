@@ -17,8 +17,8 @@ import {
 
 test('cli: tools, call, status and an unknown tool against one runtime', {
 	timeout: 30_000,
-}, async () => {
-	await withRuntime({ demo: demo(), other: demo(['--name', 'other']) }, async (rt) => {
+}, async (t) => {
+	await withRuntime(t, { demo: demo(), other: demo(['--name', 'other']) }, async (rt) => {
 		// Nothing started before the first request that needs a server.
 		let st = await rt.status();
 		assert.deepEqual(
@@ -99,7 +99,7 @@ test('cli: tools, call, status and an unknown tool against one runtime', {
 
 test('cli: no runtime exits 3; check validates a config', {
 	timeout: 20_000,
-}, async () => {
+}, async (t) => {
 	const home = await makeHome();
 	try {
 		for (const args of [['status'], ['tools'], ['call', 'demo__echo', '{}']]) {
@@ -131,8 +131,8 @@ test('cli: no runtime exits 3; check validates a config', {
 	}
 });
 
-test('cli: stop drains the runtime and it exits 0', { timeout: 30_000 }, async () => {
-	await withRuntime({ demo: demo(['--grandchild']) }, async (rt) => {
+test('cli: stop drains the runtime and it exits 0', { timeout: 30_000 }, async (t) => {
+	await withRuntime(t, { demo: demo(['--grandchild']) }, async (rt) => {
 		const c = await connect(rt);
 		const info = await rt.demoPids(c);
 		assert.ok(info.grandchild > 1, 'grandchild pid');

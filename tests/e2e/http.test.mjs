@@ -110,7 +110,7 @@ async function jsonBody(res) {
 }
 
 test('HTTP: status codes of bad and edge requests', { timeout: 40_000 }, async (t) => {
-	await withRuntime({ demo: demo() }, async (rt) => {
+	await withRuntime(t, { demo: demo() }, async (rt) => {
 		const c = await connect(rt);
 		const url = rt.url;
 		const good = {
@@ -344,8 +344,8 @@ const isToolsChanged = (m) => m.method === 'notifications/tools/list_changed';
 
 test('HTTP: GET opens an SSE stream; notify_changed brings tools/list_changed on it', {
 	timeout: 30_000,
-}, async () => {
-	await withRuntime({ demo: demo() }, async (rt) => {
+}, async (t) => {
+	await withRuntime(t, { demo: demo() }, async (rt) => {
 		const c = await connect(rt);
 		await c.listAll();
 		const ac = new AbortController();
@@ -373,7 +373,7 @@ test('HTTP: GET opens an SSE stream; notify_changed brings tools/list_changed on
 
 test('HTTP: a server that comes back with other tools brings tools/list_changed on the GET stream', {
 	timeout: 30_000,
-}, async () => {
+}, async (t) => {
 	const home = await makeHome('mcpvisor-e2e-ntools-');
 	const ntools = path.join(home, 'ntools');
 	await fsp.writeFile(ntools, '0');
@@ -383,6 +383,7 @@ test('HTTP: a server that comes back with other tools brings tools/list_changed 
 		`--tools "$(cat '${ntools}')"`;
 	try {
 		await withRuntime(
+			t,
 			{ live: { command: '/bin/sh', args: ['-c', script], scope: 'app' } },
 			async (rt) => {
 				const c = await connect(rt);
@@ -423,8 +424,8 @@ test('HTTP: a server that comes back with other tools brings tools/list_changed 
 
 test('HTTP: Expect: 100-continue on a large POST is answered without a stall', {
 	timeout: 30_000,
-}, async () => {
-	await withRuntime({ demo: demo() }, async (rt) => {
+}, async (t) => {
+	await withRuntime(t, { demo: demo() }, async (rt) => {
 		const c = await connect(rt);
 		await c.listAll();
 		const text = 'z'.repeat(256 * 1024);
@@ -472,8 +473,8 @@ test('HTTP: Expect: 100-continue on a large POST is answered without a stall', {
 
 test('HTTP: keep-alive carries several requests on one connection', {
 	timeout: 30_000,
-}, async () => {
-	await withRuntime({ demo: demo() }, async (rt) => {
+}, async (t) => {
+	await withRuntime(t, { demo: demo() }, async (rt) => {
 		const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 		try {
 			const base = { 'content-type': JSON_CT, accept: ACCEPT };
@@ -527,8 +528,8 @@ test('HTTP: keep-alive carries several requests on one connection', {
 	});
 });
 
-test('Unix socket: the same endpoint, private to the user', { timeout: 30_000 }, async () => {
-	await withRuntime({ demo: demo() }, async (rt) => {
+test('Unix socket: the same endpoint, private to the user', { timeout: 30_000 }, async (t) => {
+	await withRuntime(t, { demo: demo() }, async (rt) => {
 		const sock = rt.socket;
 		const st = fs.statSync(sock);
 		assert.ok(st.isSocket(), `${sock} is a socket`);

@@ -325,18 +325,27 @@ export async function writeConfig(home, servers) {
 
 // Runs body(rt) against a fresh runtime serving servers, then stops it and
 // fails when it did not exit 0 or left a learned process behind. The
-// runtime's stderr is attached to any failure.
-export async function withRuntime(servers, opts, body) {
+// runtime's stderr is attached to any failure. t is the test context: when
+// the test times out, the body is abandoned and the teardown runs at once.
+export async function withRuntime(t, servers, opts, body) {
 	if (typeof opts === 'function') {
 		body = opts;
 		opts = {};
 	}
 	const home = await makeHome();
 	const rt = new Runtime(home, await writeConfig(home, servers));
+	const abandoned = new Promise((_, reject) => {
+		const why = () =>
+			reject(new Error('test timed out or was cancelled'));
+		if (t.signal.aborted)
+			why();
+		t.signal.addEventListener('abort', why, { once: true });
+	});
+	abandoned.catch(() => {});
 	let failure = null;
 	try {
-		await rt.start(opts);
-		await body(rt);
+		await Promise.race([rt.start(opts), abandoned]);
+		await Promise.race([body(rt), abandoned]);
 	} catch (e) {
 		failure = e;
 	}

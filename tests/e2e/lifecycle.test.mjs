@@ -48,8 +48,9 @@ function waitInflight(rt, server) {
 
 test('SIGTERM: exit 0, no server, grandchild or SIGTERM-ignoring server left', {
 	timeout: 40_000,
-}, async () => {
+}, async (t) => {
 	await withRuntime(
+		t,
 		{
 			...STUBBORN,
 			everything: nodeServer(
@@ -89,8 +90,8 @@ test('SIGTERM: exit 0, no server, grandchild or SIGTERM-ignoring server left', {
 
 test('SIGINT stops the runtime like SIGTERM: exit 0, servers gone', {
 	timeout: 30_000,
-}, async () => {
-	await withRuntime({ gc: demo(['--name', 'gc', '--grandchild']) }, async (rt) => {
+}, async (t) => {
+	await withRuntime(t, { gc: demo(['--name', 'gc', '--grandchild']) }, async (rt) => {
 		const c = await connect(rt);
 		const info = await rt.demoPids(c, 'gc__pid');
 		assert.ok(info.grandchild > 1);
@@ -102,8 +103,8 @@ test('SIGINT stops the runtime like SIGTERM: exit 0, servers gone', {
 
 test('SIGTERM with a call in flight: the call is answered, then exit 0', {
 	timeout: 30_000,
-}, async () => {
-	await withRuntime({ plain: demo(['--name', 'plain']) }, async (rt) => {
+}, async (t) => {
+	await withRuntime(t, { plain: demo(['--name', 'plain']) }, async (rt) => {
 		const c = await connect(rt);
 		await learnAll(rt, c, ['plain']);
 		// Drain: calls in flight finish, or are cancelled with an
@@ -111,7 +112,7 @@ test('SIGTERM with a call in flight: the call is answered, then exit 0', {
 		const inflight = c
 			.request('tools/call', {
 				name: 'plain__sleep',
-				arguments: { ms: 300 },
+				arguments: { ms: 1500 },
 			})
 			.catch((e) => ({ lost: `${e.message} ${e.cause?.message ?? ''}` }));
 		await waitInflight(rt, 'plain');
@@ -127,8 +128,8 @@ test('SIGTERM with a call in flight: the call is answered, then exit 0', {
 
 test('a second SIGTERM while draining still stops every process and exits 0', {
 	timeout: 30_000,
-}, async () => {
-	await withRuntime(STUBBORN, async (rt) => {
+}, async (t) => {
+	await withRuntime(t, STUBBORN, async (rt) => {
 		const c = await connect(rt);
 		await learnAll(rt, c, Object.keys(STUBBORN));
 		await rt.status();
@@ -152,8 +153,9 @@ test('a second SIGTERM while draining still stops every process and exits 0', {
 
 test('failed servers: exit at start and missing command show the reason; good server serves', {
 	timeout: 30_000,
-}, async () => {
+}, async (t) => {
 	await withRuntime(
+		t,
 		{
 			good: demo(['--name', 'good']),
 			early: demo(['--name', 'early', '--exit-at-start', '7', '--stderr-lines', '3'], {

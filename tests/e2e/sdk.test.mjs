@@ -28,8 +28,9 @@ async function sdkClose({ client, transport }) {
 
 test('SDK client: demo tools, prompt, resources, structured content', {
 	timeout: 30_000,
-}, async () => {
+}, async (t) => {
 	await withRuntime(
+		t,
 		{ demo: demo(['--name', 'demo']), demo2: demo(['--name', 'demo2']) },
 		async (rt) => {
 			const c = await sdkConnect(rt);
@@ -128,8 +129,9 @@ test('SDK client: demo tools, prompt, resources, structured content', {
 
 test('SDK client: pagination with MCPVISOR_PAGE_SIZE=5 returns every tool once in config order', {
 	timeout: 30_000,
-}, async () => {
+}, async (t) => {
 	await withRuntime(
+		t,
 		{
 			demo: demo(),
 			// Pages of its own upstream, and three extra tools.
@@ -186,12 +188,13 @@ test('SDK client: pagination with MCPVISOR_PAGE_SIZE=5 returns every tool once i
 
 test('SDK client: server-everything and server-filesystem from npm behind mcpvisor', {
 	timeout: 60_000,
-}, async () => {
+}, async (t) => {
 	const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mcpvisor-fs-'));
 	const file = path.join(dir, 'hello.txt');
 	await fsp.writeFile(file, 'hello from the filesystem server\n');
 	try {
 		await withRuntime(
+			t,
 			{
 				everything: nodeServer(
 					'@modelcontextprotocol/server-everything/dist/index.js',

@@ -43,7 +43,7 @@ static void setup(void)
 	const char *text = "{\"mcpServers\":{}}";
 	struct config *cfg = config_parse(text, strlen(text), "/tmp/t.json");
 	cr_assert_null(cfg->fatal);
-	hub = hub_new(&loop, cfg, "/tmp");
+	hub = hub_new(&loop, cfg, "/tmp", NULL, NULL);
 	json_t *params = json_pack("{s:s,s:{},s:{s:s,s:s}}", "protocolVersion",
 				   "2025-06-18", "capabilities", "clientInfo",
 				   "name", "t", "version", "1");
