@@ -407,7 +407,8 @@ def print_report(doc):
             "-" if n.get("floor_pinned_p99_over_p50") is None
             else "%.1f" % n["floor_pinned_p99_over_p50"]))
     lines.append(
-        "how: pinned = loadgen, gateway and server on CPU 0 (taskset); "
+        "how: pinned = loadgen, gateway and all it spawned on one CPU "
+        "(taskset); "
         "peak RSS: gateway = max(VmHWM, VmRSS sampled every 100 ms), all = "
         "sampled sum of VmRSS over the gateway and its descendants; floor: "
         "the stdio server's VmHWM; 'start' = spawn to first answered "

@@ -16,7 +16,9 @@ CALLS=${BENCH_CALLS:-2000}
 # No round starts that would end (judging by the last one) after this.
 BUDGET=${BENCH_BUDGET_S:-270}
 NCPU=$(nproc 2>/dev/null || echo 1)
-ALLCPU=0-$((NCPU - 1))
+# Our own CPUs: pinned runs use the first, unpinned ones get them all back.
+ALLCPU=$(taskset -c -p $$ | sed 's/.*: //')
+PINCPU=$(echo "$ALLCPU" | sed 's/[^0-9].*//')
 SMOKE=0
 [ "${1:-}" = "--smoke" ] && SMOKE=1
 
@@ -25,12 +27,13 @@ RAW=$WORK/raw.jsonl
 : >"$RAW"
 PIDS=""
 HOST=""
+LGPID=""
 
 cleanup() {
-	for p in $PIDS; do
+	for p in $LGPID $PIDS; do
 		kill -TERM "$p" 2>/dev/null
 	done
-	for p in $PIDS; do
+	for p in $LGPID $PIDS; do
 		wait "$p" 2>/dev/null
 	done
 	PIDS=""
@@ -50,16 +53,22 @@ crash_line() { # target kind why
 }
 
 # run_lg TARGET ROUND KIND PIN LOADGEN-ARGS...: one loadgen run, one line.
+# In the background, so that a signal stops the bench at once.
 run_lg() {
 	t=$1 r=$2 k=$3 pin=$4
 	shift 4
 	if [ "$pin" = 1 ]; then
-		out=$(taskset -c 0 "$LG" --meta target="$t" --meta round="$r" \
-			--meta kind="$k" --meta pinned=1 "$@" 2>>"$WORK/loadgen.err")
+		taskset -c "$PINCPU" "$LG" --meta target="$t" --meta round="$r" \
+			--meta kind="$k" --meta pinned=1 "$@" \
+			>"$WORK/line" 2>>"$WORK/loadgen.err" &
 	else
-		out=$("$LG" --meta target="$t" --meta round="$r" \
-			--meta kind="$k" --meta pinned=0 "$@" 2>>"$WORK/loadgen.err")
+		"$LG" --meta target="$t" --meta round="$r" --meta kind="$k" \
+			--meta pinned=0 "$@" >"$WORK/line" 2>>"$WORK/loadgen.err" &
 	fi
+	LGPID=$!
+	wait "$LGPID"
+	LGPID=""
+	out=$(head -n 1 "$WORK/line")
 	[ -n "$out" ] || out=$(crash_line "$t" "$k" "loadgen printed nothing")
 	printf '%s\n' "$out" >>"$RAW"
 	LAST=$out
@@ -113,7 +122,7 @@ pin_tree() {
 http_runs() { # target round target-args...
 	t=$1 r=$2
 	shift 2
-	pin_tree "$GWPID" 0
+	pin_tree "$GWPID" "$PINCPU"
 	run_lg "$t" "$r" latency_pinned 1 "$@" latency --calls "$CALLS"
 	pin_tree "$GWPID" "$ALLCPU"
 	run_lg "$t" "$r" latency 0 "$@" latency --calls "$CALLS"
@@ -257,6 +266,7 @@ smoke() {
 				exit 1
 			}
 	fi
+	snapshot_binaries
 	run_lg floor 0 latency 0 --stdio latency --calls 200 --warmup-calls 10 \
 		-- "$ECHO"
 	smoke_check "stdio latency"
@@ -331,6 +341,7 @@ bench() {
 		echo "bench: run make bench (build/bench is missing)" >&2
 		exit 1
 	fi
+	snapshot_binaries
 	if [ ! -d "$BENCH/node_modules" ]; then
 		echo "bench: installing the pinned peers (npm ci)"
 		(cd "$BENCH" && npm ci --no-audit --no-fund --loglevel=error) ||
@@ -366,13 +377,27 @@ bench() {
 	mcpvisor_extras
 	machine_info "$WORK/after.json"
 	# CPU of everything we ran (children, waited for): the rest is others'.
-	own=$(times | tail -n 1)
+	# Not in a pipeline: that would be a subshell's times.
+	times >"$WORK/times"
+	own=$(tail -n 1 "$WORK/times")
 	mkdir -p "$BENCH/results"
 	python3 "$BENCH/report.py" --raw "$RAW" --before "$WORK/before.json" \
 		--after "$WORK/after.json" --seconds "$(($(now_s) - start))" \
 		--calls "$CALLS" --window "$SECS" --package "$BENCH/package.json" \
 		--own-cpu "$own" \
 		--out "$BENCH/results/latest.json"
+}
+
+# Every round runs the same build, even if build/ is relinked meanwhile.
+snapshot_binaries() {
+	[ -x "$LG" ] && [ -x "$ECHO" ] || return 0
+	cp "$LG" "$WORK/loadgen" && cp "$ECHO" "$WORK/echo-server" || exit 1
+	LG=$WORK/loadgen
+	ECHO=$WORK/echo-server
+	if [ -x "$MCPVISOR" ]; then
+		cp "$MCPVISOR" "$WORK/mcpvisor" || exit 1
+		MCPVISOR=$WORK/mcpvisor
+	fi
 }
 
 find_mcpvisor

@@ -32,6 +32,8 @@ static void status_print_text(json_t *st, int verbose)
 		const char *name = json_string_value(json_object_get(sv, "name"));
 		const char *scope =
 			json_string_value(json_object_get(sv, "scope"));
+		if (scope == NULL)
+			scope = "(from a space's .mcp.json)";
 		const char *cerr =
 			json_string_value(json_object_get(sv, "configError"));
 		json_t *insts = json_object_get(sv, "instances");

@@ -115,7 +115,8 @@ static void ep_write(struct conn *c, const char *data, size_t len)
 	size_t done = n > 0 ? (size_t)n : 0;
 	struct ep_write *w = xcalloc(1, sizeof *w);
 	w->c = c;
-	w->data = xstrndup(data + done, len - done);
+	w->data = xmalloc(len - done);
+	memcpy(w->data, data + done, len - done);
 	uv_buf_t rest = uv_buf_init(w->data, (unsigned)(len - done));
 	if (uv_write(&w->req, &c->u.s, &rest, 1, ep_write_cb) < 0) {
 		free(w->data);

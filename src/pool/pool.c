@@ -248,7 +248,7 @@ static char *pool_cache_name(struct pool *pool, const struct server_config *s,
 	return name;
 }
 
-static char *pool_ident(const struct server_config *s)
+char *pool_server_ident(const struct server_config *s)
 {
 	json_t *id = config_server_identity(s, false, NULL);
 	char *out = json_dumps(id, JSON_SORT_KEYS | JSON_COMPACT);
@@ -363,7 +363,7 @@ struct instance *pool_instance_for(struct pool *pool,
 	e = xcalloc(1, sizeof *e);
 	e->pool = pool;
 	e->name = xstrdup(s->name);
-	e->ident = pool_ident(s);
+	e->ident = pool_server_ident(s);
 	e->leases = lease_set_new(clock_now_ms());
 	e->idle_ms = s->idle_timeout_ms >= 0 ? (uint64_t)s->idle_timeout_ms
 					     : pool->idle_ms;
@@ -423,33 +423,26 @@ void pool_session_gone(struct pool *pool, const char *session_id)
 	}
 }
 
-unsigned pool_reload(struct pool *pool, const struct config *cfg)
+unsigned pool_reload(struct pool *pool,
+		     bool (*wanted)(void *arg, const char *name,
+				    const char *ident),
+		     void *arg)
 {
 	unsigned closed = 0;
 	struct pool_entry **pp = &pool->entries;
 	while (*pp) {
 		struct pool_entry *e = *pp;
-		const struct server_config *s = config_find(cfg, e->name);
-		const char *why = NULL;
-		char *ident = NULL;
-		if (s == NULL)
-			why = "server removed";
-		else if (s->error || s->disabled)
-			why = "server disabled or invalid";
-		else if (strcmp((ident = pool_ident(s)), e->ident) != 0)
-			why = "settings changed";
-		free(ident);
-		if (why) {
-			pool_entry_close(pp, why);
+		if (!wanted(arg, e->name, e->ident)) {
+			pool_entry_close(pp, "removed or changed by a reload");
 			closed++;
 			continue;
 		}
 		pp = &e->next;
 	}
-	/* A reload also lifts explicit stops of servers that changed. */
+	/* Explicit stops of servers that no longer exist are forgotten. */
 	struct pool_held **hp = &pool->held;
 	while (*hp) {
-		if (config_find(cfg, (*hp)->name) == NULL) {
+		if (!wanted(arg, (*hp)->name, NULL)) {
 			struct pool_held *h = *hp;
 			*hp = h->next;
 			free(h->name);

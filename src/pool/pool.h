@@ -66,10 +66,16 @@ void pool_release(struct pool *pool, struct instance *inst,
 /* The session ended: it leaves every instance in one step; instances that
  * nobody uses any longer close at once. */
 void pool_session_gone(struct pool *pool, const char *session_id);
-/* The config changed: instances whose server was removed, disabled or
- * changed close at once; the others are left untouched. Returns how many
- * closed. */
-unsigned pool_reload(struct pool *pool, const struct config *cfg);
+/* The connection identity of s as the pool compares it. Caller frees. */
+char *pool_server_ident(const struct server_config *s);
+/* The config changed: instances whose server is no longer wanted in the
+ * same settings (wanted(arg, name, ident) false: removed, disabled or
+ * changed) close at once; the others are left untouched. Returns how
+ * many closed. */
+unsigned pool_reload(struct pool *pool,
+		     bool (*wanted)(void *arg, const char *name,
+				    const char *ident),
+		     void *arg);
 
 /* Explicit stop of a server (name) or all (NULL): its instances stop and
  * drop their lists; they stay stopped until pool_restart or a reload. */

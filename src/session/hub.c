@@ -205,11 +205,47 @@ void hub_free(struct hub *hub)
 	uv_close((uv_handle_t *)&hub->sweep, hub_sweep_close_cb);
 }
 
+static bool hub_server_wanted(const struct server_config *s,
+			      const char *name, const char *ident)
+{
+	if (strcmp(s->name, name) != 0 || s->error || s->disabled)
+		return false;
+	if (ident == NULL)
+		return true;
+	char *now = pool_server_ident(s);
+	bool same = strcmp(now, ident) == 0;
+	free(now);
+	return same;
+}
+
+/* After a reload: an instance stays if the global config or a session's
+ * space still resolves its server to the same settings. */
+static bool hub_reload_wanted_cb(void *arg, const char *name,
+				 const char *ident)
+{
+	struct hub *hub = arg;
+	const struct server_config *g = config_find(hub->cfg, name);
+	if (g && hub_server_wanted(g, name, ident))
+		return true;
+	for (struct hub_entry *e = hub->sessions; e; e = e->next) {
+		size_t n;
+		const struct server_config *const *srv =
+			session_servers(e->s, &n);
+		for (size_t i = 0; i < n; i++)
+			if (hub_server_wanted(srv[i], name, ident))
+				return true;
+	}
+	return false;
+}
+
 unsigned hub_reload(struct hub *hub, struct config *cfg)
 {
-	unsigned closed = pool_reload(hub->pool, cfg);
-	config_free(hub->cfg);
+	struct config *old = hub->cfg;
 	hub->cfg = cfg;
+	for (struct hub_entry *e = hub->sessions; e; e = e->next)
+		session_reconfigure(e->s);
+	config_free(old);
+	unsigned closed = pool_reload(hub->pool, hub_reload_wanted_cb, hub);
 	if (cfg->idle_timeout_ms >= 0)
 		pool_set_idle_ms(hub->pool, (uint64_t)cfg->idle_timeout_ms);
 	for (struct hub_entry *e = hub->sessions; e; e = e->next)
@@ -419,6 +455,11 @@ static void hub_status_inst_cb(void *arg, struct instance *inst)
 	json_array_append_new(w->out, d);
 }
 
+static void hub_status_name_cb(void *arg, struct instance *inst)
+{
+	json_array_append_new(arg, json_string(instance_name(inst)));
+}
+
 json_t *hub_status(struct hub *hub, bool verbose)
 {
 	json_t *servers = json_array();
@@ -446,6 +487,29 @@ json_t *hub_status(struct hub *hub, bool verbose)
 		json_object_set_new(o, "instances", w.out);
 		json_array_append_new(servers, o);
 	}
+	/* Servers that only a space's .mcp.json names. */
+	json_t *seen = json_object();
+	for (size_t i = 0; i < hub->cfg->nservers; i++)
+		json_object_set_new(seen, hub->cfg->servers[i].name, json_true());
+	json_t *names = json_array();
+	pool_foreach(hub->pool, hub_status_name_cb, names);
+	size_t k;
+	json_t *nm;
+	json_array_foreach(names, k, nm)
+	{
+		const char *name = json_string_value(nm);
+		if (json_object_get(seen, name))
+			continue;
+		json_object_set_new(seen, name, json_true());
+		struct hub_status_walk w = {hub, name, json_array(), verbose};
+		pool_foreach(hub->pool, hub_status_inst_cb, &w);
+		json_array_append_new(
+			servers, json_pack("{s:s,s:s,s:o}", "name", name,
+					   "source", "space", "instances",
+					   w.out));
+	}
+	json_decref(names);
+	json_decref(seen);
 	return json_pack("{s:o,s:I,s:s}", "servers", servers, "sessions",
 			 (json_int_t)hub->nsessions, "config",
 			 hub->cfg->path ? hub->cfg->path : "");

@@ -15,6 +15,8 @@
 #include "session/exchange.h"
 
 #define SESSION_ID_LEN 32
+/* A space's own servers, added to or overriding the global ones. */
+#define SESSION_SPACE_CONFIG ".mcp.json"
 /* What a client that reconnects with Last-Event-ID can get back. */
 #define SESSION_RING_EVENTS 256
 #define SESSION_RING_BYTES (512 * 1024)
@@ -27,6 +29,12 @@ struct session;
 
 struct session *session_new(struct hub *hub, const char *space,
 			    json_t *init_params);
+/* Resolves the session's servers again (config reloaded, or its space's
+ * .mcp.json changed). */
+void session_reconfigure(struct session *s);
+/* The servers the session resolves, in order (borrowed). */
+const struct server_config *const *session_servers(const struct session *s,
+						   size_t *n);
 /* Cancels the session's calls upstream and frees it. */
 void session_free(struct session *s);
 

@@ -43,6 +43,7 @@ char *xstrdup(const char *s)
 
 char *xstrndup(const char *s, size_t n)
 {
+	n = strnlen(s, n);
 	char *p = xmalloc(n + 1);
 	memcpy(p, s, n);
 	p[n] = '\0';

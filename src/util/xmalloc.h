@@ -11,6 +11,7 @@ void *xmalloc(size_t n);
 void *xcalloc(size_t nmemb, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
+/* At most n bytes of s, stopping at a NUL, like strndup. */
 char *xstrndup(const char *s, size_t n);
 /* printf into a fresh string. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,0 +1,598 @@
+/*
+ * Calls: a client request forwarded to the one server that owns its name
+ * or uri, with its lease, id and progress token maps, cancellation both
+ * ways, and the requests the runtime fans out (logging/setLevel).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonrpc/jsonrpc.h"
+#include "pool/pool.h"
+#include "router/router.h"
+#include "session/hub.h"
+#include "session/session_int.h"
+#include "util/buf.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/xmalloc.h"
+
+/* ---- calls on one server ---- */
+
+static void session_call_unref(struct call *c)
+{
+	if (--c->refs > 0)
+		return;
+	exchange_unref(c->ex);
+	json_decref(c->client_id);
+	json_decref(c->params);
+	json_decref(c->progress_token);
+	free(c->method);
+	free(c->label);
+	free(c);
+}
+
+static void session_call_finish(struct call *c)
+{
+	if (c->done)
+		return;
+	c->done = true;
+	if (c->leased) {
+		c->leased = false;
+		pool_release(hub_pool(c->session->hub), c->inst,
+			     c->session->id);
+		hub_request_done(c->session->hub);
+	}
+	c->prev->next = c->next;
+	c->next->prev = c->prev;
+	c->next = c->prev = c;
+	session_call_unref(c);
+}
+
+static void session_call_reply_cb(void *arg, json_t *resp, bool sent)
+{
+	struct call *c = arg;
+	if (c->done) {
+		session_call_unref(c);
+		return;
+	}
+	json_t *out = json_object();
+	json_object_set_new(out, "jsonrpc", json_string("2.0"));
+	json_object_set(out, "id", c->client_id);
+	json_t *error = json_object_get(resp, "error");
+	if (error)
+		json_object_set(out, "error", error);
+	else
+		json_object_set(out, "result",
+				json_object_get(resp, "result")
+					? json_object_get(resp, "result")
+					: json_object());
+	exchange_send(c->ex, out);
+	json_decref(out);
+	session_call_finish(c);
+	session_call_unref(c);
+}
+
+static char *session_call_token(struct session *s, struct call *c)
+{
+	return xasprintf(SESSION_TOKEN_PREFIX "%s-%llu", s->id,
+			 (unsigned long long)c->seq);
+}
+
+/* What the model is told when a server cannot take a request: what
+ * happened and when it may work again, in one sentence, naming nothing the
+ * model could not do itself. */
+static char *session_unavailable_text(struct session *s, struct instance *inst,
+				      int err)
+{
+	const char *name = instance_name(inst);
+	const char *why = instance_last_error(inst);
+	if (pool_server_held_stopped(hub_pool(s->hub), name))
+		return xasprintf("Server \"%s\" was stopped by the user and "
+				 "does not take requests until it is "
+				 "restarted.",
+				 name);
+	if (err == -EACCES)
+		return xasprintf("Server \"%s\" needs authorization: it "
+				 "refused its credentials (%s), and it will "
+				 "not be retried until they change.",
+				 name, why ? why : "no reason given");
+	if (err == -EAGAIN) {
+		uint64_t ms = instance_backoff_remaining_ms(inst);
+		return xasprintf("Server \"%s\" failed to start (%s); the next "
+				 "attempt can run in %llu.%llu s.",
+				 name, why ? why : "unknown error",
+				 (unsigned long long)(ms / 1000),
+				 (unsigned long long)(ms % 1000 / 100));
+	}
+	if (err == -ECANCELED)
+		return xasprintf("Server \"%s\" was stopped before it could "
+				 "take the request.",
+				 name);
+	return xasprintf("Server \"%s\" is not available: %s.", name,
+			 why ? why : "it could not be started");
+}
+
+static void session_call_ready_cb(void *arg, struct instance *inst, int err)
+{
+	struct call *c = arg;
+	if (c->done) {
+		session_call_unref(c);
+		return;
+	}
+	if (err < 0) {
+		char *msg = session_unavailable_text(c->session, inst, err);
+		json_t *data = instance_describe(inst, false);
+		json_object_set_new(data, "server",
+				    json_string(instance_name(inst)));
+		session_reply_error(c->ex, c->client_id, JR_SERVER_UNAVAILABLE,
+				    msg, data);
+		free(msg);
+		session_call_finish(c);
+		session_call_unref(c);
+		return;
+	}
+	json_t *params = c->params;
+	c->params = NULL;
+	if (c->progress_token) {
+		char *tok = session_call_token(c->session, c);
+		json_t *meta = json_object_get(params, "_meta");
+		json_object_set_new(meta, "progressToken", json_string(tok));
+		free(tok);
+	}
+	/* The reply callback inherits this reference. */
+	int64_t id = instance_request(inst, c->method, params,
+				      session_call_reply_cb, c);
+	if (id < 0) {
+		session_reply_error(c->ex, c->client_id, JR_SERVER_UNAVAILABLE,
+				    "Server connection was lost before the "
+				    "request could be sent; it was not sent",
+				    NULL);
+		session_call_finish(c);
+		session_call_unref(c);
+		return;
+	}
+	c->server_id = id;
+}
+
+/* Forwards a request to the server that owns it. params is stolen (the
+ * routed copy). */
+static void session_call_start(struct session *s, json_t *id,
+			       const char *method, json_t *params,
+			       const struct server_config *srv,
+			       struct exchange *ex)
+{
+	struct pool_scope_ctx sc;
+	session_scope_ctx(s, &sc);
+	struct call *c = xcalloc(1, sizeof *c);
+	c->session = s;
+	c->ex = ex;
+	exchange_ref(ex);
+	c->client_id = json_incref(id);
+	c->method = xstrdup(method);
+	c->params = params;
+	c->seq = s->next_seq++;
+	c->started_ms = clock_now_ms();
+	c->label = xasprintf("%s %s", method,
+			     json_string_value(json_object_get(params, "name"))
+				     ? json_string_value(
+					       json_object_get(params, "name"))
+				     : "");
+	json_t *meta = json_object_get(params, "_meta");
+	json_t *tok = json_object_get(meta, "progressToken");
+	if (tok)
+		c->progress_token = json_incref(tok);
+	c->inst = pool_instance_for(hub_pool(s->hub), srv, &sc);
+	/* The call holds its instance from now on: no idle close under it. */
+	pool_acquire(hub_pool(s->hub), c->inst, s->id);
+	c->leased = true;
+	c->refs = 2; /* the session's list, and the pending callback */
+	c->prev = s->calls.prev;
+	c->next = &s->calls;
+	s->calls.prev->next = c;
+	s->calls.prev = c;
+	instance_ensure(c->inst, session_call_ready_cb, c);
+}
+
+/* ---- routing by name ---- */
+
+struct route_req {
+	struct exchange *ex;
+	json_t *id;
+	char *method;
+	json_t *params;
+	enum instance_list which;
+	bool gathered;
+	bool deferred; /* through SESSION_CALL_TOOL: deferred servers only */
+};
+
+static void session_route_free(struct route_req *rr)
+{
+	exchange_unref(rr->ex);
+	json_decref(rr->id);
+	json_decref(rr->params);
+	free(rr->method);
+	free(rr);
+}
+
+static void session_route(struct session *s, void *arg);
+
+static void session_route_unknown(struct session *s, struct route_req *rr,
+				  const char *what, const char *name)
+{
+	json_t *all = session_aggregate(s, rr->which);
+	char *names = router_names_summary(all, 20);
+	char *msg = xasprintf("Unknown %s \"%s\". Available: %s", what, name,
+			      names);
+	session_reply_error(rr->ex, rr->id, JR_INVALID_PARAMS, msg, NULL);
+	free(msg);
+	free(names);
+	json_decref(all);
+}
+
+/* Routes a request by the name or uri it carries, starting servers to
+ * learn their lists when needed. */
+static void session_route(struct session *s, void *arg)
+{
+	struct route_req *rr = arg;
+	if (s->closed) {
+		session_route_free(rr);
+		return;
+	}
+	struct session_views sv;
+	session_views_build(s, &sv);
+	int idx = -1;
+	const char *orig = NULL;
+	const char *key = NULL;
+	const char *what = "tool";
+	if (rr->which == INSTANCE_RESOURCES) {
+		key = "uri";
+		what = "resource";
+		const char *uri =
+			json_string_value(json_object_get(rr->params, key));
+		idx = router_resolve_uri(sv.v[INSTANCE_RESOURCES],
+					 sv.v[INSTANCE_TEMPLATES], sv.n, uri);
+		orig = uri;
+	} else {
+		key = "name";
+		what = rr->which == INSTANCE_PROMPTS ? "prompt" : "tool";
+		const char *name =
+			json_string_value(json_object_get(rr->params, key));
+		idx = router_resolve(sv.v[rr->which], sv.n, rr->which, name,
+				     &orig);
+		/* Hidden and deferred servers are not the model's to call
+		 * by name; deferred ones go through SESSION_CALL_TOOL. */
+		if (idx >= 0 && rr->which == INSTANCE_TOOLS &&
+		    sv.servers[idx]->exposure !=
+			    (rr->deferred ? EXPOSE_DEFERRED : EXPOSE_DIRECT))
+			idx = -1;
+		if (idx >= 0 && rr->which == INSTANCE_PROMPTS &&
+		    sv.servers[idx]->exposure != EXPOSE_DIRECT)
+			idx = -1;
+	}
+	if (idx < 0) {
+		bool unknown_lists = false;
+		for (size_t i = 0; i < sv.n; i++)
+			if (sv.v[rr->which][i].items == NULL)
+				unknown_lists = true;
+		session_views_free(&sv);
+		if (unknown_lists && !rr->gathered) {
+			rr->gathered = true;
+			session_gather(s, session_route, rr);
+			return;
+		}
+		const char *asked =
+			json_string_value(json_object_get(rr->params, key));
+		if (rr->which == INSTANCE_RESOURCES) {
+			char *msg = xasprintf("Resource not found: %s", asked);
+			session_reply_error(
+				rr->ex, rr->id, JR_RESOURCE_NOT_FOUND, msg,
+				json_pack("{s:s}", "uri", asked));
+			free(msg);
+		} else {
+			session_route_unknown(s, rr, what, asked);
+		}
+		session_route_free(rr);
+		return;
+	}
+	if (pool_server_held_stopped(hub_pool(s->hub), sv.servers[idx]->name)) {
+		char *msg = xasprintf("Server \"%s\" was stopped by the user "
+				      "and does not take requests until it is "
+				      "restarted.",
+				      sv.servers[idx]->name);
+		session_reply_error(rr->ex, rr->id, JR_SERVER_UNAVAILABLE, msg,
+				    NULL);
+		free(msg);
+		session_views_free(&sv);
+		session_route_free(rr);
+		return;
+	}
+	json_t *params = json_deep_copy(rr->params);
+	if (strcmp(rr->method, "completion/complete") == 0) {
+		/* The routing key was lifted out of ref; put it back. */
+		json_t *ref = json_object_get(params, "ref");
+		if (rr->which != INSTANCE_RESOURCES)
+			json_object_set_new(ref, "name", json_string(orig));
+		json_object_del(params, key);
+	} else if (rr->which != INSTANCE_RESOURCES) {
+		json_object_set_new(params, key, json_string(orig));
+	}
+	const struct server_config *srv = sv.servers[idx];
+	session_views_free(&sv);
+	session_call_start(s, rr->id, rr->method, params, srv, rr->ex);
+	session_route_free(rr);
+}
+
+void session_route_request(struct session *s, json_t *id,
+				  const char *method, json_t *params,
+				  enum instance_list which,
+				  struct exchange *ex)
+{
+	const char *key = which == INSTANCE_RESOURCES ? "uri" : "name";
+	if (!json_is_object(params) ||
+	    !json_is_string(json_object_get(params, key))) {
+		char *msg = xasprintf("%s needs params.%s (a string)", method,
+				      key);
+		session_reply_error(ex, id, JR_INVALID_PARAMS, msg, NULL);
+		free(msg);
+		return;
+	}
+	json_t *meta = json_object_get(params, "_meta");
+	if (meta && !json_is_object(meta)) {
+		session_reply_error(ex, id, JR_INVALID_PARAMS,
+				    "params._meta must be an object", NULL);
+		return;
+	}
+	if (which == INSTANCE_TOOLS && session_has_deferred(s)) {
+		const char *name =
+			json_string_value(json_object_get(params, "name"));
+		json_t *args = json_object_get(params, "arguments");
+		if (strcmp(name, SESSION_FIND_TOOL) == 0) {
+			session_find_deferred(s, id, args, ex);
+			return;
+		}
+		if (strcmp(name, SESSION_CALL_TOOL) == 0) {
+			session_call_deferred(s, id, params, ex);
+			return;
+		}
+	}
+	struct route_req *rr = xcalloc(1, sizeof *rr);
+	rr->ex = ex;
+	exchange_ref(ex);
+	rr->id = json_incref(id);
+	rr->method = xstrdup(method);
+	rr->params = json_incref(params);
+	rr->which = which;
+	session_route(s, rr);
+}
+
+void session_call_deferred(struct session *s, json_t *id, json_t *params,
+			   struct exchange *ex)
+{
+	json_t *args = json_object_get(params, "arguments");
+	json_t *name = json_object_get(args, "name");
+	json_t *inner = json_object_get(args, "arguments");
+	if (!json_is_string(name) || (inner && !json_is_object(inner))) {
+		session_reply_error(ex, id, JR_INVALID_PARAMS,
+				    SESSION_CALL_TOOL " needs arguments.name "
+						      "(a string) and "
+						      "arguments.arguments (an "
+						      "object)",
+				    NULL);
+		return;
+	}
+	/* The same call, as if the deferred tool had been called by name;
+	 * progress tokens and the like come along. */
+	json_t *p = json_pack("{s:O,s:o}", "name", name, "arguments",
+			      inner ? json_incref(inner) : json_object());
+	json_t *meta = json_object_get(params, "_meta");
+	if (json_is_object(meta))
+		json_object_set(p, "_meta", meta);
+	struct route_req *rr = xcalloc(1, sizeof *rr);
+	rr->ex = ex;
+	exchange_ref(ex);
+	rr->id = json_incref(id);
+	rr->method = xstrdup("tools/call");
+	rr->params = p;
+	rr->which = INSTANCE_TOOLS;
+	rr->deferred = true;
+	session_route(s, rr);
+}
+
+/* completion/complete names a prompt or a resource template. */
+void session_complete(struct session *s, json_t *id, json_t *params,
+			     struct exchange *ex)
+{
+	json_t *ref = json_object_get(params, "ref");
+	const char *type = json_string_value(json_object_get(ref, "type"));
+	if (type && strcmp(type, "ref/prompt") == 0 &&
+	    json_is_string(json_object_get(ref, "name"))) {
+		/* Route by the prompt's name, then put the ref back. */
+		json_t *p = json_deep_copy(params);
+		json_object_set(p, "name", json_object_get(ref, "name"));
+		struct route_req *rr = xcalloc(1, sizeof *rr);
+		rr->ex = ex;
+		exchange_ref(ex);
+		rr->id = json_incref(id);
+		rr->method = xstrdup("completion/complete");
+		rr->params = p;
+		rr->which = INSTANCE_PROMPTS;
+		session_route(s, rr);
+		return;
+	}
+	if (type && strcmp(type, "ref/resource") == 0 &&
+	    json_is_string(json_object_get(ref, "uri"))) {
+		json_t *p = json_deep_copy(params);
+		json_object_set(p, "uri", json_object_get(ref, "uri"));
+		struct route_req *rr = xcalloc(1, sizeof *rr);
+		rr->ex = ex;
+		exchange_ref(ex);
+		rr->id = json_incref(id);
+		rr->method = xstrdup("completion/complete");
+		rr->params = p;
+		rr->which = INSTANCE_RESOURCES;
+		session_route(s, rr);
+		return;
+	}
+	session_reply_error(ex, id, JR_INVALID_PARAMS,
+			    "completion/complete needs params.ref of type "
+			    "ref/prompt (with name) or ref/resource (with uri)",
+			    NULL);
+}
+
+/* ---- methods the runtime answers across servers ---- */
+
+struct fanout {
+	struct exchange *ex;
+	json_t *id;
+	unsigned waiting;
+};
+
+static void session_fanout_reply_cb(void *arg, json_t *resp, bool sent)
+{
+	struct fanout *f = arg;
+	if (--f->waiting > 0)
+		return;
+	session_reply(f->ex, f->id, json_object());
+	exchange_unref(f->ex);
+	json_decref(f->id);
+	free(f);
+}
+
+/* logging/setLevel goes to every running server of the session. */
+void session_set_level(struct session *s, json_t *id, json_t *params,
+			      struct exchange *ex)
+{
+	const char *level =
+		json_string_value(json_object_get(params, "level"));
+	static const char *const levels[] = {
+		"debug",    "info",  "notice",	  "warning",
+		"error",    "critical", "alert", "emergency", NULL};
+	bool ok = false;
+	for (int i = 0; level && levels[i]; i++)
+		if (strcmp(level, levels[i]) == 0)
+			ok = true;
+	if (!ok) {
+		session_reply_error(ex, id, JR_INVALID_PARAMS,
+				    "logging/setLevel needs params.level, one "
+				    "of debug, info, notice, warning, error, "
+				    "critical, alert, emergency",
+				    NULL);
+		return;
+	}
+	struct session_views sv;
+	session_views_build(s, &sv);
+	struct fanout *f = xcalloc(1, sizeof *f);
+	f->ex = ex;
+	exchange_ref(ex);
+	f->id = json_incref(id);
+	f->waiting = 1;
+	for (size_t i = 0; i < sv.n; i++) {
+		struct instance *inst = sv.insts[i];
+		if (inst == NULL || instance_state(inst) != INSTANCE_READY ||
+		    !instance_has_capability(inst, "logging"))
+			continue;
+		f->waiting++;
+		if (instance_request(inst, "logging/setLevel",
+				     json_pack("{s:s}", "level", level),
+				     session_fanout_reply_cb, f) < 0)
+			f->waiting--;
+	}
+	session_views_free(&sv);
+	session_fanout_reply_cb(f, NULL, false);
+}
+
+/* ---- client notifications and responses ---- */
+
+struct call *session_find_call(struct session *s, json_t *client_id)
+{
+	for (struct call *c = s->calls.next; c != &s->calls; c = c->next)
+		if (json_equal(c->client_id, client_id))
+			return c;
+	return NULL;
+}
+
+/* Drops a call: the server is told, the client's stream stops waiting. */
+void session_call_cancel(struct call *c, const char *reason)
+{
+	if (c->done)
+		return;
+	if (c->server_id > 0) {
+		instance_cancel(c->inst, c->server_id, reason);
+		/* The reply callback will not run: drop its reference. */
+		session_call_unref(c);
+		c->server_id = 0;
+	}
+	exchange_skip(c->ex);
+	session_call_finish(c);
+}
+
+bool session_route_progress(struct session *s, json_t *msg)
+{
+	json_t *params = jr_params(msg);
+	const char *tok =
+		json_string_value(json_object_get(params, "progressToken"));
+	size_t plen = strlen(SESSION_TOKEN_PREFIX);
+	if (tok == NULL || strncmp(tok, SESSION_TOKEN_PREFIX, plen) != 0 ||
+	    strncmp(tok + plen, s->id, SESSION_ID_LEN) != 0 ||
+	    tok[plen + SESSION_ID_LEN] != '-')
+		return false;
+	unsigned long long seq =
+		strtoull(tok + plen + SESSION_ID_LEN + 1, NULL, 10);
+	for (struct call *c = s->calls.next; c != &s->calls; c = c->next) {
+		if (c->seq != seq || c->progress_token == NULL)
+			continue;
+		json_t *out = json_deep_copy(msg);
+		json_object_set(json_object_get(out, "params"),
+				"progressToken", c->progress_token);
+		exchange_send(c->ex, out);
+		json_decref(out);
+		return true;
+	}
+	return true;
+}
+
+bool session_has_call_on(struct session *s, struct instance *inst)
+{
+	for (struct call *c = s->calls.next; c != &s->calls; c = c->next)
+		if (c->inst == inst && c->server_id > 0)
+			return true;
+	return false;
+}
+
+struct call *session_newest_call_on(struct session *s,
+					   struct instance *inst)
+{
+	for (struct call *c = s->calls.prev; c != &s->calls; c = c->prev)
+		if (c->inst == inst && c->server_id > 0 &&
+		    exchange_attached(c->ex))
+			return c;
+	return NULL;
+}
+
+void session_route_related(struct session *s, struct instance *inst,
+			   json_t *msg)
+{
+	struct call *c = session_newest_call_on(s, inst);
+	if (c)
+		exchange_send(c->ex, msg);
+	else
+		session_notify(s, msg);
+}
+
+void session_describe_calls(struct session *s, const char *name,
+			    struct buf *b)
+{
+	uint64_t now = clock_now_ms();
+	for (struct call *c = s->calls.next; c != &s->calls; c = c->next) {
+		if (c->done || strcmp(instance_name(c->inst), name) != 0)
+			continue;
+		if (b->len)
+			buf_puts(b, ", ");
+		buf_printf(b, "%s on %s (session %.8s, running %.1f s)",
+			   c->label, name, s->id,
+			   (double)(now - c->started_ms) / 1000.0);
+	}
+}
+

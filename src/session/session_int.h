@@ -1,0 +1,156 @@
+/*
+ * Inside the session room: the structures its files share (a session, its
+ * calls, streams and requests of servers) and their internal functions.
+ * Not for use outside src/session/.
+ */
+#ifndef MCPV_SESSION_INT_H
+#define MCPV_SESSION_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "instance/instance.h"
+#include "pool/pool.h"
+#include "router/router.h"
+#include "session/exchange.h"
+#include "session/session.h"
+
+#define SESSION_TOKEN_PREFIX "mcpv-"
+
+/* A client request forwarded to one server. */
+struct call {
+	struct call *next, *prev;
+	struct session *session;
+	struct exchange *ex; /* reference */
+	json_t *client_id;
+	char *method;
+	json_t *params; /* to send, until the instance is ready */
+	struct instance *inst;
+	int64_t server_id; /* 0 until sent */
+	json_t *progress_token; /* the client's, or NULL */
+	uint64_t seq;
+	uint64_t started_ms;
+	char *label; /* the name the client used, for status and refusals */
+	bool done;
+	bool leased; /* holds c->inst for the session */
+	int refs;
+};
+
+/* A request of a server for the client, waiting for the client's answer. */
+struct upstream_req {
+	struct upstream_req *next;
+	char *client_id; /* the id the client sees */
+	char *inst_key;
+	json_t *server_id;
+	struct exchange *ex; /* where it was sent (reference), or NULL */
+};
+
+/* One event kept for replay. */
+struct ring_ev {
+	uint64_t id;
+	uint64_t stream;
+	char *data; /* serialized message; "" for a priming event */
+	size_t len;
+};
+
+/* A numbered stream of the session. */
+struct stream_rec {
+	struct stream_rec *next;
+	uint64_t no;
+	struct exchange *ex; /* reference */
+	uint64_t parked_ms;  /* 0: not parked */
+};
+
+struct session {
+	struct hub *hub;
+	/* The servers this session resolves: the global config's, with its
+	 * space's .mcp.json adding or overriding servers by name. */
+	struct config *space_cfg; /* NULL without a space file */
+	const struct server_config **srv;
+	size_t nsrv;
+	int refs;    /* the hub's, and one per gather under way */
+	bool closed; /* ended; only references keep it */
+	char id[SESSION_ID_LEN + 1];
+	char *space;
+	char *protocol_version;
+	json_t *client_caps;
+	json_t *client_info;
+	char *server_caps_json; /* what servers this session starts are told */
+	uint64_t created_ms, last_seen_ms;
+	struct call calls; /* list head */
+	uint64_t next_seq;
+	uint64_t next_event_id;
+	uint64_t next_stream;
+	struct ring_ev ring[SESSION_RING_EVENTS];
+	size_t ring_head, ring_count, ring_bytes;
+	struct stream_rec *streams;
+	unsigned nstreams;
+	struct exchange *stream; /* standing GET stream, reference */
+	struct upstream_req *upstream;
+	/* What the client was last shown, so list_changed is sent only when
+	 * its view really changed. */
+	json_t *seen[INSTANCE_NLISTS];
+};
+
+
+/* The servers of a session, as it resolves them, with their instances
+ * and router views, in config order. */
+struct session_views {
+	size_t n;
+	const struct server_config **servers;
+	struct instance **insts;
+	struct router_view *v[INSTANCE_NLISTS];
+};
+
+typedef void (*session_gather_done)(struct session *s, void *arg);
+
+/* The synthetic tools of deferred exposure. */
+#define SESSION_FIND_TOOL "mcpvisor__find_tools"
+#define SESSION_CALL_TOOL "mcpvisor__call_tool"
+#define SESSION_FIND_LIMIT 10
+
+/* session.c */
+const struct server_config *session_server(const struct session *s,
+					   const char *name);
+bool session_has_deferred(const struct session *s);
+void session_ref(struct session *s);
+void session_unref(struct session *s);
+void session_scope_ctx(const struct session *s, struct pool_scope_ctx *sc);
+bool session_server_usable(const struct server_config *sv);
+void session_reply(struct exchange *ex, json_t *id, json_t *result);
+void session_reply_error(struct exchange *ex, json_t *id, int code,
+			 const char *message, json_t *data);
+
+/* streams.c */
+void session_streams_destroy(struct session *s);
+void session_streams_prune(struct session *s);
+
+/* lists.c */
+void session_views_build(struct session *s, struct session_views *sv);
+void session_views_free(struct session_views *sv);
+void session_gather(struct session *s, session_gather_done done, void *arg);
+json_t *session_aggregate(struct session *s, enum instance_list which);
+void session_list(struct session *s, json_t *id, json_t *params,
+		  enum instance_list which, struct exchange *ex);
+
+void session_find_deferred(struct session *s, json_t *id, json_t *args,
+			   struct exchange *ex);
+
+/* calls.c */
+void session_route_request(struct session *s, json_t *id, const char *method,
+			   json_t *params, enum instance_list which,
+			   struct exchange *ex);
+/* tools/call of a deferred tool through SESSION_CALL_TOOL. */
+void session_call_deferred(struct session *s, json_t *id, json_t *args,
+			   struct exchange *ex);
+void session_complete(struct session *s, json_t *id, json_t *params,
+		      struct exchange *ex);
+void session_set_level(struct session *s, json_t *id, json_t *params,
+		       struct exchange *ex);
+struct call *session_find_call(struct session *s, json_t *client_id);
+void session_call_cancel(struct call *c, const char *reason);
+struct call *session_newest_call_on(struct session *s, struct instance *inst);
+
+#endif

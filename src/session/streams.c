@@ -1,0 +1,234 @@
+/*
+ * A session's numbered SSE streams: the replay ring of recent events, the
+ * parking of streams closed on purpose, resumption after Last-Event-ID,
+ * and the standing GET stream.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonrpc/jsonrpc.h"
+#include "pool/pool.h"
+#include "router/router.h"
+#include "session/hub.h"
+#include "session/session_int.h"
+#include "util/buf.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/xmalloc.h"
+
+/* ---- numbered streams and the replay ring ---- */
+
+static void session_ring_drop_oldest(struct session *s)
+{
+	struct ring_ev *ev = &s->ring[s->ring_head];
+	s->ring_bytes -= ev->len;
+	free(ev->data);
+	ev->data = NULL;
+	s->ring_head = (s->ring_head + 1) % SESSION_RING_EVENTS;
+	s->ring_count--;
+}
+
+static const char *session_ring_push(struct session *s, uint64_t stream,
+				     char *data, size_t len, uint64_t *id)
+{
+	while (s->ring_count > 0 &&
+	       (s->ring_count == SESSION_RING_EVENTS ||
+		s->ring_bytes + len > SESSION_RING_BYTES))
+		session_ring_drop_oldest(s);
+	size_t slot = (s->ring_head + s->ring_count) % SESSION_RING_EVENTS;
+	struct ring_ev *ev = &s->ring[slot];
+	ev->id = s->next_event_id++;
+	ev->stream = stream;
+	ev->data = data;
+	ev->len = len;
+	s->ring_count++;
+	s->ring_bytes += len;
+	*id = ev->id;
+	return data;
+}
+
+static const char *session_record_cb(void *rctx, uint64_t stream,
+				     json_t *msg, char *id)
+{
+	struct session *s = rctx;
+	char *data = json_dumps(msg, JSON_COMPACT);
+	uint64_t n;
+	const char *kept = session_ring_push(s, stream, data, strlen(data), &n);
+	snprintf(id, 24, "%llu", (unsigned long long)n);
+	return kept;
+}
+
+static void session_stream_free(struct stream_rec *r)
+{
+	exchange_clear_recorder(r->ex);
+	exchange_unref(r->ex);
+	free(r);
+}
+
+static bool session_stream_in_ring(struct session *s, uint64_t no)
+{
+	for (size_t i = 0; i < s->ring_count; i++)
+		if (s->ring[(s->ring_head + i) % SESSION_RING_EVENTS].stream ==
+		    no)
+			return true;
+	return false;
+}
+
+/* Forgets streams nobody can resume any more: ended and out of the
+ * ring, or too many. */
+void session_streams_prune(struct session *s)
+{
+	struct stream_rec **pp = &s->streams;
+	while (*pp) {
+		struct stream_rec *r = *pp;
+		bool over = s->nstreams > SESSION_MAX_STREAMS &&
+			    exchange_finished(r->ex);
+		bool gone = (exchange_finished(r->ex) ||
+			     !exchange_attached(r->ex)) &&
+			    r->parked_ms == 0 &&
+			    !session_stream_in_ring(s, r->no);
+		if (over || gone) {
+			*pp = r->next;
+			s->nstreams--;
+			session_stream_free(r);
+		} else {
+			pp = &r->next;
+		}
+	}
+}
+
+uint64_t session_stream_open(struct session *s, struct exchange *ex)
+{
+	session_streams_prune(s);
+	struct stream_rec *r = xcalloc(1, sizeof *r);
+	r->no = ++s->next_stream;
+	r->ex = ex;
+	exchange_ref(ex);
+	r->next = s->streams;
+	s->streams = r;
+	s->nstreams++;
+	exchange_set_recorder(ex, session_record_cb, s, r->no);
+	return r->no;
+}
+
+void session_stream_prime(struct session *s, struct exchange *ex, char *id)
+{
+	uint64_t n;
+	session_ring_push(s, exchange_stream(ex), xstrdup(""), 0, &n);
+	snprintf(id, 24, "%llu", (unsigned long long)n);
+}
+
+static struct stream_rec *session_stream_find(struct session *s,
+					      struct exchange *ex)
+{
+	for (struct stream_rec *r = s->streams; r; r = r->next)
+		if (r->ex == ex)
+			return r;
+	return NULL;
+}
+
+void session_stream_park(struct session *s, struct exchange *ex)
+{
+	struct stream_rec *r = session_stream_find(s, ex);
+	if (r && !exchange_finished(ex))
+		r->parked_ms = clock_now_ms();
+}
+
+int session_stream_resume(struct session *s, const char *last_event_id,
+			  struct exchange **ex, json_t **events)
+{
+	char *end;
+	unsigned long long last = strtoull(last_event_id, &end, 10);
+	if (*last_event_id == '\0' || *end != '\0')
+		return -ENOENT;
+	uint64_t stream = 0;
+	for (size_t i = 0; i < s->ring_count; i++) {
+		struct ring_ev *ev =
+			&s->ring[(s->ring_head + i) % SESSION_RING_EVENTS];
+		if (ev->id == last) {
+			stream = ev->stream;
+			break;
+		}
+	}
+	if (stream == 0)
+		return -ENOENT;
+	json_t *out = json_array();
+	for (size_t i = 0; i < s->ring_count; i++) {
+		struct ring_ev *ev =
+			&s->ring[(s->ring_head + i) % SESSION_RING_EVENTS];
+		if (ev->stream != stream || ev->id <= last || ev->len == 0)
+			continue;
+		char id[24];
+		snprintf(id, sizeof id, "%llu", (unsigned long long)ev->id);
+		json_array_append_new(out, json_pack("{s:s,s:s%}", "id", id,
+						     "data", ev->data, ev->len));
+	}
+	*events = out;
+	*ex = NULL;
+	for (struct stream_rec *r = s->streams; r; r = r->next) {
+		if (r->no != stream)
+			continue;
+		r->parked_ms = 0;
+		if (!exchange_finished(r->ex)) {
+			exchange_ref(r->ex);
+			*ex = r->ex;
+		}
+		break;
+	}
+	return 0;
+}
+
+/* ---- the standing stream and server messages ---- */
+
+void session_set_stream(struct session *s, struct exchange *ex)
+{
+	if (s->stream) {
+		exchange_detach(s->stream);
+		exchange_unref(s->stream);
+	}
+	s->stream = ex;
+	if (ex)
+		exchange_ref(ex);
+}
+
+void session_drop_stream(struct session *s, struct exchange *ex)
+{
+	if (s->stream == ex)
+		session_set_stream(s, NULL);
+}
+
+bool session_has_stream(const struct session *s)
+{
+	return s->stream && exchange_attached(s->stream);
+}
+
+void session_notify(struct session *s, json_t *msg)
+{
+	if (s->stream && exchange_attached(s->stream))
+		exchange_send(s->stream, msg);
+}
+
+void session_sweep(struct session *s, uint64_t now_ms)
+{
+	for (struct stream_rec *r = s->streams; r; r = r->next) {
+		if (r->parked_ms == 0 || now_ms - r->parked_ms < SESSION_PARK_MS)
+			continue;
+		r->parked_ms = 0;
+		session_exchange_gone(s, r->ex);
+	}
+	session_streams_prune(s);
+}
+
+
+void session_streams_destroy(struct session *s)
+{
+	while (s->streams) {
+		struct stream_rec *r = s->streams;
+		s->streams = r->next;
+		session_stream_free(r);
+	}
+	while (s->ring_count)
+		session_ring_drop_oldest(s);
+}

@@ -1,0 +1,35 @@
+import fsp from 'node:fs/promises';
+import { test } from 'node:test';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { demo, withRuntime, waitFor } from './lib.mjs';
+import { sdkClient, waitGetStream } from './protocol-lib.mjs';
+const WAIT = Number(process.env.WAIT || 0);
+test('explore', { timeout: 60000 }, async (t) => {
+  const servers = { demo: demo(['--name','demo']), demo2: demo(['--name','demo2']) };
+  await withRuntime(t, servers, { args: ['--log-level','debug'] }, async (rt) => {
+    const c = await sdkClient(rt);
+    const notes = [];
+    c.client.setNotificationHandler(ToolListChangedNotificationSchema, (n) => { notes.push(Date.now()); console.log('NOTE'); });
+    await waitGetStream(c);
+    console.log('tools', (await c.client.listTools()).tools.length);
+    const { demo2, ...only } = servers;
+    await fsp.writeFile(rt.configPath, JSON.stringify({ mcpServers: only }));
+    rt.child.kill('SIGHUP');
+    await waitFor(() => notes.length >= 1, 5000, 'n1');
+    console.log('tools after remove', (await c.client.listTools()).tools.length);
+    if (WAIT) await waitFor(async () => { const s = await rt.status(); return !s.servers.find(x=>x.name==='demo2'); }, 5000, 'gone');
+    if (WAIT) await new Promise(r=>setTimeout(r, WAIT));
+    await fsp.writeFile(rt.configPath, JSON.stringify({ mcpServers: servers }));
+    rt.child.kill('SIGHUP');
+    await new Promise(r=>setTimeout(r, 1500));
+    console.log('notes', notes.length);
+    console.log('tools after add', (await c.client.listTools()).tools.length);
+    console.log(JSON.stringify((await rt.status()).servers.map(s=>[s.name, s.instances.map(i=>i.state)])));
+    await fsp.writeFile(rt.configPath, JSON.stringify({ mcpServers: {...servers, demo3: demo(['--name','demo3'])} }));
+    rt.child.kill('SIGHUP');
+    await new Promise(r=>setTimeout(r, 1500));
+    console.log('notes', notes.length);
+    console.log('tools after add3', (await c.client.listTools()).tools.length);
+    console.log(rt.stderr().split('\n').filter(l=>/reload|list|notif|session/i.test(l)).slice(-30).join('\n'));
+  });
+});

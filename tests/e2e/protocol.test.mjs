@@ -1,0 +1,558 @@
+// The protocol end to end with the official TypeScript SDK client through
+// the runtime and one shared (app-scoped) demo server: progress, cancel,
+// sampling routed to the right session, elicitation, list_changed after a
+// reload, resumption with Last-Event-ID, old protocol versions and batches,
+// and pagination cursors across servers.
+import assert from 'node:assert/strict';
+import fsp from 'node:fs/promises';
+import { test } from 'node:test';
+
+import {
+	CreateMessageRequestSchema,
+	ElicitRequestSchema,
+	ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+
+import {
+	DEMO_TOOLS,
+	connect,
+	demo,
+	readMessages,
+	waitFor,
+	withRuntime,
+} from './lib.mjs';
+import {
+	OldClient,
+	countFile,
+	countLines,
+	latch,
+	sdkClient,
+	sdkClose,
+	text,
+	waitCountLine,
+	waitGetStream,
+	within,
+} from './protocol-lib.mjs';
+
+// Runs body(rt, file) against a runtime serving one app-scoped demo server
+// that writes its count file to `file`.
+async function withDemo(t, opts, body, extra = {}) {
+	const { dir, file } = await countFile();
+	try {
+		await withRuntime(
+			t,
+			{
+				demo: demo(['--name', 'demo', '--count-file', file]),
+				...extra,
+			},
+			opts,
+			(rt) => body(rt, file),
+		);
+	} finally {
+		await fsp.rm(dir, { recursive: true, force: true });
+	}
+}
+
+function sleepCall(ms) {
+	return { name: 'demo__sleep', arguments: { ms } };
+}
+
+test('progress: a sleep reports increasing progress, then its result', {
+	timeout: 30_000,
+}, async (t) => {
+	await withDemo(t, {}, async (rt) => {
+		const c = await sdkClient(rt);
+		const seen = [];
+		const r = await c.client.callTool(sleepCall(600), undefined, {
+			onprogress: (p) => seen.push(p),
+		});
+		const after = seen.length;
+		assert.equal(text(r), 'slept 600 ms');
+		assert.ok(seen.length >= 3, `progress: ${JSON.stringify(seen)}`);
+		for (let i = 1; i < seen.length; i++)
+			assert.ok(
+				seen[i].progress > seen[i - 1].progress,
+				`not increasing: ${JSON.stringify(seen)}`,
+			);
+		for (const p of seen) {
+			assert.equal(p.total, 600);
+			assert.ok(p.progress > 0 && p.progress < 600, JSON.stringify(p));
+		}
+		// Nothing of this call comes after its result.
+		await new Promise((res) => setImmediate(res));
+		assert.equal(seen.length, after, 'progress after the result');
+		await sdkClose(c);
+	});
+});
+
+test('cancel: an aborted call sends notifications/cancelled that reaches the server', {
+	timeout: 30_000,
+}, async (t) => {
+	await withDemo(t, {}, async (rt, file) => {
+		const c = await sdkClient(rt);
+		const ac = new AbortController();
+		const first = latch();
+		const t0 = Date.now();
+		const call = c.client.callTool(sleepCall(5000), undefined, {
+			signal: ac.signal,
+			onprogress: () => first.open(),
+		});
+		call.catch(() => {});
+		await within(first.wait(), 5000, 'first progress');
+		const aborted = Date.now();
+		ac.abort('test cancels');
+		await assert.rejects(call, /cancel/i);
+		assert.ok(
+			Date.now() - aborted < 1500,
+			`rejected ${Date.now() - aborted} ms after abort`,
+		);
+		const lines = await waitCountLine(file, 'cancelled sleep', 1, 3000);
+		assert.ok(lines.includes('call sleep'), lines.join('|'));
+		assert.ok(
+			Date.now() - t0 < 4500,
+			'the cancel arrived before the sleep would have ended',
+		);
+
+		// The shared instance goes on serving, with nothing in flight.
+		const echo = await c.client.callTool({
+			name: 'demo__echo',
+			arguments: { text: 'still here' },
+		});
+		assert.equal(text(echo), 'still here');
+		const st = await rt.status();
+		const inst = st.servers.find((s) => s.name === 'demo').instances[0];
+		assert.equal(inst.inflight, 0, JSON.stringify(inst));
+		assert.equal(
+			(await countLines(file)).filter((l) => l.startsWith('start ')).length,
+			1,
+			'one start',
+		);
+		await sdkClose(c);
+	});
+});
+
+test('cancel: a client that disconnects mid-call cancels it upstream', {
+	timeout: 30_000,
+}, async (t) => {
+	await withDemo(t, {}, async (rt, file) => {
+		const a = await sdkClient(rt, { name: 'A' });
+		const b = await sdkClient(rt, { name: 'B' });
+		// B holds the shared instance the whole time.
+		await b.client.listTools();
+		const first = latch();
+		const call = a.client.callTool(sleepCall(5000), undefined, {
+			onprogress: () => first.open(),
+		});
+		call.catch(() => {});
+		await within(first.wait(), 5000, 'first progress');
+		const t0 = Date.now();
+		// Aborts every HTTP request of A; no DELETE, no cancel message.
+		await a.client.close();
+		await assert.rejects(call, /closed/i);
+		await waitCountLine(file, 'cancelled sleep', 1, 3000);
+		assert.ok(Date.now() - t0 < 3000, 'cancelled at once');
+
+		// B still uses the same instance; a call of its own runs whole.
+		const r = await b.client.callTool(sleepCall(200));
+		assert.equal(text(r), 'slept 200 ms');
+		const lines = await countLines(file);
+		assert.equal(lines.filter((l) => l === 'cancelled sleep').length, 1);
+		assert.equal(lines.filter((l) => l.startsWith('start ')).length, 1);
+		await sdkClose(b);
+	});
+});
+
+// A client with the sampling capability that answers "from NAME"; calls
+// counts how often it was asked, gate (when set) is awaited before it
+// answers.
+async function samplingClient(rt, name, state) {
+	const c = await sdkClient(rt, { name, capabilities: { sampling: {} } });
+	c.asked = [];
+	c.client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+		c.asked.push(req.params.messages[0].content.text);
+		if (state.gate)
+			await state.gate(name);
+		return {
+			role: 'assistant',
+			content: { type: 'text', text: `from ${name}` },
+			model: `model-${name}`,
+		};
+	});
+	return c;
+}
+
+test('sampling: the request goes to the session whose call caused it', {
+	timeout: 30_000,
+}, async (t) => {
+	await withDemo(t, {}, async (rt, file) => {
+		const state = {};
+		const a = await samplingClient(rt, 'A', state);
+		const b = await samplingClient(rt, 'B', state);
+		await waitGetStream(a);
+		await waitGetStream(b);
+
+		// One at a time, the other connected and idle.
+		const ra = await a.client.callTool({
+			name: 'demo__sample',
+			arguments: { prompt: 'asked by A' },
+		});
+		assert.equal(text(ra), 'from A');
+		assert.deepEqual(a.asked, ['asked by A']);
+		assert.deepEqual(b.asked, []);
+		const rb = await b.client.callTool({
+			name: 'demo__sample',
+			arguments: { prompt: 'asked by B' },
+		});
+		assert.equal(text(rb), 'from B');
+		assert.deepEqual(a.asked, ['asked by A']);
+		assert.deepEqual(b.asked, ['asked by B']);
+
+		// Both at once: no answer is given until both questions were
+		// asked, so both calls are in flight on the one instance.
+		let asked = 0;
+		const both = latch();
+		state.gate = async () => {
+			if (++asked === 2)
+				both.open();
+			await Promise.race([
+				both.wait(),
+				new Promise((r) => setTimeout(r, 3000)),
+			]);
+		};
+		const [ca, cb] = await Promise.all([
+			a.client.callTool({
+				name: 'demo__sample',
+				arguments: { prompt: 'A again' },
+			}),
+			b.client.callTool({
+				name: 'demo__sample',
+				arguments: { prompt: 'B again' },
+			}),
+		]);
+		assert.deepEqual(
+			{ a: a.asked, b: b.asked },
+			{ a: ['asked by A', 'A again'], b: ['asked by B', 'B again'] },
+			'each session is asked its own question',
+		);
+		assert.equal(text(ca), 'from A');
+		assert.equal(text(cb), 'from B');
+		assert.equal(
+			(await countLines(file)).filter((l) => l.startsWith('start ')).length,
+			1,
+			'one shared instance',
+		);
+		await sdkClose(a);
+		await sdkClose(b);
+	});
+});
+
+test('elicitation: the client accepts and the server gets its answer', {
+	timeout: 30_000,
+}, async (t) => {
+	await withDemo(t, {}, async (rt) => {
+		const c = await sdkClient(rt, { capabilities: { elicitation: {} } });
+		const asked = [];
+		c.client.setRequestHandler(ElicitRequestSchema, async (req) => {
+			asked.push(req.params);
+			return { action: 'accept', content: { answer: 'yes' } };
+		});
+		const r = await c.client.callTool({
+			name: 'demo__elicit',
+			arguments: { message: 'Proceed?' },
+		});
+		assert.ok(!r.isError, JSON.stringify(r));
+		assert.deepEqual(JSON.parse(text(r)), {
+			action: 'accept',
+			content: { answer: 'yes' },
+		});
+		assert.equal(asked.length, 1);
+		assert.equal(asked[0].message, 'Proceed?');
+		assert.deepEqual(asked[0].requestedSchema.required, ['answer']);
+		await sdkClose(c);
+	});
+});
+
+// Rewrites the runtime's config and sends SIGHUP.
+async function reload(rt, servers) {
+	await fsp.writeFile(
+		rt.configPath,
+		JSON.stringify({ mcpServers: servers }, null, 2),
+	);
+	rt.child.kill('SIGHUP');
+}
+
+test('list_changed: a reload that changes the tools reaches a connected client on its GET stream', {
+	timeout: 40_000,
+}, async (t) => {
+	const { dir, file } = await countFile();
+	const servers = {
+		demo: demo(['--name', 'demo', '--count-file', file]),
+		demo2: demo(['--name', 'demo2']),
+	};
+	const names = (p) => DEMO_TOOLS.map((n) => `${p}__${n}`);
+	try {
+		await withRuntime(t, servers, async (rt) => {
+			const c = await sdkClient(rt);
+			const notes = [];
+			let wake = () => {};
+			c.client.setNotificationHandler(
+				ToolListChangedNotificationSchema,
+				(n) => {
+					notes.push(n);
+					wake();
+				},
+			);
+			const next = (n, ms, what) =>
+				waitFor(() => notes.length >= n, ms, what);
+			await waitGetStream(c);
+			let { tools } = await c.client.listTools();
+			assert.deepEqual(
+				tools.map((x) => x.name),
+				[...names('demo'), ...names('demo2')],
+			);
+			const pid = JSON.parse(
+				text(
+					await c.client.callTool({
+						name: 'demo__pid',
+						arguments: {},
+					}),
+				),
+			).pid;
+			rt.track(pid);
+
+			// A server's own list_changed whose list is the same: the
+			// client's view did not change, so it is not told.
+			const sent = await c.client.callTool({
+				name: 'demo__notify_changed',
+				arguments: {},
+			});
+			assert.equal(text(sent), 'sent');
+			await new Promise((r) => setTimeout(r, 800));
+			assert.equal(notes.length, 0, 'told although nothing changed');
+
+			// Removing demo2 changes the aggregated list.
+			const { demo2, ...only } = servers;
+			await reload(rt, only);
+			await next(1, 5000, 'list_changed after removing demo2');
+			({ tools } = await c.client.listTools());
+			assert.deepEqual(
+				tools.map((x) => x.name),
+				names('demo'),
+			);
+
+			// Adding it back (its list is in the tool cache) changes it
+			// again.
+			await reload(rt, servers);
+			await next(2, 5000, 'list_changed after adding demo2 back');
+			({ tools } = await c.client.listTools());
+			assert.deepEqual(
+				tools.map((x) => x.name),
+				[...names('demo'), ...names('demo2')],
+			);
+
+			// A server that never ran and has no cached list.
+			const fresh = {
+				...servers,
+				demo3: demo(['--name', 'demo3', '--tools', '1']),
+			};
+			await reload(rt, fresh);
+			await next(3, 5000, 'list_changed after adding demo3');
+			({ tools } = await c.client.listTools());
+			assert.deepEqual(
+				tools.map((x) => x.name),
+				[
+					...names('demo'),
+					...names('demo2'),
+					...names('demo3'),
+					'demo3__tool_1',
+				],
+			);
+
+			// The unchanged server kept running through every reload.
+			const again = JSON.parse(
+				text(
+					await c.client.callTool({
+						name: 'demo__pid',
+						arguments: {},
+					}),
+				),
+			);
+			assert.equal(again.pid, pid, 'demo was not restarted');
+			assert.equal(
+				(await countLines(file)).filter((l) => l.startsWith('start '))
+					.length,
+				1,
+			);
+			// Every notification came while no request was open: on the
+			// standing GET stream, which is still the first one.
+			const gets = c.requests.filter((r) => r.method === 'GET');
+			assert.equal(gets.length, 1, JSON.stringify(gets));
+			await sdkClose(c);
+		});
+	} finally {
+		await fsp.rm(dir, { recursive: true, force: true });
+	}
+});
+
+test('resumption: a stream closed on purpose resumes with Last-Event-ID and loses nothing', {
+	timeout: 30_000,
+}, async (t) => {
+	await withDemo(t, { args: ['--sse-close-after', '300'] }, async (rt) => {
+		const c = await sdkClient(rt);
+		const seen = [];
+		const t0 = Date.now();
+		const r = await c.client.callTool(sleepCall(1500), undefined, {
+			onprogress: (p) => seen.push(p.progress),
+		});
+		const took = Date.now() - t0;
+		assert.equal(text(r), 'slept 1500 ms');
+		// The SDK came back with GET and Last-Event-ID (after the
+		// stream's retry: time) and had the rest replayed.
+		const resumed = c.requests.filter(
+			(q) => q.method === 'GET' && q.lastEventId !== null,
+		);
+		assert.ok(resumed.length >= 1, JSON.stringify(c.requests));
+		assert.equal(resumed[0].status, 200);
+		assert.ok(took >= 1200, `took ${took} ms`);
+		assert.ok(seen.length >= 12, `progress: ${JSON.stringify(seen)}`);
+		assert.equal(new Set(seen).size, seen.length, `duplicates: ${seen}`);
+		let gap = 0;
+		for (let i = 1; i < seen.length; i++) {
+			assert.ok(seen[i] > seen[i - 1], `not increasing: ${seen}`);
+			gap = Math.max(gap, seen[i] - seen[i - 1]);
+		}
+		// The demo sends every 100 ms; a lost stretch shows as a gap.
+		assert.ok(gap < 300, `gap of ${gap} ms in ${seen}`);
+		assert.deepEqual(c.errors.filter((e) => !/SSE|disconnect/i.test(e.message)), []);
+		await sdkClose(c);
+	});
+});
+
+test('versions: 2024-11-05 and 2025-03-26 clients; a 2025-03-26 batch', {
+	timeout: 30_000,
+}, async (t) => {
+	await withDemo(t, {}, async (rt) => {
+		const old = new OldClient(rt.url, '2024-11-05');
+		const r1 = await old.initialize();
+		assert.equal(r1.protocolVersion, '2024-11-05');
+		assert.ok(r1.capabilities.tools, JSON.stringify(r1));
+		// No MCP-Protocol-Version header: the runtime must assume an
+		// old version, not refuse.
+		const res = await old.post({
+			jsonrpc: '2.0',
+			id: 7,
+			method: 'tools/list',
+			params: {},
+		});
+		assert.equal(res.status, 200);
+		const [tl] = await readMessages(res);
+		assert.equal(tl.id, 7);
+		assert.equal(tl.result.tools.length, DEMO_TOOLS.length);
+		await old.close();
+
+		const mid = new OldClient(rt.url, '2025-03-26');
+		const r2 = await mid.initialize();
+		assert.equal(r2.protocolVersion, '2025-03-26');
+		const batch = await mid.post([
+			{ jsonrpc: '2.0', id: 'p', method: 'ping' },
+			{ jsonrpc: '2.0', id: 'l', method: 'tools/list', params: {} },
+		]);
+		assert.equal(batch.status, 200);
+		assert.match(batch.headers.get('content-type'), /^application\/json/);
+		const arr = JSON.parse(await batch.text());
+		assert.ok(Array.isArray(arr), JSON.stringify(arr));
+		assert.equal(arr.length, 2, JSON.stringify(arr));
+		const byId = Object.fromEntries(arr.map((m) => [m.id, m]));
+		assert.deepEqual(byId.p.result, {});
+		assert.deepEqual(
+			byId.l.result.tools.map((x) => x.name),
+			DEMO_TOOLS.map((n) => `demo__${n}`),
+		);
+		await mid.close();
+
+		// An unknown version gets the runtime's own latest; batches are
+		// no part of it.
+		const odd = new OldClient(rt.url, '1999-01-01');
+		const r3 = await odd.initialize();
+		assert.equal(r3.protocolVersion, '2025-11-25');
+		await odd.close();
+		const cur = await connect(rt);
+		const refused = await cur.post([
+			{ jsonrpc: '2.0', id: 1, method: 'ping' },
+			{ jsonrpc: '2.0', id: 2, method: 'ping' },
+		]);
+		assert.equal(refused.status, 400);
+		await refused.arrayBuffer();
+		await cur.close();
+	});
+});
+
+test('pagination: cursors stay valid across servers, every tool once in config order', {
+	timeout: 30_000,
+}, async (t) => {
+	await withRuntime(
+		t,
+		{
+			a: demo(['--name', 'a', '--tools', '5']),
+			// Pages of its own upstream too.
+			b: demo(['--name', 'b', '--tools', '5', '--page-size', '3']),
+		},
+		{ args: ['--page-size', '4'] },
+		async (rt) => {
+			const c = await connect(rt);
+			const extra = [1, 2, 3, 4, 5].map((i) => `tool_${i}`);
+			const expected = [
+				...[...DEMO_TOOLS, ...extra].map((n) => `a__${n}`),
+				...[...DEMO_TOOLS, ...extra].map((n) => `b__${n}`),
+			];
+			const pages = [];
+			const cursors = [];
+			let cursor;
+			for (let i = 0; i < 100; i++) {
+				const r = await c.result(
+					'tools/list',
+					cursor ? { cursor } : {},
+				);
+				pages.push(r.tools.map((x) => x.name));
+				cursor = r.nextCursor;
+				if (!cursor)
+					break;
+				assert.equal(typeof cursor, 'string');
+				cursors.push(cursor);
+			}
+			for (const p of pages)
+				assert.ok(p.length >= 1 && p.length <= 4, JSON.stringify(p));
+			assert.deepEqual(pages.flat(), expected);
+			assert.equal(pages.length, Math.ceil(expected.length / 4));
+			// One page holds the end of a and the start of b.
+			assert.ok(
+				pages.some(
+					(p) =>
+						p.some((n) => n.startsWith('a__')) &&
+						p.some((n) => n.startsWith('b__')),
+				),
+				'a page across the two servers',
+			);
+
+			// A cursor can be used again, in any order, and gives the same
+			// page.
+			for (const k of [cursors.length - 1, 3, 0]) {
+				const r = await c.result('tools/list', { cursor: cursors[k] });
+				assert.deepEqual(
+					r.tools.map((x) => x.name),
+					pages[k + 1],
+					`cursor ${k}`,
+				);
+			}
+			// A cursor of one session is good in another.
+			const other = await connect(rt);
+			const r = await other.result('tools/list', { cursor: cursors[4] });
+			assert.deepEqual(r.tools.map((x) => x.name), pages[5]);
+			await other.close();
+
+			const bad = await c.request('tools/list', { cursor: 'nonsense' });
+			assert.equal(bad.error?.code, -32602, JSON.stringify(bad));
+			await c.close();
+		},
+	);
+});
