@@ -1548,6 +1548,12 @@ static void lg_loop(void)
 		if ((G.mode == LG_M_LATENCY || G.mode == LG_M_THROUGHPUT) &&
 		    G.failed_n == G.ns)
 			break;
+		/* The last session to settle may have failed: go with the
+		 * others. */
+		if ((G.mode == LG_M_LATENCY || G.mode == LG_M_THROUGHPUT) &&
+		    G.t_run == 0 && G.ready_n > 0 &&
+		    G.ready_n + G.failed_n == G.ns)
+			lg_run_begin();
 		if (G.mode == LG_M_SESSIONS && G.ready_n + G.failed_n == G.ns)
 			break;
 		while (G.mode == LG_M_SESSIONS && G.started < G.ns &&
