@@ -1,19 +1,21 @@
 /*
- * One connection to one MCP server and its state machine. The instance
- * spawns the server (through the stdio transport), runs the initialize
- * handshake, fetches its lists, maps its request ids, and reports what the
- * server says to its owner. Policy (who holds it, when it closes) lives in
- * the pool.
+ * One connection to one MCP server and its state machine: every change of
+ * state goes through instance_set_state, which logs it. The instance
+ * spawns the server (through the stdio transport), wakes the requests that
+ * wait for its start, fails what it loses, backs off failed starts, and
+ * stops it. Requests and their ids are in requests.c, the handshake and
+ * lists in catalog.c. Policy (who holds it, when it closes) lives in the
+ * pool.
  */
-#include "instance/instance.h"
-
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
 #include "instance/backoff.h"
+#include "instance/instance_int.h"
 #include "journal/journal.h"
 #include "jsonrpc/jsonrpc.h"
 #include "transport/stdio.h"
@@ -22,94 +24,15 @@
 #include "util/log.h"
 #include "util/xmalloc.h"
 
-#define INSTANCE_STDERR_TAIL 10
-
-struct instance_pending {
-	struct instance_pending *next, *prev;
-	int64_t id;
-	instance_reply_cb cb;
-	void *arg;
-	bool internal; /* part of the startup or a list refresh */
-	char *method;  /* client requests: kept to decide on a resend */
-	json_t *params;
-};
-
-/* The transport's context: one per spawned connection, so that late
- * callbacks of a connection the instance already let go of are told
- * apart from the current one's. */
-struct instance_link {
-	struct instance *inst;
-	pid_t pid;
-	char token[JOURNAL_TOKEN_LEN + 1];
-	bool detached;	   /* no longer the instance's connection */
-	bool settles_stop; /* its on_closed ends a STOPPING state */
-};
-
-struct instance_waiter {
-	struct instance_waiter *next;
-	instance_ready_cb cb;
-	void *arg;
-};
-
-struct instance {
-	uv_loop_t *loop;
-	char *name;
-	char *key;
-	enum server_kind kind;
-	char *command;
-	char **argv; /* NULL-terminated, without argv[0] */
-	char **envp; /* NULL-terminated full environment */
-	size_t owner_slot; /* envp index of MCPVISOR_OWNER=token */
-	char *cwd;
-	char *client_caps_json;
-	uint64_t startup_timeout_ms;
-
-	enum instance_state state;
-	struct stdio_conn *conn;
-	struct instance_link *link; /* of conn */
-	pid_t pid;
-	uint64_t started_ms;
-	int64_t next_id;
-	struct instance_pending pending; /* list head */
-	unsigned npending;
-	/* Requests that change nothing, lost with a dropped connection: sent
-	 * again once the server is back. */
-	struct instance_pending resend;
-	struct backoff backoff;
-	bool lists_cached; /* lists came from the tool cache, not the server */
-	bool lists_known;  /* lists came from a start or from the cache */
-	struct instance_waiter *waiters;
-	unsigned starting_lists; /* first lists still to come */
-	bool restart_after_stop;
-
-	json_t *lists[INSTANCE_NLISTS];
-	json_t *caps;
-	char *protocol_version;
-	char *last_error;
-	char *stderr_tail;
-
-	uv_timer_t startup_timer;
-	bool freeing;
-	bool freeing_done; /* the owner is gone: report nothing more */
-	unsigned handles_open;
-
-	struct instance_cbs cbs;
-	void *ctx;
-	void *data;
-};
-
-static const char *const instance_list_methods[INSTANCE_NLISTS] = {
+const char *const instance_list_methods[INSTANCE_NLISTS] = {
 	"tools/list", "prompts/list", "resources/list",
 	"resources/templates/list"};
-static const char *const instance_list_keys[INSTANCE_NLISTS] = {
+const char *const instance_list_keys[INSTANCE_NLISTS] = {
 	"tools", "prompts", "resources", "resourceTemplates"};
-static const char *const instance_list_caps[INSTANCE_NLISTS] = {
+const char *const instance_list_caps[INSTANCE_NLISTS] = {
 	"tools", "prompts", "resources", "resources"};
 
-static void instance_start(struct instance *inst);
-static void instance_fetch_list(struct instance *inst,
-				enum instance_list which, json_t *acc,
-				const char *cursor, unsigned page);
+
 static void instance_maybe_free(struct instance *inst);
 
 const char *instance_state_name(enum instance_state s)
@@ -132,7 +55,7 @@ const char *instance_state_name(enum instance_state s)
 }
 
 /* The one place where an instance changes state. */
-static void instance_set_state(struct instance *inst, enum instance_state to,
+void instance_set_state(struct instance *inst, enum instance_state to,
 			       const char *why)
 {
 	enum instance_state from = inst->state;
@@ -150,7 +73,7 @@ static void instance_set_state(struct instance *inst, enum instance_state to,
 		inst->cbs.on_state(inst->ctx, inst, from, to);
 }
 
-static void instance_set_error(struct instance *inst, char *msg)
+void instance_set_error(struct instance *inst, char *msg)
 {
 	free(inst->last_error);
 	inst->last_error = msg;
@@ -242,7 +165,7 @@ struct instance *instance_new(uv_loop_t *loop,
 	return inst;
 }
 
-static void instance_wake_waiters(struct instance *inst, int err)
+void instance_wake_waiters(struct instance *inst, int err)
 {
 	while (inst->waiters) {
 		struct instance_waiter *w = inst->waiters;
@@ -252,7 +175,7 @@ static void instance_wake_waiters(struct instance *inst, int err)
 	}
 }
 
-static json_t *instance_unavailable_error(struct instance *inst, bool sent)
+json_t *instance_unavailable_error(struct instance *inst, bool sent)
 {
 	const char *reason =
 		inst->last_error ? inst->last_error : "the server stopped";
@@ -275,90 +198,7 @@ static json_t *instance_unavailable_error(struct instance *inst, bool sent)
 	return err;
 }
 
-static void instance_pending_free(struct instance_pending *p)
-{
-	free(p->method);
-	json_decref(p->params);
-	free(p);
-}
-
-static void instance_pending_unlink(struct instance_pending *p)
-{
-	p->prev->next = p->next;
-	p->next->prev = p->prev;
-	p->next = p->prev = p;
-}
-
-static void instance_pending_append(struct instance_pending *head,
-				    struct instance_pending *p)
-{
-	p->prev = head->prev;
-	p->next = head;
-	head->prev->next = p;
-	head->prev = p;
-}
-
-/* A request that may have changed something was lost with the server:
- * the client must not be led to run it twice. */
-static json_t *instance_lost_call_error(struct instance *inst)
-{
-	const char *reason =
-		inst->last_error ? inst->last_error : "the server stopped";
-	char *msg = xasprintf(
-		"Server \"%s\" went away while handling this request (%s); it "
-		"may or may not have taken effect, so check before retrying.",
-		inst->name, reason);
-	json_t *data = json_pack("{s:s,s:s,s:b}", "server", inst->name,
-				 "reason", reason, "mayHaveRun", 1);
-	json_t *err = jr_error(NULL, JR_SERVER_UNAVAILABLE, msg, data);
-	free(msg);
-	return err;
-}
-
-/* The server is gone. With keep_idempotent (a connection that dropped on
- * its own), requests that change nothing wait to be sent again once it is
- * back; every other request in flight gets an error now. */
-static void instance_fail_pending(struct instance *inst, bool keep_idempotent)
-{
-	while (inst->pending.next != &inst->pending) {
-		struct instance_pending *p = inst->pending.next;
-		instance_pending_unlink(p);
-		inst->npending--;
-		if (keep_idempotent && !p->internal && p->method &&
-		    jr_method_is_idempotent(p->method)) {
-			instance_pending_append(&inst->resend, p);
-			continue;
-		}
-		if (p->cb) {
-			json_t *err = !p->internal && p->method &&
-						      !jr_method_is_idempotent(
-							      p->method)
-					      ? instance_lost_call_error(inst)
-					      : instance_unavailable_error(
-							inst, true);
-			p->cb(p->arg, err, true);
-			json_decref(err);
-		}
-		instance_pending_free(p);
-	}
-}
-
-/* The requests kept for a resend cannot be sent: answer them. */
-static void instance_fail_resend(struct instance *inst)
-{
-	while (inst->resend.next != &inst->resend) {
-		struct instance_pending *p = inst->resend.next;
-		instance_pending_unlink(p);
-		if (p->cb) {
-			json_t *err = instance_unavailable_error(inst, false);
-			p->cb(p->arg, err, false);
-			json_decref(err);
-		}
-		instance_pending_free(p);
-	}
-}
-
-static void instance_drop_lists(struct instance *inst)
+void instance_drop_lists(struct instance *inst)
 {
 	inst->lists_known = false;
 	for (int i = 0; i < INSTANCE_NLISTS; i++) {
@@ -394,7 +234,7 @@ static void instance_detach_conn(struct instance *inst, bool settles_stop)
  * NEEDS_AUTH). The transport closes itself. A failed start drops the
  * lists and counts for the backoff; a connection that dropped after it
  * was ready keeps them (tools kept, reconnects when next used). */
-static void instance_fail(struct instance *inst, enum instance_state to,
+void instance_fail(struct instance *inst, enum instance_state to,
 			  char *why)
 {
 	bool was_starting = inst->state == INSTANCE_STARTING;
@@ -429,397 +269,6 @@ static void instance_startup_timeout_cb(uv_timer_t *t)
 	instance_fail(inst, INSTANCE_FAILED,
 		      xasprintf("did not finish starting within %llu ms",
 				(unsigned long long)inst->startup_timeout_ms));
-}
-
-static struct instance_pending *instance_take_pending(struct instance *inst,
-						      int64_t id)
-{
-	for (struct instance_pending *p = inst->pending.next;
-	     p != &inst->pending; p = p->next) {
-		if (p->id == id) {
-			p->prev->next = p->next;
-			p->next->prev = p->prev;
-			inst->npending--;
-			return p;
-		}
-	}
-	return NULL;
-}
-
-static int instance_write(struct instance *inst, json_t *msg)
-{
-	char *s = json_dumps(msg, JSON_COMPACT);
-	if (s == NULL)
-		return -EINVAL;
-	int rc = stdio_conn_send(inst->conn, s, strlen(s));
-	free(s);
-	return rc;
-}
-
-static int64_t instance_send_request(struct instance *inst, const char *method,
-				     json_t *params, instance_reply_cb cb,
-				     void *arg, bool internal)
-{
-	if (inst->conn == NULL) {
-		json_decref(params);
-		return -EPIPE;
-	}
-	int64_t id = inst->next_id++;
-	json_t *msg = jr_request(json_integer(id), method,
-				 params ? json_incref(params) : NULL);
-	int rc = instance_write(inst, msg);
-	json_decref(msg);
-	if (rc < 0) {
-		json_decref(params);
-		return rc;
-	}
-	struct instance_pending *p = xcalloc(1, sizeof *p);
-	p->id = id;
-	p->cb = cb;
-	p->arg = arg;
-	p->internal = internal;
-	if (!internal) {
-		p->method = xstrdup(method);
-		p->params = params;
-	} else {
-		json_decref(params);
-	}
-	instance_pending_append(&inst->pending, p);
-	inst->npending++;
-	return id;
-}
-
-/* Sends again what a dropped connection lost and changed nothing. */
-static void instance_resend(struct instance *inst)
-{
-	while (inst->resend.next != &inst->resend) {
-		struct instance_pending *p = inst->resend.next;
-		instance_pending_unlink(p);
-		log_info("instance %s: sending %s again after the reconnect",
-			 inst->name, p->method);
-		if (instance_send_request(inst, p->method, json_incref(p->params),
-					  p->cb, p->arg, false) < 0 &&
-		    p->cb) {
-			json_t *err = instance_unavailable_error(inst, false);
-			p->cb(p->arg, err, false);
-			json_decref(err);
-		}
-		instance_pending_free(p);
-	}
-}
-
-int64_t instance_request(struct instance *inst, const char *method,
-			 json_t *params, instance_reply_cb cb, void *arg)
-{
-	if (inst->state != INSTANCE_READY) {
-		json_decref(params);
-		return -EAGAIN;
-	}
-	return instance_send_request(inst, method, params, cb, arg, false);
-}
-
-void instance_cancel(struct instance *inst, int64_t id, const char *reason)
-{
-	struct instance_pending *p = instance_take_pending(inst, id);
-	if (p == NULL) {
-		/* Waiting for a resend: it never reaches the server now. */
-		for (struct instance_pending *q = inst->resend.next;
-		     q != &inst->resend; q = q->next) {
-			if (q->id == id) {
-				instance_pending_unlink(q);
-				instance_pending_free(q);
-				return;
-			}
-		}
-		return;
-	}
-	instance_pending_free(p);
-	if (inst->conn == NULL)
-		return;
-	json_t *params = json_object();
-	json_object_set_new(params, "requestId", json_integer(id));
-	if (reason)
-		json_object_set_new(params, "reason", json_string(reason));
-	instance_notify(inst, "notifications/cancelled", params);
-}
-
-int instance_notify(struct instance *inst, const char *method, json_t *params)
-{
-	if (inst->conn == NULL) {
-		json_decref(params);
-		return -EPIPE;
-	}
-	json_t *msg = jr_notification(method, params);
-	int rc = instance_write(inst, msg);
-	json_decref(msg);
-	return rc;
-}
-
-int instance_respond(struct instance *inst, json_t *id, json_t *result,
-		     json_t *error)
-{
-	if (inst->conn == NULL) {
-		json_decref(result);
-		json_decref(error);
-		return -EPIPE;
-	}
-	json_t *msg = json_object();
-	json_object_set_new(msg, "jsonrpc", json_string("2.0"));
-	json_object_set(msg, "id", id);
-	if (error)
-		json_object_set_new(msg, "error", error);
-	else
-		json_object_set_new(msg, "result",
-				    result ? result : json_object());
-	int rc = instance_write(inst, msg);
-	json_decref(msg);
-	return rc;
-}
-
-/* ---- startup: initialize, initialized, first lists ---- */
-
-static void instance_lists_done(struct instance *inst)
-{
-	if (inst->state != INSTANCE_STARTING || inst->starting_lists > 0)
-		return;
-	uv_timer_stop(&inst->startup_timer);
-	uint64_t ms = clock_now_ms() - inst->started_ms;
-	char *why = xasprintf("ready in %llu ms", (unsigned long long)ms);
-	backoff_reset(&inst->backoff);
-	inst->lists_cached = false;
-	inst->lists_known = true;
-	instance_set_state(inst, INSTANCE_READY, why);
-	free(why);
-	if (inst->cbs.on_lists)
-		inst->cbs.on_lists(inst->ctx, inst);
-	instance_resend(inst);
-	instance_wake_waiters(inst, 0);
-}
-
-struct instance_list_fetch {
-	struct instance *inst;
-	enum instance_list which;
-	json_t *acc;
-	unsigned page;
-};
-
-static void instance_list_reply_cb(void *arg, json_t *resp, bool sent)
-{
-	struct instance_list_fetch *f = arg;
-	struct instance *inst = f->inst;
-	json_t *result = json_object_get(resp, "result");
-	json_t *items = json_object_get(result, instance_list_keys[f->which]);
-	bool starting = inst->state == INSTANCE_STARTING;
-	if (!json_is_array(items)) {
-		/* A server that errors on a list it declared offers nothing
-		 * of that kind; it is not a reason to fail the start. */
-		if (inst->state == INSTANCE_STARTING ||
-		    inst->state == INSTANCE_READY)
-			log_warn("instance %s: %s failed; treating as empty",
-				 inst->name,
-				 instance_list_methods[f->which]);
-	} else {
-		size_t i;
-		json_t *item;
-		json_array_foreach(items, i, item)
-		{
-			if (json_array_size(f->acc) >= INSTANCE_MAX_LIST_ITEMS)
-				break;
-			if (json_is_object(item))
-				json_array_append(f->acc, item);
-		}
-		const char *cursor =
-			json_string_value(json_object_get(result, "nextCursor"));
-		if (cursor && cursor[0] && f->page + 1 < INSTANCE_MAX_LIST_PAGES &&
-		    json_array_size(f->acc) < INSTANCE_MAX_LIST_ITEMS &&
-		    inst->conn) {
-			instance_fetch_list(inst, f->which, f->acc, cursor,
-					    f->page + 1);
-			json_decref(f->acc);
-			free(f);
-			return;
-		}
-	}
-	if (inst->conn && (starting || inst->state == INSTANCE_READY)) {
-		json_decref(inst->lists[f->which]);
-		inst->lists[f->which] = json_incref(f->acc);
-		if (starting) {
-			inst->starting_lists--;
-			instance_lists_done(inst);
-		} else if (inst->cbs.on_lists) {
-			inst->cbs.on_lists(inst->ctx, inst);
-		}
-	}
-	json_decref(f->acc);
-	free(f);
-}
-
-static void instance_fetch_list(struct instance *inst,
-				enum instance_list which, json_t *acc,
-				const char *cursor, unsigned page)
-{
-	struct instance_list_fetch *f = xcalloc(1, sizeof *f);
-	f->inst = inst;
-	f->which = which;
-	f->acc = acc ? json_incref(acc) : json_array();
-	f->page = page;
-	json_t *params = json_object();
-	if (cursor)
-		json_object_set_new(params, "cursor", json_string(cursor));
-	if (instance_send_request(inst, instance_list_methods[which], params,
-				  instance_list_reply_cb, f, true) < 0) {
-		json_decref(f->acc);
-		free(f);
-	}
-}
-
-static bool instance_is_auth_error(json_t *error)
-{
-	json_int_t code = json_integer_value(json_object_get(error, "code"));
-	json_t *data = json_object_get(error, "data");
-	json_int_t status = json_integer_value(json_object_get(data, "status"));
-	const char *msg = json_string_value(json_object_get(error, "message"));
-	if (status == 401 || status == 403)
-		return true;
-	if (code == -32001 && msg &&
-	    (strcasestr(msg, "unauthorized") || strcasestr(msg, "auth")))
-		return true;
-	return false;
-}
-
-static void instance_init_reply_cb(void *arg, json_t *resp, bool sent)
-{
-	struct instance *inst = arg;
-	if (inst->state != INSTANCE_STARTING)
-		return;
-	json_t *error = json_object_get(resp, "error");
-	json_t *result = json_object_get(resp, "result");
-	if (error) {
-		const char *m = json_string_value(json_object_get(error, "message"));
-		bool auth = instance_is_auth_error(error);
-		instance_fail(inst, auth ? INSTANCE_NEEDS_AUTH : INSTANCE_FAILED,
-			      xasprintf("initialize failed: %s",
-					m ? m : "(no message)"));
-		return;
-	}
-	const char *version =
-		json_string_value(json_object_get(result, "protocolVersion"));
-	if (!mcp_version_supported(version)) {
-		instance_fail(inst, INSTANCE_FAILED,
-			      xasprintf("server answered initialize with "
-					"protocol version \"%s\", which mcpvisor "
-					"does not speak",
-					version ? version : "(none)"));
-		return;
-	}
-	free(inst->protocol_version);
-	inst->protocol_version = xstrdup(version);
-	json_t *caps = json_object_get(result, "capabilities");
-	json_decref(inst->caps);
-	inst->caps = json_is_object(caps) ? json_incref(caps) : json_object();
-	instance_notify(inst, "notifications/initialized", NULL);
-	/* The first lists are fetched together; the instance is ready when
-	 * all have come back. */
-	inst->starting_lists = 0;
-	for (int i = 0; i < INSTANCE_NLISTS; i++)
-		if (instance_has_capability(inst, instance_list_caps[i]))
-			inst->starting_lists++;
-	if (inst->starting_lists == 0) {
-		instance_lists_done(inst);
-		return;
-	}
-	for (int i = 0; i < INSTANCE_NLISTS; i++)
-		if (instance_has_capability(inst, instance_list_caps[i]))
-			instance_fetch_list(inst, (enum instance_list)i, NULL,
-					    NULL, 0);
-}
-
-/* ---- messages from the server ---- */
-
-static void instance_handle_notification(struct instance *inst, json_t *msg)
-{
-	const char *method = jr_method(msg);
-	for (int i = 0; i < INSTANCE_NLISTS; i++) {
-		if (i == INSTANCE_TEMPLATES)
-			continue;
-		char name[64];
-		snprintf(name, sizeof name, "notifications/%s/list_changed",
-			 instance_list_caps[i]);
-		if (strcmp(method, name) == 0 &&
-		    inst->state == INSTANCE_READY) {
-			instance_fetch_list(inst, (enum instance_list)i, NULL,
-					    NULL, 0);
-			if (i == INSTANCE_RESOURCES)
-				instance_fetch_list(inst, INSTANCE_TEMPLATES,
-						    NULL, NULL, 0);
-			return;
-		}
-	}
-	if (inst->cbs.on_notification)
-		inst->cbs.on_notification(inst->ctx, inst, msg);
-}
-
-static void instance_message_cb(void *ctx, const char *line, size_t len)
-{
-	struct instance_link *link = ctx;
-	struct instance *inst = link->inst;
-	if (link->detached)
-		return;
-	json_error_t jerr;
-	json_t *msg = json_loadb(line, len, JSON_ALLOW_NUL, &jerr);
-	if (msg == NULL) {
-		log_warn("instance %s: skipped a line that is not JSON (%s)",
-			 inst->name, jerr.text);
-		return;
-	}
-	const char *why;
-	switch (jr_classify(msg, &why)) {
-	case JR_RESPONSE: {
-		json_t *id = jr_id(msg);
-		struct instance_pending *p =
-			json_is_integer(id)
-				? instance_take_pending(inst,
-							json_integer_value(id))
-				: NULL;
-		if (p == NULL) {
-			log_debug("instance %s: answer to an unknown or "
-				  "cancelled request; dropped",
-				  inst->name);
-			break;
-		}
-		if (p->cb)
-			p->cb(p->arg, msg, true);
-		instance_pending_free(p);
-		break;
-	}
-	case JR_NOTIFICATION:
-		instance_handle_notification(inst, msg);
-		break;
-	case JR_REQUEST:
-		if (strcmp(jr_method(msg), "ping") == 0)
-			instance_respond(inst, jr_id(msg), json_object(), NULL);
-		else if (inst->cbs.on_request)
-			inst->cbs.on_request(inst->ctx, inst, msg);
-		else
-			instance_respond(inst, jr_id(msg), NULL,
-					 json_pack("{s:i,s:s}", "code",
-						   JR_METHOD_NOT_FOUND,
-						   "message",
-						   "method not found"));
-		break;
-	case JR_INVALID:
-		log_warn("instance %s: skipped an invalid message (%s)",
-			 inst->name, why);
-		break;
-	}
-	json_decref(msg);
-}
-
-static void instance_garbage_cb(void *ctx, const char *what)
-{
-	struct instance_link *link = ctx;
-	struct instance *inst = link->inst;
-	log_warn("instance %s: %s", inst->name, what);
 }
 
 static char *instance_exit_reason(int64_t status, int sig)
@@ -861,7 +310,7 @@ static void instance_closed_cb(void *ctx)
 			instance_fail(inst, INSTANCE_FAILED,
 				      xstrdup("connection closed"));
 	}
-	if (inst->cbs.on_process && !inst->freeing_done)
+	if (inst->cbs.on_process)
 		inst->cbs.on_process(inst->ctx, inst, link->pid, 0, link->token,
 				     false);
 	free(link);
@@ -897,7 +346,7 @@ static void instance_new_token(char out[JOURNAL_TOKEN_LEN + 1])
 		snprintf(out + 2 * i, 3, "%02x", raw[i]);
 }
 
-static void instance_start(struct instance *inst)
+void instance_start(struct instance *inst)
 {
 	inst->started_ms = clock_now_ms();
 	instance_set_state(inst, INSTANCE_STARTING, NULL);
@@ -1142,31 +591,6 @@ uint64_t instance_backoff_remaining_ms(const struct instance *inst)
 	return backoff_remaining_ms(&inst->backoff, clock_now_ms());
 }
 
-void instance_seed_lists(struct instance *inst, json_t *lists)
-{
-	if (inst->state == INSTANCE_READY || inst->lists_known)
-		return;
-	for (int i = 0; i < INSTANCE_NLISTS; i++) {
-		json_t *a = json_object_get(lists, instance_list_keys[i]);
-		if (json_is_array(a)) {
-			json_decref(inst->lists[i]);
-			inst->lists[i] = json_incref(a);
-		}
-	}
-	inst->lists_cached = true;
-	inst->lists_known = true;
-}
-
-json_t *instance_lists_json(const struct instance *inst)
-{
-	json_t *o = json_object();
-	for (int i = 0; i < INSTANCE_NLISTS; i++)
-		if (inst->lists[i])
-			json_object_set(o, instance_list_keys[i],
-					inst->lists[i]);
-	return o;
-}
-
 bool instance_lists_known(const struct instance *inst)
 {
 	return inst->lists_known;
@@ -1175,11 +599,6 @@ bool instance_lists_known(const struct instance *inst)
 bool instance_lists_cached(const struct instance *inst)
 {
 	return inst->lists_cached;
-}
-
-void instance_detach_owner(struct instance *inst)
-{
-	inst->freeing_done = true;
 }
 
 void instance_set_data(struct instance *inst, void *data)
@@ -1191,3 +610,4 @@ void *instance_data(const struct instance *inst)
 {
 	return inst->data;
 }
+

@@ -131,8 +131,6 @@ bool instance_lists_cached(const struct instance *inst);
 /* Whether the lists are known (from a start, or the cache) so listing
  * needs no start. */
 bool instance_lists_known(const struct instance *inst);
-/* The owner is going away: no more process reports. */
-void instance_detach_owner(struct instance *inst);
 
 /* Owner-held data. */
 void instance_set_data(struct instance *inst, void *data);

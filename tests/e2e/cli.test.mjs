@@ -15,6 +15,11 @@ import {
 	writeConfig,
 } from './lib.mjs';
 
+const BOTH = [
+	...DEMO_TOOLS.map((n) => `demo__${n}`),
+	...DEMO_TOOLS.map((n) => `other__${n}`),
+];
+
 test('cli: tools, call, status and an unknown tool against one runtime', {
 	timeout: 30_000,
 }, async (t) => {
@@ -34,21 +39,21 @@ test('cli: tools, call, status and an unknown tool against one runtime', {
 		const tools = await rt.cli(['tools']);
 		assert.equal(tools.code, 0, tools.stderr);
 		const lines = tools.stdout.trim().split('\n');
-		assert.deepEqual(
-			lines.map((l) => l.split(/\s+/)[0]),
-			[
-				...DEMO_TOOLS.map((n) => `demo__${n}`),
-				...DEMO_TOOLS.map((n) => `other__${n}`),
-			],
-		);
+		assert.deepEqual(lines.map((l) => l.split(/\s+/)[0]), BOTH);
 		assert.match(lines[0], /^demo__echo\s+Echo the given text back\.$/);
 
 		const only = await rt.cli(['tools', 'other', '--json']);
 		assert.equal(only.code, 0, only.stderr);
 		assert.deepEqual(
-			JSON.parse(only.stdout).map((t) => t.name),
+			JSON.parse(only.stdout).map((x) => x.name),
 			DEMO_TOOLS.map((n) => `other__${n}`),
 		);
+
+		// A client session that has used both servers holds them, so the
+		// CLI's calls below reach the same running instances.
+		const c = await connect(rt);
+		assert.deepEqual((await c.listAll()).map((x) => x.name), BOTH);
+		const held = await rt.demoPids(c, 'demo__pid');
 
 		const hi = await rt.cli(['call', 'demo__echo', '{"text":"hi"}']);
 		assert.equal(hi.code, 0, hi.stderr);
@@ -60,17 +65,18 @@ test('cli: tools, call, status and an unknown tool against one runtime', {
 
 		const pid = await rt.cli(['call', 'demo__pid']);
 		assert.equal(pid.code, 0, pid.stderr);
-		const info = JSON.parse(pid.stdout);
-		rt.track(info.pid);
+		assert.equal(JSON.parse(pid.stdout).pid, held.pid, 'same instance');
 
 		const fail = await rt.cli(['call', 'demo__fail', '{}']);
 		assert.equal(fail.code, 1, 'a tool error exits 1');
 		assert.match(fail.stdout, /always fails/);
 
-		const unknown = await rt.cli(['call', 'demo__nope', '{}']);
-		assert.equal(unknown.code, 1);
-		assert.match(unknown.stderr, /demo__nope/);
-		assert.match(unknown.stderr, /demo__echo/, 'names available tools');
+		for (const name of ['demo__nope', 'nope__echo']) {
+			const unknown = await rt.cli(['call', name, '{}']);
+			assert.equal(unknown.code, 1, name);
+			assert.match(unknown.stderr, new RegExp(name));
+			assert.match(unknown.stderr, /demo__echo/, `${name}: names available tools`);
+		}
 
 		const badJson = await rt.cli(['call', 'demo__echo', '{not json']);
 		assert.equal(badJson.code, 2, badJson.stderr);
@@ -83,17 +89,38 @@ test('cli: tools, call, status and an unknown tool against one runtime', {
 			assert.equal(inst.state, 'running', JSON.stringify(inst));
 			assert.equal(inst.lists.tools, DEMO_TOOLS.length);
 			assert.ok(Number.isInteger(inst.pid) && inst.pid > 1);
+			assert.ok(inst.sessions.includes(c.sid) || inst.sessions.length >= 1,
+				`${n}: sessions ${JSON.stringify(inst.sessions)}`);
 		}
-		assert.equal(byName.demo.instances[0].pid, info.pid);
+		assert.equal(byName.demo.instances[0].pid, held.pid);
 		assert.equal(st.pid, rt.info.pid);
 		assert.equal(st.port, rt.port);
+		assert.ok(st.sessions >= 1, `sessions: ${st.sessions}`);
 
 		// Human status names every server and its state.
 		const human = await rt.cli(['status']);
 		assert.equal(human.code, 0, human.stderr);
-		// A running instance that no request holds reads as idle.
+		// A running instance that no request holds may read as idle.
 		assert.match(human.stdout, /^demo\s+(running|idle)\b/m);
 		assert.match(human.stdout, /^other\s+(running|idle)\b/m);
+		await c.close();
+	});
+});
+
+test('cli: call of an unknown tool names the available ones with no session open', {
+	timeout: 30_000,
+}, async (t) => {
+	await withRuntime(t, { demo: demo() }, async (rt) => {
+		// The plain terminal case: no client holds the server, so its
+		// instance closes between the CLI's own sessions.
+		const hi = await rt.cli(['call', 'demo__echo', '{"text":"hi"}']);
+		assert.equal(hi.code, 0, hi.stderr);
+		assert.equal(hi.stdout, 'hi\n');
+		const unknown = await rt.cli(['call', 'demo__nope', '{}']);
+		assert.equal(unknown.code, 1);
+		assert.match(unknown.stderr, /demo__nope/);
+		assert.match(unknown.stderr, /demo__echo/, 'names available tools');
+		await rt.status();
 	});
 });
 

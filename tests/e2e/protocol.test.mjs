@@ -35,16 +35,13 @@ import {
 } from './protocol-lib.mjs';
 
 // Runs body(rt, file) against a runtime serving one app-scoped demo server
-// that writes its count file to `file`.
-async function withDemo(t, opts, body, extra = {}) {
+// (with args added to its own) that writes its count file to `file`.
+async function withDemo(t, opts, body, args = []) {
 	const { dir, file } = await countFile();
 	try {
 		await withRuntime(
 			t,
-			{
-				demo: demo(['--name', 'demo', '--count-file', file]),
-				...extra,
-			},
+			{ demo: demo(['--name', 'demo', '--count-file', file, ...args]) },
 			opts,
 			(rt) => body(rt, file),
 		);
@@ -181,17 +178,16 @@ async function samplingClient(rt, name, state) {
 	return c;
 }
 
-test('sampling: the request goes to the session whose call caused it', {
+test('sampling: one at a time, the session whose call asks answers', {
 	timeout: 30_000,
 }, async (t) => {
-	await withDemo(t, {}, async (rt, file) => {
-		const state = {};
-		const a = await samplingClient(rt, 'A', state);
-		const b = await samplingClient(rt, 'B', state);
+	await withDemo(t, {}, async (rt) => {
+		const a = await samplingClient(rt, 'A', {});
+		const b = await samplingClient(rt, 'B', {});
 		await waitGetStream(a);
 		await waitGetStream(b);
 
-		// One at a time, the other connected and idle.
+		// A asks while B is connected and idle, then the other way.
 		const ra = await a.client.callTool({
 			name: 'demo__sample',
 			arguments: { prompt: 'asked by A' },
@@ -206,44 +202,61 @@ test('sampling: the request goes to the session whose call caused it', {
 		assert.equal(text(rb), 'from B');
 		assert.deepEqual(a.asked, ['asked by A']);
 		assert.deepEqual(b.asked, ['asked by B']);
+		await sdkClose(a);
+		await sdkClose(b);
+	});
+});
 
-		// Both at once: no answer is given until both questions were
-		// asked, so both calls are in flight on the one instance.
+test('sampling: two sessions ask at once through one shared instance', {
+	timeout: 30_000,
+}, async (t) => {
+	// The slow start holds both calls until the instance is ready, so
+	// both are in flight upstream before either question comes back.
+	const slow = ['--slow-start', '500'];
+	await withDemo(t, {}, async (rt, file) => {
+		// No answer is given until both questions were asked.
 		let asked = 0;
 		const both = latch();
-		state.gate = async () => {
-			if (++asked === 2)
-				both.open();
-			await Promise.race([
-				both.wait(),
-				new Promise((r) => setTimeout(r, 3000)),
-			]);
+		const state = {
+			gate: async () => {
+				if (++asked === 2)
+					both.open();
+				await Promise.race([
+					both.wait(),
+					new Promise((r) => setTimeout(r, 3000)),
+				]);
+			},
 		};
+		const a = await samplingClient(rt, 'A', state);
+		const b = await samplingClient(rt, 'B', state);
+		await waitGetStream(a);
+		await waitGetStream(b);
 		const [ca, cb] = await Promise.all([
 			a.client.callTool({
 				name: 'demo__sample',
-				arguments: { prompt: 'A again' },
+				arguments: { prompt: 'A asks' },
 			}),
 			b.client.callTool({
 				name: 'demo__sample',
-				arguments: { prompt: 'B again' },
+				arguments: { prompt: 'B asks' },
 			}),
 		]);
+		assert.equal(
+			(await countLines(file)).filter((l) => l.startsWith('start '))
+				.length,
+			1,
+			'one shared instance',
+		);
 		assert.deepEqual(
 			{ a: a.asked, b: b.asked },
-			{ a: ['asked by A', 'A again'], b: ['asked by B', 'B again'] },
+			{ a: ['A asks'], b: ['B asks'] },
 			'each session is asked its own question',
 		);
 		assert.equal(text(ca), 'from A');
 		assert.equal(text(cb), 'from B');
-		assert.equal(
-			(await countLines(file)).filter((l) => l.startsWith('start ')).length,
-			1,
-			'one shared instance',
-		);
 		await sdkClose(a);
 		await sdkClose(b);
-	});
+	}, slow);
 });
 
 test('elicitation: the client accepts and the server gets its answer', {
@@ -281,112 +294,68 @@ async function reload(rt, servers) {
 	rt.child.kill('SIGHUP');
 }
 
-test('list_changed: a reload that changes the tools reaches a connected client on its GET stream', {
-	timeout: 40_000,
+const toolNames = (p, extra = []) =>
+	[...DEMO_TOOLS, ...extra].map((n) => `${p}__${n}`);
+
+// An SDK client that counts tools/list_changed, with its GET stream open
+// and the tools listed (so the runtime knows what it was shown).
+async function listChangedClient(rt) {
+	const c = await sdkClient(rt);
+	c.notes = [];
+	c.client.setNotificationHandler(ToolListChangedNotificationSchema, (n) =>
+		c.notes.push(n),
+	);
+	c.notesReach = (n, what) =>
+		waitFor(() => c.notes.length >= n, 5000, what);
+	c.names = async () =>
+		(await c.client.listTools()).tools.map((x) => x.name);
+	await waitGetStream(c);
+	return c;
+}
+
+// The pid of the demo instance, tracked.
+async function demoPid(rt, c) {
+	const info = JSON.parse(
+		text(await c.client.callTool({ name: 'demo__pid', arguments: {} })),
+	);
+	rt.track(info.pid);
+	return info.pid;
+}
+
+// Every notification came while no request was open, so on the standing
+// GET stream, which is still the first one.
+function assertOneGet(c) {
+	const gets = c.requests.filter((r) => r.method === 'GET');
+	assert.equal(gets.length, 1, JSON.stringify(gets));
+}
+
+test('list_changed: a reload that removes a server reaches a connected client on its GET stream', {
+	timeout: 30_000,
 }, async (t) => {
 	const { dir, file } = await countFile();
 	const servers = {
 		demo: demo(['--name', 'demo', '--count-file', file]),
 		demo2: demo(['--name', 'demo2']),
 	};
-	const names = (p) => DEMO_TOOLS.map((n) => `${p}__${n}`);
 	try {
 		await withRuntime(t, servers, async (rt) => {
-			const c = await sdkClient(rt);
-			const notes = [];
-			let wake = () => {};
-			c.client.setNotificationHandler(
-				ToolListChangedNotificationSchema,
-				(n) => {
-					notes.push(n);
-					wake();
-				},
-			);
-			const next = (n, ms, what) =>
-				waitFor(() => notes.length >= n, ms, what);
-			await waitGetStream(c);
-			let { tools } = await c.client.listTools();
-			assert.deepEqual(
-				tools.map((x) => x.name),
-				[...names('demo'), ...names('demo2')],
-			);
-			const pid = JSON.parse(
-				text(
-					await c.client.callTool({
-						name: 'demo__pid',
-						arguments: {},
-					}),
-				),
-			).pid;
-			rt.track(pid);
+			const c = await listChangedClient(rt);
+			assert.deepEqual(await c.names(), [
+				...toolNames('demo'),
+				...toolNames('demo2'),
+			]);
+			const pid = await demoPid(rt, c);
 
-			// A server's own list_changed whose list is the same: the
-			// client's view did not change, so it is not told.
-			const sent = await c.client.callTool({
-				name: 'demo__notify_changed',
-				arguments: {},
-			});
-			assert.equal(text(sent), 'sent');
-			await new Promise((r) => setTimeout(r, 800));
-			assert.equal(notes.length, 0, 'told although nothing changed');
-
-			// Removing demo2 changes the aggregated list.
 			const { demo2, ...only } = servers;
 			await reload(rt, only);
-			await next(1, 5000, 'list_changed after removing demo2');
-			({ tools } = await c.client.listTools());
-			assert.deepEqual(
-				tools.map((x) => x.name),
-				names('demo'),
-			);
+			await c.notesReach(1, 'list_changed after removing demo2');
+			assert.deepEqual(await c.names(), toolNames('demo'));
 
-			// Adding it back (its list is in the tool cache) changes it
-			// again.
-			await reload(rt, servers);
-			await next(2, 5000, 'list_changed after adding demo2 back');
-			({ tools } = await c.client.listTools());
-			assert.deepEqual(
-				tools.map((x) => x.name),
-				[...names('demo'), ...names('demo2')],
-			);
-
-			// A server that never ran and has no cached list.
-			const fresh = {
-				...servers,
-				demo3: demo(['--name', 'demo3', '--tools', '1']),
-			};
-			await reload(rt, fresh);
-			await next(3, 5000, 'list_changed after adding demo3');
-			({ tools } = await c.client.listTools());
-			assert.deepEqual(
-				tools.map((x) => x.name),
-				[
-					...names('demo'),
-					...names('demo2'),
-					...names('demo3'),
-					'demo3__tool_1',
-				],
-			);
-
-			// The unchanged server kept running through every reload.
-			const again = JSON.parse(
-				text(
-					await c.client.callTool({
-						name: 'demo__pid',
-						arguments: {},
-					}),
-				),
-			);
-			assert.equal(again.pid, pid, 'demo was not restarted');
-			assert.equal(
-				(await countLines(file)).filter((l) => l.startsWith('start '))
-					.length,
-				1,
-			);
-			// Every notification came while no request was open: on the
-			// standing GET stream, which is still the first one.
-			const gets = c.requests.filter((r) => r.method === 'GET');
-			assert.equal(gets.length, 1, JSON.stringify(gets));
+			// The unchanged server kept running through the reload.
+			assert.equal(await demoPid(rt, c), pid, 'demo was not restarted');
+			const lines = await countLines(file);
+			assert.equal(lines.filter((l) => l.startsWith('start ')).length, 1);
+			assertOneGet(c);
 			await sdkClose(c);
 		});
 	} finally {
@@ -394,11 +363,61 @@ test('list_changed: a reload that changes the tools reaches a connected client o
 	}
 });
 
+test('list_changed: a reload that adds a server reaches a connected client on its GET stream', {
+	timeout: 30_000,
+}, async (t) => {
+	const servers = {
+		demo: demo(['--name', 'demo']),
+		demo2: demo(['--name', 'demo2']),
+	};
+	const { demo2, ...only } = servers;
+	await withRuntime(t, servers, async (rt) => {
+		const c = await listChangedClient(rt);
+		// Both run once, so demo2's list is in the tool cache.
+		assert.equal((await c.names()).length, 2 * DEMO_TOOLS.length);
+		await reload(rt, only);
+		await c.notesReach(1, 'list_changed after removing demo2');
+		assert.deepEqual(await c.names(), toolNames('demo'));
+		await waitFor(
+			async () =>
+				!(await rt.status()).servers.some((s) => s.name === 'demo2'),
+			5000,
+			'demo2 gone from status',
+		);
+
+		// Back again: its list is known, and the client's view changes.
+		await reload(rt, servers);
+		await c.notesReach(2, 'list_changed after adding demo2 back');
+		assert.deepEqual(await c.names(), [
+			...toolNames('demo'),
+			...toolNames('demo2'),
+		]);
+
+		// A server that never ran: what the client sees will change too.
+		await reload(rt, {
+			...servers,
+			demo3: demo(['--name', 'demo3', '--tools', '1']),
+		});
+		await c.notesReach(3, 'list_changed after adding demo3');
+		assert.deepEqual(await c.names(), [
+			...toolNames('demo'),
+			...toolNames('demo2'),
+			...toolNames('demo3', ['tool_1']),
+		]);
+		assertOneGet(c);
+		await sdkClose(c);
+	});
+});
+
 test('resumption: a stream closed on purpose resumes with Last-Event-ID and loses nothing', {
 	timeout: 30_000,
 }, async (t) => {
 	await withDemo(t, { args: ['--sse-close-after', '300'] }, async (rt) => {
 		const c = await sdkClient(rt);
+		// The instance runs before the call, so that the call ends
+		// (about 1500 ms) while the resumed stream (from about 1300 ms,
+		// after the stream's retry: time) is open.
+		await c.client.listTools();
 		const seen = [];
 		const t0 = Date.now();
 		const r = await c.client.callTool(sleepCall(1500), undefined, {
@@ -423,7 +442,39 @@ test('resumption: a stream closed on purpose resumes with Last-Event-ID and lose
 		}
 		// The demo sends every 100 ms; a lost stretch shows as a gap.
 		assert.ok(gap < 300, `gap of ${gap} ms in ${seen}`);
-		assert.deepEqual(c.errors.filter((e) => !/SSE|disconnect/i.test(e.message)), []);
+		// A stream the server ends on purpose is no error to the client.
+		assert.deepEqual(c.errors.map((e) => e.message), []);
+		await sdkClose(c);
+	});
+});
+
+test('resumption: a stream resumed after its call ended gets the whole rest replayed', {
+	timeout: 30_000,
+}, async (t) => {
+	const opts = { args: ['--sse-close-after', '300'] };
+	await withDemo(t, opts, async (rt, file) => {
+		const c = await sdkClient(rt);
+		const seen = [];
+		// The call ends at about 500 ms; the SDK comes back after the
+		// stream's retry: time (1000 ms), when only the replay is left.
+		const r = await c.client.callTool(sleepCall(500), undefined, {
+			onprogress: (p) => seen.push(p.progress),
+		});
+		assert.equal(text(r), 'slept 500 ms');
+		const resumed = c.requests.filter(
+			(q) => q.method === 'GET' && q.lastEventId !== null,
+		);
+		assert.equal(resumed.length, 1, JSON.stringify(c.requests));
+		assert.equal(resumed[0].status, 200);
+		assert.ok(seen.length >= 3, `progress: ${seen}`);
+		assert.equal(new Set(seen).size, seen.length, `duplicates: ${seen}`);
+		for (let i = 1; i < seen.length; i++)
+			assert.ok(seen[i] > seen[i - 1], `not increasing: ${seen}`);
+		assert.equal(
+			(await countLines(file)).filter((l) => l === 'call sleep').length,
+			1,
+			'run once',
+		);
 		await sdkClose(c);
 	});
 });

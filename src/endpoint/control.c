@@ -1,0 +1,93 @@
+/*
+ * The runtime's own HTTP resources: GET /status, and the control actions
+ * (stop, reload, stop or restart a server) that only the Unix socket
+ * accepts.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "endpoint/endpoint_int.h"
+#include "http/httpparse.h"
+#include "http/httpresp.h"
+#include "jsonrpc/jsonrpc.h"
+#include "session/exchange.h"
+#include "session/hub.h"
+#include "session/session.h"
+#include "util/buf.h"
+#include "util/log.h"
+#include "util/xmalloc.h"
+
+void ep_handle_status(struct conn *c, const struct http_request *req)
+{
+	char *v = http_query_param(req->url, "verbose");
+	json_t *st = hub_status(c->ep->hub, v && strcmp(v, "1") == 0);
+	free(v);
+	json_object_set_new(st, "pid", json_integer(getpid()));
+	json_object_set_new(st, "port", json_integer(c->ep->port));
+	ep_respond_json(c, 200, st, NULL);
+	json_decref(st);
+	ep_conn_request_done(c);
+}
+
+/* Control actions: only on the Unix socket (mode 0600), so only the user
+ * who runs the runtime can stop or reconfigure it. */
+void ep_handle_control(struct conn *c, const struct http_request *req,
+			      const char *path)
+{
+	if (!c->is_unix) {
+		ep_fail(c, 403, JR_INVALID_REQUEST,
+			"Forbidden: control actions need the Unix socket");
+		return;
+	}
+	if (req->method != HTTP_M_POST || c->ep->control == NULL) {
+		ep_respond(c, 405, "text/plain", "Method Not Allowed\n", 19,
+			   "Allow: POST\r\n");
+		ep_conn_request_done(c);
+		return;
+	}
+	char *force_s = http_query_param(req->url, "force");
+	bool force = force_s && strcmp(force_s, "1") == 0;
+	free(force_s);
+	const char *action = NULL;
+	char *server = NULL;
+	const char *rest = path + 9;
+	if (strcmp(rest, "stop") == 0) {
+		action = "shutdown";
+	} else if (strcmp(rest, "reload") == 0) {
+		action = "reload";
+	} else if (strncmp(rest, "servers/", 8) == 0) {
+		const char *name = rest + 8;
+		const char *slash = strchr(name, '/');
+		if (slash && slash > name && slash - name <= CONFIG_MAX_NAME &&
+		    (strcmp(slash + 1, "stop") == 0 ||
+		     strcmp(slash + 1, "restart") == 0)) {
+			server = xstrndup(name, (size_t)(slash - name));
+			action = slash + 1;
+		}
+	}
+	if (action == NULL) {
+		ep_respond(c, 404, "text/plain", "Not Found\n", 10, NULL);
+		ep_conn_request_done(c);
+		return;
+	}
+	char *msg = NULL;
+	int rc = c->ep->control(c->ep->control_arg, action, server, force,
+				&msg);
+	free(server);
+	int status = rc == 0 ? 200 : rc == -EBUSY ? 409 : rc == -ENOENT ? 404
+								       : 400;
+	json_t *body = json_pack("{s:b,s:s}", "ok", rc == 0, "message",
+				 msg ? msg : "");
+	free(msg);
+	if (strcmp(action, "shutdown") == 0)
+		c->close_after = true;
+	ep_respond_json(c, status, body, NULL);
+	json_decref(body);
+	ep_conn_request_done(c);
+}
+

@@ -1,0 +1,105 @@
+/*
+ * Inside the endpoint room: the listener and connection structures its
+ * files share, and their internal functions. Not for use outside
+ * src/endpoint/.
+ */
+#ifndef MCPV_ENDPOINT_INT_H
+#define MCPV_ENDPOINT_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "endpoint/endpoint.h"
+#include "http/httpparse.h"
+#include "session/exchange.h"
+#include "util/buf.h"
+
+struct session;
+
+#define EP_READ_CHUNK 65536
+#define EP_MAX_BATCH 100
+#define EP_SSE_RETRY_MS 1000
+
+struct endpoint {
+	uv_loop_t *loop;
+	struct hub *hub;
+	uv_tcp_t tcp;
+	uv_pipe_t pipe;
+	bool have_tcp, have_pipe;
+	int port;
+	char *socket_path;
+	size_t max_body;
+	uint64_t sse_close_ms;
+	struct conn *conns;
+	size_t nconns;
+	unsigned open_handles;
+	bool freeing;
+	bool draining;
+	int (*control)(void *arg, const char *action, const char *server,
+		       bool force, char **msg);
+	void *control_arg;
+};
+
+enum conn_state {
+	CONN_READING,	/* waiting for (the rest of) a request */
+	CONN_BUSY,	/* a request is being answered */
+	CONN_CLOSING,
+};
+
+struct conn {
+	struct conn *next, **pprev;
+	struct endpoint *ep;
+	union {
+		uv_handle_t h;
+		uv_stream_t s;
+		uv_tcp_t tcp;
+		uv_pipe_t pipe;
+	} u;
+	bool is_unix;
+	enum conn_state state;
+	struct httpparse *hp;
+	struct buf in;
+	bool keep_alive;
+	bool sent_continue;
+
+	/* The answer under way. */
+	struct exchange *ex;
+	char *session_id; /* session of ex, for cancel on disconnect */
+	bool sse;	  /* answering as an SSE stream */
+	bool sse_started;
+	bool standing;	/* the session's GET stream */
+	bool batch;
+	json_t *collected; /* JSON mode: responses so far */
+	bool close_after;
+	uv_timer_t early_timer; /* closes a long SSE answer on purpose */
+	int handles;		/* open libuv handles of this conn */
+};
+
+
+/* endpoint.c: connections, writing and simple answers */
+void ep_write(struct conn *c, const char *data, size_t len);
+void ep_write_buf(struct conn *c, struct buf *b);
+void ep_conn_close(struct conn *c);
+/* The current request is answered: read the next one. */
+void ep_conn_request_done(struct conn *c);
+void ep_respond(struct conn *c, int status, const char *ctype,
+		const char *body, size_t len, const char *extra);
+void ep_respond_json(struct conn *c, int status, json_t *body,
+		     const char *extra);
+/* An HTTP-level error with a JSON-RPC error body. */
+void ep_fail(struct conn *c, int status, int code, const char *message);
+void ep_sse_start(struct conn *c);
+void ep_sse_write(struct conn *c, const char *id, const char *data,
+		  size_t len, long retry_ms);
+
+/* mcp.c: Streamable HTTP and the path routing of a request */
+void ep_handle_request(struct conn *c);
+
+/* control.c: status and control actions */
+void ep_handle_status(struct conn *c, const struct http_request *req);
+void ep_handle_control(struct conn *c, const struct http_request *req,
+		       const char *path);
+
+#endif

@@ -1,0 +1,461 @@
+/*
+ * MCP Streamable HTTP (2025-11-25) at /mcp: POST answered with JSON or an
+ * SSE stream, 202 for notifications and responses, the standing GET stream
+ * and resumption with Last-Event-ID, DELETE to end a session; the checks
+ * of Origin, Host, Accept, Content-Type, session and protocol version.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "endpoint/endpoint_int.h"
+#include "http/httpparse.h"
+#include "http/httpresp.h"
+#include "jsonrpc/jsonrpc.h"
+#include "session/exchange.h"
+#include "session/hub.h"
+#include "session/session.h"
+#include "util/buf.h"
+#include "util/log.h"
+#include "util/xmalloc.h"
+
+/* Numbers the stream's events from now on and sends the priming event: an
+ * id and no data, with the reconnection delay, so a client that loses the
+ * stream can resume from it. */
+static void ep_sse_open(struct conn *c, struct session *s)
+{
+	ep_sse_start(c);
+	session_stream_open(s, c->ex);
+	char id[24];
+	session_stream_prime(s, c->ex, id);
+	ep_sse_write(c, id, "", 0, EP_SSE_RETRY_MS);
+}
+
+static void ep_ex_deliver_cb(void *ctx, json_t *msg, const char *event_id,
+			     const char *data)
+{
+	struct conn *c = ctx;
+	if (c->state == CONN_CLOSING)
+		return;
+	if (c->sse) {
+		ep_sse_start(c);
+		if (data) {
+			ep_sse_write(c, event_id, data, strlen(data), -1);
+		} else {
+			char *text = json_dumps(msg, JSON_COMPACT);
+			ep_sse_write(c, NULL, text, strlen(text), -1);
+			free(text);
+		}
+		return;
+	}
+	/* JSON mode carries only the answers. */
+	if (json_object_get(msg, "method") != NULL)
+		return;
+	if (c->batch) {
+		json_array_append(c->collected, msg);
+	} else {
+		json_decref(c->collected);
+		c->collected = json_incref(msg);
+	}
+}
+
+static void ep_ex_finish_cb(void *ctx)
+{
+	struct conn *c = ctx;
+	if (c->state == CONN_CLOSING)
+		return;
+	if (c->sse) {
+		ep_sse_start(c);
+		ep_write(c, "0\r\n\r\n", 5);
+	} else {
+		char *extra = c->session_id
+				      ? xasprintf("Mcp-Session-Id: %s\r\n",
+						  c->session_id)
+				      : NULL;
+		ep_respond_json(c, 200, c->collected, extra);
+		free(extra);
+	}
+	ep_conn_request_done(c);
+}
+
+static const struct exchange_ops ep_exchange_ops = {
+	.deliver = ep_ex_deliver_cb,
+	.finish = ep_ex_finish_cb,
+};
+
+/* A long answer's stream is closed on purpose (so no proxy or client
+ * timeout cuts it): the calls go on, and the client comes back with
+ * Last-Event-ID for the rest. */
+static void ep_early_close_cb(uv_timer_t *t)
+{
+	struct conn *c = t->data;
+	if (c->state != CONN_BUSY || c->ex == NULL || c->standing ||
+	    !exchange_attached(c->ex))
+		return;
+	struct session *s = hub_session_find(c->ep->hub, c->session_id);
+	if (s)
+		session_stream_park(s, c->ex);
+	exchange_detach(c->ex);
+	ep_write(c, "0\r\n\r\n", 5);
+	ep_conn_request_done(c);
+}
+
+static void ep_arm_early_close(struct conn *c)
+{
+	if (c->ep->sse_close_ms > 0)
+		uv_timer_start(&c->early_timer, ep_early_close_cb,
+			       c->ep->sse_close_ms, 0);
+}
+
+/* ---- request checks ---- */
+
+static bool ep_host_is_loopback(const char *host, size_t len)
+{
+	static const char *const ok[] = {"localhost", "127.0.0.1", "[::1]",
+					 NULL};
+	for (int i = 0; ok[i]; i++)
+		if (strlen(ok[i]) == len && strncasecmp(host, ok[i], len) == 0)
+			return true;
+	return false;
+}
+
+/* Origin, when sent, must be a loopback page: anything else may be a
+ * web page trying DNS rebinding. */
+static bool ep_origin_ok(const char *origin)
+{
+	if (origin == NULL)
+		return true;
+	const char *p = strstr(origin, "://");
+	if (p == NULL)
+		return false;
+	p += 3;
+	size_t len;
+	if (*p == '[') {
+		const char *end = strchr(p, ']');
+		if (end == NULL)
+			return false;
+		len = (size_t)(end - p) + 1;
+	} else {
+		len = strcspn(p, ":/");
+	}
+	return ep_host_is_loopback(p, len);
+}
+
+static bool ep_accepts(const char *accept, const char *type)
+{
+	if (accept == NULL)
+		return false;
+	return strcasestr(accept, type) != NULL ||
+	       strstr(accept, "*/*") != NULL;
+}
+
+/* The forwarded methods: answered as a stream, so progress can flow. */
+static bool ep_method_streams(const char *method)
+{
+	return method && (strcmp(method, "tools/call") == 0 ||
+			  strcmp(method, "prompts/get") == 0 ||
+			  strcmp(method, "resources/read") == 0 ||
+			  strcmp(method, "completion/complete") == 0);
+}
+
+/* ---- MCP requests ---- */
+
+static void ep_handle_initialize(struct conn *c, json_t *msg,
+				 const struct http_request *req)
+{
+	char *space = http_query_param(req->url, "space");
+	if (space && (space[0] != '/' || strlen(space) > 4096)) {
+		free(space);
+		ep_fail(c, 400, JR_INVALID_REQUEST,
+			"The space query parameter must be an absolute path");
+		return;
+	}
+	struct session *s;
+	json_t *result =
+		hub_initialize(c->ep->hub, jr_params(msg), space, &s);
+	free(space);
+	json_t *resp = jr_result(jr_id(msg), result);
+	char *extra = xasprintf("Mcp-Session-Id: %s\r\n", session_id(s));
+	ep_respond_json(c, 200, resp, extra);
+	free(extra);
+	json_decref(resp);
+	ep_conn_request_done(c);
+}
+
+static struct session *ep_session_for(struct conn *c,
+				      const struct http_request *req)
+{
+	const char *sid = http_request_header(req, "mcp-session-id");
+	if (sid == NULL) {
+		ep_fail(c, 400, JR_INVALID_REQUEST,
+			"Bad Request: Mcp-Session-Id header is required; send "
+			"initialize first");
+		return NULL;
+	}
+	struct session *s = hub_session_find(c->ep->hub, sid);
+	if (s == NULL) {
+		ep_fail(c, 404, JR_INVALID_REQUEST,
+			"Session not found: it ended or the runtime "
+			"restarted; initialize a new session");
+		return NULL;
+	}
+	const char *pv = http_request_header(req, "mcp-protocol-version");
+	if (pv && !mcp_version_supported(pv)) {
+		char *m = xasprintf("Bad Request: unsupported "
+				    "MCP-Protocol-Version \"%.64s\"",
+				    pv);
+		ep_fail(c, 400, JR_INVALID_REQUEST, m);
+		free(m);
+		return NULL;
+	}
+	return s;
+}
+
+static void ep_handle_post(struct conn *c, const struct http_request *req)
+{
+	const char *ctype = http_request_header(req, "content-type");
+	if (ctype == NULL || strncasecmp(ctype, "application/json", 16) != 0) {
+		ep_fail(c, 415, JR_INVALID_REQUEST,
+			"Unsupported Media Type: Content-Type must be "
+			"application/json");
+		return;
+	}
+	const char *accept = http_request_header(req, "accept");
+	if (!ep_accepts(accept, "application/json") ||
+	    !ep_accepts(accept, "text/event-stream")) {
+		ep_fail(c, 406, JR_INVALID_REQUEST,
+			"Not Acceptable: Accept must list application/json "
+			"and text/event-stream");
+		return;
+	}
+	json_error_t jerr;
+	json_t *body = json_loadb(req->body, req->body_len, 0, &jerr);
+	if (body == NULL) {
+		char *m = xasprintf("Parse error: %s (line %d, column %d)",
+				    jerr.text, jerr.line, jerr.column);
+		ep_fail(c, 400, JR_PARSE_ERROR, m);
+		free(m);
+		return;
+	}
+	bool batch = json_is_array(body);
+	size_t n = batch ? json_array_size(body) : 1;
+	if (batch && (n == 0 || n > EP_MAX_BATCH)) {
+		json_decref(body);
+		ep_fail(c, 400, JR_INVALID_REQUEST,
+			"Invalid Request: a batch must hold 1 to 100 "
+			"messages");
+		return;
+	}
+	/* Classify everything first: a batch is answered whole or not. */
+	size_t nrequests = 0;
+	bool streams = false;
+	json_t *init = NULL;
+	for (size_t i = 0; i < n; i++) {
+		json_t *m = batch ? json_array_get(body, i) : body;
+		const char *why;
+		enum jr_kind k = jr_classify(m, &why);
+		if (k == JR_INVALID) {
+			json_t *err = jr_error(json_is_object(m) &&
+						       jr_id_valid(jr_id(m))
+					       ? jr_id(m)
+					       : NULL,
+					       JR_INVALID_REQUEST, why, NULL);
+			ep_respond_json(c, 400, err, NULL);
+			json_decref(err);
+			json_decref(body);
+			ep_conn_request_done(c);
+			return;
+		}
+		if (k == JR_REQUEST) {
+			nrequests++;
+			if (strcmp(jr_method(m), "initialize") == 0)
+				init = m;
+			if (ep_method_streams(jr_method(m)))
+				streams = true;
+		}
+	}
+	if (c->ep->draining && nrequests > 0) {
+		json_decref(body);
+		ep_fail(c, 503, JR_SERVER_UNAVAILABLE,
+			"mcpvisor is stopping and takes no new requests");
+		return;
+	}
+	if (init) {
+		if (batch) {
+			json_decref(body);
+			ep_fail(c, 400, JR_INVALID_REQUEST,
+				"Invalid Request: initialize must not be part "
+				"of a batch");
+			return;
+		}
+		ep_handle_initialize(c, init, req);
+		json_decref(body);
+		return;
+	}
+	struct session *s = ep_session_for(c, req);
+	if (s == NULL) {
+		json_decref(body);
+		return;
+	}
+	if (batch && strcmp(session_protocol_version(s), "2025-03-26") != 0) {
+		json_decref(body);
+		ep_fail(c, 400, JR_INVALID_REQUEST,
+			"Invalid Request: JSON-RPC batches are only part of "
+			"protocol version 2025-03-26");
+		return;
+	}
+	if (nrequests == 0) {
+		for (size_t i = 0; i < n; i++)
+			session_handle(s, batch ? json_array_get(body, i) : body,
+				       NULL);
+		json_decref(body);
+		ep_respond(c, 202, NULL, "", 0, NULL);
+		ep_conn_request_done(c);
+		return;
+	}
+	c->session_id = xstrdup(session_id(s));
+	c->batch = batch;
+	c->sse = streams && !batch;
+	c->collected = batch ? json_array() : NULL;
+	c->ex = exchange_new(&ep_exchange_ops, c, (unsigned)nrequests);
+	struct exchange *ex = c->ex;
+	exchange_ref(ex);
+	if (c->sse) {
+		ep_sse_open(c, s);
+		ep_arm_early_close(c);
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_t *m = batch ? json_array_get(body, i) : body;
+		session_handle(s, m, jr_id(m) && jr_method(m) ? ex : NULL);
+	}
+	exchange_unref(ex);
+	json_decref(body);
+}
+
+/* A GET with Last-Event-ID resumes the stream that event belongs to:
+ * what was missed is replayed, then the stream goes on here. */
+static bool ep_resume(struct conn *c, struct session *s, const char *last)
+{
+	struct exchange *ex = NULL;
+	json_t *events = NULL;
+	if (session_stream_resume(s, last, &ex, &events) < 0)
+		return false;
+	ep_sse_start(c);
+	size_t i;
+	json_t *ev;
+	json_array_foreach(events, i, ev)
+	{
+		const char *data = json_string_value(json_object_get(ev, "data"));
+		ep_sse_write(c, json_string_value(json_object_get(ev, "id")),
+			     data, json_string_length(json_object_get(ev, "data")),
+			     -1);
+	}
+	json_decref(events);
+	if (ex == NULL) {
+		/* That stream has ended: everything was in the replay. */
+		ep_write(c, "0\r\n\r\n", 5);
+		ep_conn_request_done(c);
+		return true;
+	}
+	c->ex = ex;
+	c->standing = exchange_standing(ex);
+	exchange_rebind(ex, &ep_exchange_ops, c);
+	if (c->standing)
+		session_set_stream(s, ex);
+	else
+		ep_arm_early_close(c);
+	return true;
+}
+
+static void ep_handle_get(struct conn *c, const struct http_request *req)
+{
+	if (!ep_accepts(http_request_header(req, "accept"),
+			"text/event-stream")) {
+		ep_fail(c, 406, JR_INVALID_REQUEST,
+			"Not Acceptable: a GET stream needs Accept: "
+			"text/event-stream");
+		return;
+	}
+	struct session *s = ep_session_for(c, req);
+	if (s == NULL)
+		return;
+	c->session_id = xstrdup(session_id(s));
+	c->sse = true;
+	const char *last = http_request_header(req, "last-event-id");
+	if (last && ep_resume(c, s, last))
+		return;
+	c->standing = true;
+	c->ex = exchange_new(&ep_exchange_ops, c, 0);
+	session_set_stream(s, c->ex);
+	ep_sse_open(c, s);
+}
+
+static void ep_handle_delete(struct conn *c, const struct http_request *req)
+{
+	struct session *s = ep_session_for(c, req);
+	if (s == NULL)
+		return;
+	hub_session_end(c->ep->hub, s);
+	ep_respond(c, 200, NULL, "", 0, NULL);
+	ep_conn_request_done(c);
+}
+
+void ep_handle_request(struct conn *c)
+{
+	const struct http_request *req = httpparse_request(c->hp);
+	c->keep_alive = req->keep_alive;
+	if (!c->is_unix) {
+		const char *host = http_request_header(req, "host");
+		size_t hlen = host ? (host[0] == '[' ? strcspn(host, "]") + 1
+						     : strcspn(host, ":"))
+				   : 0;
+		if (host && !ep_host_is_loopback(host, hlen)) {
+			ep_fail(c, 403, JR_INVALID_REQUEST,
+				"Forbidden: Host is not a loopback name");
+			return;
+		}
+	}
+	if (!ep_origin_ok(http_request_header(req, "origin"))) {
+		ep_fail(c, 403, JR_INVALID_REQUEST,
+			"Forbidden: Origin is not a loopback page");
+		return;
+	}
+	char *path = http_url_path(req->url);
+	if (strcmp(path, "/mcp") == 0) {
+		free(path);
+		switch (req->method) {
+		case HTTP_M_POST:
+			ep_handle_post(c, req);
+			return;
+		case HTTP_M_GET:
+			ep_handle_get(c, req);
+			return;
+		case HTTP_M_DELETE:
+			ep_handle_delete(c, req);
+			return;
+		default:
+			ep_respond(c, 405, "text/plain", "Method Not Allowed\n",
+				   19, "Allow: GET, POST, DELETE\r\n");
+			ep_conn_request_done(c);
+			return;
+		}
+	}
+	if (strcmp(path, "/status") == 0 && req->method == HTTP_M_GET) {
+		free(path);
+		ep_handle_status(c, req);
+		return;
+	}
+	if (strncmp(path, "/control/", 9) == 0) {
+		ep_handle_control(c, req, path);
+		free(path);
+		return;
+	}
+	free(path);
+	ep_respond(c, 404, "text/plain", "Not Found\n", 10, NULL);
+	ep_conn_request_done(c);
+}
+
