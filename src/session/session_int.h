@@ -61,6 +61,7 @@ struct stream_rec {
 	uint64_t no;
 	struct exchange *ex; /* reference */
 	uint64_t parked_ms;  /* 0: not parked */
+	uint64_t last_id;    /* its newest event, 0: none yet */
 };
 
 struct session {

@@ -49,6 +49,17 @@ static const char *session_ring_push(struct session *s, uint64_t stream,
 	return data;
 }
 
+/* The stream's record; the newest streams come first, and the one being
+ * written is nearly always the newest. */
+static struct stream_rec *session_stream_by_no(struct session *s,
+					       uint64_t no)
+{
+	for (struct stream_rec *r = s->streams; r; r = r->next)
+		if (r->no == no)
+			return r;
+	return NULL;
+}
+
 static const char *session_record_cb(void *rctx, uint64_t stream,
 				     json_t *msg, char *id)
 {
@@ -56,6 +67,9 @@ static const char *session_record_cb(void *rctx, uint64_t stream,
 	char *data = json_dumps(msg, JSON_COMPACT);
 	uint64_t n;
 	const char *kept = session_ring_push(s, stream, data, strlen(data), &n);
+	struct stream_rec *r = session_stream_by_no(s, stream);
+	if (r)
+		r->last_id = n;
 	snprintf(id, 24, "%llu", (unsigned long long)n);
 	return kept;
 }
@@ -67,14 +81,13 @@ static void session_stream_free(struct stream_rec *r)
 	free(r);
 }
 
-static bool session_stream_in_ring(struct session *s, uint64_t no)
+/* Event ids grow, so a stream has events left in the ring exactly when
+ * its newest one is not older than the ring's oldest. */
+static bool session_stream_in_ring(struct session *s, struct stream_rec *r)
 {
-	for (size_t i = 0; i < s->ring_count; i++)
-		if (s->ring[(s->ring_head + i) % SESSION_RING_EVENTS].stream ==
-		    no)
-			return true;
-	return false;
+	return s->ring_count > 0 && r->last_id >= s->ring[s->ring_head].id;
 }
+
 
 /* Forgets streams nobody can resume any more: ended and out of the
  * ring, or too many. */
@@ -88,7 +101,7 @@ void session_streams_prune(struct session *s)
 		bool gone = (exchange_finished(r->ex) ||
 			     !exchange_attached(r->ex)) &&
 			    r->parked_ms == 0 &&
-			    !session_stream_in_ring(s, r->no);
+			    !session_stream_in_ring(s, r);
 		if (over || gone) {
 			*pp = r->next;
 			s->nstreams--;
@@ -117,6 +130,9 @@ void session_stream_prime(struct session *s, struct exchange *ex, char *id)
 {
 	uint64_t n;
 	session_ring_push(s, exchange_stream(ex), xstrdup(""), 0, &n);
+	struct stream_rec *r = session_stream_by_no(s, exchange_stream(ex));
+	if (r)
+		r->last_id = n;
 	snprintf(id, 24, "%llu", (unsigned long long)n);
 }
 

@@ -166,7 +166,7 @@ test('cli: stop drains the runtime and it exits 0', { timeout: 30_000 }, async (
 		await rt.status();
 		const r = await rt.cli(['stop']);
 		assert.equal(r.code, 0, r.stderr);
-		const ex = await rt.exitPromise;
+		const ex = await rt.waitExit();
 		assert.equal(ex.code, 0, 'exit code after mcpvisor stop');
 		await assert.rejects(
 			fsp.access(path.join(rt.home, 'run', 'runtime.json')),

@@ -397,11 +397,10 @@ test('warm tool cache: a slow server lists at once, no secret on disk; config ch
 	}
 });
 
-test('an env secret never reaches status, status -v or the log (debug level)', {
+test('an env secret never reaches status, the files under the home, or the log (debug level)', {
 	timeout: 30_000,
 }, async (t) => {
 	const SECRET = 'sekret-value-123';
-	let logs = '';
 	await withRuntime(
 		t,
 		{ demo: demo([], { env: { API_TOKEN: SECRET } }) },
@@ -412,16 +411,31 @@ test('an env secret never reaches status, status -v or the log (debug level)', {
 			assert.equal(env.content[0].text, SECRET, 'the env reached it');
 			await rt.demoPids(c);
 			const leaks = [];
-			for (const args of [['status', '--json', '-v'], ['status', '-v'], ['status']]) {
+			const views = [
+				['status', '--json', '-v'],
+				['status', '-v'],
+				['status'],
+			];
+			for (const args of views) {
 				const r = await rt.cli(args);
 				assert.equal(r.code, 0, r.stderr);
 				if (r.stdout.includes(SECRET))
 					leaks.push(`\`mcpvisor ${args.join(' ')}\``);
 			}
-			logs = rt.stderr();
+			// On disk: the journal, runtime file and cache (not the
+			// config, which is where the secret comes from).
+			for (const f of await filesUnder(rt.home)) {
+				if (f === rt.configPath)
+					continue;
+				if ((await fsp.readFile(f)).includes(SECRET))
+					leaks.push(path.relative(rt.home, f));
+			}
+			const logs = rt.stderr();
 			if (logs.includes(SECRET))
-				leaks.push('the runtime log: ' +
-					logs.split('\n').find((l) => l.includes(SECRET)));
+				leaks.push(
+					'the runtime log: ' +
+						logs.split('\n').find((l) => l.includes(SECRET)),
+				);
 			assert.deepEqual(leaks, [], 'the env secret appears in');
 			await c.close();
 		},

@@ -267,9 +267,28 @@ export class Runtime {
 		return info;
 	}
 
+	// The runtime's exit ({code, signal}), or an error when it has not
+	// exited within ms.
+	async waitExit(ms = STOP_MS) {
+		let timer;
+		const late = new Promise((_, reject) => {
+			timer = setTimeout(
+				() => reject(new Error(`the runtime did not exit within ${ms} ms`)),
+				ms,
+			);
+		});
+		try {
+			return await Promise.race([this.exitPromise, late]);
+		} finally {
+			clearTimeout(timer);
+		}
+	}
+
 	// Sends SIGTERM once; a test that sends its own uses this so that the
 	// teardown does not send a second one.
 	terminate(signal = 'SIGTERM') {
+		if (!this.termSent)
+			this.termAt = Date.now();
 		this.termSent = true;
 		this.child.kill(signal);
 	}
@@ -282,8 +301,13 @@ export class Runtime {
 			return problems;
 		if (!this.exited && !this.termSent)
 			this.terminate();
+		// STOP_MS from the first SIGTERM, the test's own included.
+		const left = Math.max(
+			1000,
+			(this.termAt ?? Date.now()) + STOP_MS - Date.now(),
+		);
 		const timeout = new Promise((r) => {
-			const t = setTimeout(() => r(null), STOP_MS);
+			const t = setTimeout(() => r(null), left);
 			t.unref();
 		});
 		let ex = await Promise.race([this.exitPromise, timeout]);

@@ -75,7 +75,7 @@ test('SIGTERM: exit 0, no server, grandchild or SIGTERM-ignoring server left', {
 
 			const t0 = Date.now();
 			rt.terminate();
-			const ex = await rt.exitPromise;
+			const ex = await rt.waitExit();
 			const took = Date.now() - t0;
 			assert.equal(ex.code, 0, 'exit code');
 			// Stop: stdin closed, SIGTERM, SIGKILL after a bounded wait.
@@ -97,7 +97,7 @@ test('SIGINT stops the runtime like SIGTERM: exit 0, servers gone', {
 		assert.ok(info.grandchild > 1);
 		await rt.status();
 		rt.terminate('SIGINT');
-		assert.equal((await rt.exitPromise).code, 0, 'exit code after SIGINT');
+		assert.equal((await rt.waitExit()).code, 0, 'exit code after SIGINT');
 	});
 });
 
@@ -122,7 +122,7 @@ test('SIGTERM with a call in flight: the call is answered, then exit 0', {
 			reply.result || reply.error,
 			`in-flight call got no answer: ${JSON.stringify(reply)}`,
 		);
-		assert.equal((await rt.exitPromise).code, 0, 'exit code');
+		assert.equal((await rt.waitExit()).code, 0, 'exit code');
 	});
 });
 
@@ -142,7 +142,7 @@ test('a second SIGTERM while draining still stops every process and exits 0', {
 			'the runtime to start draining',
 		);
 		rt.terminate();
-		const ex = await rt.exitPromise;
+		const ex = await rt.waitExit();
 		assert.equal(
 			ex.code,
 			0,

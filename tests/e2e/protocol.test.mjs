@@ -78,6 +78,7 @@ test('progress: a sleep reports increasing progress, then its result', {
 		// Nothing of this call comes after its result.
 		await new Promise((res) => setImmediate(res));
 		assert.equal(seen.length, after, 'progress after the result');
+		await rt.status(); // tracks every instance pid
 		await sdkClose(c);
 	});
 });
@@ -89,7 +90,6 @@ test('cancel: an aborted call sends notifications/cancelled that reaches the ser
 		const c = await sdkClient(rt);
 		const ac = new AbortController();
 		const first = latch();
-		const t0 = Date.now();
 		const call = c.client.callTool(sleepCall(5000), undefined, {
 			signal: ac.signal,
 			onprogress: () => first.open(),
@@ -103,12 +103,10 @@ test('cancel: an aborted call sends notifications/cancelled that reaches the ser
 			Date.now() - aborted < 1500,
 			`rejected ${Date.now() - aborted} ms after abort`,
 		);
+		// Only a cancel that reaches the server before the sleep ends
+		// writes this line.
 		const lines = await waitCountLine(file, 'cancelled sleep', 1, 3000);
 		assert.ok(lines.includes('call sleep'), lines.join('|'));
-		assert.ok(
-			Date.now() - t0 < 4500,
-			'the cancel arrived before the sleep would have ended',
-		);
 
 		// The shared instance goes on serving, with nothing in flight.
 		const echo = await c.client.callTool({
@@ -155,12 +153,13 @@ test('cancel: a client that disconnects mid-call cancels it upstream', {
 		const lines = await countLines(file);
 		assert.equal(lines.filter((l) => l === 'cancelled sleep').length, 1);
 		assert.equal(lines.filter((l) => l.startsWith('start ')).length, 1);
+		await rt.status(); // tracks every instance pid
 		await sdkClose(b);
 	});
 });
 
-// A client with the sampling capability that answers "from NAME"; calls
-// counts how often it was asked, gate (when set) is awaited before it
+// A client with the sampling capability that answers "from NAME"; `asked`
+// lists the questions it got; state.gate (when set) is awaited before it
 // answers.
 async function samplingClient(rt, name, state) {
 	const c = await sdkClient(rt, { name, capabilities: { sampling: {} } });
@@ -202,6 +201,7 @@ test('sampling: one at a time, the session whose call asks answers', {
 		assert.equal(text(rb), 'from B');
 		assert.deepEqual(a.asked, ['asked by A']);
 		assert.deepEqual(b.asked, ['asked by B']);
+		await rt.status(); // tracks every instance pid
 		await sdkClose(a);
 		await sdkClose(b);
 	});
@@ -254,6 +254,7 @@ test('sampling: two sessions ask at once through one shared instance', {
 		);
 		assert.equal(text(ca), 'from A');
 		assert.equal(text(cb), 'from B');
+		await rt.status(); // tracks every instance pid
 		await sdkClose(a);
 		await sdkClose(b);
 	}, slow);
@@ -281,6 +282,7 @@ test('elicitation: the client accepts and the server gets its answer', {
 		assert.equal(asked.length, 1);
 		assert.equal(asked[0].message, 'Proceed?');
 		assert.deepEqual(asked[0].requestedSchema.required, ['answer']);
+		await rt.status(); // tracks every instance pid
 		await sdkClose(c);
 	});
 });
@@ -297,8 +299,8 @@ async function reload(rt, servers) {
 const toolNames = (p, extra = []) =>
 	[...DEMO_TOOLS, ...extra].map((n) => `${p}__${n}`);
 
-// An SDK client that counts tools/list_changed, with its GET stream open
-// and the tools listed (so the runtime knows what it was shown).
+// An SDK client that counts tools/list_changed, with its GET stream open.
+// Its names() lists the tools, which also tells the runtime what it saw.
 async function listChangedClient(rt) {
 	const c = await sdkClient(rt);
 	c.notes = [];
@@ -356,6 +358,7 @@ test('list_changed: a reload that removes a server reaches a connected client on
 			const lines = await countLines(file);
 			assert.equal(lines.filter((l) => l.startsWith('start ')).length, 1);
 			assertOneGet(c);
+			await rt.status(); // tracks every instance pid
 			await sdkClose(c);
 		});
 	} finally {
@@ -405,6 +408,7 @@ test('list_changed: a reload that adds a server reaches a connected client on it
 			...toolNames('demo3', ['tool_1']),
 		]);
 		assertOneGet(c);
+		await rt.status(); // tracks every instance pid
 		await sdkClose(c);
 	});
 });
@@ -444,6 +448,7 @@ test('resumption: a stream closed on purpose resumes with Last-Event-ID and lose
 		assert.ok(gap < 300, `gap of ${gap} ms in ${seen}`);
 		// A stream the server ends on purpose is no error to the client.
 		assert.deepEqual(c.errors.map((e) => e.message), []);
+		await rt.status(); // tracks every instance pid
 		await sdkClose(c);
 	});
 });
@@ -475,6 +480,7 @@ test('resumption: a stream resumed after its call ended gets the whole rest repl
 			1,
 			'run once',
 		);
+		await rt.status(); // tracks every instance pid
 		await sdkClose(c);
 	});
 });
@@ -499,6 +505,7 @@ test('versions: 2024-11-05 and 2025-03-26 clients; a 2025-03-26 batch', {
 		const [tl] = await readMessages(res);
 		assert.equal(tl.id, 7);
 		assert.equal(tl.result.tools.length, DEMO_TOOLS.length);
+		await rt.status(); // tracks every instance pid
 		await old.close();
 
 		const mid = new OldClient(rt.url, '2025-03-26');
@@ -519,6 +526,7 @@ test('versions: 2024-11-05 and 2025-03-26 clients; a 2025-03-26 batch', {
 			byId.l.result.tools.map((x) => x.name),
 			DEMO_TOOLS.map((n) => `demo__${n}`),
 		);
+		await rt.status(); // tracks every instance pid
 		await mid.close();
 
 		// An unknown version gets the runtime's own latest; batches are
@@ -603,6 +611,7 @@ test('pagination: cursors stay valid across servers, every tool once in config o
 
 			const bad = await c.request('tools/list', { cursor: 'nonsense' });
 			assert.equal(bad.error?.code, -32602, JSON.stringify(bad));
+			await rt.status(); // tracks every instance pid
 			await c.close();
 		},
 	);

@@ -1,0 +1,228 @@
+/*
+ * Views of one server: its connection identity (plain or with secrets
+ * fingerprinted, for instance keys), the masked description `mcpvisor
+ * check` prints, and the names of its kind, scope and exposure.
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "util/buf.h"
+#include "util/sha256.h"
+#include "util/xmalloc.h"
+
+/* NULL and invalid UTF-8 become null so a view never loses its key. */
+static json_t *cfg_json_str(const char *s)
+{
+	json_t *t = s ? json_string(s) : NULL;
+	return t ? t : json_null();
+}
+
+static char *cfg_fingerprint(const char *salt, const char *key,
+			     const char *value)
+{
+	struct sha256_ctx *h = sha256_new();
+	const char *sl = salt ? salt : "";
+	char hex[SHA256_HEX_BYTES];
+	sha256_update(h, sl, strlen(sl) + 1);
+	sha256_update(h, key, strlen(key) + 1);
+	sha256_update(h, value, strlen(value));
+	sha256_final_hex(h, hex);
+	sha256_free(h);
+	return xasprintf("fp:%s", hex);
+}
+
+enum cfg_kv_view { CFG_KV_PLAIN, CFG_KV_FINGERPRINT, CFG_KV_MASKED };
+
+static json_t *cfg_kv_json(const struct config_kv *kv, size_t n,
+			   enum cfg_kv_view view, const char *salt)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; i < n; i++) {
+		json_t *v;
+		if (view == CFG_KV_MASKED) {
+			v = json_string("***");
+		} else if (view == CFG_KV_FINGERPRINT) {
+			char *fp =
+				cfg_fingerprint(salt, kv[i].key, kv[i].value);
+			v = json_string(fp);
+			free(fp);
+		} else {
+			v = cfg_json_str(kv[i].value);
+		}
+		json_object_set_new(o, kv[i].key, v);
+	}
+	return o;
+}
+
+static json_t *cfg_args_json(const struct server_config *s)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < s->nargs; i++)
+		json_array_append_new(a, cfg_json_str(s->args[i]));
+	return a;
+}
+
+/* Where the authority (after "scheme://") starts and how long it is. */
+static const char *cfg_url_authority(const char *url, size_t *len)
+{
+	const char *p = strstr(url, "://");
+	const char *auth = p ? p + 3 : url;
+	*len = strcspn(auth, "/?#");
+	return auth;
+}
+
+static bool cfg_url_has_secrets(const char *url)
+{
+	size_t alen;
+	const char *auth = cfg_url_authority(url, &alen);
+	return memchr(auth, '@', alen) != NULL || strpbrk(url, "?#") != NULL;
+}
+
+/* Userinfo may be a password or a token used as user name: drop it all.
+ * Query values and fragments are where API keys travel: mask them. */
+static char *cfg_url_mask(const char *url)
+{
+	struct buf b;
+	size_t alen;
+	const char *auth = cfg_url_authority(url, &alen);
+	buf_init(&b);
+	buf_append(&b, url, (size_t)(auth - url));
+	const char *at = memrchr(auth, '@', alen);
+	if (at) {
+		buf_puts(&b, "***@");
+		buf_append(&b, at + 1, (size_t)(auth + alen - at - 1));
+	} else {
+		buf_append(&b, auth, alen);
+	}
+	const char *rest = auth + alen;
+	size_t plen = strcspn(rest, "?#");
+	buf_append(&b, rest, plen);
+	rest += plen;
+	if (*rest == '?') {
+		rest++;
+		size_t qlen = strcspn(rest, "#");
+		buf_puts(&b, "?");
+		const char *q = rest;
+		while (q < rest + qlen) {
+			size_t seg = strcspn(q, "&#");
+			const char *eq = memchr(q, '=', seg);
+			if (eq) {
+				buf_append(&b, q, (size_t)(eq - q) + 1);
+				buf_puts(&b, "***");
+			} else if (seg > 0) {
+				buf_puts(&b, "***");
+			}
+			q += seg;
+			if (*q == '&') {
+				buf_puts(&b, "&");
+				q++;
+			}
+		}
+		rest += qlen;
+	}
+	if (*rest == '#')
+		buf_puts(&b, rest[1] ? "#***" : "#");
+	return buf_steal(&b);
+}
+
+json_t *config_server_identity(const struct server_config *s, bool fingerprint,
+			       const char *salt)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "kind", json_string(config_kind_name(s->kind)));
+	json_object_set_new(o, "command", cfg_json_str(s->command));
+	json_object_set_new(o, "args", cfg_args_json(s));
+	enum cfg_kv_view view = fingerprint ? CFG_KV_FINGERPRINT : CFG_KV_PLAIN;
+	json_object_set_new(o, "env", cfg_kv_json(s->env, s->nenv, view, salt));
+	json_object_set_new(o, "cwd", cfg_json_str(s->cwd));
+	if (s->url && fingerprint && cfg_url_has_secrets(s->url)) {
+		char *fp = cfg_fingerprint(salt, "url", s->url);
+		json_object_set_new(o, "url", json_string(fp));
+		free(fp);
+	} else {
+		json_object_set_new(o, "url", cfg_json_str(s->url));
+	}
+	json_object_set_new(o, "headers",
+			    cfg_kv_json(s->headers, s->nheaders, view, salt));
+	json_object_set_new(o, "startupTimeout",
+			    json_integer(s->startup_timeout_ms));
+	json_object_set_new(o, "toolTimeout", json_integer(s->tool_timeout_ms));
+	json_object_set_new(o, "idleTimeout", json_integer(s->idle_timeout_ms));
+	return o;
+}
+
+json_t *config_server_describe(const struct server_config *s)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "name", cfg_json_str(s->name));
+	json_object_set_new(o, "kind", json_string(config_kind_name(s->kind)));
+	json_object_set_new(o, "scope",
+			    json_string(config_scope_name(s->scope)));
+	json_object_set_new(o, "exposure",
+			    json_string(config_exposure_name(s->exposure)));
+	json_object_set_new(o, "prefix", cfg_json_str(s->prefix));
+	json_object_set_new(o, "command", cfg_json_str(s->command));
+	json_object_set_new(o, "args", cfg_args_json(s));
+	json_object_set_new(o, "env",
+			    cfg_kv_json(s->env, s->nenv, CFG_KV_MASKED, NULL));
+	json_object_set_new(o, "cwd", cfg_json_str(s->cwd));
+	if (s->url) {
+		char *masked = cfg_url_mask(s->url);
+		json_object_set_new(o, "url", cfg_json_str(masked));
+		free(masked);
+	} else {
+		json_object_set_new(o, "url", json_null());
+	}
+	json_object_set_new(
+		o, "headers",
+		cfg_kv_json(s->headers, s->nheaders, CFG_KV_MASKED, NULL));
+	json_object_set_new(o, "startupTimeout",
+			    json_integer(s->startup_timeout_ms));
+	json_object_set_new(o, "idleTimeout", json_integer(s->idle_timeout_ms));
+	json_object_set_new(o, "toolTimeout", json_integer(s->tool_timeout_ms));
+	json_object_set_new(o, "disabled", json_boolean(s->disabled));
+	if (s->error)
+		json_object_set_new(o, "error", cfg_json_str(s->error));
+	return o;
+}
+
+const char *config_scope_name(enum server_scope s)
+{
+	switch (s) {
+	case SCOPE_SESSION:
+		return "session";
+	case SCOPE_SPACE:
+		return "space";
+	case SCOPE_APP:
+		return "app";
+	}
+	return "unknown";
+}
+
+const char *config_exposure_name(enum server_exposure e)
+{
+	switch (e) {
+	case EXPOSE_DIRECT:
+		return "direct";
+	case EXPOSE_HIDDEN:
+		return "hidden";
+	case EXPOSE_DEFERRED:
+		return "deferred";
+	}
+	return "unknown";
+}
+
+const char *config_kind_name(enum server_kind k)
+{
+	switch (k) {
+	case SERVER_STDIO:
+		return "stdio";
+	case SERVER_HTTP_REMOTE:
+		return "http-remote";
+	case SERVER_HTTP_LOCAL:
+		return "http-local";
+	}
+	return "unknown";
+}
