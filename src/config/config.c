@@ -120,7 +120,8 @@ void config_warn(struct config *cfg, const char *fmt, ...)
 
 /* The first error of a server is the one reported: later ones are often
  * consequences of it. */
-void config_srv_fail(struct config_srv *c, const char *field, const char *fmt, ...)
+void config_srv_fail(struct config_srv *c, const char *field, const char *fmt,
+		     ...)
 {
 	if (c->s->error)
 		return;
@@ -187,9 +188,9 @@ static char *cfg_dir_of(struct config *cfg, const char *path)
 		cwd = getcwd(NULL, 0);
 		if (cwd == NULL) {
 			config_warn(cfg,
-				 "%s: cannot tell the current directory; "
-				 "relative paths are taken from /",
-				 cfg->path);
+				    "%s: cannot tell the current directory; "
+				    "relative paths are taken from /",
+				    cfg->path);
 			cwd = xstrdup("/");
 		}
 	}
@@ -198,7 +199,8 @@ static char *cfg_dir_of(struct config *cfg, const char *path)
 		free(cwd);
 		return dir;
 	}
-	char *abs = cwd ? config_path_join(cwd, path) : cfg_path_normalize(path);
+	char *abs =
+		cwd ? config_path_join(cwd, path) : cfg_path_normalize(path);
 	free(cwd);
 	char *slash = strrchr(abs, '/');
 	if (slash == abs)
@@ -302,9 +304,9 @@ struct config *config_parse(const char *text, size_t len, const char *path)
 		    strcmp(key, "shutdownGrace")) {
 			char *shown = config_show(key);
 			config_warn(cfg,
-				 "%s: unknown top-level field \"%s\" "
-				 "(ignored)",
-				 cfg->path, shown);
+				    "%s: unknown top-level field \"%s\" "
+				    "(ignored)",
+				    cfg->path, shown);
 			free(shown);
 		}
 	}
@@ -315,8 +317,10 @@ struct config *config_parse(const char *text, size_t len, const char *path)
 	{
 		struct server_config *s = &cfg->servers[cfg->nservers++];
 		s->name = xstrdup(key);
-		struct config_srv c = {
-			.cfg = cfg, .s = s, .dir = dir, .shown = config_show(key)};
+		struct config_srv c = {.cfg = cfg,
+				       .s = s,
+				       .dir = dir,
+				       .shown = config_show(key)};
 		config_srv_parse(&c, v);
 		if (s->prefix == NULL)
 			s->prefix = xstrdup(s->name);

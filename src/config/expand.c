@@ -101,8 +101,8 @@ int config_expand(const char *in, char **out, char **missing)
 
 /* Expands raw for field (where: "item 2", "\"TOKEN\"" or NULL). On failure
  * *out is a copy of raw, which holds no expanded value and so no secret. */
-int config_srv_expand(struct config_srv *c, const char *field, const char *where,
-		      const char *raw, char **out)
+int config_srv_expand(struct config_srv *c, const char *field,
+		      const char *where, const char *raw, char **out)
 {
 	struct buf b;
 	char *name = NULL;
@@ -114,32 +114,33 @@ int config_srv_expand(struct config_srv *c, const char *field, const char *where
 	case CFG_EXPAND_OK:
 		if (!config_utf8_ok(b.data ? b.data : "")) {
 			config_srv_fail(c, field,
-				 "%s%snot valid UTF-8 after expansion", where,
-				 sep);
+					"%s%snot valid UTF-8 after expansion",
+					where, sep);
 			break;
 		}
 		*out = buf_steal(&b);
 		return 0;
 	case CFG_EXPAND_UNSET:
 		config_srv_fail(c, field,
-			 "%s%svariable \"%s\" is not set (write "
-			 "${%s:-default} to give a default)",
-			 where, sep, name, name);
+				"%s%svariable \"%s\" is not set (write "
+				"${%s:-default} to give a default)",
+				where, sep, name, name);
 		break;
 	case CFG_EXPAND_UNTERMINATED:
-		config_srv_fail(c, field, "%s%s\"${\" without a closing \"}\"", where,
-			 sep);
+		config_srv_fail(c, field, "%s%s\"${\" without a closing \"}\"",
+				where, sep);
 		break;
 	case CFG_EXPAND_BADNAME:
 		config_srv_fail(c, field,
-			 "%s%s\"${...}\" does not hold a variable name "
-			 "(letters, digits and _, not starting with a "
-			 "digit; ${NAME} or ${NAME:-default})",
-			 where, sep);
+				"%s%s\"${...}\" does not hold a variable name "
+				"(letters, digits and _, not starting with a "
+				"digit; ${NAME} or ${NAME:-default})",
+				where, sep);
 		break;
 	case CFG_EXPAND_TOOLONG:
-		config_srv_fail(c, field, "%s%slonger than %d bytes after expansion",
-			 where, sep, CONFIG_MAX_STRING);
+		config_srv_fail(c, field,
+				"%s%slonger than %d bytes after expansion",
+				where, sep, CONFIG_MAX_STRING);
 		break;
 	}
 	free(name);
@@ -147,4 +148,3 @@ int config_srv_expand(struct config_srv *c, const char *field, const char *where
 	*out = xstrdup(raw);
 	return -EINVAL;
 }
-

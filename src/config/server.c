@@ -29,11 +29,12 @@ static int srv_get_string(struct config_srv *c, const json_t *obj,
 		return 0;
 	if (!json_is_string(v)) {
 		config_srv_fail(c, field, "expected a string, got %s",
-			 config_type_name(v));
+				config_type_name(v));
 		return -1;
 	}
 	if (json_string_length(v) > CONFIG_MAX_STRING) {
-		config_srv_fail(c, field, "longer than %d bytes", CONFIG_MAX_STRING);
+		config_srv_fail(c, field, "longer than %d bytes",
+				CONFIG_MAX_STRING);
 		return -1;
 	}
 	*out = json_string_value(v);
@@ -49,15 +50,17 @@ static void srv_check_name(struct config_srv *c)
 		return;
 	}
 	if (len > CONFIG_MAX_NAME) {
-		config_srv_fail(c, NULL, "the name is longer than %d characters",
-			 CONFIG_MAX_NAME);
+		config_srv_fail(c, NULL,
+				"the name is longer than %d characters",
+				CONFIG_MAX_NAME);
 		return;
 	}
 	if (strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 			 "0123456789_.-") != len)
-		config_srv_fail(c, NULL,
-			 "the name may only hold letters, digits, \"_\", "
-			 "\".\" and \"-\"");
+		config_srv_fail(
+			c, NULL,
+			"the name may only hold letters, digits, \"_\", "
+			"\".\" and \"-\"");
 }
 
 /* command or cwd: expanded, then anchored to the config file's folder when
@@ -84,7 +87,8 @@ static char *srv_parse_path(struct config_srv *c, const json_t *obj,
 		free(val);
 		val = abs;
 		if (!config_utf8_ok(val))
-			config_srv_fail(c, field, "the resolved path is not UTF-8");
+			config_srv_fail(c, field,
+					"the resolved path is not UTF-8");
 	}
 	return val;
 }
@@ -96,14 +100,15 @@ static void srv_parse_args(struct config_srv *c, const json_t *obj)
 	if (a == NULL || json_is_null(a))
 		return;
 	if (!json_is_array(a)) {
-		config_srv_fail(c, "args", "expected an array of strings, got %s",
-			 config_type_name(a));
+		config_srv_fail(c, "args",
+				"expected an array of strings, got %s",
+				config_type_name(a));
 		return;
 	}
 	size_t n = json_array_size(a);
 	if (n > CONFIG_MAX_ARGS) {
-		config_srv_fail(c, "args", "%zu items, at most %d are allowed", n,
-			 CONFIG_MAX_ARGS);
+		config_srv_fail(c, "args", "%zu items, at most %d are allowed",
+				n, CONFIG_MAX_ARGS);
 		return;
 	}
 	/* One spare NULL so the list can go to exec as it is. */
@@ -111,20 +116,22 @@ static void srv_parse_args(struct config_srv *c, const json_t *obj)
 	for (size_t i = 0; i < n; i++) {
 		json_t *v = json_array_get(a, i);
 		if (!json_is_string(v)) {
-			config_srv_fail(c, "args",
-				 "expected an array of strings, got %s at "
-				 "index %zu",
-				 config_type_name(v), i);
+			config_srv_fail(
+				c, "args",
+				"expected an array of strings, got %s at "
+				"index %zu",
+				config_type_name(v), i);
 			continue;
 		}
 		if (json_string_length(v) > CONFIG_MAX_STRING) {
-			config_srv_fail(c, "args", "item %zu: longer than %d bytes", i,
-				 CONFIG_MAX_STRING);
+			config_srv_fail(c, "args",
+					"item %zu: longer than %d bytes", i,
+					CONFIG_MAX_STRING);
 			continue;
 		}
 		char *where = xasprintf("item %zu", i);
 		config_srv_expand(c, "args", where, json_string_value(v),
-			   &s->args[s->nargs++]);
+				  &s->args[s->nargs++]);
 		free(where);
 	}
 }
@@ -151,14 +158,15 @@ static void srv_parse_map(struct config_srv *c, const json_t *obj,
 	if (m == NULL || json_is_null(m))
 		return;
 	if (!json_is_object(m)) {
-		config_srv_fail(c, field, "expected an object of strings, got %s",
-			 config_type_name(m));
+		config_srv_fail(c, field,
+				"expected an object of strings, got %s",
+				config_type_name(m));
 		return;
 	}
 	size_t n = json_object_size(m);
 	if (n > CONFIG_MAX_ENV) {
-		config_srv_fail(c, field, "%zu entries, at most %d are allowed", n,
-			 CONFIG_MAX_ENV);
+		config_srv_fail(c, field, "%zu entries, at most %d are allowed",
+				n, CONFIG_MAX_ENV);
 		return;
 	}
 	if (n == 0)
@@ -175,27 +183,28 @@ static void srv_parse_map(struct config_srv *c, const json_t *obj,
 		if (strlen(key) > CONFIG_MAX_STRING ||
 		    !(headers ? cfg_header_name_ok(key)
 			      : cfg_env_name_ok(key))) {
-			config_srv_fail(c, field, "%s is not a valid %s name", where,
-				 headers ? "header" : "variable");
+			config_srv_fail(c, field, "%s is not a valid %s name",
+					where, headers ? "header" : "variable");
 		} else if (!json_is_string(v)) {
-			config_srv_fail(c, field,
-				 "expected an object of strings, got %s for "
-				 "%s",
-				 config_type_name(v), where);
+			config_srv_fail(
+				c, field,
+				"expected an object of strings, got %s for "
+				"%s",
+				config_type_name(v), where);
 		} else if (json_string_length(v) > CONFIG_MAX_STRING) {
-			config_srv_fail(c, field, "%s: longer than %d bytes", where,
-				 CONFIG_MAX_STRING);
+			config_srv_fail(c, field, "%s: longer than %d bytes",
+					where, CONFIG_MAX_STRING);
 		} else {
 			kv[i].key = xstrdup(key);
 			config_srv_expand(c, field, where, json_string_value(v),
-				   &kv[i].value);
+					  &kv[i].value);
 			/* A line break would let a value add headers of its
 			 * own to every request. */
 			if (headers && strpbrk(kv[i].value, "\r\n"))
 				config_srv_fail(c, field,
-					 "%s: the value holds a line "
-					 "break",
-					 where);
+						"%s: the value holds a line "
+						"break",
+						where);
 			i++;
 		}
 		free(where);
@@ -214,21 +223,23 @@ static void srv_parse_url(struct config_srv *c, const json_t *obj)
 	const char *u = c->s->url;
 	if (strncasecmp(u, "http://", 7) != 0 &&
 	    strncasecmp(u, "https://", 8) != 0) {
-		config_srv_fail(c, "url", "must start with http:// or https://");
+		config_srv_fail(c, "url",
+				"must start with http:// or https://");
 		return;
 	}
 	for (const unsigned char *p = (const unsigned char *)u; *p; p++) {
 		if (*p <= 0x20 || *p == 0x7f) {
 			config_srv_fail(c, "url",
-				 "holds a space or a control character");
+					"holds a space or a control character");
 			return;
 		}
 	}
 }
 
 /* Returns the enum index of v among names, -1 when absent, -2 when bad. */
-static int srv_get_enum(struct config_srv *c, const json_t *obj, const char *field,
-			const char *const *names, const char *expected)
+static int srv_get_enum(struct config_srv *c, const json_t *obj,
+			const char *field, const char *const *names,
+			const char *expected)
 {
 	const char *v;
 	int r = srv_get_string(c, obj, field, &v);
@@ -241,7 +252,7 @@ static int srv_get_enum(struct config_srv *c, const json_t *obj, const char *fie
 			return i;
 	char *shown = config_show(v);
 	config_srv_fail(c, field, "unknown value \"%s\": expected %s", shown,
-		 expected);
+			expected);
 	free(shown);
 	return -2;
 }
@@ -264,13 +275,14 @@ static void srv_parse_prefix(struct config_srv *c, const json_t *obj)
 	size_t len = strlen(v);
 	if (len > CFG_MAX_PREFIX) {
 		config_srv_fail(c, "prefix", "longer than %d characters",
-			 CFG_MAX_PREFIX);
+				CFG_MAX_PREFIX);
 		return;
 	}
 	if (strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 		      "0123456789_-") != len) {
-		config_srv_fail(c, "prefix",
-			 "may only hold letters, digits, \"_\" and \"-\"");
+		config_srv_fail(
+			c, "prefix",
+			"may only hold letters, digits, \"_\" and \"-\"");
 		return;
 	}
 	c->s->prefix = xstrdup(v);
@@ -284,34 +296,38 @@ static void srv_settle_kind(struct config_srv *c, int type)
 	struct server_config *s = c->s;
 	bool cmd = s->command != NULL, url = s->url != NULL;
 	if (type == SRV_TYPE_SSE) {
-		config_srv_fail(c, "type",
-			 "the legacy SSE transport (\"sse\") is not supported; "
-			 "point \"url\" at the server's Streamable HTTP "
-			 "endpoint and use \"http\"");
+		config_srv_fail(
+			c, "type",
+			"the legacy SSE transport (\"sse\") is not supported; "
+			"point \"url\" at the server's Streamable HTTP "
+			"endpoint and use \"http\"");
 	} else if (type == SRV_TYPE_STDIO && url) {
 		config_srv_fail(c, "type", "\"stdio\" does not take a \"url\"");
 	} else if (type == SRV_TYPE_STDIO && !cmd) {
 		config_srv_fail(c, "type", "\"stdio\" needs a \"command\"");
 	} else if ((type == SRV_TYPE_HTTP || type == SRV_TYPE_SHTTP) && !url) {
 		config_srv_fail(c, "type", "\"%s\" needs a \"url\"",
-			 type == SRV_TYPE_HTTP ? "http" : "streamable-http");
+				type == SRV_TYPE_HTTP ? "http"
+						      : "streamable-http");
 	}
 	if (cmd && url) {
 		s->kind = SERVER_HTTP_LOCAL;
 		if (strstr(s->url, "{port}") == NULL)
-			config_srv_fail(c, "url",
-				 "with \"command\" the url must contain "
-				 "{port}, where mcpvisor puts the port it "
-				 "gives the server");
+			config_srv_fail(
+				c, "url",
+				"with \"command\" the url must contain "
+				"{port}, where mcpvisor puts the port it "
+				"gives the server");
 	} else if (url) {
 		s->kind = SERVER_HTTP_REMOTE;
 	} else {
 		s->kind = SERVER_STDIO;
 		if (!cmd)
-			config_srv_fail(c, "command",
-				 "missing: a server needs \"command\" (a "
-				 "local program) or \"url\" (a Streamable "
-				 "HTTP server)");
+			config_srv_fail(
+				c, "command",
+				"missing: a server needs \"command\" (a "
+				"local program) or \"url\" (a Streamable "
+				"HTTP server)");
 	}
 }
 
@@ -328,8 +344,8 @@ static void srv_warn_fields(struct config_srv *c, const json_t *obj)
 			continue;
 		char *shown = config_show(key);
 		config_warn(c->cfg,
-			 "%s: server \"%s\": unknown field \"%s\" (ignored)",
-			 c->cfg->path, c->shown, shown);
+			    "%s: server \"%s\": unknown field \"%s\" (ignored)",
+			    c->cfg->path, c->shown, shown);
 		free(shown);
 	}
 	struct server_config *s = c->s;
@@ -338,19 +354,20 @@ static void srv_warn_fields(struct config_srv *c, const json_t *obj)
 		for (size_t i = 0; i < 3; i++) {
 			json_t *lv = json_object_get(obj, local[i]);
 			if (lv != NULL && !json_is_null(lv))
-				config_warn(c->cfg,
-					 "%s: server \"%s\": field \"%s\" is "
-					 "ignored without \"command\"",
-					 c->cfg->path, c->shown, local[i]);
+				config_warn(
+					c->cfg,
+					"%s: server \"%s\": field \"%s\" is "
+					"ignored without \"command\"",
+					c->cfg->path, c->shown, local[i]);
 		}
 	}
 	json_t *h = json_object_get(obj, "headers");
 	if (s->url == NULL && s->command != NULL && h != NULL &&
 	    !json_is_null(h))
 		config_warn(c->cfg,
-			 "%s: server \"%s\": field \"headers\" is ignored "
-			 "without \"url\"",
-			 c->cfg->path, c->shown);
+			    "%s: server \"%s\": field \"headers\" is ignored "
+			    "without \"url\"",
+			    c->cfg->path, c->shown);
 }
 
 void config_srv_parse(struct config_srv *c, const json_t *obj)
@@ -369,10 +386,11 @@ void config_srv_parse(struct config_srv *c, const json_t *obj)
 	s->tool_timeout_ms = 0;
 	srv_check_name(c);
 	if (!json_is_object(obj)) {
-		config_srv_fail(c, NULL,
-			 "expected an object with \"command\" or \"url\", got "
-			 "%s",
-			 config_type_name(obj));
+		config_srv_fail(
+			c, NULL,
+			"expected an object with \"command\" or \"url\", got "
+			"%s",
+			config_type_name(obj));
 		return;
 	}
 	s->command = srv_parse_path(c, obj, "command", false);
@@ -403,8 +421,7 @@ void config_srv_parse(struct config_srv *c, const json_t *obj)
 		s->disabled = json_is_true(d);
 	else if (d != NULL && !json_is_null(d))
 		config_srv_fail(c, "disabled", "expected true or false, got %s",
-			 config_type_name(d));
+				config_type_name(d));
 	srv_settle_kind(c, type);
 	srv_warn_fields(c, obj);
 }
-

@@ -93,8 +93,12 @@ static void ep_conn_close_cb(uv_handle_t *h)
  * still running for it are cancelled upstream. */
 static void ep_conn_release_exchange(struct conn *c)
 {
-	if (c->ex == NULL)
+	if (c->ex == NULL) {
+		/* A resumed stream that had ended holds only its session. */
+		free(c->session_id);
+		c->session_id = NULL;
 		return;
+	}
 	struct exchange *ex = c->ex;
 	c->ex = NULL;
 	bool unfinished = exchange_attached(ex);

@@ -143,6 +143,8 @@ struct instance *instance_new(uv_loop_t *loop,
 	inst->loop = loop;
 	inst->name = xstrdup(s->name);
 	inst->key = xstrdup(spec->key);
+	inst->public_key =
+		xstrdup(spec->public_key ? spec->public_key : "(not shown)");
 	inst->kind = s->kind;
 	inst->command = s->command ? xstrdup(s->command) : NULL;
 	inst->argv = instance_copy_strv(s->args, s->nargs);
@@ -316,10 +318,13 @@ static void instance_closed_cb(void *ctx)
 	free(link);
 	if (settles && inst->state == INSTANCE_STOPPING) {
 		instance_set_state(inst, INSTANCE_STOPPED, NULL);
-		instance_wake_waiters(inst, -ECANCELED);
+		/* Requests that came during the stop wait for the start that
+		 * follows it (a restart), or learn that nothing follows. */
 		if (inst->restart_after_stop && !inst->freeing) {
 			inst->restart_after_stop = false;
 			instance_start(inst);
+		} else {
+			instance_wake_waiters(inst, -ECANCELED);
 		}
 	}
 	inst->handles_open--;
@@ -477,6 +482,7 @@ static void instance_maybe_free(struct instance *inst)
 	free(inst->stderr_tail);
 	free(inst->name);
 	free(inst->key);
+	free(inst->public_key);
 	free(inst->command);
 	instance_free_strv(inst->argv);
 	instance_free_strv(inst->envp);
@@ -507,6 +513,11 @@ const char *instance_name(const struct instance *inst)
 const char *instance_key(const struct instance *inst)
 {
 	return inst->key;
+}
+
+const char *instance_public_key(const struct instance *inst)
+{
+	return inst->public_key;
 }
 
 json_t *instance_list(const struct instance *inst, enum instance_list which)
@@ -581,7 +592,7 @@ json_t *instance_describe(const struct instance *inst, bool verbose)
 	if (verbose) {
 		if (inst->pid > 0)
 			json_object_set_new(o, "pid", json_integer(inst->pid));
-		json_object_set_new(o, "key", json_string(inst->key));
+		json_object_set_new(o, "key", json_string(inst->public_key));
 	}
 	return o;
 }

@@ -62,7 +62,10 @@ struct instance_cbs {
 /* What the instance is made from: copied by instance_new. */
 struct instance_spec {
 	const struct server_config *server;
-	const char *key; /* canonical instance key */
+	const char *key; /* canonical instance key (may hold secrets) */
+	/* The same with every secret a salted fingerprint: for status, logs
+	 * and the journal. */
+	const char *public_key;
 	const char *cwd; /* resolved working directory, NULL: inherit */
 	const char *client_caps_json; /* capabilities we advertise, JSON */
 };
@@ -111,6 +114,8 @@ enum instance_state instance_state(const struct instance *inst);
 const char *instance_state_name(enum instance_state s);
 const char *instance_name(const struct instance *inst);
 const char *instance_key(const struct instance *inst);
+/* The key with secrets fingerprinted: the only one to show or store. */
+const char *instance_public_key(const struct instance *inst);
 /* The list last seen (a JSON array, borrowed), NULL when never listed. */
 json_t *instance_list(const struct instance *inst, enum instance_list which);
 /* Whether the server declared the capability (tools, prompts, ...). */

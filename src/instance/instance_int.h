@@ -50,6 +50,7 @@ struct instance {
 	uv_loop_t *loop;
 	char *name;
 	char *key;
+	char *public_key;
 	enum server_kind kind;
 	char *command;
 	char **argv; /* NULL-terminated, without argv[0] */

@@ -5,7 +5,9 @@
 #include "pool/pool.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "journal/journal.h"
 #include "pool/lease.h"
@@ -43,6 +45,7 @@ struct pool {
 	struct pool_entry *entries; /* oldest first */
 	struct pool_held *held;	    /* servers stopped on purpose */
 	unsigned nclosing;	    /* closed entries not yet freed */
+	char salt[65];		    /* for fingerprints of secrets */
 	bool freeing;
 };
 
@@ -151,7 +154,7 @@ static void pool_inst_process_cb(void *ctx, struct instance *inst, pid_t pid,
 	if (e->pool->journal) {
 		if (started)
 			journal_add(e->pool->journal, pid, pid, start_time,
-				    token, instance_key(inst));
+				    token, instance_public_key(inst));
 		else
 			journal_remove(e->pool->journal, pid);
 	}
@@ -231,6 +234,19 @@ char *pool_instance_key(const struct server_config *s,
 	return out;
 }
 
+/* The key as it may be shown and stored: every env value and header a
+ * salted fingerprint. */
+static char *pool_public_key(struct pool *pool, const struct server_config *s,
+			     const struct pool_scope_ctx *sc)
+{
+	json_t *key = pool_key_base(s, sc, true, NULL);
+	json_object_set_new(key, "connection",
+			    config_server_identity(s, true, pool->salt));
+	char *out = json_dumps(key, JSON_SORT_KEYS | JSON_COMPACT);
+	json_decref(key);
+	return out;
+}
+
 /* The cache's name for what s resolves to: the key with every secret a
  * salted fingerprint, and without the session (its tools are the same for
  * any session with these settings). */
@@ -285,6 +301,20 @@ struct pool *pool_new(uv_loop_t *loop, const struct instance_cbs *cbs,
 	pool->journal = journal;
 	pool->cache = cache;
 	pool->idle_ms = CONFIG_DEFAULT_IDLE_MS;
+	if (cache) {
+		snprintf(pool->salt, sizeof pool->salt, "%s",
+			 toolcache_salt(cache));
+	} else {
+		unsigned char raw[32];
+		size_t got = 0;
+		while (got < sizeof raw) {
+			ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+			if (n > 0)
+				got += (size_t)n;
+		}
+		for (size_t i = 0; i < sizeof raw; i++)
+			snprintf(pool->salt + 2 * i, 3, "%02x", raw[i]);
+	}
 	return pool;
 }
 
@@ -293,13 +323,9 @@ void pool_set_idle_ms(struct pool *pool, uint64_t ms)
 	pool->idle_ms = ms;
 }
 
-struct instance *pool_instance_find(struct pool *pool,
-				    const struct server_config *s,
-				    const struct pool_scope_ctx *sc)
+struct instance *pool_instance_find(struct pool *pool, const char *key)
 {
-	char *key = pool_instance_key(s, sc, NULL);
 	struct pool_entry *e = pool_find_key(pool, key, NULL);
-	free(key);
 	return e ? e->inst : NULL;
 }
 
@@ -340,21 +366,22 @@ static void pool_entry_close(struct pool_entry **link, const char *why)
 
 struct instance *pool_instance_for(struct pool *pool,
 				   const struct server_config *s,
-				   const struct pool_scope_ctx *sc)
+				   const struct pool_scope_ctx *sc,
+				   const char *key_in)
 {
-	char *cwd = NULL;
-	char *key = pool_instance_key(s, sc, &cwd);
 	struct pool_entry **tail;
-	struct pool_entry *e = pool_find_key(pool, key, &tail);
+	struct pool_entry *e = pool_find_key(pool, key_in, &tail);
 	if (e) {
-		free(key);
-		free(cwd);
 		lease_join(e->leases, sc->session_id);
 		return e->inst;
 	}
+	char *cwd = NULL;
+	char *key = pool_instance_key(s, sc, &cwd);
+	char *public_key = pool_public_key(pool, s, sc);
 	struct instance_spec spec = {
 		.server = s,
 		.key = key,
+		.public_key = public_key,
 		.cwd = cwd,
 		.client_caps_json = sc->client_caps_json
 					    ? sc->client_caps_json
@@ -381,8 +408,9 @@ struct instance *pool_instance_for(struct pool *pool,
 	}
 	lease_join(e->leases, sc->session_id);
 	*tail = e;
-	log_debug("new instance %s", key);
+	log_debug("new instance %s", public_key);
 	free(key);
+	free(public_key);
 	free(cwd);
 	return e->inst;
 }

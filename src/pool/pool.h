@@ -47,15 +47,15 @@ void pool_set_idle_ms(struct pool *pool, uint64_t ms);
 char *pool_instance_key(const struct server_config *s,
 			const struct pool_scope_ctx *sc, char **cwd);
 
-/* The instance for s as seen from sc, created (not started) if needed,
- * with the session joined as a user. */
+/* The instance for s as seen from sc, whose key is key (from
+ * pool_instance_key, which callers compute once and keep), created (not
+ * started) if needed, with the session joined as a user. */
 struct instance *pool_instance_for(struct pool *pool,
 				   const struct server_config *s,
-				   const struct pool_scope_ctx *sc);
-/* The existing instance for s and sc, or NULL. Starts nothing. */
-struct instance *pool_instance_find(struct pool *pool,
-				    const struct server_config *s,
-				    const struct pool_scope_ctx *sc);
+				   const struct pool_scope_ctx *sc,
+				   const char *key);
+/* The existing instance of key, or NULL. Starts nothing. */
+struct instance *pool_instance_find(struct pool *pool, const char *key);
 
 /* A request of session_id runs on inst: it holds the instance. */
 void pool_acquire(struct pool *pool, struct instance *inst,

@@ -58,20 +58,29 @@ static void runtime_finish(struct runtime *rt)
 			 left, (unsigned long long)rt->grace_ms);
 		rt->exit_code = 1;
 	}
-	endpoint_free(rt->ep);
-	rt->ep = NULL;
+	/* Calls still running are answered with an error first, then the
+	 * connections close. */
 	hub_free(rt->hub);
 	rt->hub = NULL;
+	endpoint_free(rt->ep);
+	rt->ep = NULL;
 	unlink(rt->paths.runtime_file);
-	uv_close((uv_handle_t *)&rt->sigterm, NULL);
-	uv_close((uv_handle_t *)&rt->sigint, NULL);
-	uv_close((uv_handle_t *)&rt->sighup, NULL);
+	/* The signal handlers stay, unreferenced, until the servers are gone:
+	 * a second SIGTERM must not kill the runtime before its children. */
+	uv_unref((uv_handle_t *)&rt->sigterm);
+	uv_unref((uv_handle_t *)&rt->sigint);
+	uv_unref((uv_handle_t *)&rt->sighup);
 	uv_close((uv_handle_t *)&rt->grace, NULL);
 }
 
+static void runtime_grace_cb(uv_timer_t *t);
+
+/* Called from deep inside the last call's answer: finish on the next loop
+ * turn, when that call's callbacks have all returned. */
 static void runtime_quiet_cb(void *arg)
 {
-	runtime_finish(arg);
+	struct runtime *rt = arg;
+	uv_timer_start(&rt->grace, runtime_grace_cb, 0, 0);
 }
 
 static void runtime_grace_cb(uv_timer_t *t)
@@ -83,8 +92,10 @@ static void runtime_grace_cb(uv_timer_t *t)
  * period, then close everything. */
 static void runtime_stop(struct runtime *rt, const char *why)
 {
-	if (rt->stopping)
+	if (rt->stopping) {
+		log_info("already stopping (%s)", why);
 		return;
+	}
 	rt->stopping = true;
 	unsigned n = hub_requests(rt->hub);
 	log_info("stopping (%s); %u call(s) in flight, grace %llu ms", why, n,
@@ -345,6 +356,10 @@ int runtime_serve(const struct runtime_opts *opts)
 	       endpoint_port(rt.ep), rt.paths.socket_path);
 	fflush(stdout);
 
+	uv_run(rt.loop, UV_RUN_DEFAULT);
+	uv_close((uv_handle_t *)&rt.sigterm, NULL);
+	uv_close((uv_handle_t *)&rt.sigint, NULL);
+	uv_close((uv_handle_t *)&rt.sighup, NULL);
 	uv_run(rt.loop, UV_RUN_DEFAULT);
 	rc = uv_loop_close(rt.loop);
 	if (rc != 0) {

@@ -38,16 +38,18 @@ static void session_call_finish(struct call *c)
 	if (c->done)
 		return;
 	c->done = true;
-	if (c->leased) {
-		c->leased = false;
-		pool_release(hub_pool(c->session->hub), c->inst,
-			     c->session->id);
-		hub_request_done(c->session->hub);
-	}
 	c->prev->next = c->next;
 	c->next->prev = c->prev;
 	c->next = c->prev = c;
+	struct hub *hub = c->session->hub;
+	bool leased = c->leased;
+	c->leased = false;
+	if (leased)
+		pool_release(hub_pool(hub), c->inst, c->session->id);
 	session_call_unref(c);
+	/* Last: a drain waiting for quiet may end the runtime from here. */
+	if (leased)
+		hub_request_done(hub);
 }
 
 static void session_call_reply_cb(void *arg, json_t *resp, bool sent)
@@ -172,7 +174,9 @@ static void session_call_start(struct session *s, json_t *id,
 	c->client_id = json_incref(id);
 	c->method = xstrdup(method);
 	c->params = params;
+	static uint64_t session_call_order;
 	c->seq = s->next_seq++;
+	c->order = ++session_call_order;
 	c->started_ms = clock_now_ms();
 	c->label = xasprintf("%s %s", method,
 			     json_string_value(json_object_get(params, "name"))
@@ -183,7 +187,8 @@ static void session_call_start(struct session *s, json_t *id,
 	json_t *tok = json_object_get(meta, "progressToken");
 	if (tok)
 		c->progress_token = json_incref(tok);
-	c->inst = pool_instance_for(hub_pool(s->hub), srv, &sc);
+	c->inst = pool_instance_for(hub_pool(s->hub), srv, &sc,
+				    session_key(s, srv));
 	/* The call holds its instance from now on: no idle close under it. */
 	pool_acquire(hub_pool(s->hub), c->inst, s->id);
 	c->leased = true;
@@ -514,6 +519,34 @@ struct call *session_find_call(struct session *s, json_t *client_id)
 }
 
 /* Drops a call: the server is told, the client's stream stops waiting. */
+void session_call_abort(struct call *c, const char *why)
+{
+	if (c->done)
+		return;
+	bool sent = c->server_id > 0;
+	if (sent) {
+		instance_cancel(c->inst, c->server_id, why);
+		/* The reply callback will not run: drop its reference. */
+		session_call_unref(c);
+		c->server_id = 0;
+	}
+	char *msg = sent && !jr_method_is_idempotent(c->method)
+			    ? xasprintf("The call was stopped before it "
+					"finished (%s); it may or may not have "
+					"taken effect, so check before "
+					"retrying.",
+					why)
+			    : xasprintf("The request was stopped before it "
+					"finished (%s).",
+					why);
+	json_t *err = jr_error(c->client_id, JR_SERVER_UNAVAILABLE, msg,
+			       json_pack("{s:b}", "mayHaveRun", sent));
+	free(msg);
+	exchange_send(c->ex, err);
+	json_decref(err);
+	session_call_finish(c);
+}
+
 void session_call_cancel(struct call *c, const char *reason)
 {
 	if (c->done)
@@ -569,6 +602,20 @@ struct call *session_newest_call_on(struct session *s,
 		    exchange_attached(c->ex))
 			return c;
 	return NULL;
+}
+
+struct call *session_cause_on(struct session *s, struct instance *inst)
+{
+	struct call *best = NULL;
+	for (struct call *c = s->calls.next; c != &s->calls; c = c->next) {
+		if (c->inst != inst || c->server_id <= 0 ||
+		    !exchange_attached(c->ex))
+			continue;
+		if (best == NULL || c->asked < best->asked ||
+		    (c->asked == best->asked && c->order < best->order))
+			best = c;
+	}
+	return best;
 }
 
 void session_route_related(struct session *s, struct instance *inst,

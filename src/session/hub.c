@@ -74,10 +74,21 @@ static void hub_inst_request_cb(void *ctx, struct instance *inst, json_t *msg)
 			  : strcmp(method, "roots/list") == 0	      ? "roots"
 								      : NULL;
 	struct session *target = NULL;
-	for (struct hub_entry *e = hub->sessions; e && !target; e = e->next)
-		if (session_has_call_on(e->s, inst) &&
-		    (cap == NULL || session_client_has(e->s, cap)))
+	unsigned best_asked = 0;
+	uint64_t best_order = 0;
+	for (struct hub_entry *e = hub->sessions; e; e = e->next) {
+		unsigned asked;
+		uint64_t order;
+		if ((cap && !session_client_has(e->s, cap)) ||
+		    !session_cause_rank(e->s, inst, &asked, &order))
+			continue;
+		if (target == NULL || asked < best_asked ||
+		    (asked == best_asked && order < best_order)) {
 			target = e->s;
+			best_asked = asked;
+			best_order = order;
+		}
+	}
 	for (struct hub_entry *e = hub->sessions; e && !target; e = e->next)
 		if (cap && session_client_has(e->s, cap) &&
 		    session_has_stream(e->s) && session_uses(e->s, inst))
@@ -242,12 +253,19 @@ unsigned hub_reload(struct hub *hub, struct config *cfg)
 {
 	struct config *old = hub->cfg;
 	hub->cfg = cfg;
+	size_t nchanged = 0;
+	struct session **changed =
+		xcalloc(hub->nsessions + 1, sizeof *changed);
 	for (struct hub_entry *e = hub->sessions; e; e = e->next)
-		session_reconfigure(e->s);
+		if (session_reconfigure(e->s))
+			changed[nchanged++] = e->s;
 	config_free(old);
 	unsigned closed = pool_reload(hub->pool, hub_reload_wanted_cb, hub);
 	if (cfg->idle_timeout_ms >= 0)
 		pool_set_idle_ms(hub->pool, (uint64_t)cfg->idle_timeout_ms);
+	for (size_t i = 0; i < nchanged; i++)
+		session_lists_reset(changed[i]);
+	free(changed);
 	for (struct hub_entry *e = hub->sessions; e; e = e->next)
 		session_lists_changed(e->s, NULL);
 	log_info("config reloaded from %s: %zu server(s), %u instance(s) "

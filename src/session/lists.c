@@ -34,7 +34,7 @@ void session_views_build(struct session *s, struct session_views *sv)
 		if (!session_server_usable(srv))
 			continue;
 		struct instance *inst =
-			pool_instance_find(hub_pool(s->hub), srv, &sc);
+			pool_instance_find(hub_pool(s->hub), s->keys[i]);
 		size_t k = sv->n++;
 		sv->servers[k] = srv;
 		sv->insts[k] = inst;
@@ -113,7 +113,8 @@ void session_gather(struct session *s, session_gather_done done,
 		if (!session_server_usable(srv) ||
 		    pool_server_held_stopped(pool, srv->name))
 			continue;
-		struct instance *inst = pool_instance_for(pool, srv, &sc);
+		struct instance *inst =
+			pool_instance_for(pool, srv, &sc, s->keys[i]);
 		enum instance_state st = instance_state(inst);
 		if (st == INSTANCE_READY || st == INSTANCE_NEEDS_AUTH)
 			continue;
@@ -333,6 +334,23 @@ void session_list(struct session *s, json_t *id, json_t *params,
 	lr->which = which;
 	lr->cursor = cursor ? xstrdup(json_string_value(cursor)) : NULL;
 	session_gather(s, session_list_answer, lr);
+}
+
+void session_lists_reset(struct session *s)
+{
+	static const char *const notes[INSTANCE_NLISTS] = {
+		"notifications/tools/list_changed",
+		"notifications/prompts/list_changed",
+		"notifications/resources/list_changed", NULL};
+	for (int w = 0; w < INSTANCE_NLISTS; w++) {
+		if (s->seen[w] == NULL || notes[w] == NULL)
+			continue;
+		json_decref(s->seen[w]);
+		s->seen[w] = NULL;
+		json_t *msg = jr_notification(notes[w], NULL);
+		session_notify(s, msg);
+		json_decref(msg);
+	}
 }
 
 void session_lists_changed(struct session *s, struct instance *inst)

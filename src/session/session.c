@@ -146,6 +146,23 @@ const struct server_config *const *session_servers(const struct session *s,
 	return s->srv;
 }
 
+const char *session_key(const struct session *s,
+			const struct server_config *srv)
+{
+	for (size_t i = 0; i < s->nsrv; i++)
+		if (s->srv[i] == srv)
+			return s->keys[i];
+	return "";
+}
+
+static void session_keys_free(struct session *s)
+{
+	for (size_t i = 0; s->keys && i < s->nsrv; i++)
+		free(s->keys[i]);
+	free(s->keys);
+	s->keys = NULL;
+}
+
 bool session_has_deferred(const struct session *s)
 {
 	for (size_t i = 0; i < s->nsrv; i++)
@@ -155,8 +172,17 @@ bool session_has_deferred(const struct session *s)
 	return false;
 }
 
-void session_reconfigure(struct session *s)
+bool session_reconfigure(struct session *s)
 {
+	/* What it resolved before, to tell whether anything changed. */
+	json_t *before = json_array();
+	for (size_t i = 0; s->keys && i < s->nsrv; i++)
+		json_array_append_new(
+			before, json_pack("{s:s,s:s,s:s}", "key", s->keys[i],
+					  "exposure",
+					  config_exposure_name(s->srv[i]->exposure),
+					  "prefix", s->srv[i]->prefix));
+	session_keys_free(s);
 	config_free(s->space_cfg);
 	s->space_cfg = NULL;
 	free(s->srv);
@@ -195,6 +221,24 @@ void session_reconfigure(struct session *s)
 	for (size_t i = 0; i < extra; i++)
 		if (config_find(g, s->space_cfg->servers[i].name) == NULL)
 			s->srv[s->nsrv++] = &s->space_cfg->servers[i];
+	/* Keys are canonical JSON of the whole connection: made once here,
+	 * not on every request. */
+	struct pool_scope_ctx sc;
+	session_scope_ctx(s, &sc);
+	s->keys = xcalloc(s->nsrv + 1, sizeof *s->keys);
+	json_t *after = json_array();
+	for (size_t i = 0; i < s->nsrv; i++) {
+		s->keys[i] = pool_instance_key(s->srv[i], &sc, NULL);
+		json_array_append_new(
+			after, json_pack("{s:s,s:s,s:s}", "key", s->keys[i],
+					 "exposure",
+					 config_exposure_name(s->srv[i]->exposure),
+					 "prefix", s->srv[i]->prefix));
+	}
+	bool changed = !json_equal(before, after);
+	json_decref(before);
+	json_decref(after);
+	return changed;
 }
 
 bool session_uses(struct session *s, struct instance *inst)
@@ -204,7 +248,7 @@ bool session_uses(struct session *s, struct instance *inst)
 		return false;
 	struct pool_scope_ctx sc;
 	session_scope_ctx(s, &sc);
-	return pool_instance_find(hub_pool(s->hub), sv, &sc) == inst;
+	return pool_instance_find(hub_pool(s->hub), session_key(s, sv)) == inst;
 }
 
 /* ---- answering ---- */
@@ -274,7 +318,7 @@ static void session_client_response(struct session *s, json_t *msg)
 		struct pool_scope_ctx sc;
 		session_scope_ctx(s, &sc);
 		struct instance *cand =
-			pool_instance_find(hub_pool(s->hub), s->srv[i], &sc);
+			pool_instance_find(hub_pool(s->hub), s->keys[i]);
 		if (cand && strcmp(instance_key(cand), u->inst_key) == 0)
 			inst = cand;
 	}
@@ -366,12 +410,25 @@ void session_exchange_gone(struct session *s, struct exchange *ex)
 	}
 }
 
+bool session_cause_rank(struct session *s, struct instance *inst,
+			unsigned *asked, uint64_t *order)
+{
+	struct call *c = session_cause_on(s, inst);
+	if (c == NULL)
+		return false;
+	*asked = c->asked;
+	*order = c->order;
+	return true;
+}
+
 void session_forward_server_request(struct session *s, struct instance *inst,
 				    json_t *msg)
 {
 	/* The newest call on inst caused it, as far as can be told; its
 	 * stream is still open because the call waits for its answer. */
-	struct call *cause = session_newest_call_on(s, inst);
+	struct call *cause = session_cause_on(s, inst);
+	if (cause)
+		cause->asked++;
 	struct upstream_req *u = xcalloc(1, sizeof *u);
 	u->client_id = xasprintf("mcpv-%llu",
 				 (unsigned long long)s->next_seq++);
@@ -428,7 +485,7 @@ void session_free(struct session *s)
 		return;
 	s->closed = true;
 	while (s->calls.next != &s->calls)
-		session_call_cancel(s->calls.next, "session ended");
+		session_call_abort(s->calls.next, "the session ended");
 	while (s->upstream) {
 		struct upstream_req *u = s->upstream;
 		s->upstream = u->next;
@@ -446,6 +503,7 @@ static void session_destroy(struct session *s)
 	json_decref(s->client_caps);
 	json_decref(s->client_info);
 	free(s->server_caps_json);
+	session_keys_free(s);
 	config_free(s->space_cfg);
 	free(s->srv);
 	free(s->space);

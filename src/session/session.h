@@ -30,8 +30,8 @@ struct session;
 struct session *session_new(struct hub *hub, const char *space,
 			    json_t *init_params);
 /* Resolves the session's servers again (config reloaded, or its space's
- * .mcp.json changed). */
-void session_reconfigure(struct session *s);
+ * .mcp.json changed). True when the servers it resolves changed. */
+bool session_reconfigure(struct session *s);
 /* The servers the session resolves, in order (borrowed). */
 const struct server_config *const *session_servers(const struct session *s,
 						   size_t *n);
@@ -83,6 +83,13 @@ bool session_uses(struct session *s, struct instance *inst);
  * session took the message. */
 bool session_route_progress(struct session *s, json_t *msg);
 bool session_has_call_on(struct session *s, struct instance *inst);
+/* Over stdio a server's request carries no link to the call that caused
+ * it: the likeliest cause is the call on inst asked least so far, then the
+ * oldest (each call that asks its client once, in order, is matched
+ * exactly). Gives that call's rank (asked, order); false when the session
+ * has no call on inst. */
+bool session_cause_rank(struct session *s, struct instance *inst,
+			unsigned *asked, uint64_t *order);
 /* A notification from inst's server for the client: on the stream of the
  * session's newest call on inst, else on the standing stream. */
 void session_route_related(struct session *s, struct instance *inst,
@@ -100,6 +107,10 @@ struct buf;
  * ("demo__sleep (session ab12cd34, 2.1 s)"; ", "-separated) to b. */
 void session_describe_calls(struct session *s, const char *name,
 			    struct buf *b);
+/* The session's servers changed: the client is told that every list it
+ * has seen changed (servers added by a reload have no lists to compare
+ * yet). */
+void session_lists_reset(struct session *s);
 /* inst's lists changed (NULL: maybe any): tell the client if what it sees changed. */
 void session_lists_changed(struct session *s, struct instance *inst);
 

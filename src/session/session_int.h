@@ -31,6 +31,8 @@ struct call {
 	int64_t server_id; /* 0 until sent */
 	json_t *progress_token; /* the client's, or NULL */
 	uint64_t seq;
+	uint64_t order;	 /* across all sessions: which call came first */
+	unsigned asked; /* requests of the server routed to this call */
 	uint64_t started_ms;
 	char *label; /* the name the client used, for status and refusals */
 	bool done;
@@ -70,6 +72,7 @@ struct session {
 	 * space's .mcp.json adding or overriding servers by name. */
 	struct config *space_cfg; /* NULL without a space file */
 	const struct server_config **srv;
+	char **keys; /* instance key of each server, computed once */
 	size_t nsrv;
 	int refs;    /* the hub's, and one per gather under way */
 	bool closed; /* ended; only references keep it */
@@ -115,6 +118,9 @@ typedef void (*session_gather_done)(struct session *s, void *arg);
 /* session.c */
 const struct server_config *session_server(const struct session *s,
 					   const char *name);
+/* The instance key of one of the session's servers. */
+const char *session_key(const struct session *s,
+			const struct server_config *srv);
 bool session_has_deferred(const struct session *s);
 void session_ref(struct session *s);
 void session_unref(struct session *s);
@@ -152,6 +158,12 @@ void session_set_level(struct session *s, json_t *id, json_t *params,
 		       struct exchange *ex);
 struct call *session_find_call(struct session *s, json_t *client_id);
 void session_call_cancel(struct call *c, const char *reason);
+/* Stops a call and answers it with an error that says why (and whether it
+ * may have run). */
+void session_call_abort(struct call *c, const char *why);
 struct call *session_newest_call_on(struct session *s, struct instance *inst);
+/* The call on inst that most likely caused a request of its server: the
+ * one asked least so far, then the oldest. NULL when none runs there. */
+struct call *session_cause_on(struct session *s, struct instance *inst);
 
 #endif

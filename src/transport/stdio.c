@@ -1,407 +1,36 @@
 /*
- * One stdio MCP server process: spawning it (directly or through the exec
- * shim) in its own process group, framing its stdout, keeping its stderr
- * ring, writing to its stdin, and the stop ladder over its group. Owns the
- * process's libuv handles and, until it is gone, its process group.
+ * One stdio MCP server process: spawning it in its own process group,
+ * framing its stdout into messages, keeping its stderr ring, writing to its
+ * stdin, and noticing its exit. Owns the connection and its libuv handles;
+ * ladder.c ends them.
  */
 #include "transport/stdio.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "transport/framer.h"
+#include "transport/stdio_int.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
-#define STDIO_OUT_READ_BUF (64 * 1024)
-#define STDIO_ERR_READ_BUF 4096
 /* stdout usually reaches EOF just before the exit is reaped: wait this
  * long for the real exit status before reporting -1. */
 #define STDIO_EXIT_WAIT_MS 100
-/* While a stop waits for orphaned group members that are not our
- * children (no subreaper), nothing signals their end: poll this often. */
-#define STDIO_RECHECK_MS 20
 /* Output still in the pipes when the exit is reaped is read first, so
  * messages written before exit come before on_exit; at most this much. */
 #define STDIO_DRAIN_MAX (4 * 1024 * 1024)
-#define STDIO_PROC_STAT_MAX 4096
-/* glibc's execvp search path when PATH is unset. */
-#define STDIO_DEFAULT_PATH "/bin:/usr/bin"
-
-enum stdio_state {
-	STDIO_RUNNING,	  /* serving */
-	STDIO_STOP_STDIN, /* stdin closed, waiting for the group to leave */
-	STDIO_STOP_TERM,  /* group sent SIGTERM, waiting */
-	STDIO_STOP_KILL,  /* group sent SIGKILL, waiting */
-	STDIO_CLOSING,	  /* handles closing; on_closed follows */
-};
-
-static const char *const stdio_state_names[] = {
-	"running", "stop-stdin", "stop-term", "stop-kill", "closing",
-};
-
-struct stdio_errline {
-	size_t len;
-	bool cut; /* bytes past STDIO_STDERR_LINE_MAX were dropped */
-	char data[STDIO_STDERR_LINE_MAX];
-};
-
-struct stdio_conn {
-	struct stdio_conn_cbs cbs;
-	void *ctx;
-	enum stdio_state state;
-	pid_t pid; /* also the process group id */
-	uint64_t start_time;
-	uint64_t grace_ms;
-
-	uv_process_t proc;
-	uv_pipe_t in, out, err;
-	uv_timer_t ladder_timer;
-	uv_timer_t recheck_timer;
-	uv_timer_t eof_timer;
-	uv_signal_t sigchld;
-	int open_handles;
-
-	bool discard;	     /* spawn failed: free silently once closed */
-	bool exited;	     /* libuv reaped the leader */
-	bool reported;	     /* on_exit was called */
-	bool out_done;	     /* stdout reached EOF or failed */
-	bool err_done;	     /* stderr reached EOF or failed */
-	bool group_gone;     /* kill(-pgid, 0) said ESRCH: never signal again */
-	int64_t exit_status; /* from libuv, once exited */
-	int term_signal;
-
-	struct framer *framer;
-	char out_buf[STDIO_OUT_READ_BUF];
-	char err_buf[STDIO_ERR_READ_BUF];
-
-	struct stdio_errline err_ring[STDIO_STDERR_LINES];
-	int err_next;  /* slot the next line opens */
-	int err_count; /* lines held, up to STDIO_STDERR_LINES */
-	bool err_open; /* the newest line has not seen its '\n' yet */
-};
 
 /* A queued write owns its copy of the message. */
 struct stdio_write {
 	uv_write_t req;
 	char data[];
 };
-
-static char *stdio_shim_path;
-
-static void stdio_ladder_check(struct stdio_conn *c);
-
-static void stdio_set_state(struct stdio_conn *c, enum stdio_state state)
-{
-	log_debug("pid %d: %s -> %s", (int)c->pid, stdio_state_names[c->state],
-		  stdio_state_names[state]);
-	c->state = state;
-}
-
-void stdio_set_exec_shim(const char *path)
-{
-	free(stdio_shim_path);
-	stdio_shim_path = path ? xstrdup(path) : NULL;
-}
-
-/* ---- command lookup ---- */
-
-static int stdio_check_exec(const char *path, const char *cwd)
-{
-	char *full = NULL;
-	struct stat st;
-	int err = 0;
-
-	/* The child chdirs before it execs, so a relative name is relative
-	 * to cwd, not to us. */
-	if (path[0] != '/' && cwd != NULL)
-		full = xasprintf("%s/%s", cwd, path);
-	const char *p = full ? full : path;
-	if (strlen(p) >= PATH_MAX) {
-		err = -ENAMETOOLONG;
-		goto fail;
-	}
-	if (stat(p, &st) == -1) {
-		err = -errno;
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		err = -EACCES;
-		goto fail;
-	}
-	if (access(p, X_OK) == -1)
-		err = -errno;
-fail:
-	free(full);
-	return err;
-}
-
-static const char *stdio_env_path(char *const *env)
-{
-	if (env == NULL)
-		return getenv("PATH");
-	for (; *env != NULL; env++) {
-		if (strncmp(*env, "PATH=", 5) == 0)
-			return *env + 5;
-	}
-	return NULL;
-}
-
-/*
- * Finds the file execvp would run, with the child's PATH and cwd, so that a
- * missing command fails here, synchronously, even when the exec shim (whose
- * own exec would succeed) stands in front of it.
- */
-static int stdio_resolve_command(const char *cmd, char *const *env,
-				 const char *cwd, char **out)
-{
-	*out = NULL;
-	if (cmd == NULL)
-		return -EINVAL;
-	if (cmd[0] == '\0')
-		return -ENOENT;
-	if (strchr(cmd, '/') != NULL) {
-		int err = stdio_check_exec(cmd, cwd);
-		if (err == 0)
-			*out = xstrdup(cmd);
-		return err;
-	}
-	if (strlen(cmd) > NAME_MAX)
-		return -ENAMETOOLONG;
-
-	const char *path = stdio_env_path(env);
-	if (path == NULL)
-		path = STDIO_DEFAULT_PATH;
-	bool denied = false;
-	for (const char *p = path;;) {
-		const char *colon = strchrnul(p, ':');
-		size_t n = (size_t)(colon - p);
-		/* An empty entry means the current directory. */
-		char *cand = n ? xasprintf("%.*s/%s", (int)n, p, cmd)
-			       : xasprintf("./%s", cmd);
-		int err = stdio_check_exec(cand, cwd);
-		if (err == 0) {
-			*out = cand;
-			return 0;
-		}
-		free(cand);
-		if (err == -EACCES)
-			denied = true;
-		if (*colon == '\0')
-			break;
-		p = colon + 1;
-	}
-	return denied ? -EACCES : -ENOENT;
-}
-
-/* ---- handles and lifetime ---- */
-
-static void stdio_close_cb(uv_handle_t *h)
-{
-	struct stdio_conn *c = h->data;
-
-	if (--c->open_handles > 0)
-		return;
-	if (!c->discard && c->cbs.on_closed != NULL)
-		c->cbs.on_closed(c->ctx);
-	framer_free(c->framer);
-	free(c);
-}
-
-static void stdio_close_handle(struct stdio_conn *c, void *handle)
-{
-	uv_handle_t *h = handle;
-
-	if (!uv_is_closing(h))
-		uv_close(h, stdio_close_cb);
-}
-
-static void stdio_close_all(struct stdio_conn *c)
-{
-	stdio_close_handle(c, &c->in);
-	stdio_close_handle(c, &c->out);
-	stdio_close_handle(c, &c->err);
-	stdio_close_handle(c, &c->ladder_timer);
-	stdio_close_handle(c, &c->recheck_timer);
-	stdio_close_handle(c, &c->eof_timer);
-	stdio_close_handle(c, &c->sigchld);
-	stdio_close_handle(c, &c->proc);
-}
-
-static void stdio_report_exit(struct stdio_conn *c, int64_t exit_status,
-			      int term_signal)
-{
-	if (c->reported)
-		return;
-	c->reported = true;
-	if (c->cbs.on_exit != NULL)
-		c->cbs.on_exit(c->ctx, exit_status, term_signal);
-}
-
-static void stdio_finish(struct stdio_conn *c)
-{
-	if (c->state == STDIO_CLOSING)
-		return;
-	stdio_set_state(c, STDIO_CLOSING);
-	if (c->exited)
-		stdio_report_exit(c, c->exit_status, c->term_signal);
-	else
-		stdio_report_exit(c, -1, 0);
-	stdio_close_all(c);
-	if (!c->exited) {
-		/* libuv stops tracking the process once its handle closes;
-		 * take the exit ourselves if it is there by now. */
-		int st;
-		if (waitpid(c->pid, &st, WNOHANG) != c->pid)
-			log_warn("pid %d survived SIGKILL; left unreaped",
-				 (int)c->pid);
-	}
-}
-
-/* ---- the process group ---- */
-
-/* Only meaningful once libuv has reaped the leader: before that the
- * leader itself keeps the group (and its id) alive. */
-static bool stdio_group_gone(struct stdio_conn *c)
-{
-	if (c->group_gone)
-		return true;
-	if (!c->exited)
-		return false;
-	for (;;) {
-		int st;
-		/* Members are our children only when we are a subreaper;
-		 * otherwise init reaps them and this finds nothing. */
-		pid_t r = waitpid(-c->pid, &st, WNOHANG);
-		if (r > 0) {
-			log_debug("pid %d: reaped group member %d", (int)c->pid,
-				  (int)r);
-			continue;
-		}
-		if (r == -1 && errno == EINTR)
-			continue;
-		break;
-	}
-	/* Zombies still count as members, which is why they are reaped
-	 * first. */
-	if (kill(-c->pid, 0) == -1 && errno == ESRCH)
-		c->group_gone = true;
-	return c->group_gone;
-}
-
-static void stdio_signal_group(struct stdio_conn *c, int sig)
-{
-	if (c->group_gone)
-		return;
-	if (kill(-c->pid, sig) == 0) {
-		log_debug("pid %d: group sent %s", (int)c->pid,
-			  sig == SIGKILL ? "SIGKILL" : "SIGTERM");
-		return;
-	}
-	if (errno == ESRCH && c->exited)
-		c->group_gone = true;
-	else
-		log_warn("pid %d: cannot signal its group: %s", (int)c->pid,
-			 strerror(errno));
-}
-
-/* One ladder step: signal the group and wait one grace period more. */
-static void stdio_escalate(struct stdio_conn *c, int sig,
-			   enum stdio_state next);
-
-static void stdio_ladder_timer_cb(uv_timer_t *t)
-{
-	struct stdio_conn *c = t->data;
-
-	if (stdio_group_gone(c)) {
-		stdio_finish(c);
-		return;
-	}
-	switch (c->state) {
-	case STDIO_STOP_STDIN:
-		stdio_escalate(c, SIGTERM, STDIO_STOP_TERM);
-		break;
-	case STDIO_STOP_TERM:
-		stdio_escalate(c, SIGKILL, STDIO_STOP_KILL);
-		break;
-	case STDIO_STOP_KILL:
-		log_warn("pid %d: process group still has members %llu ms "
-			 "after SIGKILL; giving up on it",
-			 (int)c->pid, (unsigned long long)c->grace_ms);
-		stdio_finish(c);
-		break;
-	default:
-		break;
-	}
-}
-
-static void stdio_escalate(struct stdio_conn *c, int sig, enum stdio_state next)
-{
-	stdio_signal_group(c, sig);
-	stdio_set_state(c, next);
-	uv_timer_start(&c->ladder_timer, stdio_ladder_timer_cb, c->grace_ms, 0);
-	if (c->group_gone)
-		stdio_finish(c);
-}
-
-static void stdio_recheck_timer_cb(uv_timer_t *t)
-{
-	stdio_ladder_check(t->data);
-}
-
-static void stdio_sigchld_cb(uv_signal_t *s, int signum)
-{
-	stdio_ladder_check(s->data);
-}
-
-/* Re-evaluates a stop in progress: done when the leader is reaped and the
- * group is empty; members left behind by the leader get SIGTERM at once. */
-static void stdio_ladder_check(struct stdio_conn *c)
-{
-	if (c->state == STDIO_RUNNING || c->state == STDIO_CLOSING ||
-	    !c->exited)
-		return;
-	if (stdio_group_gone(c)) {
-		stdio_finish(c);
-		return;
-	}
-	if (c->state == STDIO_STOP_STDIN) {
-		/* The leader is gone, and nothing else would tell its
-		 * leftovers to go. */
-		stdio_escalate(c, SIGTERM, STDIO_STOP_TERM);
-		if (c->state == STDIO_CLOSING)
-			return;
-	}
-	if (!uv_is_active((uv_handle_t *)&c->recheck_timer)) {
-		uv_timer_start(&c->recheck_timer, stdio_recheck_timer_cb,
-			       STDIO_RECHECK_MS, STDIO_RECHECK_MS);
-		uv_signal_start(&c->sigchld, stdio_sigchld_cb, SIGCHLD);
-	}
-}
-
-void stdio_conn_stop(struct stdio_conn *c)
-{
-	if (c == NULL || c->state != STDIO_RUNNING)
-		return;
-	stdio_set_state(c, STDIO_STOP_STDIN);
-	uv_timer_stop(&c->eof_timer);
-	/* A well-behaved server exits on stdin EOF; anything still queued
-	 * for it is dropped (its callbacks see UV_ECANCELED). */
-	stdio_close_handle(c, &c->in);
-	uv_timer_start(&c->ladder_timer, stdio_ladder_timer_cb, c->grace_ms, 0);
-	stdio_ladder_check(c);
-}
 
 /* ---- stdout, stderr ---- */
 
@@ -631,29 +260,6 @@ int stdio_conn_send(struct stdio_conn *c, const char *data, size_t len)
 
 /* ---- spawn ---- */
 
-static char **stdio_build_argv(const char *command, const char *file,
-			       const char *parent, char *const *args)
-{
-	size_t nargs = 0;
-	size_t i = 0;
-
-	while (args != NULL && args[nargs] != NULL)
-		nargs++;
-	char **argv = xcalloc(nargs + 5, sizeof *argv);
-	if (stdio_shim_path != NULL) {
-		argv[i++] = stdio_shim_path;
-		argv[i++] = "__exec";
-		argv[i++] = (char *)parent;
-		argv[i++] = (char *)file;
-	} else {
-		argv[i++] = (char *)command;
-	}
-	for (size_t k = 0; k < nargs; k++)
-		argv[i++] = args[k];
-	argv[i] = NULL;
-	return argv;
-}
-
 int stdio_conn_spawn(uv_loop_t *loop, const struct stdio_spawn_opts *opts,
 		     const struct stdio_conn_cbs *cbs, void *ctx,
 		     struct stdio_conn **out)
@@ -705,7 +311,7 @@ int stdio_conn_spawn(uv_loop_t *loop, const struct stdio_spawn_opts *opts,
 	};
 	uv_process_options_t po = {
 		.exit_cb = stdio_exit_cb,
-		.file = stdio_shim_path ? stdio_shim_path : file,
+		.file = stdio_exec_shim() ? stdio_exec_shim() : file,
 		.args = argv,
 		.env = (char **)opts->env,
 		.cwd = opts->cwd,
@@ -722,7 +328,7 @@ int stdio_conn_spawn(uv_loop_t *loop, const struct stdio_spawn_opts *opts,
 	c->pid = c->proc.pid;
 	c->start_time = proc_start_time(c->pid);
 	log_debug("pid %d: spawned %s%s", (int)c->pid, file,
-		  stdio_shim_path ? " through the exec shim" : "");
+		  stdio_exec_shim() ? " through the exec shim" : "");
 
 	err = uv_read_start((uv_stream_t *)&c->out, stdio_alloc_cb,
 			    stdio_out_read_cb);
@@ -797,88 +403,4 @@ char *stdio_conn_stderr_tail(const struct stdio_conn *c, int n)
 		stdio_append_utf8(&b, l->data, l->len);
 	}
 	return buf_steal(&b);
-}
-
-/* ---- exec shim and /proc ---- */
-
-int stdio_exec_main(int argc, char **argv)
-{
-	if (argc < 4) {
-		fprintf(stderr, "usage: %s __exec PARENT_PID COMMAND [ARGS]\n",
-			argc > 0 ? argv[0] : "mcpvisor");
-		return 127;
-	}
-	char *end;
-	errno = 0;
-	long parent = strtol(argv[2], &end, 10);
-	if (errno != 0 || end == argv[2] || *end != '\0' || parent <= 0) {
-		fprintf(stderr, "mcpvisor __exec: bad parent pid '%s'\n",
-			argv[2]);
-		return 127;
-	}
-	/* The server dies with the runtime even when the runtime is killed
-	 * outright (the death signal follows the thread that forked us:
-	 * libuv's loop thread). */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1) {
-		fprintf(stderr, "mcpvisor __exec: prctl: %s\n",
-			strerror(errno));
-		return 127;
-	}
-	/* The runtime may have died before the prctl: then no signal would
-	 * ever come. */
-	if (getppid() != (pid_t)parent) {
-		fprintf(stderr, "mcpvisor __exec: parent %ld is gone\n",
-			parent);
-		return 127;
-	}
-	/* An ignored SIGPIPE would survive the exec into the server. */
-	signal(SIGPIPE, SIG_DFL);
-	execvp(argv[3], argv + 3);
-	fprintf(stderr, "mcpvisor: cannot run %s: %s\n", argv[3],
-		strerror(errno));
-	return 127;
-}
-
-uint64_t proc_start_time(pid_t pid)
-{
-	char path[64];
-	char buf[STDIO_PROC_STAT_MAX];
-	size_t len = 0;
-
-	if (pid <= 0)
-		return 0;
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd == -1)
-		return 0;
-	while (len < sizeof buf - 1) {
-		ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
-		if (n > 0) {
-			len += (size_t)n;
-			continue;
-		}
-		if (n == -1 && errno == EINTR)
-			continue;
-		break;
-	}
-	close(fd);
-	buf[len] = '\0';
-
-	/* Field 2 is "(comm)", and comm may hold spaces and parens. */
-	char *p = strrchr(buf, ')');
-	if (p == NULL)
-		return 0;
-	p++;
-	for (int field = 3; field < 22; field++) {
-		while (*p == ' ')
-			p++;
-		while (*p != ' ' && *p != '\0')
-			p++;
-	}
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(p, &end, 10);
-	if (errno != 0 || end == p)
-		return 0;
-	return (uint64_t)v;
 }

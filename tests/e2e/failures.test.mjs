@@ -179,6 +179,7 @@ test('a server that dies at every start: the real error, then backoff 1, 2, 4 s'
 					assert.equal(startCount(cf), 1, 'spawned during the backoff');
 
 					// Keep asking; spawns come 1, 2, then 4 s apart.
+					watch.poll();
 					const t0 = watch.times[0];
 					while (watch.times.length < 4 && Date.now() - t0 < 12_000) {
 						const n = startCount(cf);

@@ -104,7 +104,9 @@ test('SIGINT stops the runtime like SIGTERM: exit 0, servers gone', {
 test('SIGTERM with a call in flight: the call is answered, then exit 0', {
 	timeout: 30_000,
 }, async (t) => {
-	await withRuntime(t, { plain: demo(['--name', 'plain']) }, async (rt) => {
+	// A grace longer than the call, so that the call must finish.
+	const opts = { args: ['--grace', '5s'] };
+	await withRuntime(t, { plain: demo(['--name', 'plain']) }, opts, async (rt) => {
 		const c = await connect(rt);
 		await learnAll(rt, c, ['plain']);
 		// Drain: calls in flight finish, or are cancelled with an
@@ -122,7 +124,8 @@ test('SIGTERM with a call in flight: the call is answered, then exit 0', {
 			reply.result || reply.error,
 			`in-flight call got no answer: ${JSON.stringify(reply)}`,
 		);
-		assert.equal((await rt.waitExit()).code, 0, 'exit code');
+		assert.ok(reply.result, `finished within the grace: ${JSON.stringify(reply)}`);
+		assert.equal((await rt.waitExit(8000)).code, 0, 'exit code');
 	});
 });
 

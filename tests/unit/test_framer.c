@@ -30,7 +30,10 @@ static void tfr_on_line(void *ctx, const char *line, size_t len)
 	cr_assert_lt(s->nlines, TFR_MAX_LINES);
 	if (line >= s->feed_start && line + len <= s->feed_end)
 		s->zero_copy++;
-	s->lines[s->nlines] = xstrndup(line, len);
+	/* Lines may hold NUL bytes (valid UTF-8): copy all len bytes. */
+	s->lines[s->nlines] = xmalloc(len + 1);
+	memcpy(s->lines[s->nlines], line, len);
+	s->lines[s->nlines][len] = '\0';
 	s->lens[s->nlines] = len;
 	s->nlines++;
 }

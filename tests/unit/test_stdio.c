@@ -110,7 +110,9 @@ static void tst_on_message(void *ctx, const char *line, size_t len)
 	struct tst *t = ctx;
 
 	cr_assert_lt(t->nmsgs, TST_MAX_MSGS);
-	t->msgs[t->nmsgs++] = xstrndup(line, len);
+	t->msgs[t->nmsgs] = xmalloc(len + 1);
+	memcpy(t->msgs[t->nmsgs], line, len);
+	t->msgs[t->nmsgs++][len] = '\0';
 	if (t->on_msg != NULL)
 		t->on_msg(t, t->msgs[t->nmsgs - 1]);
 }

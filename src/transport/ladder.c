@@ -1,0 +1,230 @@
+/*
+ * The end of a stdio server: the stop ladder over its process group (close
+ * stdin, wait, SIGTERM, wait, SIGKILL, wait), reaping what is left, and
+ * closing the connection's handles until on_closed. Owns every state change
+ * after spawn.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "transport/framer.h"
+#include "transport/stdio.h"
+#include "transport/stdio_int.h"
+#include "util/log.h"
+
+/* While a stop waits for orphaned group members that are not our
+ * children (no subreaper), nothing signals their end: poll this often. */
+#define STDIO_RECHECK_MS 20
+
+static const char *const stdio_state_names[] = {
+	"running", "stop-stdin", "stop-term", "stop-kill", "closing",
+};
+
+static void stdio_set_state(struct stdio_conn *c, enum stdio_state state)
+{
+	log_debug("pid %d: %s -> %s", (int)c->pid, stdio_state_names[c->state],
+		  stdio_state_names[state]);
+	c->state = state;
+}
+
+/* ---- handles and lifetime ---- */
+
+static void stdio_close_cb(uv_handle_t *h)
+{
+	struct stdio_conn *c = h->data;
+
+	if (--c->open_handles > 0)
+		return;
+	if (!c->discard && c->cbs.on_closed != NULL)
+		c->cbs.on_closed(c->ctx);
+	framer_free(c->framer);
+	free(c);
+}
+
+static void stdio_close_handle(struct stdio_conn *c, void *handle)
+{
+	uv_handle_t *h = handle;
+
+	if (!uv_is_closing(h))
+		uv_close(h, stdio_close_cb);
+}
+
+void stdio_close_all(struct stdio_conn *c)
+{
+	stdio_close_handle(c, &c->in);
+	stdio_close_handle(c, &c->out);
+	stdio_close_handle(c, &c->err);
+	stdio_close_handle(c, &c->ladder_timer);
+	stdio_close_handle(c, &c->recheck_timer);
+	stdio_close_handle(c, &c->eof_timer);
+	stdio_close_handle(c, &c->sigchld);
+	stdio_close_handle(c, &c->proc);
+}
+
+void stdio_report_exit(struct stdio_conn *c, int64_t exit_status,
+		       int term_signal)
+{
+	if (c->reported)
+		return;
+	c->reported = true;
+	if (c->cbs.on_exit != NULL)
+		c->cbs.on_exit(c->ctx, exit_status, term_signal);
+}
+
+static void stdio_finish(struct stdio_conn *c)
+{
+	if (c->state == STDIO_CLOSING)
+		return;
+	stdio_set_state(c, STDIO_CLOSING);
+	if (c->exited)
+		stdio_report_exit(c, c->exit_status, c->term_signal);
+	else
+		stdio_report_exit(c, -1, 0);
+	stdio_close_all(c);
+	if (!c->exited) {
+		/* libuv stops tracking the process once its handle closes;
+		 * take the exit ourselves if it is there by now. */
+		int st;
+		if (waitpid(c->pid, &st, WNOHANG) != c->pid)
+			log_warn("pid %d survived SIGKILL; left unreaped",
+				 (int)c->pid);
+	}
+}
+
+/* ---- the process group ---- */
+
+/* Only meaningful once libuv has reaped the leader: before that the
+ * leader itself keeps the group (and its id) alive. */
+static bool stdio_group_gone(struct stdio_conn *c)
+{
+	if (c->group_gone)
+		return true;
+	if (!c->exited)
+		return false;
+	for (;;) {
+		int st;
+		/* Members are our children only when we are a subreaper;
+		 * otherwise init reaps them and this finds nothing. */
+		pid_t r = waitpid(-c->pid, &st, WNOHANG);
+		if (r > 0) {
+			log_debug("pid %d: reaped group member %d", (int)c->pid,
+				  (int)r);
+			continue;
+		}
+		if (r == -1 && errno == EINTR)
+			continue;
+		break;
+	}
+	/* Zombies still count as members, which is why they are reaped
+	 * first. */
+	if (kill(-c->pid, 0) == -1 && errno == ESRCH)
+		c->group_gone = true;
+	return c->group_gone;
+}
+
+static void stdio_signal_group(struct stdio_conn *c, int sig)
+{
+	if (c->group_gone)
+		return;
+	if (kill(-c->pid, sig) == 0) {
+		log_debug("pid %d: group sent %s", (int)c->pid,
+			  sig == SIGKILL ? "SIGKILL" : "SIGTERM");
+		return;
+	}
+	if (errno == ESRCH && c->exited)
+		c->group_gone = true;
+	else
+		log_warn("pid %d: cannot signal its group: %s", (int)c->pid,
+			 strerror(errno));
+}
+
+/* One ladder step: signal the group and wait one grace period more. */
+static void stdio_escalate(struct stdio_conn *c, int sig,
+			   enum stdio_state next);
+
+static void stdio_ladder_timer_cb(uv_timer_t *t)
+{
+	struct stdio_conn *c = t->data;
+
+	if (stdio_group_gone(c)) {
+		stdio_finish(c);
+		return;
+	}
+	switch (c->state) {
+	case STDIO_STOP_STDIN:
+		stdio_escalate(c, SIGTERM, STDIO_STOP_TERM);
+		break;
+	case STDIO_STOP_TERM:
+		stdio_escalate(c, SIGKILL, STDIO_STOP_KILL);
+		break;
+	case STDIO_STOP_KILL:
+		log_warn("pid %d: process group still has members %llu ms "
+			 "after SIGKILL; giving up on it",
+			 (int)c->pid, (unsigned long long)c->grace_ms);
+		stdio_finish(c);
+		break;
+	default:
+		break;
+	}
+}
+
+static void stdio_escalate(struct stdio_conn *c, int sig, enum stdio_state next)
+{
+	stdio_signal_group(c, sig);
+	stdio_set_state(c, next);
+	uv_timer_start(&c->ladder_timer, stdio_ladder_timer_cb, c->grace_ms, 0);
+	if (c->group_gone)
+		stdio_finish(c);
+}
+
+static void stdio_recheck_timer_cb(uv_timer_t *t)
+{
+	stdio_ladder_check(t->data);
+}
+
+static void stdio_sigchld_cb(uv_signal_t *s, int signum)
+{
+	stdio_ladder_check(s->data);
+}
+
+/* Re-evaluates a stop in progress: done when the leader is reaped and the
+ * group is empty; members left behind by the leader get SIGTERM at once. */
+void stdio_ladder_check(struct stdio_conn *c)
+{
+	if (c->state == STDIO_RUNNING || c->state == STDIO_CLOSING ||
+	    !c->exited)
+		return;
+	if (stdio_group_gone(c)) {
+		stdio_finish(c);
+		return;
+	}
+	if (c->state == STDIO_STOP_STDIN) {
+		/* The leader is gone, and nothing else would tell its
+		 * leftovers to go. */
+		stdio_escalate(c, SIGTERM, STDIO_STOP_TERM);
+		if (c->state == STDIO_CLOSING)
+			return;
+	}
+	if (!uv_is_active((uv_handle_t *)&c->recheck_timer)) {
+		uv_timer_start(&c->recheck_timer, stdio_recheck_timer_cb,
+			       STDIO_RECHECK_MS, STDIO_RECHECK_MS);
+		uv_signal_start(&c->sigchld, stdio_sigchld_cb, SIGCHLD);
+	}
+}
+
+void stdio_conn_stop(struct stdio_conn *c)
+{
+	if (c == NULL || c->state != STDIO_RUNNING)
+		return;
+	stdio_set_state(c, STDIO_STOP_STDIN);
+	uv_timer_stop(&c->eof_timer);
+	/* A well-behaved server exits on stdin EOF; anything still queued
+	 * for it is dropped (its callbacks see UV_ECANCELED). */
+	stdio_close_handle(c, &c->in);
+	uv_timer_start(&c->ladder_timer, stdio_ladder_timer_cb, c->grace_ms, 0);
+	stdio_ladder_check(c);
+}

@@ -1,0 +1,93 @@
+/*
+ * Internal to src/transport: not for use outside that folder. The state of
+ * one stdio connection, shared by the files that spawn and feed it
+ * (stdio.c), stop it (ladder.c) and run its command (exec.c).
+ */
+#ifndef MCPV_TRANSPORT_STDIO_INT_H
+#define MCPV_TRANSPORT_STDIO_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "transport/stdio.h"
+
+#define STDIO_OUT_READ_BUF (64 * 1024)
+#define STDIO_ERR_READ_BUF 4096
+
+enum stdio_state {
+	STDIO_RUNNING,	  /* serving */
+	STDIO_STOP_STDIN, /* stdin closed, waiting for the group to leave */
+	STDIO_STOP_TERM,  /* group sent SIGTERM, waiting */
+	STDIO_STOP_KILL,  /* group sent SIGKILL, waiting */
+	STDIO_CLOSING,	  /* handles closing; on_closed follows */
+};
+
+struct stdio_errline {
+	size_t len;
+	bool cut; /* bytes past STDIO_STDERR_LINE_MAX were dropped */
+	char data[STDIO_STDERR_LINE_MAX];
+};
+
+struct stdio_conn {
+	struct stdio_conn_cbs cbs;
+	void *ctx;
+	enum stdio_state state;
+	pid_t pid; /* also the process group id */
+	uint64_t start_time;
+	uint64_t grace_ms;
+
+	uv_process_t proc;
+	uv_pipe_t in, out, err;
+	uv_timer_t ladder_timer;
+	uv_timer_t recheck_timer;
+	uv_timer_t eof_timer;
+	uv_signal_t sigchld;
+	int open_handles;
+
+	bool discard;	     /* spawn failed: free silently once closed */
+	bool exited;	     /* libuv reaped the leader */
+	bool reported;	     /* on_exit was called */
+	bool out_done;	     /* stdout reached EOF or failed */
+	bool err_done;	     /* stderr reached EOF or failed */
+	bool group_gone;     /* kill(-pgid, 0) said ESRCH: never signal again */
+	int64_t exit_status; /* from libuv, once exited */
+	int term_signal;
+
+	struct framer *framer;
+	char out_buf[STDIO_OUT_READ_BUF];
+	char err_buf[STDIO_ERR_READ_BUF];
+
+	struct stdio_errline err_ring[STDIO_STDERR_LINES];
+	int err_next;  /* slot the next line opens */
+	int err_count; /* lines held, up to STDIO_STDERR_LINES */
+	bool err_open; /* the newest line has not seen its '\n' yet */
+};
+
+/* ---- ladder.c ---- */
+
+/* Calls on_exit unless it was called already. */
+void stdio_report_exit(struct stdio_conn *c, int64_t exit_status,
+		       int term_signal);
+/* Closes every handle; the conn is freed (after on_closed unless
+ * c->discard) once the last close callback has run. */
+void stdio_close_all(struct stdio_conn *c);
+/* Re-evaluates a stop in progress, e.g. once the leader has been reaped. */
+void stdio_ladder_check(struct stdio_conn *c);
+
+/* ---- exec.c ---- */
+
+/* The exec shim's path, NULL when commands are spawned directly. */
+const char *stdio_exec_shim(void);
+/* The file execvp would run for cmd with the child's env and cwd, in *out
+ * (caller frees). 0, -ENOENT, -EACCES, -ENAMETOOLONG or -EINVAL. */
+int stdio_resolve_command(const char *cmd, char *const *env, const char *cwd,
+			  char **out);
+/* The argv to spawn: through the shim when one is set, else command and
+ * args. Borrows every string; the caller frees only the array. */
+char **stdio_build_argv(const char *command, const char *file,
+			const char *parent, char *const *args);
+
+#endif
