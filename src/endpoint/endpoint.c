@@ -40,28 +40,59 @@ static void ep_write_cb(uv_write_t *req, int status)
 	free(w);
 }
 
-void ep_write(struct conn *c, const char *data, size_t len)
+/* Writes what the connection gathered: at once when the socket takes it,
+ * else queued in order behind what is already queued. */
+static void ep_conn_flush(struct conn *c)
 {
-	if (c->state == CONN_CLOSING || len == 0)
+	if (c->out.len == 0)
 		return;
-	uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
+	uv_buf_t b = uv_buf_init(c->out.data, (unsigned)c->out.len);
 	int n = uv_try_write(&c->u.s, &b, 1);
-	if (n == (int)len)
+	if (n == (int)c->out.len) {
+		buf_reset(&c->out);
 		return;
+	}
 	if (n < 0 && n != UV_EAGAIN) {
+		buf_reset(&c->out);
 		ep_conn_close(c);
 		return;
 	}
 	size_t done = n > 0 ? (size_t)n : 0;
 	struct ep_write *w = xcalloc(1, sizeof *w);
 	w->c = c;
-	w->data = xmalloc(len - done);
-	memcpy(w->data, data + done, len - done);
-	uv_buf_t rest = uv_buf_init(w->data, (unsigned)(len - done));
+	w->data = xmalloc(c->out.len - done);
+	memcpy(w->data, c->out.data + done, c->out.len - done);
+	uv_buf_t rest = uv_buf_init(w->data, (unsigned)(c->out.len - done));
+	buf_reset(&c->out);
 	if (uv_write(&w->req, &c->u.s, &rest, 1, ep_write_cb) < 0) {
 		free(w->data);
 		free(w);
 		ep_conn_close(c);
+	}
+}
+
+static void ep_flush_cb(uv_check_t *h)
+{
+	struct endpoint *ep = h->data;
+	while (ep->dirty) {
+		struct conn *c = ep->dirty;
+		ep->dirty = c->dirty_next;
+		c->dirty = false;
+		ep_conn_flush(c);
+	}
+	uv_check_stop(h);
+}
+
+void ep_write(struct conn *c, const char *data, size_t len)
+{
+	if (c->state == CONN_CLOSING || len == 0)
+		return;
+	buf_append(&c->out, data, len);
+	if (!c->dirty) {
+		c->dirty = true;
+		c->dirty_next = c->ep->dirty;
+		c->ep->dirty = c;
+		uv_check_start(&c->ep->flush, ep_flush_cb);
 	}
 }
 
@@ -81,6 +112,7 @@ static void ep_conn_close_cb(uv_handle_t *h)
 		return;
 	httpparse_free(c->hp);
 	buf_free(&c->in);
+	buf_free(&c->out);
 	free(c);
 	ep->open_handles--;
 	if (ep->freeing && ep->open_handles == 0) {
@@ -121,6 +153,17 @@ void ep_conn_close(struct conn *c)
 {
 	if (c->state == CONN_CLOSING)
 		return;
+	/* What was answered last (an error, a Connection: close answer)
+	 * still goes out. */
+	ep_conn_flush(c);
+	if (c->dirty) {
+		struct conn **pp = &c->ep->dirty;
+		while (*pp && *pp != c)
+			pp = &(*pp)->dirty_next;
+		if (*pp)
+			*pp = c->dirty_next;
+		c->dirty = false;
+	}
 	ep_conn_release_exchange(c);
 	c->state = CONN_CLOSING;
 	*c->pprev = c->next;
@@ -196,6 +239,10 @@ void ep_sse_start(struct conn *c)
 	free(extra);
 	ep_write_buf(c, &b);
 	buf_free(&b);
+	if (c->prime_pending) {
+		c->prime_pending = false;
+		ep_sse_write(c, c->prime_id, "", 0, EP_SSE_RETRY_MS);
+	}
 }
 
 /* Writes one SSE event as one HTTP chunk. */
@@ -207,7 +254,8 @@ void ep_sse_write(struct conn *c, const char *id, const char *data,
 	buf_init(&out);
 	httpresp_sse_event(&ev, id, len ? "message" : NULL, data, len,
 			   retry_ms);
-	buf_printf(&out, "%zx\r\n", ev.len);
+	buf_put_hex(&out, ev.len);
+	buf_puts(&out, "\r\n");
 	buf_append(&out, ev.data, ev.len);
 	buf_puts(&out, "\r\n");
 	ep_write(c, out.data, out.len);
@@ -308,6 +356,7 @@ static void ep_accept(struct endpoint *ep, uv_stream_t *server, bool is_unix)
 		uv_tcp_nodelay(&c->u.tcp, 1);
 	c->hp = httpparse_new(ep->max_body);
 	buf_init(&c->in);
+	buf_init(&c->out);
 	c->state = CONN_READING;
 	c->keep_alive = true;
 	c->pprev = &ep->conns;
@@ -368,6 +417,9 @@ int endpoint_start(uv_loop_t *loop, struct hub *hub,
 	ep->sse_close_ms = opts->sse_close_ms;
 	ep->control = opts->control;
 	ep->control_arg = opts->arg;
+	uv_check_init(loop, &ep->flush);
+	ep->flush.data = ep;
+	ep->open_handles++;
 	const char *host = opts->host ? opts->host : "127.0.0.1";
 	int rc;
 	if (opts->port < 0) {
@@ -458,6 +510,7 @@ void endpoint_free(struct endpoint *ep)
 	endpoint_stop_accepting(ep);
 	while (ep->conns)
 		ep_conn_close(ep->conns);
+	uv_close((uv_handle_t *)&ep->flush, ep_listener_close_cb);
 	if (ep->open_handles == 0) {
 		free(ep->socket_path);
 		free(ep);

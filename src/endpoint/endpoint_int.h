@@ -40,6 +40,10 @@ struct endpoint {
 	int (*control)(void *arg, const char *action, const char *server,
 		       bool force, char **msg);
 	void *control_arg;
+	/* Output is gathered per connection and written once per loop turn,
+	 * after every callback of that turn has run. */
+	uv_check_t flush;
+	struct conn *dirty;
 };
 
 enum conn_state {
@@ -74,6 +78,11 @@ struct conn {
 	json_t *collected; /* JSON mode: responses so far */
 	bool close_after;
 	uv_timer_t early_timer; /* closes a long SSE answer on purpose */
+	struct buf out;		/* written at the end of the loop turn */
+	struct conn *dirty_next;
+	bool dirty;
+	bool prime_pending; /* the SSE priming event is still to be sent */
+	char prime_id[24];
 	int handles;		/* open libuv handles of this conn */
 };
 

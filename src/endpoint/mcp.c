@@ -23,20 +23,19 @@
 #include "util/log.h"
 #include "util/xmalloc.h"
 
-/* Numbers the stream's events from now on and sends the priming event: an
- * id and no data, with the reconnection delay, so a client that loses the
- * stream can resume from it. */
+/* Numbers the stream's events from now on and makes the priming event:
+ * an id and no data, with the reconnection delay, so a client that loses
+ * the stream can resume from it. It goes out with the head, before the
+ * first event (so a quick answer takes one write). */
 static void ep_sse_open(struct conn *c, struct session *s)
 {
-	ep_sse_start(c);
 	session_stream_open(s, c->ex);
-	char id[24];
-	session_stream_prime(s, c->ex, id);
-	ep_sse_write(c, id, "", 0, EP_SSE_RETRY_MS);
+	session_stream_prime(s, c->ex, c->prime_id);
+	c->prime_pending = true;
 }
 
 static void ep_ex_deliver_cb(void *ctx, json_t *msg, const char *event_id,
-			     const char *data)
+			     const char *data, size_t len)
 {
 	struct conn *c = ctx;
 	if (c->state == CONN_CLOSING)
@@ -44,7 +43,7 @@ static void ep_ex_deliver_cb(void *ctx, json_t *msg, const char *event_id,
 	if (c->sse) {
 		ep_sse_start(c);
 		if (data) {
-			ep_sse_write(c, event_id, data, strlen(data), -1);
+			ep_sse_write(c, event_id, data, len, -1);
 		} else {
 			char *text = json_dumps(msg, JSON_COMPACT);
 			ep_sse_write(c, NULL, text, strlen(text), -1);
@@ -52,15 +51,23 @@ static void ep_ex_deliver_cb(void *ctx, json_t *msg, const char *event_id,
 		}
 		return;
 	}
-	/* JSON mode carries only the answers. */
-	if (json_object_get(msg, "method") != NULL)
-		return;
-	if (c->batch) {
-		json_array_append(c->collected, msg);
-	} else {
-		json_decref(c->collected);
-		c->collected = json_incref(msg);
+	/* JSON mode carries only the answers; text comes only for them. */
+	json_t *parsed = NULL;
+	if (msg == NULL) {
+		parsed = json_loadb(data, len, 0, NULL);
+		msg = parsed;
+		if (msg == NULL)
+			return;
 	}
+	if (json_object_get(msg, "method") == NULL) {
+		if (c->batch) {
+			json_array_append(c->collected, msg);
+		} else {
+			json_decref(c->collected);
+			c->collected = json_incref(msg);
+		}
+	}
+	json_decref(parsed);
 }
 
 static void ep_ex_finish_cb(void *ctx)
@@ -100,6 +107,7 @@ static void ep_early_close_cb(uv_timer_t *t)
 	if (s)
 		session_stream_park(s, c->ex);
 	exchange_detach(c->ex);
+	ep_sse_start(c);
 	ep_write(c, "0\r\n\r\n", 5);
 	ep_conn_request_done(c);
 }
@@ -392,6 +400,7 @@ static void ep_handle_get(struct conn *c, const struct http_request *req)
 	c->ex = exchange_new(&ep_exchange_ops, c, 0);
 	session_set_stream(s, c->ex);
 	ep_sse_open(c, s);
+	ep_sse_start(c);
 }
 
 static void ep_handle_delete(struct conn *c, const struct http_request *req)

@@ -54,7 +54,11 @@ void httpresp_head(struct buf *out, int status, const char *content_type,
 		   long long content_length, bool keep_alive,
 		   const char *extra_headers)
 {
-	buf_printf(out, "HTTP/1.1 %d %s\r\n", status, httpresp_reason(status));
+	buf_puts(out, "HTTP/1.1 ");
+	buf_put_u64(out, (unsigned long long)status);
+	buf_puts(out, " ");
+	buf_puts(out, httpresp_reason(status));
+	buf_puts(out, "\r\n");
 	/* An interim answer is not the response: its headers would be read
 	 * as the final one's by nobody. */
 	if (status >= 100 && status < 200) {
@@ -64,12 +68,17 @@ void httpresp_head(struct buf *out, int status, const char *content_type,
 		return;
 	}
 	if (content_type) {
-		buf_printf(out, "Content-Type: %s\r\n", content_type);
+		buf_puts(out, "Content-Type: ");
+		buf_puts(out, content_type);
+		buf_puts(out, "\r\n");
 		if (strncmp(content_type, "text/event-stream", 17) == 0)
 			buf_puts(out, "Cache-Control: no-cache\r\n");
 	}
-	if (content_length >= 0 && status != 204)
-		buf_printf(out, "Content-Length: %lld\r\n", content_length);
+	if (content_length >= 0 && status != 204) {
+		buf_puts(out, "Content-Length: ");
+		buf_put_u64(out, (unsigned long long)content_length);
+		buf_puts(out, "\r\n");
+	}
 	buf_puts(out, keep_alive ? "Connection: keep-alive\r\n"
 				 : "Connection: close\r\n");
 	if (extra_headers)

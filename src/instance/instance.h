@@ -89,11 +89,21 @@ void instance_free(struct instance *inst);
  * wait for that one start. */
 void instance_ensure(struct instance *inst, instance_ready_cb cb, void *arg);
 
+/* The server's successful answer as text, so it can be passed on without
+ * a parse: the whole message and where its "result" value lies. */
+typedef void (*instance_text_cb)(void *arg, const char *msg, size_t off,
+				 size_t len);
+
 /* Sends a request with an id of the instance's own; steals params. Returns
  * the request's server-side id (> 0), or a negative errno when the instance
  * is not ready (cb is not called then). */
 int64_t instance_request(struct instance *inst, const char *method,
 			 json_t *params, instance_reply_cb cb, void *arg);
+/* The same, with text_cb taking a valid successful answer instead of cb
+ * (which still takes errors and answers made up by the instance). */
+int64_t instance_request_text(struct instance *inst, const char *method,
+			      json_t *params, instance_reply_cb cb,
+			      instance_text_cb text_cb, void *arg);
 /* Drops a request in flight: its callback will not run, and the server is
  * told with notifications/cancelled. */
 void instance_cancel(struct instance *inst, int64_t id, const char *reason);

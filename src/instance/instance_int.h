@@ -23,6 +23,7 @@ struct instance_pending {
 	struct instance_pending *next, *prev;
 	int64_t id;
 	instance_reply_cb cb;
+	instance_text_cb text_cb;
 	void *arg;
 	bool internal; /* part of the startup or a list refresh */
 	char *method;  /* client requests: kept to decide on a resend */

@@ -19,6 +19,7 @@
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/jsonscan.h"
 #include "util/xmalloc.h"
 
 static void instance_pending_free(struct instance_pending *p)
@@ -181,6 +182,16 @@ void instance_resend(struct instance *inst)
 	}
 }
 
+int64_t instance_request_text(struct instance *inst, const char *method,
+			      json_t *params, instance_reply_cb cb,
+			      instance_text_cb text_cb, void *arg)
+{
+	int64_t id = instance_request(inst, method, params, cb, arg);
+	if (id > 0)
+		inst->pending.prev->text_cb = text_cb;
+	return id;
+}
+
 int64_t instance_request(struct instance *inst, const char *method,
 			 json_t *params, instance_reply_cb cb, void *arg)
 {
@@ -274,11 +285,44 @@ static void instance_handle_notification(struct instance *inst, json_t *msg)
 		inst->cbs.on_notification(inst->ctx, inst, msg);
 }
 
+/* A successful answer to a request that takes text goes on without a
+ * parse. True when the line was one and is dealt with. */
+static bool instance_fast_answer(struct instance *inst, const char *line,
+				 size_t len)
+{
+	static const char *const keys[] = {"jsonrpc", "id", "method",
+					   "result", "error"};
+	struct jsonscan_span sp[5];
+	long long id;
+	if (jsonscan_members(line, len, keys, 5, sp) < 0 || sp[2].len ||
+	    sp[4].len || sp[3].len == 0 || !jsonscan_int(line, &sp[1], &id) ||
+	    sp[0].len != 5 || memcmp(line + sp[0].off, "\"2.0\"", 5) != 0)
+		return false;
+	struct instance_pending *p = instance_take_pending(inst, id);
+	if (p == NULL) {
+		log_debug("instance %s: answer to an unknown or cancelled "
+			  "request; dropped",
+			  inst->name);
+		return true;
+	}
+	if (p->text_cb) {
+		p->text_cb(p->arg, line, sp[3].off, sp[3].len);
+		instance_pending_free(p);
+		return true;
+	}
+	/* Not a text taker: put it back and let the full parse handle it. */
+	instance_pending_append(&inst->pending, p);
+	inst->npending++;
+	return false;
+}
+
 void instance_message_cb(void *ctx, const char *line, size_t len)
 {
 	struct instance_link *link = ctx;
 	struct instance *inst = link->inst;
 	if (link->detached)
+		return;
+	if (instance_fast_answer(inst, line, len))
 		return;
 	json_error_t jerr;
 	json_t *msg = json_loadb(line, len, JSON_ALLOW_NUL, &jerr);

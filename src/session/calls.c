@@ -76,6 +76,32 @@ static void session_call_reply_cb(void *arg, json_t *resp, bool sent)
 	session_call_unref(c);
 }
 
+/* The server's answer as text: the client's id goes in, the result is
+ * passed on as it came, with no parse or re-serialisation. */
+static void session_call_text_cb(void *arg, const char *msg, size_t off,
+				 size_t len)
+{
+	struct call *c = arg;
+	if (c->done) {
+		session_call_unref(c);
+		return;
+	}
+	char *id = json_dumps(c->client_id, JSON_ENCODE_ANY | JSON_COMPACT);
+	struct buf b;
+	buf_init(&b);
+	buf_reserve(&b, len + 64);
+	buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
+	buf_puts(&b, id);
+	buf_puts(&b, ",\"result\":");
+	buf_append(&b, msg + off, len);
+	buf_puts(&b, "}");
+	free(id);
+	size_t n = b.len;
+	exchange_send_text(c->ex, buf_steal(&b), n, true);
+	session_call_finish(c);
+	session_call_unref(c);
+}
+
 static char *session_call_token(struct session *s, struct call *c)
 {
 	return xasprintf(SESSION_TOKEN_PREFIX "%s-%llu", s->id,
@@ -144,8 +170,9 @@ static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 		free(tok);
 	}
 	/* The reply callback inherits this reference. */
-	int64_t id = instance_request(inst, c->method, params,
-				      session_call_reply_cb, c);
+	int64_t id = instance_request_text(inst, c->method, params,
+					   session_call_reply_cb,
+					   session_call_text_cb, c);
 	if (id < 0) {
 		session_reply_error(c->ex, c->client_id, JR_SERVER_UNAVAILABLE,
 				    "Server connection was lost before the "
@@ -178,11 +205,9 @@ static void session_call_start(struct session *s, json_t *id,
 	c->seq = s->next_seq++;
 	c->order = ++session_call_order;
 	c->started_ms = clock_now_ms();
-	c->label = xasprintf("%s %s", method,
-			     json_string_value(json_object_get(params, "name"))
-				     ? json_string_value(
-					       json_object_get(params, "name"))
-				     : "");
+	/* What status and refusals call it: the name the server knows. */
+	const char *lname = json_string_value(json_object_get(params, "name"));
+	c->label = xstrdup(lname ? lname : "");
 	json_t *meta = json_object_get(params, "_meta");
 	json_t *tok = json_object_get(meta, "progressToken");
 	if (tok)
@@ -637,8 +662,8 @@ void session_describe_calls(struct session *s, const char *name,
 			continue;
 		if (b->len)
 			buf_puts(b, ", ");
-		buf_printf(b, "%s on %s (session %.8s, running %.1f s)",
-			   c->label, name, s->id,
+		buf_printf(b, "%s %s on %s (session %.8s, running %.1f s)",
+			   c->method, c->label, name, s->id,
 			   (double)(now - c->started_ms) / 1000.0);
 	}
 }

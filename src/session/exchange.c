@@ -75,11 +75,31 @@ void exchange_send(struct exchange *ex, json_t *msg)
 	bool response = json_object_get(msg, "method") == NULL;
 	if (ex->record) {
 		char id[32];
-		const char *data = ex->record(ex->rctx, ex->stream, msg, id);
+		size_t len = 0;
+		const char *data =
+			ex->record(ex->rctx, ex->stream, msg, NULL, &len, id);
 		if (ex->attached)
-			ex->ops->deliver(ex->ctx, msg, id, data);
+			ex->ops->deliver(ex->ctx, msg, id, data, len);
 	} else if (ex->attached) {
-		ex->ops->deliver(ex->ctx, msg, NULL, NULL);
+		ex->ops->deliver(ex->ctx, msg, NULL, NULL, 0);
+	}
+	if (response)
+		exchange_count_response(ex);
+}
+
+void exchange_send_text(struct exchange *ex, char *text, size_t len,
+			bool response)
+{
+	if (ex->record) {
+		char id[32];
+		const char *data =
+			ex->record(ex->rctx, ex->stream, NULL, text, &len, id);
+		if (ex->attached)
+			ex->ops->deliver(ex->ctx, NULL, id, data, len);
+	} else {
+		if (ex->attached)
+			ex->ops->deliver(ex->ctx, NULL, NULL, text, len);
+		free(text);
 	}
 	if (response)
 		exchange_count_response(ex);

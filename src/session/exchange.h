@@ -16,19 +16,23 @@
 struct exchange;
 
 struct exchange_ops {
-	/* A message for the client, borrowed. event_id and data are set when
-	 * a recorder numbered and serialized it (SSE); else NULL. */
+	/* A message for the client, borrowed: msg, or (when msg is NULL)
+	 * only its text. event_id and data are set when a recorder numbered
+	 * and serialized it (SSE), or data alone for a message sent as text;
+	 * else NULL. */
 	void (*deliver)(void *ctx, json_t *msg, const char *event_id,
-			const char *data);
+			const char *data, size_t len);
 	/* Every expected response has been delivered. */
 	void (*finish)(void *ctx);
 };
 
-/* Numbers and keeps msg as an event of stream; writes the event id into
- * id (at least 24 bytes) and returns the serialized message, which stays
- * owned by the recorder. */
+/* Numbers and keeps a message as an event of stream: text (taken, len
+ * bytes) when not NULL, else msg serialized. Writes the event id into id
+ * (at least 24 bytes) and returns the text, which stays owned by the
+ * recorder; *len gets its length. */
 typedef const char *(*exchange_record_fn)(void *rctx, uint64_t stream,
-					  json_t *msg, char *id);
+					  json_t *msg, char *text,
+					  size_t *len, char *id);
 
 /* expected: how many responses end it; 0 for a standing stream. Returns
  * with one reference, the endpoint's. */
@@ -46,6 +50,10 @@ uint64_t exchange_stream(const struct exchange *ex);
  * counts toward the expected ones, and the last one finishes the exchange
  * (when attached). */
 void exchange_send(struct exchange *ex, json_t *msg);
+/* The same for a message that is already text (taken): the forwarding
+ * path passes a server's answer on without parsing it. */
+void exchange_send_text(struct exchange *ex, char *text, size_t len,
+			bool response);
 /* An expected response that will not come (its request was cancelled). */
 void exchange_skip(struct exchange *ex);
 /* The HTTP side is gone (or done): nothing is delivered any more. */

@@ -61,16 +61,21 @@ static struct stream_rec *session_stream_by_no(struct session *s,
 }
 
 static const char *session_record_cb(void *rctx, uint64_t stream,
-				     json_t *msg, char *id)
+				     json_t *msg, char *text, size_t *len,
+				     char *id)
 {
 	struct session *s = rctx;
-	char *data = json_dumps(msg, JSON_COMPACT);
+	char *data = text;
+	if (data == NULL) {
+		data = json_dumps(msg, JSON_COMPACT);
+		*len = strlen(data);
+	}
 	uint64_t n;
-	const char *kept = session_ring_push(s, stream, data, strlen(data), &n);
+	const char *kept = session_ring_push(s, stream, data, *len, &n);
 	struct stream_rec *r = session_stream_by_no(s, stream);
 	if (r)
 		r->last_id = n;
-	snprintf(id, 24, "%llu", (unsigned long long)n);
+	buf_fmt_u64(id, n);
 	return kept;
 }
 
@@ -133,7 +138,7 @@ void session_stream_prime(struct session *s, struct exchange *ex, char *id)
 	struct stream_rec *r = session_stream_by_no(s, exchange_stream(ex));
 	if (r)
 		r->last_id = n;
-	snprintf(id, 24, "%llu", (unsigned long long)n);
+	buf_fmt_u64(id, n);
 }
 
 static struct stream_rec *session_stream_find(struct session *s,

@@ -87,3 +87,39 @@ char *buf_steal(struct buf *b)
 	buf_init(b);
 	return p;
 }
+
+size_t buf_fmt_u64(char *out, unsigned long long v)
+{
+	char tmp[24];
+	size_t n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		out[i] = tmp[n - 1 - i];
+	out[n] = '\0';
+	return n;
+}
+
+void buf_put_u64(struct buf *b, unsigned long long v)
+{
+	char tmp[24];
+	buf_append(b, tmp, buf_fmt_u64(tmp, v));
+}
+
+void buf_put_hex(struct buf *b, unsigned long long v)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[24];
+	size_t n = 0;
+	do {
+		tmp[n++] = digits[v & 15];
+		v >>= 4;
+	} while (v);
+	buf_reserve(b, n);
+	for (size_t i = 0; i < n; i++)
+		b->data[b->len + i] = tmp[n - 1 - i];
+	b->len += n;
+	b->data[b->len] = '\0';
+}

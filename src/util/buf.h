@@ -22,6 +22,11 @@ void buf_append(struct buf *b, const void *p, size_t n);
 void buf_puts(struct buf *b, const char *s);
 void buf_printf(struct buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Appends v in decimal, or in lower-case hex; no printf on hot paths. */
+void buf_put_u64(struct buf *b, unsigned long long v);
+void buf_put_hex(struct buf *b, unsigned long long v);
+/* Writes v in decimal into out (>= 21 bytes); returns its length. */
+size_t buf_fmt_u64(char *out, unsigned long long v);
 /* Removes the first n bytes. */
 void buf_consume(struct buf *b, size_t n);
 /* Hands the storage to the caller (NUL-terminated) and resets b. */

@@ -18,10 +18,13 @@ struct capture {
 };
 
 static void capture_deliver(void *ctx, json_t *msg, const char *id,
-			    const char *data)
+			    const char *data, size_t len)
 {
 	struct capture *c = ctx;
-	json_array_append(c->msgs, msg);
+	if (msg)
+		json_array_append(c->msgs, msg);
+	else
+		json_array_append_new(c->msgs, json_loadb(data, len, 0, NULL));
 }
 
 static void capture_finish(void *ctx)

@@ -1,0 +1,34 @@
+/*
+ * A validating scan of JSON text that allocates nothing: where the value of
+ * a top-level member of an object starts and ends. The forwarding path
+ * uses it to pass a server's answer on without parsing and re-serialising
+ * it (jansson costs far more than the rest of the path).
+ */
+#ifndef MCPV_JSONSCAN_H
+#define MCPV_JSONSCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define JSONSCAN_MAX_DEPTH 64
+
+struct jsonscan_span {
+	size_t off; /* where the value starts in the text */
+	size_t len; /* its length; 0 when the member is absent */
+};
+
+/* Scans text, which must be one JSON object (whitespace around it is
+ * allowed), validating every value, and reports the spans of the members
+ * named in keys[0..n) (plain names; a member whose name has escapes never
+ * matches). A name met twice reports its last value, as jansson keeps.
+ * Returns 0, or -1 when the text is not one valid object within
+ * JSONSCAN_MAX_DEPTH. */
+int jsonscan_members(const char *text, size_t len, const char *const *keys,
+		     size_t n, struct jsonscan_span *spans);
+
+/* Whether span holds a JSON integer (no fraction or exponent) that fits an
+ * int64; its value in *v. */
+bool jsonscan_int(const char *text, const struct jsonscan_span *span,
+		  long long *v);
+
+#endif
