@@ -3,7 +3,7 @@
 
 PREFIX ?= /usr/local
 CC ?= cc
-PKGS := libuv jansson libcurl libcrypto
+PKGS := libuv jansson libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser
 

@@ -4,7 +4,7 @@
 set -e
 need=""
 for p in build-essential pkg-config libuv1-dev libjansson-dev \
-	libhttp-parser-dev libcurl4-openssl-dev libssl-dev libcriterion-dev \
+	libhttp-parser-dev libssl-dev libcriterion-dev \
 	nodejs npm clang-format; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
 		need="$need $p"

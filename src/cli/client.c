@@ -1,6 +1,7 @@
 /*
- * A small blocking MCP client for the terminal: libcurl over the runtime's
- * Unix socket, JSON or SSE answers.
+ * A small blocking MCP client for the terminal: HTTP/1.1 over the runtime's
+ * Unix socket (one connection per request), JSON or SSE answers. It needs
+ * no HTTP library, so the runtime binary carries none it does not use.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -8,7 +9,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include <curl/curl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "jsonrpc/jsonrpc.h"
@@ -19,7 +22,6 @@
 #define CLIENT_MAX_BODY (64 * 1024 * 1024)
 
 struct client {
-	CURL *curl;
 	char *socket;
 	char *session;
 	long next_id;
@@ -27,27 +29,30 @@ struct client {
 	struct buf headers;
 };
 
-static size_t client_body_cb(char *p, size_t size, size_t n, void *arg)
+static char *client_header(struct client *c, const char *name)
 {
-	struct client *c = arg;
-	if (c->body.len + size * n > CLIENT_MAX_BODY)
-		return 0;
-	buf_append(&c->body, p, size * n);
-	return size * n;
-}
-
-static size_t client_header_cb(char *p, size_t size, size_t n, void *arg)
-{
-	struct client *c = arg;
-	buf_append(&c->headers, p, size * n);
-	return size * n;
+	size_t nlen = strlen(name);
+	char *p = c->headers.data;
+	while (p && *p) {
+		char *eol = strstr(p, "\r\n");
+		size_t len = eol ? (size_t)(eol - p) : strlen(p);
+		if (len > nlen && strncasecmp(p, name, nlen) == 0 &&
+		    p[nlen] == ':') {
+			const char *v = p + nlen + 1;
+			while (*v == ' ')
+				v++;
+			return xstrndup(v, len - (size_t)(v - p));
+		}
+		p = eol ? eol + 2 : NULL;
+	}
+	return NULL;
 }
 
 int client_open(const char *home, struct client **out)
 {
 	struct runtime_info info;
 	int rc = runtime_info_read(home, &info);
-	if (rc < 0) {
+	if (rc < 0 || info.socket == NULL) {
 		fprintf(stderr,
 			"mcpvisor: no runtime is running%s; start one with "
 			"`mcpvisor serve`\n",
@@ -55,11 +60,9 @@ int client_open(const char *home, struct client **out)
 		runtime_info_free(&info);
 		return CLI_NO_RUNTIME;
 	}
-	curl_global_init(CURL_GLOBAL_DEFAULT);
 	struct client *c = xcalloc(1, sizeof *c);
-	c->socket = info.socket ? xstrdup(info.socket) : NULL;
+	c->socket = xstrdup(info.socket);
 	runtime_info_free(&info);
-	c->curl = curl_easy_init();
 	c->next_id = 1;
 	buf_init(&c->body);
 	buf_init(&c->headers);
@@ -67,50 +70,139 @@ int client_open(const char *home, struct client **out)
 	return CLI_OK;
 }
 
-/* One HTTP exchange; *status gets the HTTP status. */
+static int client_connect(struct client *c)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	if (strlen(c->socket) >= sizeof addr.sun_path)
+		return -ENAMETOOLONG;
+	strcpy(addr.sun_path, c->socket);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+static int client_write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Decodes a chunked body in place into out. -1 when malformed. */
+static int client_dechunk(const char *p, size_t n, struct buf *out)
+{
+	size_t i = 0;
+	for (;;) {
+		char *end;
+		unsigned long long sz = strtoull(p + i, &end, 16);
+		size_t hdr = (size_t)(end - (p + i));
+		if (hdr == 0)
+			return -1;
+		const char *crlf = memchr(end, '\n', n - (size_t)(end - p));
+		if (crlf == NULL)
+			return -1;
+		i = (size_t)(crlf - p) + 1;
+		if (sz == 0)
+			return 0;
+		if (sz > n - i || out->len + sz > CLIENT_MAX_BODY)
+			return -1;
+		buf_append(out, p + i, (size_t)sz);
+		i += (size_t)sz;
+		if (i + 2 > n)
+			return -1;
+		i += 2; /* CRLF after the data */
+	}
+}
+
+/* One HTTP exchange on a fresh connection (Connection: close, read to the
+ * end); *status gets the HTTP status, c->headers and c->body the rest. */
 static int client_http(struct client *c, const char *method, const char *path,
 		       const char *body, long *status)
 {
 	buf_reset(&c->body);
 	buf_reset(&c->headers);
-	CURL *h = c->curl;
-	curl_easy_reset(h);
-	char *url = xasprintf("http://localhost%s", path);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->socket);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, client_body_cb);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, client_header_cb);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	struct curl_slist *hdrs = NULL;
-	hdrs = curl_slist_append(hdrs, "Accept: application/json, "
-				       "text/event-stream");
-	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-	hdrs = curl_slist_append(hdrs, "Expect:");
-	char *sess = NULL;
-	if (c->session) {
-		sess = xasprintf("Mcp-Session-Id: %s", c->session);
-		hdrs = curl_slist_append(hdrs, sess);
-		hdrs = curl_slist_append(hdrs,
-					 "MCP-Protocol-Version: " MCP_LATEST_VERSION);
-	}
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	if (body) {
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-	}
-	CURLcode cc = curl_easy_perform(h);
-	curl_slist_free_all(hdrs);
-	free(sess);
-	free(url);
-	if (cc != CURLE_OK) {
+	int fd = client_connect(c);
+	if (fd < 0) {
 		fprintf(stderr, "mcpvisor: cannot reach the runtime at %s: %s\n",
-			c->socket, curl_easy_strerror(cc));
+			c->socket, strerror(-fd));
 		return CLI_FAILED;
 	}
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	struct buf req;
+	buf_init(&req);
+	buf_printf(&req,
+		   "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+		   "Accept: application/json, text/event-stream\r\n"
+		   "Content-Type: application/json\r\nContent-Length: %zu\r\n",
+		   method, path, body ? strlen(body) : 0);
+	if (c->session)
+		buf_printf(&req,
+			   "Mcp-Session-Id: %s\r\nMCP-Protocol-Version: "
+			   "%s\r\n",
+			   c->session, MCP_LATEST_VERSION);
+	buf_puts(&req, "\r\n");
+	if (body)
+		buf_puts(&req, body);
+	int rc = client_write_all(fd, req.data, req.len);
+	buf_free(&req);
+	struct buf raw;
+	buf_init(&raw);
+	while (rc == 0) {
+		buf_reserve(&raw, 65536);
+		ssize_t r = read(fd, raw.data + raw.len, 65536);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = -1;
+			break;
+		}
+		if (r == 0)
+			break;
+		raw.len += (size_t)r;
+		raw.data[raw.len] = '\0';
+		if (raw.len > CLIENT_MAX_BODY)
+			rc = -1;
+	}
+	close(fd);
+	const char *eoh = raw.data ? strstr(raw.data, "\r\n\r\n") : NULL;
+	if (rc < 0 || eoh == NULL ||
+	    sscanf(raw.data, "HTTP/1.%*d %ld", status) != 1) {
+		fprintf(stderr, "mcpvisor: the runtime at %s gave no HTTP "
+				"answer\n",
+			c->socket);
+		buf_free(&raw);
+		return CLI_FAILED;
+	}
+	const char *line2 = strstr(raw.data, "\r\n") + 2;
+	buf_append(&c->headers, line2, (size_t)(eoh + 2 - line2));
+	const char *payload = eoh + 4;
+	size_t plen = raw.len - (size_t)(payload - raw.data);
+	char *te = client_header(c, "transfer-encoding");
+	if (te && strcasecmp(te, "chunked") == 0) {
+		if (client_dechunk(payload, plen, &c->body) < 0) {
+			fprintf(stderr, "mcpvisor: the runtime's answer was cut "
+					"short\n");
+			free(te);
+			buf_free(&raw);
+			return CLI_FAILED;
+		}
+	} else {
+		buf_append(&c->body, payload, plen);
+	}
+	free(te);
+	buf_free(&raw);
 	return CLI_OK;
 }
 
@@ -144,25 +236,6 @@ int client_post(struct client *c, const char *path, long *status,
 		*body = json_loadb(c->body.data ? c->body.data : "",
 				   c->body.len, 0, NULL);
 	return CLI_OK;
-}
-
-static char *client_header(struct client *c, const char *name)
-{
-	size_t nlen = strlen(name);
-	char *p = c->headers.data;
-	while (p && *p) {
-		char *eol = strstr(p, "\r\n");
-		size_t len = eol ? (size_t)(eol - p) : strlen(p);
-		if (len > nlen && strncasecmp(p, name, nlen) == 0 &&
-		    p[nlen] == ':') {
-			const char *v = p + nlen + 1;
-			while (*v == ' ')
-				v++;
-			return xstrndup(v, len - (size_t)(v - p));
-		}
-		p = eol ? eol + 2 : NULL;
-	}
-	return NULL;
 }
 
 /* The response with id from an SSE body (data lines of message events). */
@@ -276,11 +349,9 @@ void client_close(struct client *c)
 		long status;
 		client_http(c, "DELETE", "/mcp", NULL, &status);
 	}
-	curl_easy_cleanup(c->curl);
 	buf_free(&c->body);
 	buf_free(&c->headers);
 	free(c->socket);
 	free(c->session);
 	free(c);
-	curl_global_cleanup();
 }

@@ -187,6 +187,9 @@ void ep_conn_request_done(struct conn *c)
 	}
 	httpparse_next(c->hp);
 	c->state = CONN_READING;
+	/* An idle keep-alive connection holds no read buffer. */
+	if (c->in.len == 0)
+		buf_free(&c->in);
 	ep_conn_process(c);
 }
 

@@ -18,7 +18,7 @@
 
 struct session;
 
-#define EP_READ_CHUNK 65536
+#define EP_READ_CHUNK 16384
 #define EP_MAX_BATCH 100
 #define EP_SSE_RETRY_MS 1000
 

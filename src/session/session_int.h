@@ -87,7 +87,7 @@ struct session {
 	uint64_t next_seq;
 	uint64_t next_event_id;
 	uint64_t next_stream;
-	struct ring_ev ring[SESSION_RING_EVENTS];
+	struct ring_ev *ring; /* SESSION_RING_EVENTS, made at the first event */
 	size_t ring_head, ring_count, ring_bytes;
 	struct stream_rec *streams;
 	unsigned nstreams;

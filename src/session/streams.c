@@ -37,6 +37,8 @@ static const char *session_ring_push(struct session *s, uint64_t stream,
 	       (s->ring_count == SESSION_RING_EVENTS ||
 		s->ring_bytes + len > SESSION_RING_BYTES))
 		session_ring_drop_oldest(s);
+	if (s->ring == NULL)
+		s->ring = xcalloc(SESSION_RING_EVENTS, sizeof *s->ring);
 	size_t slot = (s->ring_head + s->ring_count) % SESSION_RING_EVENTS;
 	struct ring_ev *ev = &s->ring[slot];
 	ev->id = s->next_event_id++;
@@ -252,4 +254,6 @@ void session_streams_destroy(struct session *s)
 	}
 	while (s->ring_count)
 		session_ring_drop_oldest(s);
+	free(s->ring);
+	s->ring = NULL;
 }
