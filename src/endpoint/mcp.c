@@ -20,6 +20,7 @@
 #include "session/hub.h"
 #include "session/session.h"
 #include "util/buf.h"
+#include "util/jsonscan.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
@@ -223,6 +224,58 @@ static struct session *ep_session_for(struct conn *c,
 	return s;
 }
 
+/* The common case, a single tools/call of a known tool with nothing to
+ * rewrite but its name, goes on without a jansson parse or serialisation:
+ * scanned, checked, and forwarded as text. True when it was taken. */
+static bool ep_text_call(struct conn *c, const struct http_request *req)
+{
+	static const char *const keys[] = {"jsonrpc", "id", "method",
+					   "params"};
+	static const char *const pkeys[] = {"name", "_meta"};
+	struct jsonscan_span sp[4], pp[2];
+	const char *body = req->body;
+	size_t len = req->body_len;
+	if (c->ep->draining || len == 0 ||
+	    jsonscan_members(body, len, keys, 4, sp) < 0 ||
+	    sp[0].len != 5 || memcmp(body + sp[0].off, "\"2.0\"", 5) != 0 ||
+	    sp[2].len != 12 ||
+	    memcmp(body + sp[2].off, "\"tools/call\"", 12) != 0 ||
+	    sp[3].len == 0 || body[sp[3].off] != '{' || sp[1].len == 0)
+		return false;
+	const char *params = body + sp[3].off;
+	if (jsonscan_members(params, sp[3].len, pkeys, 2, pp) < 0 ||
+	    pp[1].len != 0 || pp[0].len < 2 || params[pp[0].off] != '"' ||
+	    memchr(params + pp[0].off, '\\', pp[0].len) != NULL)
+		return false;
+	long long iv;
+	bool int_id = jsonscan_int(body, &sp[1], &iv);
+	if (!int_id && (body[sp[1].off] != '"' ||
+			memchr(body + sp[1].off, '\\', sp[1].len) != NULL))
+		return false;
+	const char *sid = http_request_header(req, "mcp-session-id");
+	const char *pv = http_request_header(req, "mcp-protocol-version");
+	struct session *s = sid ? hub_session_find(c->ep->hub, sid) : NULL;
+	if (s == NULL || (pv && !mcp_version_supported(pv)))
+		return false;
+	struct session_text_route rt;
+	if (!session_route_text(s, params + pp[0].off + 1, pp[0].len - 2, &rt))
+		return false;
+	json_t *id = int_id ? json_integer(iv)
+			    : json_stringn(body + sp[1].off + 1, sp[1].len - 2);
+	c->session_id = xstrdup(session_id(s));
+	c->sse = true;
+	c->ex = exchange_new(&ep_exchange_ops, c, 1);
+	struct exchange *ex = c->ex;
+	exchange_ref(ex);
+	ep_sse_open(c, s);
+	ep_arm_early_close(c);
+	session_call_text(s, &rt, id, params, sp[3].len, pp[0].off, pp[0].len,
+			  ex);
+	exchange_unref(ex);
+	json_decref(id);
+	return true;
+}
+
 static void ep_handle_post(struct conn *c, const struct http_request *req)
 {
 	const char *ctype = http_request_header(req, "content-type");
@@ -240,6 +293,8 @@ static void ep_handle_post(struct conn *c, const struct http_request *req)
 			"and text/event-stream");
 		return;
 	}
+	if (ep_text_call(c, req))
+		return;
 	json_error_t jerr;
 	json_t *body = json_loadb(req->body, req->body_len, 0, &jerr);
 	if (body == NULL) {

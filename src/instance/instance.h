@@ -104,6 +104,13 @@ int64_t instance_request(struct instance *inst, const char *method,
 int64_t instance_request_text(struct instance *inst, const char *method,
 			      json_t *params, instance_reply_cb cb,
 			      instance_text_cb text_cb, void *arg);
+/* The same with params already JSON text (an object, params_len bytes,
+ * copied): the forwarding path sends a client's call on without a parse.
+ * Only for requests that are never re-sent (tools/call). */
+int64_t instance_request_raw(struct instance *inst, const char *method,
+			     const char *params, size_t params_len,
+			     instance_reply_cb cb, instance_text_cb text_cb,
+			     void *arg);
 /* Drops a request in flight: its callback will not run, and the server is
  * told with notifications/cancelled. */
 void instance_cancel(struct instance *inst, int64_t id, const char *reason);

@@ -192,6 +192,39 @@ int64_t instance_request_text(struct instance *inst, const char *method,
 	return id;
 }
 
+int64_t instance_request_raw(struct instance *inst, const char *method,
+			     const char *params, size_t params_len,
+			     instance_reply_cb cb, instance_text_cb text_cb,
+			     void *arg)
+{
+	if (inst->state != INSTANCE_READY || inst->conn == NULL)
+		return -EAGAIN;
+	int64_t id = inst->next_id++;
+	struct buf b;
+	buf_init(&b);
+	buf_reserve(&b, params_len + 64);
+	buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
+	buf_put_u64(&b, (unsigned long long)id);
+	buf_puts(&b, ",\"method\":\"");
+	buf_puts(&b, method);
+	buf_puts(&b, "\",\"params\":");
+	buf_append(&b, params, params_len);
+	buf_puts(&b, "}");
+	int rc = stdio_conn_send(inst->conn, b.data, b.len);
+	buf_free(&b);
+	if (rc < 0)
+		return rc;
+	struct instance_pending *p = xcalloc(1, sizeof *p);
+	p->id = id;
+	p->cb = cb;
+	p->text_cb = text_cb;
+	p->arg = arg;
+	p->method = xstrdup(method);
+	instance_pending_append(&inst->pending, p);
+	inst->npending++;
+	return id;
+}
+
 int64_t instance_request(struct instance *inst, const char *method,
 			 json_t *params, instance_reply_cb cb, void *arg)
 {

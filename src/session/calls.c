@@ -27,6 +27,7 @@ static void session_call_unref(struct call *c)
 	exchange_unref(c->ex);
 	json_decref(c->client_id);
 	json_decref(c->params);
+	free(c->params_text);
 	json_decref(c->progress_token);
 	free(c->method);
 	free(c->label);
@@ -161,6 +162,26 @@ static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 		session_call_unref(c);
 		return;
 	}
+	if (c->params_text) {
+		int64_t rid = instance_request_raw(
+			inst, c->method, c->params_text, c->params_len,
+			session_call_reply_cb, session_call_text_cb, c);
+		free(c->params_text);
+		c->params_text = NULL;
+		if (rid < 0) {
+			session_reply_error(c->ex, c->client_id,
+					    JR_SERVER_UNAVAILABLE,
+					    "Server connection was lost before "
+					    "the request could be sent; it was "
+					    "not sent",
+					    NULL);
+			session_call_finish(c);
+			session_call_unref(c);
+			return;
+		}
+		c->server_id = rid;
+		return;
+	}
 	json_t *params = c->params;
 	c->params = NULL;
 	if (c->progress_token) {
@@ -190,7 +211,8 @@ static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 static void session_call_start(struct session *s, json_t *id,
 			       const char *method, json_t *params,
 			       const struct server_config *srv,
-			       struct exchange *ex)
+			       struct exchange *ex, char *params_text,
+			       size_t params_len, char *label)
 {
 	struct pool_scope_ctx sc;
 	session_scope_ctx(s, &sc);
@@ -201,13 +223,15 @@ static void session_call_start(struct session *s, json_t *id,
 	c->client_id = json_incref(id);
 	c->method = xstrdup(method);
 	c->params = params;
+	c->params_text = params_text;
+	c->params_len = params_len;
 	static uint64_t session_call_order;
 	c->seq = s->next_seq++;
 	c->order = ++session_call_order;
 	c->started_ms = clock_now_ms();
 	/* What status and refusals call it: the name the server knows. */
 	const char *lname = json_string_value(json_object_get(params, "name"));
-	c->label = xstrdup(lname ? lname : "");
+	c->label = label ? label : xstrdup(lname ? lname : "");
 	json_t *meta = json_object_get(params, "_meta");
 	json_t *tok = json_object_get(meta, "progressToken");
 	if (tok)
@@ -223,6 +247,56 @@ static void session_call_start(struct session *s, json_t *id,
 	s->calls.prev->next = c;
 	s->calls.prev = c;
 	instance_ensure(c->inst, session_call_ready_cb, c);
+}
+
+bool session_route_text(struct session *s, const char *name, size_t name_len,
+			struct session_text_route *rt)
+{
+	s->last_seen_ms = clock_now_ms();
+	if (session_has_deferred(s) || name_len > CONFIG_MAX_STRING)
+		return false;
+	char *tool = xstrndup(name, name_len);
+	struct session_views sv;
+	session_views_build(s, &sv);
+	const char *orig = NULL;
+	int idx = router_resolve(sv.v[INSTANCE_TOOLS], sv.n, INSTANCE_TOOLS,
+				 tool, &orig);
+	/* Only a tool the lists already know, on a server the model may call
+	 * by name and that was not stopped on purpose: everything else takes
+	 * the general path, with its messages. */
+	bool ok = idx >= 0 && sv.v[INSTANCE_TOOLS][idx].items != NULL &&
+		  sv.servers[idx]->exposure == EXPOSE_DIRECT &&
+		  !pool_server_held_stopped(hub_pool(s->hub),
+					    sv.servers[idx]->name);
+	if (ok) {
+		rt->srv = sv.servers[idx];
+		rt->tool = tool;
+		rt->orig = orig;
+	} else {
+		free(tool);
+	}
+	session_views_free(&sv);
+	return ok;
+}
+
+void session_call_text(struct session *s, struct session_text_route *rt,
+		       json_t *id, const char *params, size_t params_len,
+		       size_t name_off, size_t name_span, struct exchange *ex)
+{
+	size_t olen = strlen(rt->orig);
+	struct buf b;
+	buf_init(&b);
+	buf_reserve(&b, params_len + olen + 2);
+	buf_append(&b, params, name_off);
+	buf_puts(&b, "\"");
+	buf_append(&b, rt->orig, olen);
+	buf_puts(&b, "\"");
+	buf_append(&b, params + name_off + name_span,
+		   params_len - name_off - name_span);
+	size_t n = b.len;
+	session_call_start(s, id, "tools/call", NULL, rt->srv, ex,
+			   buf_steal(&b), n, rt->tool);
+	rt->tool = NULL;
 }
 
 /* ---- routing by name ---- */
@@ -350,7 +424,8 @@ static void session_route(struct session *s, void *arg)
 	}
 	const struct server_config *srv = sv.servers[idx];
 	session_views_free(&sv);
-	session_call_start(s, rr->id, rr->method, params, srv, rr->ex);
+	session_call_start(s, rr->id, rr->method, params, srv, rr->ex, NULL, 0,
+			   NULL);
 	session_route_free(rr);
 }
 

@@ -49,6 +49,22 @@ uint64_t session_last_seen(const struct session *s);
 /* Handles one message from the client (borrowed). Requests are answered
  * into ex; notifications and responses need no ex. */
 void session_handle(struct session *s, json_t *msg, struct exchange *ex);
+/* A tools/call that came as text, routed without a parse: only when its
+ * tool's plain name is known and nothing but the name needs rewriting. */
+struct session_text_route {
+	const struct server_config *srv;
+	char *tool;	  /* the name asked for (owned) */
+	const char *orig; /* the name the server knows, inside tool */
+};
+/* Phase one: whether the text path can take name; fills rt. */
+bool session_route_text(struct session *s, const char *name, size_t name_len,
+			struct session_text_route *rt);
+/* Phase two: forwards the call (params: the request's params object as
+ * text, the name's value at name_off, name_span bytes). Takes rt's tool;
+ * id is borrowed. */
+void session_call_text(struct session *s, struct session_text_route *rt,
+		       json_t *id, const char *params, size_t params_len,
+		       size_t name_off, size_t name_span, struct exchange *ex);
 /* The client stopped listening on ex: its calls are cancelled upstream. */
 void session_exchange_gone(struct session *s, struct exchange *ex);
 

@@ -27,6 +27,8 @@ struct call {
 	json_t *client_id;
 	char *method;
 	json_t *params; /* to send, until the instance is ready */
+	char *params_text; /* or the same as JSON text (the text path) */
+	size_t params_len;
 	struct instance *inst;
 	int64_t server_id; /* 0 until sent */
 	json_t *progress_token; /* the client's, or NULL */
