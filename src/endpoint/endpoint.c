@@ -175,12 +175,36 @@ void ep_conn_close(struct conn *c)
 }
 
 /* The current request is answered: read the next one. */
+static void ep_linger_timeout_cb(uv_timer_t *t)
+{
+	ep_conn_close(t->data);
+}
+
+/* An answer given before the request was read whole (413, a parse error):
+ * send it, stop writing, and read what the client still sends for a
+ * while, because closing with unread input would reset the connection and
+ * the client would never see the answer. */
+static void ep_conn_linger(struct conn *c)
+{
+	ep_conn_flush(c);
+	if (c->state == CONN_CLOSING)
+		return;
+	c->state = CONN_LINGER;
+	buf_free(&c->in);
+	uv_shutdown(&c->shutdown, &c->u.s, NULL);
+	uv_timer_start(&c->early_timer, ep_linger_timeout_cb, EP_LINGER_MS, 0);
+}
+
 void ep_conn_request_done(struct conn *c)
 {
 	uv_timer_stop(&c->early_timer);
 	ep_conn_release_exchange(c);
 	c->sse = c->sse_started = c->standing = c->batch = false;
 	c->sent_continue = false;
+	if (c->linger) {
+		ep_conn_linger(c);
+		return;
+	}
 	if (!c->keep_alive || c->close_after) {
 		ep_conn_close(c);
 		return;
@@ -297,6 +321,7 @@ static void ep_conn_process(struct conn *c)
 			int status = httpparse_error(c->hp, &reason);
 			c->keep_alive = false;
 			c->close_after = true;
+			c->linger = true;
 			c->state = CONN_BUSY;
 			if (status == 413)
 				ep_fail(c, 413, JR_INVALID_REQUEST,
@@ -327,6 +352,12 @@ static void ep_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 	}
 	if (n == 0)
 		return;
+	if (c->state == CONN_LINGER) {
+		c->lingered += (size_t)n;
+		if (c->lingered > EP_LINGER_BYTES)
+			ep_conn_close(c);
+		return; /* thrown away: the buffer is reused */
+	}
 	c->in.len += (size_t)n;
 	c->in.data[c->in.len] = '\0';
 	if (c->state == CONN_READING)

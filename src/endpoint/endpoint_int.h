@@ -49,8 +49,14 @@ struct endpoint {
 enum conn_state {
 	CONN_READING,	/* waiting for (the rest of) a request */
 	CONN_BUSY,	/* a request is being answered */
+	CONN_LINGER,	/* answered an early error: reading what the client
+			   still sends, so closing does not reset the answer */
 	CONN_CLOSING,
 };
+
+/* How long and how much an early error waits for the client's rest. */
+#define EP_LINGER_MS 2000
+#define EP_LINGER_BYTES (16 * 1024 * 1024)
 
 struct conn {
 	struct conn *next, **pprev;
@@ -67,6 +73,9 @@ struct conn {
 	struct buf in;
 	bool keep_alive;
 	bool sent_continue;
+	bool linger;	      /* close by lingering (an early error) */
+	size_t lingered;      /* bytes thrown away while lingering */
+	uv_shutdown_t shutdown;
 
 	/* The answer under way. */
 	struct exchange *ex;

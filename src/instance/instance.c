@@ -423,17 +423,21 @@ void instance_ensure(struct instance *inst, instance_ready_cb cb, void *arg)
 	struct instance_waiter *w = xcalloc(1, sizeof *w);
 	w->cb = cb;
 	w->arg = arg;
-	w->next = inst->waiters;
-	inst->waiters = w;
+	if (inst->state == INSTANCE_FAILED &&
+	    !backoff_allows(&inst->backoff, clock_now_ms())) {
+		/* Within the backoff: fail at once, spawn nothing. */
+		free(w);
+		cb(arg, inst, -EAGAIN);
+		return;
+	}
+	/* Waiters are woken in the order they came, so requests reach the
+	 * server in the order the clients sent them. */
+	struct instance_waiter **tail = &inst->waiters;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = w;
 	switch (inst->state) {
 	case INSTANCE_FAILED:
-		if (!backoff_allows(&inst->backoff, clock_now_ms())) {
-			/* Within the backoff: fail at once, spawn nothing. */
-			inst->waiters = w->next;
-			free(w);
-			cb(arg, inst, -EAGAIN);
-			return;
-		}
 		instance_start(inst);
 		break;
 	case INSTANCE_STOPPED:

@@ -103,6 +103,14 @@ static void session_call_text_cb(void *arg, const char *msg, size_t off,
 	session_call_unref(c);
 }
 
+/* The order in which calls reached their servers, across sessions: a
+ * server answers its requests' questions in that order. */
+static uint64_t session_next_order(void)
+{
+	static uint64_t order;
+	return ++order;
+}
+
 static char *session_call_token(struct session *s, struct call *c)
 {
 	return xasprintf(SESSION_TOKEN_PREFIX "%s-%llu", s->id,
@@ -180,6 +188,7 @@ static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 			return;
 		}
 		c->server_id = rid;
+		c->order = session_next_order();
 		return;
 	}
 	json_t *params = c->params;
@@ -204,6 +213,7 @@ static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 		return;
 	}
 	c->server_id = id;
+	c->order = session_next_order();
 }
 
 /* Forwards a request to the server that owns it. params is stolen (the
@@ -225,9 +235,7 @@ static void session_call_start(struct session *s, json_t *id,
 	c->params = params;
 	c->params_text = params_text;
 	c->params_len = params_len;
-	static uint64_t session_call_order;
 	c->seq = s->next_seq++;
-	c->order = ++session_call_order;
 	c->started_ms = clock_now_ms();
 	/* What status and refusals call it: the name the server knows. */
 	const char *lname = json_string_value(json_object_get(params, "name"));
@@ -374,6 +382,16 @@ static void session_route(struct session *s, void *arg)
 		if (idx >= 0 && rr->which == INSTANCE_PROMPTS &&
 		    sv.servers[idx]->exposure != EXPOSE_DIRECT)
 			idx = -1;
+	}
+	/* Routed by its prefix to a server whose lists are not known yet:
+	 * learn them first (from the cache, or a start), so an unknown name
+	 * is answered by the runtime with what exists. */
+	if (idx >= 0 && sv.v[rr->which][idx].items == NULL && !rr->gathered) {
+		const struct server_config *only = sv.servers[idx];
+		session_views_free(&sv);
+		rr->gathered = true;
+		session_gather_only(s, only, session_route, rr);
+		return;
 	}
 	if (idx < 0) {
 		bool unknown_lists = false;

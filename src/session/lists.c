@@ -98,6 +98,12 @@ static void session_gather_ready_cb(void *arg, struct instance *inst, int err)
 void session_gather(struct session *s, session_gather_done done,
 			   void *arg)
 {
+	session_gather_only(s, NULL, done, arg);
+}
+
+void session_gather_only(struct session *s, const struct server_config *only,
+			 session_gather_done done, void *arg)
+{
 	struct pool_scope_ctx sc;
 	session_scope_ctx(s, &sc);
 	struct gather *g = xcalloc(1, sizeof *g);
@@ -110,7 +116,7 @@ void session_gather(struct session *s, session_gather_done done,
 	struct pool *pool = hub_pool(s->hub);
 	for (size_t i = 0; i < s->nsrv; i++) {
 		const struct server_config *srv = s->srv[i];
-		if (!session_server_usable(srv) ||
+		if ((only && srv != only) || !session_server_usable(srv) ||
 		    pool_server_held_stopped(pool, srv->name))
 			continue;
 		struct instance *inst =

@@ -140,6 +140,9 @@ void session_streams_prune(struct session *s);
 void session_views_build(struct session *s, struct session_views *sv);
 void session_views_free(struct session_views *sv);
 void session_gather(struct session *s, session_gather_done done, void *arg);
+/* The same for one server (only), or every server when only is NULL. */
+void session_gather_only(struct session *s, const struct server_config *only,
+			 session_gather_done done, void *arg);
 json_t *session_aggregate(struct session *s, enum instance_list which);
 void session_list(struct session *s, json_t *id, json_t *params,
 		  enum instance_list which, struct exchange *ex);
