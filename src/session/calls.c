@@ -302,9 +302,12 @@ void session_call_text(struct session *s, struct session_text_route *rt,
 	buf_append(&b, params + name_off + name_span,
 		   params_len - name_off - name_span);
 	size_t n = b.len;
-	session_call_start(s, id, "tools/call", NULL, rt->srv, ex,
-			   buf_steal(&b), n, rt->tool);
+	/* Labelled like the general path: by the name the server knows. */
+	char *label = xstrdup(rt->orig);
+	free(rt->tool);
 	rt->tool = NULL;
+	session_call_start(s, id, "tools/call", NULL, rt->srv, ex,
+			   buf_steal(&b), n, label);
 }
 
 /* ---- routing by name ---- */
