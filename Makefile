@@ -74,7 +74,7 @@ npm-deps:
 run: deps all
 	./build/mcpvisor serve --config examples/demo.json
 
-test: deps npm-deps $(SAN)/mcpvisor $(DEMO_SAN) $(UNIT_BIN)
+test: deps npm-deps format-check $(SAN)/mcpvisor $(DEMO_SAN) $(UNIT_BIN)
 	@sh tests/run.sh
 
 unit: $(SAN)/mcpvisor $(DEMO_SAN) $(UNIT_BIN)
@@ -95,7 +95,7 @@ format:
 	clang-format -i $(shell find src demo tests/unit bench -name '*.[ch]')
 
 format-check:
-	clang-format --dry-run -Werror $(shell find src demo tests/unit bench -name '*.[ch]')
+	@clang-format --dry-run -Werror $(shell find src demo tests/unit bench -name '*.[ch]')
 
 install: build/mcpvisor
 	install -d $(DESTDIR)$(PREFIX)/bin

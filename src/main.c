@@ -50,9 +50,9 @@ int main(int argc, char **argv)
 		const char *name;
 		int (*fn)(int, char **);
 	} cmds[] = {
-		{"serve", cmd_serve}, {"status", cmd_status},
-		{"tools", cmd_tools}, {"call", cmd_call},
-		{"check", cmd_check}, {"stop", cmd_stop},
+		{"serve", cmd_serve},	  {"status", cmd_status},
+		{"tools", cmd_tools},	  {"call", cmd_call},
+		{"check", cmd_check},	  {"stop", cmd_stop},
 		{"restart", cmd_restart}, {"reload", cmd_reload},
 	};
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)

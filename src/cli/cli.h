@@ -9,9 +9,9 @@
 
 /* Exit codes shared by every subcommand. */
 #define CLI_OK 0
-#define CLI_FAILED 1	    /* the action failed (tool error, runtime error) */
-#define CLI_USAGE 2	    /* bad arguments or config */
-#define CLI_NO_RUNTIME 3    /* no runtime is running */
+#define CLI_FAILED 1	 /* the action failed (tool error, runtime error) */
+#define CLI_USAGE 2	 /* bad arguments or config */
+#define CLI_NO_RUNTIME 3 /* no runtime is running */
 
 int cmd_serve(int argc, char **argv);
 int cmd_status(int argc, char **argv);

@@ -136,7 +136,8 @@ static int client_http(struct client *c, const char *method, const char *path,
 	buf_reset(&c->headers);
 	int fd = client_connect(c);
 	if (fd < 0) {
-		fprintf(stderr, "mcpvisor: cannot reach the runtime at %s: %s\n",
+		fprintf(stderr,
+			"mcpvisor: cannot reach the runtime at %s: %s\n",
 			c->socket, strerror(-fd));
 		return CLI_FAILED;
 	}
@@ -179,8 +180,9 @@ static int client_http(struct client *c, const char *method, const char *path,
 	const char *eoh = raw.data ? strstr(raw.data, "\r\n\r\n") : NULL;
 	if (rc < 0 || eoh == NULL ||
 	    sscanf(raw.data, "HTTP/1.%*d %ld", status) != 1) {
-		fprintf(stderr, "mcpvisor: the runtime at %s gave no HTTP "
-				"answer\n",
+		fprintf(stderr,
+			"mcpvisor: the runtime at %s gave no HTTP "
+			"answer\n",
 			c->socket);
 		buf_free(&raw);
 		return CLI_FAILED;
@@ -192,8 +194,9 @@ static int client_http(struct client *c, const char *method, const char *path,
 	char *te = client_header(c, "transfer-encoding");
 	if (te && strcasecmp(te, "chunked") == 0) {
 		if (client_dechunk(payload, plen, &c->body) < 0) {
-			fprintf(stderr, "mcpvisor: the runtime's answer was cut "
-					"short\n");
+			fprintf(stderr,
+				"mcpvisor: the runtime's answer was cut "
+				"short\n");
 			free(te);
 			buf_free(&raw);
 			return CLI_FAILED;
@@ -224,8 +227,7 @@ int client_get_json(struct client *c, const char *path, json_t **out)
 	return CLI_OK;
 }
 
-int client_post(struct client *c, const char *path, long *status,
-		json_t **body)
+int client_post(struct client *c, const char *path, long *status, json_t **body)
 {
 	*status = 0;
 	if (body)
@@ -253,8 +255,9 @@ static json_t *client_sse_find(const char *body, long id)
 		if (len == 0) {
 			json_t *m = json_loadb(data.data ? data.data : "",
 					       data.len, 0, NULL);
-			if (m && json_integer_value(json_object_get(m, "id")) ==
-					 id &&
+			if (m &&
+			    json_integer_value(json_object_get(m, "id")) ==
+				    id &&
 			    json_object_get(m, "method") == NULL)
 				found = m;
 			else
@@ -292,12 +295,13 @@ static int client_rpc(struct client *c, const char *method, json_t *params,
 	if (ctype && strncasecmp(ctype, "text/event-stream", 17) == 0)
 		resp = client_sse_find(c->body.data ? c->body.data : "", id);
 	else
-		resp = json_loadb(c->body.data ? c->body.data : "",
-				  c->body.len, 0, NULL);
+		resp = json_loadb(c->body.data ? c->body.data : "", c->body.len,
+				  0, NULL);
 	free(ctype);
 	if (resp == NULL) {
-		fprintf(stderr, "mcpvisor: %s: the runtime answered HTTP %ld "
-				"without a JSON-RPC response\n",
+		fprintf(stderr,
+			"mcpvisor: %s: the runtime answered HTTP %ld "
+			"without a JSON-RPC response\n",
 			method, status);
 		return CLI_FAILED;
 	}
@@ -313,10 +317,10 @@ int client_request(struct client *c, const char *method, json_t *params,
 		   json_t **response)
 {
 	if (c->session == NULL) {
-		json_t *init = json_pack(
-			"{s:s,s:{},s:{s:s,s:s}}", "protocolVersion",
-			MCP_LATEST_VERSION, "capabilities", "clientInfo",
-			"name", "mcpvisor-cli", "version", "0.1.0");
+		json_t *init = json_pack("{s:s,s:{},s:{s:s,s:s}}",
+					 "protocolVersion", MCP_LATEST_VERSION,
+					 "capabilities", "clientInfo", "name",
+					 "mcpvisor-cli", "version", "0.1.0");
 		json_t *resp = NULL;
 		int rc = client_rpc(c, "initialize", init, &resp);
 		json_decref(init);
@@ -328,8 +332,8 @@ int client_request(struct client *c, const char *method, json_t *params,
 					"a session\n");
 			return CLI_FAILED;
 		}
-		json_t *note = jr_notification("notifications/initialized",
-					       NULL);
+		json_t *note =
+			jr_notification("notifications/initialized", NULL);
 		char *text = json_dumps(note, JSON_COMPACT);
 		json_decref(note);
 		long status;

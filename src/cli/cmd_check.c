@@ -68,9 +68,9 @@ int cmd_check(int argc, char **argv)
 		for (size_t i = 0; i < cfg->nwarnings; i++)
 			json_array_append_new(warn,
 					      json_string(cfg->warnings[i]));
-		json_t *o = json_pack("{s:s,s:o,s:o,s:b}", "file", file,
-				      "servers", servers, "warnings", warn,
-				      "ok", bad == 0);
+		json_t *o =
+			json_pack("{s:s,s:o,s:o,s:b}", "file", file, "servers",
+				  servers, "warnings", warn, "ok", bad == 0);
 		char *s = json_dumps(o, JSON_INDENT(2));
 		printf("%s\n", s);
 		free(s);

@@ -88,10 +88,12 @@ int cmd_serve(int argc, char **argv)
 			int bad = config_parse_duration(v, &ms);
 			json_decref(v);
 			if (bad < 0) {
-				fprintf(stderr, "mcpvisor serve: --%s takes a "
-						"duration (1500, \"500ms\", "
-						"\"2s\", \"10m\")\n",
-					ch == 'g' ? "grace" : "session-timeout");
+				fprintf(stderr,
+					"mcpvisor serve: --%s takes a "
+					"duration (1500, \"500ms\", "
+					"\"2s\", \"10m\")\n",
+					ch == 'g' ? "grace"
+						  : "session-timeout");
 				return CLI_USAGE;
 			}
 			if (ch == 'g')

@@ -9,14 +9,15 @@
 
 static void status_usage(FILE *f)
 {
-	fprintf(f, "usage: mcpvisor status [--json] [-v] [--home DIR]\n"
-		   "\n"
-		   "Shows each configured server and its instances: state "
-		   "(stopped, starting,\n"
-		   "running, idle, failed, needs_auth), scope, sessions holding "
-		   "it, calls in\n"
-		   "flight and the last error with the server's stderr. -v "
-		   "adds pids and keys.\n");
+	fprintf(f,
+		"usage: mcpvisor status [--json] [-v] [--home DIR]\n"
+		"\n"
+		"Shows each configured server and its instances: state "
+		"(stopped, starting,\n"
+		"running, idle, failed, needs_auth), scope, sessions holding "
+		"it, calls in\n"
+		"flight and the last error with the server's stderr. -v "
+		"adds pids and keys.\n");
 }
 
 static void status_print_text(json_t *st, int verbose)
@@ -29,7 +30,8 @@ static void status_print_text(json_t *st, int verbose)
 	json_t *sv;
 	json_array_foreach(json_object_get(st, "servers"), i, sv)
 	{
-		const char *name = json_string_value(json_object_get(sv, "name"));
+		const char *name =
+			json_string_value(json_object_get(sv, "name"));
 		const char *scope =
 			json_string_value(json_object_get(sv, "scope"));
 		if (scope == NULL)
@@ -56,8 +58,8 @@ static void status_print_text(json_t *st, int verbose)
 		{
 			const char *state =
 				json_string_value(json_object_get(in, "state"));
-			size_t holders =
-				json_array_size(json_object_get(in, "sessions"));
+			size_t holders = json_array_size(
+				json_object_get(in, "sessions"));
 			long long inflight = json_integer_value(
 				json_object_get(in, "inflight"));
 			long long ntools = json_integer_value(json_object_get(
@@ -92,8 +94,8 @@ static void status_print_text(json_t *st, int verbose)
 				printf("    next attempt in %.1f s\n",
 				       (double)json_integer_value(next) /
 					       1000.0);
-			const char *tail =
-				json_string_value(json_object_get(in, "stderr"));
+			const char *tail = json_string_value(
+				json_object_get(in, "stderr"));
 			if (tail && (err || verbose)) {
 				printf("    stderr:\n");
 				const char *p = tail;

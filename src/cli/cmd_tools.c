@@ -203,11 +203,12 @@ int cmd_call(int argc, char **argv)
 		json_t *item;
 		json_array_foreach(json_object_get(result, "content"), i, item)
 		{
-			const char *type =
-				json_string_value(json_object_get(item, "type"));
+			const char *type = json_string_value(
+				json_object_get(item, "type"));
 			if (type && strcmp(type, "text") == 0)
-				printf("%s\n", json_string_value(json_object_get(
-						       item, "text")));
+				printf("%s\n",
+				       json_string_value(
+					       json_object_get(item, "text")));
 			else
 				printf("[%s content]\n", type ? type : "?");
 		}

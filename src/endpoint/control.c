@@ -37,7 +37,7 @@ void ep_handle_status(struct conn *c, const struct http_request *req)
 /* Control actions: only on the Unix socket (mode 0600), so only the user
  * who runs the runtime can stop or reconfigure it. */
 void ep_handle_control(struct conn *c, const struct http_request *req,
-			      const char *path)
+		       const char *path)
 {
 	if (!c->is_unix) {
 		ep_fail(c, 403, JR_INVALID_REQUEST,
@@ -76,11 +76,13 @@ void ep_handle_control(struct conn *c, const struct http_request *req,
 		return;
 	}
 	char *msg = NULL;
-	int rc = c->ep->control(c->ep->control_arg, action, server, force,
-				&msg);
+	int rc =
+		c->ep->control(c->ep->control_arg, action, server, force, &msg);
 	free(server);
-	int status = rc == 0 ? 200 : rc == -EBUSY ? 409 : rc == -ENOENT ? 404
-								       : 400;
+	int status = rc == 0	     ? 200
+		     : rc == -EBUSY  ? 409
+		     : rc == -ENOENT ? 404
+				     : 400;
 	json_t *body = json_pack("{s:b,s:s}", "ok", rc == 0, "message",
 				 msg ? msg : "");
 	free(msg);
@@ -90,4 +92,3 @@ void ep_handle_control(struct conn *c, const struct http_request *req,
 	json_decref(body);
 	ep_conn_request_done(c);
 }
-

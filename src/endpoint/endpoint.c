@@ -219,8 +219,8 @@ void ep_conn_request_done(struct conn *c)
 
 /* ---- simple answers ---- */
 
-void ep_respond(struct conn *c, int status, const char *ctype,
-		       const char *body, size_t len, const char *extra)
+void ep_respond(struct conn *c, int status, const char *ctype, const char *body,
+		size_t len, const char *extra)
 {
 	struct buf b;
 	buf_init(&b);
@@ -231,7 +231,7 @@ void ep_respond(struct conn *c, int status, const char *ctype,
 }
 
 void ep_respond_json(struct conn *c, int status, json_t *body,
-			    const char *extra)
+		     const char *extra)
 {
 	char *s = json_dumps(body, JSON_COMPACT);
 	ep_respond(c, status, "application/json", s, strlen(s), extra);
@@ -257,11 +257,10 @@ void ep_sse_start(struct conn *c)
 	c->sse_started = true;
 	struct buf b;
 	buf_init(&b);
-	char *extra = c->session_id
-			      ? xasprintf("Transfer-Encoding: chunked\r\n"
-					  "Mcp-Session-Id: %s\r\n",
-					  c->session_id)
-			      : xstrdup("Transfer-Encoding: chunked\r\n");
+	char *extra = c->session_id ? xasprintf("Transfer-Encoding: chunked\r\n"
+						"Mcp-Session-Id: %s\r\n",
+						c->session_id)
+				    : xstrdup("Transfer-Encoding: chunked\r\n");
 	httpresp_head(&b, 200, "text/event-stream", -1, true, extra);
 	free(extra);
 	ep_write_buf(c, &b);
@@ -273,8 +272,8 @@ void ep_sse_start(struct conn *c)
 }
 
 /* Writes one SSE event as one HTTP chunk. */
-void ep_sse_write(struct conn *c, const char *id, const char *data,
-			 size_t len, long retry_ms)
+void ep_sse_write(struct conn *c, const char *id, const char *data, size_t len,
+		  long retry_ms)
 {
 	struct buf ev, out;
 	buf_init(&ev);
@@ -308,7 +307,8 @@ static void ep_conn_process(struct conn *c)
 			if (exp && strcasecmp(exp, "100-continue") == 0 &&
 			    !c->sent_continue) {
 				c->sent_continue = true;
-				ep_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+				ep_write(c, "HTTP/1.1 100 Continue\r\n\r\n",
+					 25);
 			}
 			break;
 		}
@@ -550,4 +550,3 @@ void endpoint_free(struct endpoint *ep)
 		free(ep);
 	}
 }
-

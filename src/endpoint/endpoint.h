@@ -20,11 +20,11 @@ struct endpoint;
 struct hub;
 
 struct endpoint_opts {
-	const char *host;	  /* "127.0.0.1" */
-	int port;		  /* 0: any free port; -1: default, falling
-				     back to any free one when taken */
-	const char *socket_path;  /* NULL: no Unix socket */
-	size_t max_body;	  /* 0: HTTP_DEFAULT_MAX_BODY */
+	const char *host;	 /* "127.0.0.1" */
+	int port;		 /* 0: any free port; -1: default, falling
+				    back to any free one when taken */
+	const char *socket_path; /* NULL: no Unix socket */
+	size_t max_body;	 /* 0: HTTP_DEFAULT_MAX_BODY */
 	/* Close a POST's SSE answer on purpose after this many ms (the client
 	 * resumes with Last-Event-ID); 0: never. */
 	uint64_t sse_close_ms;

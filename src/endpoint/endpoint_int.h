@@ -47,10 +47,10 @@ struct endpoint {
 };
 
 enum conn_state {
-	CONN_READING,	/* waiting for (the rest of) a request */
-	CONN_BUSY,	/* a request is being answered */
-	CONN_LINGER,	/* answered an early error: reading what the client
-			   still sends, so closing does not reset the answer */
+	CONN_READING, /* waiting for (the rest of) a request */
+	CONN_BUSY,    /* a request is being answered */
+	CONN_LINGER,  /* answered an early error: reading what the client
+			 still sends, so closing does not reset the answer */
 	CONN_CLOSING,
 };
 
@@ -73,8 +73,8 @@ struct conn {
 	struct buf in;
 	bool keep_alive;
 	bool sent_continue;
-	bool linger;	      /* close by lingering (an early error) */
-	size_t lingered;      /* bytes thrown away while lingering */
+	bool linger;	 /* close by lingering (an early error) */
+	size_t lingered; /* bytes thrown away while lingering */
 	uv_shutdown_t shutdown;
 
 	/* The answer under way. */
@@ -82,7 +82,7 @@ struct conn {
 	char *session_id; /* session of ex, for cancel on disconnect */
 	bool sse;	  /* answering as an SSE stream */
 	bool sse_started;
-	bool standing;	/* the session's GET stream */
+	bool standing; /* the session's GET stream */
 	bool batch;
 	json_t *collected; /* JSON mode: responses so far */
 	bool close_after;
@@ -92,9 +92,8 @@ struct conn {
 	bool dirty;
 	bool prime_pending; /* the SSE priming event is still to be sent */
 	char prime_id[24];
-	int handles;		/* open libuv handles of this conn */
+	int handles; /* open libuv handles of this conn */
 };
-
 
 /* endpoint.c: connections, writing and simple answers */
 void ep_write(struct conn *c, const char *data, size_t len);
@@ -102,15 +101,15 @@ void ep_write_buf(struct conn *c, struct buf *b);
 void ep_conn_close(struct conn *c);
 /* The current request is answered: read the next one. */
 void ep_conn_request_done(struct conn *c);
-void ep_respond(struct conn *c, int status, const char *ctype,
-		const char *body, size_t len, const char *extra);
+void ep_respond(struct conn *c, int status, const char *ctype, const char *body,
+		size_t len, const char *extra);
 void ep_respond_json(struct conn *c, int status, json_t *body,
 		     const char *extra);
 /* An HTTP-level error with a JSON-RPC error body. */
 void ep_fail(struct conn *c, int status, int code, const char *message);
 void ep_sse_start(struct conn *c);
-void ep_sse_write(struct conn *c, const char *id, const char *data,
-		  size_t len, long retry_ms);
+void ep_sse_write(struct conn *c, const char *id, const char *data, size_t len,
+		  long retry_ms);
 
 /* mcp.c: Streamable HTTP and the path routing of a request */
 void ep_handle_request(struct conn *c);

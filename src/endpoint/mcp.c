@@ -184,8 +184,7 @@ static void ep_handle_initialize(struct conn *c, json_t *msg,
 		return;
 	}
 	struct session *s;
-	json_t *result =
-		hub_initialize(c->ep->hub, jr_params(msg), space, &s);
+	json_t *result = hub_initialize(c->ep->hub, jr_params(msg), space, &s);
 	free(space);
 	json_t *resp = jr_result(jr_id(msg), result);
 	char *extra = xasprintf("Mcp-Session-Id: %s\r\n", session_id(s));
@@ -229,16 +228,14 @@ static struct session *ep_session_for(struct conn *c,
  * scanned, checked, and forwarded as text. True when it was taken. */
 static bool ep_text_call(struct conn *c, const struct http_request *req)
 {
-	static const char *const keys[] = {"jsonrpc", "id", "method",
-					   "params"};
+	static const char *const keys[] = {"jsonrpc", "id", "method", "params"};
 	static const char *const pkeys[] = {"name", "_meta"};
 	struct jsonscan_span sp[4], pp[2];
 	const char *body = req->body;
 	size_t len = req->body_len;
 	if (c->ep->draining || len == 0 ||
-	    jsonscan_members(body, len, keys, 4, sp) < 0 ||
-	    sp[0].len != 5 || memcmp(body + sp[0].off, "\"2.0\"", 5) != 0 ||
-	    sp[2].len != 12 ||
+	    jsonscan_members(body, len, keys, 4, sp) < 0 || sp[0].len != 5 ||
+	    memcmp(body + sp[0].off, "\"2.0\"", 5) != 0 || sp[2].len != 12 ||
 	    memcmp(body + sp[2].off, "\"tools/call\"", 12) != 0 ||
 	    sp[3].len == 0 || body[sp[3].off] != '{' || sp[1].len == 0)
 		return false;
@@ -322,11 +319,11 @@ static void ep_handle_post(struct conn *c, const struct http_request *req)
 		const char *why;
 		enum jr_kind k = jr_classify(m, &why);
 		if (k == JR_INVALID) {
-			json_t *err = jr_error(json_is_object(m) &&
-						       jr_id_valid(jr_id(m))
-					       ? jr_id(m)
-					       : NULL,
-					       JR_INVALID_REQUEST, why, NULL);
+			json_t *err = jr_error(
+				json_is_object(m) && jr_id_valid(jr_id(m))
+					? jr_id(m)
+					: NULL,
+				JR_INVALID_REQUEST, why, NULL);
 			ep_respond_json(c, 400, err, NULL);
 			json_decref(err);
 			json_decref(body);
@@ -373,7 +370,8 @@ static void ep_handle_post(struct conn *c, const struct http_request *req)
 	}
 	if (nrequests == 0) {
 		for (size_t i = 0; i < n; i++)
-			session_handle(s, batch ? json_array_get(body, i) : body,
+			session_handle(s,
+				       batch ? json_array_get(body, i) : body,
 				       NULL);
 		json_decref(body);
 		ep_respond(c, 202, NULL, "", 0, NULL);
@@ -412,10 +410,11 @@ static bool ep_resume(struct conn *c, struct session *s, const char *last)
 	json_t *ev;
 	json_array_foreach(events, i, ev)
 	{
-		const char *data = json_string_value(json_object_get(ev, "data"));
-		ep_sse_write(c, json_string_value(json_object_get(ev, "id")),
-			     data, json_string_length(json_object_get(ev, "data")),
-			     -1);
+		const char *data =
+			json_string_value(json_object_get(ev, "data"));
+		ep_sse_write(
+			c, json_string_value(json_object_get(ev, "id")), data,
+			json_string_length(json_object_get(ev, "data")), -1);
 	}
 	json_decref(events);
 	if (ex == NULL) {
@@ -522,4 +521,3 @@ void ep_handle_request(struct conn *c)
 	ep_respond(c, 404, "text/plain", "Not Found\n", 10, NULL);
 	ep_conn_request_done(c);
 }
-

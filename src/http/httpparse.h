@@ -60,8 +60,7 @@ enum httpparse_state httpparse_feed(struct httpparse *p, const char *data,
 /* The request, valid after HEADERS_DONE (no body yet) or DONE. */
 const struct http_request *httpparse_request(const struct httpparse *p);
 /* Case-insensitive lookup; NULL when absent. */
-const char *http_request_header(const struct http_request *r,
-				const char *name);
+const char *http_request_header(const struct http_request *r, const char *name);
 /* After DONE: forget the request and get ready for the next one. */
 void httpparse_next(struct httpparse *p);
 /* After ERROR: the status to answer with (400, 413, 414, 431, 501) and a

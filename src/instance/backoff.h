@@ -13,7 +13,7 @@
 #define BACKOFF_MAX_MS 30000
 
 struct backoff {
-	unsigned failures;    /* consecutive failed starts */
+	unsigned failures; /* consecutive failed starts */
 	uint64_t last_fail_ms;
 };
 

@@ -60,8 +60,7 @@ static void instance_list_reply_cb(void *arg, json_t *resp, bool sent)
 		if (inst->state == INSTANCE_STARTING ||
 		    inst->state == INSTANCE_READY)
 			log_warn("instance %s: %s failed; treating as empty",
-				 inst->name,
-				 instance_list_methods[f->which]);
+				 inst->name, instance_list_methods[f->which]);
 	} else {
 		size_t i;
 		json_t *item;
@@ -72,9 +71,10 @@ static void instance_list_reply_cb(void *arg, json_t *resp, bool sent)
 			if (json_is_object(item))
 				json_array_append(f->acc, item);
 		}
-		const char *cursor =
-			json_string_value(json_object_get(result, "nextCursor"));
-		if (cursor && cursor[0] && f->page + 1 < INSTANCE_MAX_LIST_PAGES &&
+		const char *cursor = json_string_value(
+			json_object_get(result, "nextCursor"));
+		if (cursor && cursor[0] &&
+		    f->page + 1 < INSTANCE_MAX_LIST_PAGES &&
 		    json_array_size(f->acc) < INSTANCE_MAX_LIST_ITEMS &&
 		    inst->conn) {
 			instance_fetch_list(inst, f->which, f->acc, cursor,
@@ -98,9 +98,8 @@ static void instance_list_reply_cb(void *arg, json_t *resp, bool sent)
 	free(f);
 }
 
-void instance_fetch_list(struct instance *inst,
-				enum instance_list which, json_t *acc,
-				const char *cursor, unsigned page)
+void instance_fetch_list(struct instance *inst, enum instance_list which,
+			 json_t *acc, const char *cursor, unsigned page)
 {
 	struct instance_list_fetch *f = xcalloc(1, sizeof *f);
 	f->inst = inst;
@@ -139,9 +138,11 @@ void instance_init_reply_cb(void *arg, json_t *resp, bool sent)
 	json_t *error = json_object_get(resp, "error");
 	json_t *result = json_object_get(resp, "result");
 	if (error) {
-		const char *m = json_string_value(json_object_get(error, "message"));
+		const char *m =
+			json_string_value(json_object_get(error, "message"));
 		bool auth = instance_is_auth_error(error);
-		instance_fail(inst, auth ? INSTANCE_NEEDS_AUTH : INSTANCE_FAILED,
+		instance_fail(inst,
+			      auth ? INSTANCE_NEEDS_AUTH : INSTANCE_FAILED,
 			      xasprintf("initialize failed: %s",
 					m ? m : "(no message)"));
 		return;
@@ -149,11 +150,12 @@ void instance_init_reply_cb(void *arg, json_t *resp, bool sent)
 	const char *version =
 		json_string_value(json_object_get(result, "protocolVersion"));
 	if (!mcp_version_supported(version)) {
-		instance_fail(inst, INSTANCE_FAILED,
-			      xasprintf("server answered initialize with "
-					"protocol version \"%s\", which mcpvisor "
-					"does not speak",
-					version ? version : "(none)"));
+		instance_fail(
+			inst, INSTANCE_FAILED,
+			xasprintf("server answered initialize with "
+				  "protocol version \"%s\", which mcpvisor "
+				  "does not speak",
+				  version ? version : "(none)"));
 		return;
 	}
 	free(inst->protocol_version);
@@ -202,4 +204,3 @@ json_t *instance_lists_json(const struct instance *inst)
 					inst->lists[i]);
 	return o;
 }
-

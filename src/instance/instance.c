@@ -32,7 +32,6 @@ const char *const instance_list_keys[INSTANCE_NLISTS] = {
 const char *const instance_list_caps[INSTANCE_NLISTS] = {
 	"tools", "prompts", "resources", "resources"};
 
-
 static void instance_maybe_free(struct instance *inst);
 
 const char *instance_state_name(enum instance_state s)
@@ -56,7 +55,7 @@ const char *instance_state_name(enum instance_state s)
 
 /* The one place where an instance changes state. */
 void instance_set_state(struct instance *inst, enum instance_state to,
-			       const char *why)
+			const char *why)
 {
 	enum instance_state from = inst->state;
 	if (from == to)
@@ -106,7 +105,8 @@ static char **instance_build_env(const struct server_config *s,
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		const char *eq = strchr(environ[i], '=');
-		size_t klen = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
+		size_t klen =
+			eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
 		bool overridden = strncmp(environ[i], JOURNAL_OWNER_ENV "=",
 					  strlen(JOURNAL_OWNER_ENV "=")) == 0;
 		for (size_t j = 0; j < s->nenv; j++) {
@@ -134,8 +134,7 @@ static void instance_handle_close_cb(uv_handle_t *h)
 	instance_maybe_free(inst);
 }
 
-struct instance *instance_new(uv_loop_t *loop,
-			      const struct instance_spec *spec,
+struct instance *instance_new(uv_loop_t *loop, const struct instance_spec *spec,
 			      const struct instance_cbs *cbs, void *ctx)
 {
 	const struct server_config *s = spec->server;
@@ -150,8 +149,8 @@ struct instance *instance_new(uv_loop_t *loop,
 	inst->argv = instance_copy_strv(s->args, s->nargs);
 	inst->envp = instance_build_env(s, &inst->owner_slot);
 	inst->cwd = spec->cwd ? xstrdup(spec->cwd) : NULL;
-	inst->client_caps_json = xstrdup(
-		spec->client_caps_json ? spec->client_caps_json : "{}");
+	inst->client_caps_json =
+		xstrdup(spec->client_caps_json ? spec->client_caps_json : "{}");
 	inst->startup_timeout_ms = s->startup_timeout_ms > 0
 					   ? (uint64_t)s->startup_timeout_ms
 					   : CONFIG_DEFAULT_STARTUP_MS;
@@ -236,8 +235,7 @@ static void instance_detach_conn(struct instance *inst, bool settles_stop)
  * NEEDS_AUTH). The transport closes itself. A failed start drops the
  * lists and counts for the backoff; a connection that dropped after it
  * was ready keeps them (tools kept, reconnects when next used). */
-void instance_fail(struct instance *inst, enum instance_state to,
-			  char *why)
+void instance_fail(struct instance *inst, enum instance_state to, char *why)
 {
 	bool was_starting = inst->state == INSTANCE_STARTING;
 	bool was_ready = inst->state == INSTANCE_READY;
@@ -255,8 +253,7 @@ void instance_fail(struct instance *inst, enum instance_state to,
 	instance_fail_pending(inst, was_ready && to == INSTANCE_FAILED);
 	if (!was_ready)
 		instance_fail_resend(inst);
-	instance_wake_waiters(inst, to == INSTANCE_NEEDS_AUTH ? -EACCES
-							      : -EIO);
+	instance_wake_waiters(inst, to == INSTANCE_NEEDS_AUTH ? -EACCES : -EIO);
 	/* Requests that change nothing were lost with a dropped connection:
 	 * they need the server, so it comes back now, once. */
 	if (inst->resend.next != &inst->resend && !inst->freeing)
@@ -383,7 +380,8 @@ void instance_start(struct instance *inst)
 				      ? xasprintf("command \"%s\" not found",
 						  inst->command)
 				      : xasprintf("could not start \"%s\": %s",
-						  inst->command, strerror(-rc)));
+						  inst->command,
+						  strerror(-rc)));
 		return;
 	}
 	inst->link = link;
@@ -400,10 +398,10 @@ void instance_start(struct instance *inst)
 		       inst->startup_timeout_ms, 0);
 	json_error_t jerr;
 	json_t *caps = json_loads(inst->client_caps_json, 0, &jerr);
-	json_t *params = json_pack(
-		"{s:s,s:o,s:{s:s,s:s}}", "protocolVersion", MCP_LATEST_VERSION,
-		"capabilities", caps ? caps : json_object(), "clientInfo",
-		"name", "mcpvisor", "version", "0.1.0");
+	json_t *params = json_pack("{s:s,s:o,s:{s:s,s:s}}", "protocolVersion",
+				   MCP_LATEST_VERSION, "capabilities",
+				   caps ? caps : json_object(), "clientInfo",
+				   "name", "mcpvisor", "version", "0.1.0");
 	if (instance_send_request(inst, "initialize", params,
 				  instance_init_reply_cb, inst, true) < 0)
 		instance_fail(inst, INSTANCE_FAILED,
@@ -562,7 +560,8 @@ json_t *instance_describe(const struct instance *inst, bool verbose)
 	if (inst->last_error)
 		json_object_set_new(o, "error", json_string(inst->last_error));
 	if (inst->stderr_tail && inst->stderr_tail[0])
-		json_object_set_new(o, "stderr", json_string(inst->stderr_tail));
+		json_object_set_new(o, "stderr",
+				    json_string(inst->stderr_tail));
 	else if (inst->conn) {
 		char *tail = stdio_conn_stderr_tail(inst->conn,
 						    INSTANCE_STDERR_TAIL);
@@ -625,4 +624,3 @@ void *instance_data(const struct instance *inst)
 {
 	return inst->data;
 }
-

@@ -41,8 +41,7 @@ struct instance;
 struct instance_cbs {
 	/* A notification from the server (progress, message, list_changed
 	 * after the instance refreshed that list, resources/updated...). */
-	void (*on_notification)(void *ctx, struct instance *inst,
-				json_t *msg);
+	void (*on_notification)(void *ctx, struct instance *inst, json_t *msg);
 	/* A request from the server that the instance does not answer itself
 	 * (sampling, elicitation, roots/list). Answer with
 	 * instance_respond. */
@@ -77,8 +76,7 @@ typedef void (*instance_ready_cb)(void *arg, struct instance *inst, int err);
  * the request had been written to the server. */
 typedef void (*instance_reply_cb)(void *arg, json_t *response, bool sent);
 
-struct instance *instance_new(uv_loop_t *loop,
-			      const struct instance_spec *spec,
+struct instance *instance_new(uv_loop_t *loop, const struct instance_spec *spec,
 			      const struct instance_cbs *cbs, void *ctx);
 /* Stops the server if it runs and frees the instance once it is gone.
  * Waiters and requests in flight are answered with errors first. */
@@ -115,8 +113,7 @@ int64_t instance_request_raw(struct instance *inst, const char *method,
  * told with notifications/cancelled. */
 void instance_cancel(struct instance *inst, int64_t id, const char *reason);
 /* Sends a notification; steals params. */
-int instance_notify(struct instance *inst, const char *method,
-		    json_t *params);
+int instance_notify(struct instance *inst, const char *method, json_t *params);
 /* Answers a request the server sent (id borrowed); steals result or error
  * (exactly one non-NULL). */
 int instance_respond(struct instance *inst, json_t *id, json_t *result,

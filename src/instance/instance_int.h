@@ -54,8 +54,8 @@ struct instance {
 	char *public_key;
 	enum server_kind kind;
 	char *command;
-	char **argv; /* NULL-terminated, without argv[0] */
-	char **envp; /* NULL-terminated full environment */
+	char **argv;	   /* NULL-terminated, without argv[0] */
+	char **envp;	   /* NULL-terminated full environment */
 	size_t owner_slot; /* envp index of MCPVISOR_OWNER=token */
 	char *cwd;
 	char *client_caps_json;
@@ -93,7 +93,6 @@ struct instance {
 	void *ctx;
 	void *data;
 };
-
 
 extern const char *const instance_list_methods[INSTANCE_NLISTS];
 extern const char *const instance_list_keys[INSTANCE_NLISTS];

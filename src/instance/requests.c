@@ -18,8 +18,8 @@
 #include "transport/stdio.h"
 #include "util/buf.h"
 #include "util/clock.h"
-#include "util/log.h"
 #include "util/jsonscan.h"
+#include "util/log.h"
 #include "util/xmalloc.h"
 
 static void instance_pending_free(struct instance_pending *p)
@@ -131,8 +131,8 @@ static int instance_write(struct instance *inst, json_t *msg)
 }
 
 int64_t instance_send_request(struct instance *inst, const char *method,
-				     json_t *params, instance_reply_cb cb,
-				     void *arg, bool internal)
+			      json_t *params, instance_reply_cb cb, void *arg,
+			      bool internal)
 {
 	if (inst->conn == NULL) {
 		json_decref(params);
@@ -171,8 +171,9 @@ void instance_resend(struct instance *inst)
 		instance_pending_unlink(p);
 		log_info("instance %s: sending %s again after the reconnect",
 			 inst->name, p->method);
-		if (instance_send_request(inst, p->method, json_incref(p->params),
-					  p->cb, p->arg, false) < 0 &&
+		if (instance_send_request(inst, p->method,
+					  json_incref(p->params), p->cb, p->arg,
+					  false) < 0 &&
 		    p->cb) {
 			json_t *err = instance_unavailable_error(inst, false);
 			p->cb(p->arg, err, false);
@@ -323,8 +324,8 @@ static void instance_handle_notification(struct instance *inst, json_t *msg)
 static bool instance_fast_answer(struct instance *inst, const char *line,
 				 size_t len)
 {
-	static const char *const keys[] = {"jsonrpc", "id", "method",
-					   "result", "error"};
+	static const char *const keys[] = {"jsonrpc", "id", "method", "result",
+					   "error"};
 	struct jsonscan_span sp[5];
 	long long id;
 	if (jsonscan_members(line, len, keys, 5, sp) < 0 || sp[2].len ||
@@ -413,4 +414,3 @@ void instance_garbage_cb(void *ctx, const char *what)
 	struct instance *inst = link->inst;
 	log_warn("instance %s: %s", inst->name, what);
 }
-

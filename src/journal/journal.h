@@ -40,18 +40,18 @@ void journal_free(struct journal *j);
 void journal_new_token(char out[JOURNAL_TOKEN_LEN + 1]);
 
 /* Records a started process and rewrites the file atomically. */
-int journal_add(struct journal *j, pid_t pid, pid_t pgid,
-		uint64_t start_time, const char *token, const char *key);
+int journal_add(struct journal *j, pid_t pid, pid_t pgid, uint64_t start_time,
+		const char *token, const char *key);
 /* Forgets a process once it and its group are gone; rewrites the file. */
 int journal_remove(struct journal *j, pid_t pid);
 size_t journal_count(const struct journal *j);
 
 struct journal_report {
-	unsigned entries;     /* entries found in the file */
-	unsigned stopped;     /* processes signalled (leaders + members) */
-	unsigned left_alone;  /* pids alive but not ours (start time or
-				 token differs) */
-	unsigned gone;	      /* entries whose processes were all gone */
+	unsigned entries;    /* entries found in the file */
+	unsigned stopped;    /* processes signalled (leaders + members) */
+	unsigned left_alone; /* pids alive but not ours (start time or
+				token differs) */
+	unsigned gone;	     /* entries whose processes were all gone */
 };
 
 /* After a crash: for each entry left in the file, stop what is provably

@@ -113,8 +113,7 @@ json_t *jr_result(const json_t *id, json_t *result)
 	return m;
 }
 
-json_t *jr_error(const json_t *id, int code, const char *message,
-		 json_t *data)
+json_t *jr_error(const json_t *id, int code, const char *message, json_t *data)
 {
 	json_t *e = json_object();
 	json_object_set_new(e, "code", json_integer(code));
@@ -131,9 +130,10 @@ json_t *jr_error(const json_t *id, int code, const char *message,
 bool jr_method_is_idempotent(const char *method)
 {
 	static const char *const safe[] = {
-		"initialize",	  "ping",	    "tools/list",
-		"prompts/list",	  "prompts/get",    "resources/list",
-		"resources/read", "resources/templates/list",
+		"initialize",	       "ping",
+		"tools/list",	       "prompts/list",
+		"prompts/get",	       "resources/list",
+		"resources/read",      "resources/templates/list",
 		"completion/complete", NULL};
 	for (int i = 0; safe[i]; i++)
 		if (strcmp(method, safe[i]) == 0)

@@ -42,8 +42,7 @@ json_t *jr_id(const json_t *msg);     /* borrowed, may be NULL */
 json_t *jr_request(json_t *id, const char *method, json_t *params);
 json_t *jr_notification(const char *method, json_t *params);
 json_t *jr_result(const json_t *id, json_t *result);
-json_t *jr_error(const json_t *id, int code, const char *message,
-		 json_t *data);
+json_t *jr_error(const json_t *id, int code, const char *message, json_t *data);
 
 /* Requests that change nothing, so that re-sending them after a reconnect
  * is safe (initialize, the lists, reads, ping). */

@@ -86,8 +86,7 @@ bool lease_drop(struct lease_set *ls, const char *session_id, uint64_t now_ms)
 	return true;
 }
 
-bool lease_leave(struct lease_set *ls, const char *session_id,
-		 uint64_t now_ms)
+bool lease_leave(struct lease_set *ls, const char *session_id, uint64_t now_ms)
 {
 	struct lease_member *m = lease_find(ls, session_id);
 	if (m == NULL)
@@ -147,8 +146,9 @@ json_t *lease_describe(const struct lease_set *ls)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; i < ls->n; i++)
-		json_array_append_new(
-			a, json_pack("{s:s,s:i}", "session", ls->m[i].session_id,
-				     "requests", (int)ls->m[i].requests));
+		json_array_append_new(a,
+				      json_pack("{s:s,s:i}", "session",
+						ls->m[i].session_id, "requests",
+						(int)ls->m[i].requests));
 	return a;
 }

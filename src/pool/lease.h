@@ -25,12 +25,10 @@ void lease_join(struct lease_set *ls, const char *session_id);
 bool lease_take(struct lease_set *ls, const char *session_id);
 /* A request of the session ends (never below zero). True when the instance
  * went from held to unheld; the idle clock starts at now_ms. */
-bool lease_drop(struct lease_set *ls, const char *session_id,
-		uint64_t now_ms);
+bool lease_drop(struct lease_set *ls, const char *session_id, uint64_t now_ms);
 /* The session is gone: its membership and all its leases go in one step.
  * True when that left the instance unheld (idle clock starts). */
-bool lease_leave(struct lease_set *ls, const char *session_id,
-		 uint64_t now_ms);
+bool lease_leave(struct lease_set *ls, const char *session_id, uint64_t now_ms);
 
 unsigned lease_members(const struct lease_set *ls);
 /* Sessions with at least one request in flight. */

@@ -4,8 +4,8 @@
  */
 #include "pool/pool.h"
 
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -26,8 +26,8 @@ struct pool_entry {
 	struct lease_set *leases;
 	uint64_t idle_ms;
 	uv_timer_t idle_timer;
-	unsigned live;	/* server processes not yet gone */
-	bool closing;	/* closed; kept until its processes are gone */
+	unsigned live; /* server processes not yet gone */
+	bool closing;  /* closed; kept until its processes are gone */
 };
 
 struct pool_held {
@@ -100,8 +100,7 @@ static void pool_inst_notification_cb(void *ctx, struct instance *inst,
 		e->pool->cbs.on_notification(e->pool->ctx, inst, msg);
 }
 
-static void pool_inst_request_cb(void *ctx, struct instance *inst,
-				 json_t *msg)
+static void pool_inst_request_cb(void *ctx, struct instance *inst, json_t *msg)
 {
 	struct pool_entry *e = ctx;
 	if (e->pool->cbs.on_request)
@@ -109,8 +108,7 @@ static void pool_inst_request_cb(void *ctx, struct instance *inst,
 }
 
 static void pool_inst_state_cb(void *ctx, struct instance *inst,
-			       enum instance_state from,
-			       enum instance_state to)
+			       enum instance_state from, enum instance_state to)
 {
 	struct pool_entry *e = ctx;
 	if (to == INSTANCE_READY && lease_holders(e->leases) == 0) {
@@ -200,9 +198,9 @@ static json_t *pool_key_base(const struct server_config *s,
 			json_array_append_new(roots, json_string(sc->space));
 		} else if (per_session) {
 			/* A session without a space has a private one. */
-			json_object_set_new(key, "space",
-					    json_pack("{s:s}", "private",
-						      sc->session_id));
+			json_object_set_new(
+				key, "space",
+				json_pack("{s:s}", "private", sc->session_id));
 		}
 		dir = sc->space ? sc->space : sc->app_dir;
 		break;
@@ -383,9 +381,10 @@ struct instance *pool_instance_for(struct pool *pool,
 		.key = key,
 		.public_key = public_key,
 		.cwd = cwd,
-		.client_caps_json = sc->client_caps_json
-					    ? sc->client_caps_json
-					    : "{\"roots\":{\"listChanged\":true}}",
+		.client_caps_json =
+			sc->client_caps_json
+				? sc->client_caps_json
+				: "{\"roots\":{\"listChanged\":true}}",
 	};
 	e = xcalloc(1, sizeof *e);
 	e->pool = pool;
@@ -441,7 +440,8 @@ void pool_session_gone(struct pool *pool, const char *session_id)
 	while (*pp) {
 		struct pool_entry *e = *pp;
 		bool member = lease_is_member(e->leases, session_id);
-		if (member && lease_leave(e->leases, session_id, clock_now_ms()))
+		if (member &&
+		    lease_leave(e->leases, session_id, clock_now_ms()))
 			pool_idle_arm(e);
 		if (member && lease_members(e->leases) == 0) {
 			pool_entry_close(pp, "no session uses it");
@@ -565,9 +565,9 @@ json_t *pool_describe(struct pool *pool, struct instance *inst)
 	    (st == INSTANCE_READY || st == INSTANCE_FAILED)) {
 		uint64_t now = clock_now_ms();
 		uint64_t due = lease_idle_since(e->leases) + e->idle_ms;
-		json_object_set_new(o, "idleClosesInMs",
-				    json_integer((json_int_t)(due > now ? due - now
-									  : 0)));
+		json_object_set_new(
+			o, "idleClosesInMs",
+			json_integer((json_int_t)(due > now ? due - now : 0)));
 	}
 	return o;
 }

@@ -59,12 +59,13 @@ json_t *router_aggregate(const struct router_view *views, size_t n,
 			json_object_set_new(copy, key, json_string(exposed));
 			/* Resources are told apart by uri, the rest by
 			 * name: the first owner of either keeps it. */
-			const char *uri = json_string_value(
-				json_object_get(item, "uri"));
-			bool dup = by_uri && uri
-					   ? router_list_has(out, "uri", uri)
-					   : (!by_uri &&
-					      router_list_has(out, key, exposed));
+			const char *uri =
+				json_string_value(json_object_get(item, "uri"));
+			bool dup =
+				by_uri && uri
+					? router_list_has(out, "uri", uri)
+					: (!by_uri &&
+					   router_list_has(out, key, exposed));
 			if (!dup)
 				json_array_append(out, copy);
 			json_decref(copy);

@@ -4,8 +4,8 @@
 #include "runtime/runtime.h"
 
 #include <errno.h>
-#include <stdint.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,8 +144,8 @@ static void runtime_signal_cb(uv_signal_t *h, int signum)
 	runtime_stop(rt, signum == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
-static int runtime_control_cb(void *arg, const char *action,
-			      const char *server, bool force, char **msg)
+static int runtime_control_cb(void *arg, const char *action, const char *server,
+			      bool force, char **msg)
 {
 	struct runtime *rt = arg;
 	if (rt->stopping) {
@@ -171,17 +171,17 @@ static int runtime_control_cb(void *arg, const char *action,
 static int runtime_write_file(struct runtime *rt, const char *config_path)
 {
 	int port = endpoint_port(rt->ep);
-	json_t *o = json_pack("{s:I,s:i,s:s,s:s,s:s}", "pid",
-			      (json_int_t)getpid(), "port", port, "socket",
-			      rt->paths.socket_path, "config", config_path,
-			      "version", "0.1.0");
+	json_t *o =
+		json_pack("{s:I,s:i,s:s,s:s,s:s}", "pid", (json_int_t)getpid(),
+			  "port", port, "socket", rt->paths.socket_path,
+			  "config", config_path, "version", "0.1.0");
 	char *url = xasprintf("http://127.0.0.1:%d/mcp", port);
 	json_object_set_new(o, "url", json_string(url));
 	free(url);
 	char *s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
 	json_decref(o);
-	int rc = fsutil_write_atomic(rt->paths.runtime_file, s, strlen(s),
-				     0600);
+	int rc =
+		fsutil_write_atomic(rt->paths.runtime_file, s, strlen(s), 0600);
 	free(s);
 	return rc;
 }
@@ -191,8 +191,8 @@ int runtime_info_read(const char *home, struct runtime_info *info)
 	struct paths p;
 	paths_resolve(&p, home);
 	char *text = NULL;
-	int rc = fsutil_read_file(p.runtime_file, RUNTIME_FILE_MAX, &text,
-				  NULL);
+	int rc =
+		fsutil_read_file(p.runtime_file, RUNTIME_FILE_MAX, &text, NULL);
 	paths_free(&p);
 	memset(info, 0, sizeof *info);
 	if (rc < 0)

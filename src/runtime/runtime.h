@@ -11,10 +11,10 @@
 #include <stdint.h>
 
 struct runtime_opts {
-	const char *home;   /* --home, may be NULL */
-	const char *config; /* --config, may be NULL: the default file */
-	int port;	    /* -1: default (7345, else any free one) */
-	size_t page_size;   /* 0: default */
+	const char *home;      /* --home, may be NULL */
+	const char *config;    /* --config, may be NULL: the default file */
+	int port;	       /* -1: default (7345, else any free one) */
+	size_t page_size;      /* 0: default */
 	uint64_t sse_close_ms; /* close long SSE answers on purpose; 0: never */
 	uint64_t grace_ms;     /* drain grace; 0: the config's (or 10 s) */
 	uint64_t session_timeout_ms; /* 0: the default (30 min) */

@@ -411,9 +411,9 @@ static void session_route(struct session *s, void *arg)
 			json_string_value(json_object_get(rr->params, key));
 		if (rr->which == INSTANCE_RESOURCES) {
 			char *msg = xasprintf("Resource not found: %s", asked);
-			session_reply_error(
-				rr->ex, rr->id, JR_RESOURCE_NOT_FOUND, msg,
-				json_pack("{s:s}", "uri", asked));
+			session_reply_error(rr->ex, rr->id,
+					    JR_RESOURCE_NOT_FOUND, msg,
+					    json_pack("{s:s}", "uri", asked));
 			free(msg);
 		} else {
 			session_route_unknown(s, rr, what, asked);
@@ -450,16 +450,15 @@ static void session_route(struct session *s, void *arg)
 	session_route_free(rr);
 }
 
-void session_route_request(struct session *s, json_t *id,
-				  const char *method, json_t *params,
-				  enum instance_list which,
-				  struct exchange *ex)
+void session_route_request(struct session *s, json_t *id, const char *method,
+			   json_t *params, enum instance_list which,
+			   struct exchange *ex)
 {
 	const char *key = which == INSTANCE_RESOURCES ? "uri" : "name";
 	if (!json_is_object(params) ||
 	    !json_is_string(json_object_get(params, key))) {
-		char *msg = xasprintf("%s needs params.%s (a string)", method,
-				      key);
+		char *msg =
+			xasprintf("%s needs params.%s (a string)", method, key);
 		session_reply_error(ex, id, JR_INVALID_PARAMS, msg, NULL);
 		free(msg);
 		return;
@@ -528,7 +527,7 @@ void session_call_deferred(struct session *s, json_t *id, json_t *params,
 
 /* completion/complete names a prompt or a resource template. */
 void session_complete(struct session *s, json_t *id, json_t *params,
-			     struct exchange *ex)
+		      struct exchange *ex)
 {
 	json_t *ref = json_object_get(params, "ref");
 	const char *type = json_string_value(json_object_get(ref, "type"));
@@ -588,13 +587,12 @@ static void session_fanout_reply_cb(void *arg, json_t *resp, bool sent)
 
 /* logging/setLevel goes to every running server of the session. */
 void session_set_level(struct session *s, json_t *id, json_t *params,
-			      struct exchange *ex)
+		       struct exchange *ex)
 {
-	const char *level =
-		json_string_value(json_object_get(params, "level"));
-	static const char *const levels[] = {
-		"debug",    "info",  "notice",	  "warning",
-		"error",    "critical", "alert", "emergency", NULL};
+	const char *level = json_string_value(json_object_get(params, "level"));
+	static const char *const levels[] = {"debug",	"info",	     "notice",
+					     "warning", "error",     "critical",
+					     "alert",	"emergency", NULL};
 	bool ok = false;
 	for (int i = 0; level && levels[i]; i++)
 		if (strcmp(level, levels[i]) == 0)
@@ -698,8 +696,8 @@ bool session_route_progress(struct session *s, json_t *msg)
 		if (c->seq != seq || c->progress_token == NULL)
 			continue;
 		json_t *out = json_deep_copy(msg);
-		json_object_set(json_object_get(out, "params"),
-				"progressToken", c->progress_token);
+		json_object_set(json_object_get(out, "params"), "progressToken",
+				c->progress_token);
 		exchange_send(c->ex, out);
 		json_decref(out);
 		return true;
@@ -715,8 +713,7 @@ bool session_has_call_on(struct session *s, struct instance *inst)
 	return false;
 }
 
-struct call *session_newest_call_on(struct session *s,
-					   struct instance *inst)
+struct call *session_newest_call_on(struct session *s, struct instance *inst)
 {
 	for (struct call *c = s->calls.prev; c != &s->calls; c = c->prev)
 		if (c->inst == inst && c->server_id > 0 &&
@@ -749,8 +746,7 @@ void session_route_related(struct session *s, struct instance *inst,
 		session_notify(s, msg);
 }
 
-void session_describe_calls(struct session *s, const char *name,
-			    struct buf *b)
+void session_describe_calls(struct session *s, const char *name, struct buf *b)
 {
 	uint64_t now = clock_now_ms();
 	for (struct call *c = s->calls.next; c != &s->calls; c = c->next) {
@@ -763,4 +759,3 @@ void session_describe_calls(struct session *s, const char *name,
 			   (double)(now - c->started_ms) / 1000.0);
 	}
 }
-

@@ -31,8 +31,8 @@ struct exchange_ops {
  * (at least 24 bytes) and returns the text, which stays owned by the
  * recorder; *len gets its length. */
 typedef const char *(*exchange_record_fn)(void *rctx, uint64_t stream,
-					  json_t *msg, char *text,
-					  size_t *len, char *id);
+					  json_t *msg, char *text, size_t *len,
+					  char *id);
 
 /* expected: how many responses end it; 0 for a standing stream. Returns
  * with one reference, the endpoint's. */

@@ -69,10 +69,11 @@ static void hub_inst_request_cb(void *ctx, struct instance *inst, json_t *msg)
 {
 	struct hub *hub = ctx;
 	const char *method = jr_method(msg);
-	const char *cap = strcmp(method, "sampling/createMessage") == 0 ? "sampling"
-			  : strcmp(method, "elicitation/create") == 0 ? "elicitation"
-			  : strcmp(method, "roots/list") == 0	      ? "roots"
-								      : NULL;
+	const char *cap =
+		strcmp(method, "sampling/createMessage") == 0 ? "sampling"
+		: strcmp(method, "elicitation/create") == 0   ? "elicitation"
+		: strcmp(method, "roots/list") == 0	      ? "roots"
+							      : NULL;
 	struct session *target = NULL;
 	unsigned best_asked = 0;
 	uint64_t best_order = 0;
@@ -98,17 +99,18 @@ static void hub_inst_request_cb(void *ctx, struct instance *inst, json_t *msg)
 		return;
 	}
 	if (cap && strcmp(cap, "roots") == 0) {
-		instance_respond(inst, jr_id(msg),
-				 json_pack("{s:[]}", "roots"), NULL);
+		instance_respond(inst, jr_id(msg), json_pack("{s:[]}", "roots"),
+				 NULL);
 		return;
 	}
 	char *text = xasprintf("No connected client session can answer %s "
 			       "for server \"%s\"",
 			       method, instance_name(inst));
-	instance_respond(inst, jr_id(msg), NULL,
-			 json_pack("{s:i,s:s}", "code",
-				   cap ? JR_INTERNAL_ERROR : JR_METHOD_NOT_FOUND,
-				   "message", text));
+	instance_respond(
+		inst, jr_id(msg), NULL,
+		json_pack("{s:i,s:s}", "code",
+			  cap ? JR_INTERNAL_ERROR : JR_METHOD_NOT_FOUND,
+			  "message", text));
 	free(text);
 }
 
@@ -130,8 +132,7 @@ static void hub_check_quiet(struct hub *hub)
 }
 
 static void hub_inst_state_cb(void *ctx, struct instance *inst,
-			      enum instance_state from,
-			      enum instance_state to)
+			      enum instance_state from, enum instance_state to)
 {
 	struct hub *hub = ctx;
 	/* Lists dropped at once (explicit stop, failed start, needs_auth)
@@ -216,8 +217,8 @@ void hub_free(struct hub *hub)
 	uv_close((uv_handle_t *)&hub->sweep, hub_sweep_close_cb);
 }
 
-static bool hub_server_wanted(const struct server_config *s,
-			      const char *name, const char *ident)
+static bool hub_server_wanted(const struct server_config *s, const char *name,
+			      const char *ident)
 {
 	if (strcmp(s->name, name) != 0 || s->error || s->disabled)
 		return false;
@@ -231,8 +232,7 @@ static bool hub_server_wanted(const struct server_config *s,
 
 /* After a reload: an instance stays if the global config or a session's
  * space still resolves its server to the same settings. */
-static bool hub_reload_wanted_cb(void *arg, const char *name,
-				 const char *ident)
+static bool hub_reload_wanted_cb(void *arg, const char *name, const char *ident)
 {
 	struct hub *hub = arg;
 	const struct server_config *g = config_find(hub->cfg, name);
@@ -254,8 +254,7 @@ unsigned hub_reload(struct hub *hub, struct config *cfg)
 	struct config *old = hub->cfg;
 	hub->cfg = cfg;
 	size_t nchanged = 0;
-	struct session **changed =
-		xcalloc(hub->nsessions + 1, sizeof *changed);
+	struct session **changed = xcalloc(hub->nsessions + 1, sizeof *changed);
 	for (struct hub_entry *e = hub->sessions; e; e = e->next)
 		if (session_reconfigure(e->s))
 			changed[nchanged++] = e->s;
@@ -316,9 +315,10 @@ static int hub_control_check(struct hub *hub, const char *name, bool force,
 		for (size_t i = 0; i < hub->cfg->nservers && !calls; i++)
 			calls = hub_calls_on(hub, hub->cfg->servers[i].name);
 	if (calls && !force) {
-		*msg = xasprintf("not %s %s: a call is in flight (%s); wait for "
-				 "it or use --force",
-				 verb, name ? name : "every server", calls);
+		*msg = xasprintf(
+			"not %s %s: a call is in flight (%s); wait for "
+			"it or use --force",
+			verb, name ? name : "every server", calls);
 		free(calls);
 		return -EBUSY;
 	}
@@ -326,8 +326,7 @@ static int hub_control_check(struct hub *hub, const char *name, bool force,
 	return 0;
 }
 
-int hub_stop_server(struct hub *hub, const char *name, bool force,
-		    char **msg)
+int hub_stop_server(struct hub *hub, const char *name, bool force, char **msg)
 {
 	int rc = hub_control_check(hub, name, force, "stopping", msg);
 	if (rc < 0)
@@ -383,8 +382,8 @@ json_t *hub_initialize(struct hub *hub, json_t *params, const char *space,
 	hub->sessions = e;
 	hub->nsessions++;
 	*out = s;
-	const char *cname = json_string_value(json_object_get(
-		json_object_get(params, "clientInfo"), "name"));
+	const char *cname = json_string_value(
+		json_object_get(json_object_get(params, "clientInfo"), "name"));
 	log_info("session %.8s opened (client %s, protocol %s%s%s)",
 		 session_id(s), cname ? cname : "?",
 		 session_protocol_version(s), space ? ", space " : "",
@@ -411,8 +410,7 @@ struct session *hub_session_find(struct hub *hub, const char *id)
 
 void hub_session_end(struct hub *hub, struct session *s)
 {
-	for (struct hub_entry **pp = &hub->sessions; *pp;
-	     pp = &(*pp)->next) {
+	for (struct hub_entry **pp = &hub->sessions; *pp; pp = &(*pp)->next) {
 		if ((*pp)->s != s)
 			continue;
 		struct hub_entry *e = *pp;
@@ -465,7 +463,8 @@ static void hub_status_inst_cb(void *arg, struct instance *inst)
 	json_object_set_new(d, "sessions", ids);
 	json_object_set(d, "holders", json_object_get(p, "holders"));
 	json_object_set(d, "inflight", json_object_get(p, "requests"));
-	json_object_set(d, "idleTimeoutMs", json_object_get(p, "idleTimeoutMs"));
+	json_object_set(d, "idleTimeoutMs",
+			json_object_get(p, "idleTimeoutMs"));
 	if (json_object_get(p, "idleClosesInMs"))
 		json_object_set(d, "idleClosesInMs",
 				json_object_get(p, "idleClosesInMs"));
@@ -508,7 +507,8 @@ json_t *hub_status(struct hub *hub, bool verbose)
 	/* Servers that only a space's .mcp.json names. */
 	json_t *seen = json_object();
 	for (size_t i = 0; i < hub->cfg->nservers; i++)
-		json_object_set_new(seen, hub->cfg->servers[i].name, json_true());
+		json_object_set_new(seen, hub->cfg->servers[i].name,
+				    json_true());
 	json_t *names = json_array();
 	pool_foreach(hub->pool, hub_status_name_cb, names);
 	size_t k;
@@ -521,10 +521,10 @@ json_t *hub_status(struct hub *hub, bool verbose)
 		json_object_set_new(seen, name, json_true());
 		struct hub_status_walk w = {hub, name, json_array(), verbose};
 		pool_foreach(hub->pool, hub_status_inst_cb, &w);
-		json_array_append_new(
-			servers, json_pack("{s:s,s:s,s:o}", "name", name,
-					   "source", "space", "instances",
-					   w.out));
+		json_array_append_new(servers,
+				      json_pack("{s:s,s:s,s:o}", "name", name,
+						"source", "space", "instances",
+						w.out));
 	}
 	json_decref(names);
 	json_decref(seen);

@@ -35,8 +35,7 @@ unsigned hub_reload(struct hub *hub, struct config *cfg);
 /* Explicit controls on a server (NULL name: all servers for stop). They
  * refuse while a call is in flight unless force; *msg says what happened
  * or which call is in the way (caller frees). 0, -EBUSY or -ENOENT. */
-int hub_stop_server(struct hub *hub, const char *name, bool force,
-		    char **msg);
+int hub_stop_server(struct hub *hub, const char *name, bool force, char **msg);
 int hub_restart_server(struct hub *hub, const char *name, bool force,
 		       char **msg);
 /* Requests in flight on servers. */

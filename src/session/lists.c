@@ -95,8 +95,7 @@ static void session_gather_ready_cb(void *arg, struct instance *inst, int err)
 
 /* Starts every usable server of the session that has no list yet, and
  * calls done once each is ready or failed. */
-void session_gather(struct session *s, session_gather_done done,
-			   void *arg)
+void session_gather(struct session *s, session_gather_done done, void *arg)
 {
 	session_gather_only(s, NULL, done, arg);
 }
@@ -164,14 +163,13 @@ static void session_add_deferred_tools(json_t *all)
 			  "words to look for in tool names and descriptions",
 			  "limit", "type", "integer", "required", "query"));
 	json_array_append_new(
-		all,
-		json_pack("{s:s,s:s,s:{s:s,s:{s:{s:s},s:{s:s}},s:[s]}}",
-			  "name", SESSION_CALL_TOOL, "description",
-			  "Call a tool found with " SESSION_FIND_TOOL
-			  " by its name, with its arguments.",
-			  "inputSchema", "type", "object", "properties",
-			  "name", "type", "string", "arguments", "type",
-			  "object", "required", "name"));
+		all, json_pack("{s:s,s:s,s:{s:s,s:{s:{s:s},s:{s:s}},s:[s]}}",
+			       "name", SESSION_CALL_TOOL, "description",
+			       "Call a tool found with " SESSION_FIND_TOOL
+			       " by its name, with its arguments.",
+			       "inputSchema", "type", "object", "properties",
+			       "name", "type", "string", "arguments", "type",
+			       "object", "required", "name"));
 }
 
 json_t *session_aggregate(struct session *s, enum instance_list which)
@@ -215,16 +213,15 @@ static void session_find_answer(struct session *s, void *arg)
 		struct session_views sv;
 		session_views_build(s, &sv);
 		json_t *found = json_array();
-		for (int want = 64; want > 0 && json_array_size(found) <
-							fr->limit;
-		     want--) {
+		for (int want = 64;
+		     want > 0 && json_array_size(found) < fr->limit; want--) {
 			for (size_t i = 0; i < sv.n; i++) {
 				if (sv.servers[i]->exposure != EXPOSE_DEFERRED)
 					continue;
 				size_t k;
 				json_t *t;
-				json_array_foreach(sv.v[INSTANCE_TOOLS][i].items,
-						   k, t)
+				json_array_foreach(
+					sv.v[INSTANCE_TOOLS][i].items, k, t)
 				{
 					const char *n = json_string_value(
 						json_object_get(t, "name"));
@@ -250,9 +247,9 @@ static void session_find_answer(struct session *s, void *arg)
 		}
 		session_views_free(&sv);
 		char *text = json_dumps(found, JSON_INDENT(1));
-		json_t *result = json_pack(
-			"{s:[{s:s,s:s}],s:{s:o}}", "content", "type", "text",
-			"text", text, "structuredContent", "tools", found);
+		json_t *result = json_pack("{s:[{s:s,s:s}],s:{s:o}}", "content",
+					   "type", "text", "text", text,
+					   "structuredContent", "tools", found);
 		free(text);
 		session_reply(fr->ex, fr->id, result);
 	}
@@ -279,8 +276,8 @@ void session_find_deferred(struct session *s, json_t *id, json_t *args,
 	exchange_ref(ex);
 	fr->id = json_incref(id);
 	fr->query = xstrndup(q, 1024);
-	fr->limit = limit > 0 && limit <= 100 ? (size_t)limit
-					      : SESSION_FIND_LIMIT;
+	fr->limit =
+		limit > 0 && limit <= 100 ? (size_t)limit : SESSION_FIND_LIMIT;
 	session_gather(s, session_find_answer, fr);
 }
 
@@ -305,8 +302,7 @@ static void session_list_answer(struct session *s, void *arg)
 				    NULL);
 	} else {
 		json_t *result = json_object();
-		json_object_set_new(result, session_list_keys[lr->which],
-				    page);
+		json_object_set_new(result, session_list_keys[lr->which], page);
 		if (next)
 			json_object_set_new(result, "nextCursor",
 					    json_string(next));
@@ -325,7 +321,7 @@ static void session_list_answer(struct session *s, void *arg)
 }
 
 void session_list(struct session *s, json_t *id, json_t *params,
-			 enum instance_list which, struct exchange *ex)
+		  enum instance_list which, struct exchange *ex)
 {
 	json_t *cursor = json_object_get(params, "cursor");
 	if (cursor && !json_is_string(cursor)) {
@@ -381,4 +377,3 @@ void session_lists_changed(struct session *s, struct instance *inst)
 		json_decref(msg);
 	}
 }
-

@@ -48,9 +48,11 @@ struct session *session_new(struct hub *hub, const char *space,
 		json_object_get(init_params, "protocolVersion"));
 	s->protocol_version = xstrdup(mcp_version_negotiate(req));
 	json_t *caps = json_object_get(init_params, "capabilities");
-	s->client_caps = json_is_object(caps) ? json_incref(caps) : json_object();
+	s->client_caps =
+		json_is_object(caps) ? json_incref(caps) : json_object();
 	json_t *info = json_object_get(init_params, "clientInfo");
-	s->client_info = json_is_object(info) ? json_incref(info) : json_object();
+	s->client_info =
+		json_is_object(info) ? json_incref(info) : json_object();
 	/* Servers may ask for roots (the runtime can always answer), and for
 	 * sampling and elicitation only when this client can. */
 	json_t *adv = json_pack("{s:{s:b}}", "roots", "listChanged", 1);
@@ -115,8 +117,7 @@ uint64_t session_last_seen(const struct session *s)
 	return s->last_seen_ms;
 }
 
-void session_scope_ctx(const struct session *s,
-			      struct pool_scope_ctx *sc)
+void session_scope_ctx(const struct session *s, struct pool_scope_ctx *sc)
 {
 	sc->session_id = s->id;
 	sc->space = s->space;
@@ -178,10 +179,11 @@ bool session_reconfigure(struct session *s)
 	json_t *before = json_array();
 	for (size_t i = 0; s->keys && i < s->nsrv; i++)
 		json_array_append_new(
-			before, json_pack("{s:s,s:s,s:s}", "key", s->keys[i],
-					  "exposure",
-					  config_exposure_name(s->srv[i]->exposure),
-					  "prefix", s->srv[i]->prefix));
+			before,
+			json_pack("{s:s,s:s,s:s}", "key", s->keys[i],
+				  "exposure",
+				  config_exposure_name(s->srv[i]->exposure),
+				  "prefix", s->srv[i]->prefix));
 	session_keys_free(s);
 	config_free(s->space_cfg);
 	s->space_cfg = NULL;
@@ -198,9 +200,10 @@ bool session_reconfigure(struct session *s)
 				for (size_t i = 0; i < s->space_cfg->nservers;
 				     i++)
 					if (s->space_cfg->servers[i].error)
-						log_warn("%s", s->space_cfg
-								       ->servers[i]
-								       .error);
+						log_warn(
+							"%s",
+							s->space_cfg->servers[i]
+								.error);
 			}
 		}
 		free(file);
@@ -213,9 +216,9 @@ bool session_reconfigure(struct session *s)
 	 * space's own servers in its order. */
 	for (size_t i = 0; i < g->nservers; i++) {
 		const struct server_config *o =
-			s->space_cfg ? config_find(s->space_cfg,
-						   g->servers[i].name)
-				     : NULL;
+			s->space_cfg
+				? config_find(s->space_cfg, g->servers[i].name)
+				: NULL;
 		s->srv[s->nsrv++] = o ? o : &g->servers[i];
 	}
 	for (size_t i = 0; i < extra; i++)
@@ -230,10 +233,11 @@ bool session_reconfigure(struct session *s)
 	for (size_t i = 0; i < s->nsrv; i++) {
 		s->keys[i] = pool_instance_key(s->srv[i], &sc, NULL);
 		json_array_append_new(
-			after, json_pack("{s:s,s:s,s:s}", "key", s->keys[i],
-					 "exposure",
-					 config_exposure_name(s->srv[i]->exposure),
-					 "prefix", s->srv[i]->prefix));
+			after,
+			json_pack("{s:s,s:s,s:s}", "key", s->keys[i],
+				  "exposure",
+				  config_exposure_name(s->srv[i]->exposure),
+				  "prefix", s->srv[i]->prefix));
 	}
 	bool changed = !json_equal(before, after);
 	json_decref(before);
@@ -261,7 +265,7 @@ void session_reply(struct exchange *ex, json_t *id, json_t *result)
 }
 
 void session_reply_error(struct exchange *ex, json_t *id, int code,
-				const char *message, json_t *data)
+			 const char *message, json_t *data)
 {
 	json_t *msg = jr_error(id, code, message, data);
 	exchange_send(ex, msg);
@@ -386,8 +390,8 @@ void session_handle(struct session *s, json_t *msg, struct exchange *ex)
 	} else if (strcmp(method, "resources/read") == 0 ||
 		   strcmp(method, "resources/subscribe") == 0 ||
 		   strcmp(method, "resources/unsubscribe") == 0) {
-		session_route_request(s, id, method, params,
-				      INSTANCE_RESOURCES, ex);
+		session_route_request(s, id, method, params, INSTANCE_RESOURCES,
+				      ex);
 	} else if (strcmp(method, "completion/complete") == 0) {
 		session_complete(s, id, params, ex);
 	} else if (strcmp(method, "logging/setLevel") == 0) {
@@ -430,17 +434,17 @@ void session_forward_server_request(struct session *s, struct instance *inst,
 	if (cause)
 		cause->asked++;
 	struct upstream_req *u = xcalloc(1, sizeof *u);
-	u->client_id = xasprintf("mcpv-%llu",
-				 (unsigned long long)s->next_seq++);
+	u->client_id =
+		xasprintf("mcpv-%llu", (unsigned long long)s->next_seq++);
 	u->inst_key = xstrdup(instance_key(inst));
 	u->server_id = json_incref(jr_id(msg));
 	u->next = s->upstream;
 	s->upstream = u;
 	json_t *out = json_deep_copy(msg);
 	json_object_set_new(out, "id", json_string(u->client_id));
-	u->ex = cause ? cause->ex : (s->stream && exchange_attached(s->stream)
-					     ? s->stream
-					     : NULL);
+	u->ex = cause ? cause->ex
+		      : (s->stream && exchange_attached(s->stream) ? s->stream
+								   : NULL);
 	if (u->ex) {
 		exchange_ref(u->ex);
 		exchange_send(u->ex, out);
@@ -510,4 +514,3 @@ static void session_destroy(struct session *s)
 	free(s->protocol_version);
 	free(s);
 }
-

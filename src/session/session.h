@@ -121,13 +121,13 @@ bool session_route_server_cancel(struct session *s, struct instance *inst,
 struct buf;
 /* Appends a description of this session's calls in flight on server name
  * ("demo__sleep (session ab12cd34, 2.1 s)"; ", "-separated) to b. */
-void session_describe_calls(struct session *s, const char *name,
-			    struct buf *b);
+void session_describe_calls(struct session *s, const char *name, struct buf *b);
 /* The session's servers changed: the client is told that every list it
  * has seen changed (servers added by a reload have no lists to compare
  * yet). */
 void session_lists_reset(struct session *s);
-/* inst's lists changed (NULL: maybe any): tell the client if what it sees changed. */
+/* inst's lists changed (NULL: maybe any): tell the client if what it sees
+ * changed. */
 void session_lists_changed(struct session *s, struct instance *inst);
 
 #endif

@@ -26,14 +26,14 @@ struct call {
 	struct exchange *ex; /* reference */
 	json_t *client_id;
 	char *method;
-	json_t *params; /* to send, until the instance is ready */
+	json_t *params;	   /* to send, until the instance is ready */
 	char *params_text; /* or the same as JSON text (the text path) */
 	size_t params_len;
 	struct instance *inst;
-	int64_t server_id; /* 0 until sent */
+	int64_t server_id;	/* 0 until sent */
 	json_t *progress_token; /* the client's, or NULL */
 	uint64_t seq;
-	uint64_t order;	 /* across all sessions: which call came first */
+	uint64_t order; /* across all sessions: which call came first */
 	unsigned asked; /* requests of the server routed to this call */
 	uint64_t started_ms;
 	char *label; /* the name the client used, for status and refusals */
@@ -99,7 +99,6 @@ struct session {
 	 * its view really changed. */
 	json_t *seen[INSTANCE_NLISTS];
 };
-
 
 /* The servers of a session, as it resolves them, with their instances
  * and router views, in config order. */

@@ -33,9 +33,8 @@ static void session_ring_drop_oldest(struct session *s)
 static const char *session_ring_push(struct session *s, uint64_t stream,
 				     char *data, size_t len, uint64_t *id)
 {
-	while (s->ring_count > 0 &&
-	       (s->ring_count == SESSION_RING_EVENTS ||
-		s->ring_bytes + len > SESSION_RING_BYTES))
+	while (s->ring_count > 0 && (s->ring_count == SESSION_RING_EVENTS ||
+				     s->ring_bytes + len > SESSION_RING_BYTES))
 		session_ring_drop_oldest(s);
 	if (s->ring == NULL)
 		s->ring = xcalloc(SESSION_RING_EVENTS, sizeof *s->ring);
@@ -53,8 +52,7 @@ static const char *session_ring_push(struct session *s, uint64_t stream,
 
 /* The stream's record; the newest streams come first, and the one being
  * written is nearly always the newest. */
-static struct stream_rec *session_stream_by_no(struct session *s,
-					       uint64_t no)
+static struct stream_rec *session_stream_by_no(struct session *s, uint64_t no)
 {
 	for (struct stream_rec *r = s->streams; r; r = r->next)
 		if (r->no == no)
@@ -62,9 +60,8 @@ static struct stream_rec *session_stream_by_no(struct session *s,
 	return NULL;
 }
 
-static const char *session_record_cb(void *rctx, uint64_t stream,
-				     json_t *msg, char *text, size_t *len,
-				     char *id)
+static const char *session_record_cb(void *rctx, uint64_t stream, json_t *msg,
+				     char *text, size_t *len, char *id)
 {
 	struct session *s = rctx;
 	char *data = text;
@@ -95,7 +92,6 @@ static bool session_stream_in_ring(struct session *s, struct stream_rec *r)
 	return s->ring_count > 0 && r->last_id >= s->ring[s->ring_head].id;
 }
 
-
 /* Forgets streams nobody can resume any more: ended and out of the
  * ring, or too many. */
 void session_streams_prune(struct session *s)
@@ -107,8 +103,7 @@ void session_streams_prune(struct session *s)
 			    exchange_finished(r->ex);
 		bool gone = (exchange_finished(r->ex) ||
 			     !exchange_attached(r->ex)) &&
-			    r->parked_ms == 0 &&
-			    !session_stream_in_ring(s, r);
+			    r->parked_ms == 0 && !session_stream_in_ring(s, r);
 		if (over || gone) {
 			*pp = r->next;
 			s->nstreams--;
@@ -185,8 +180,9 @@ int session_stream_resume(struct session *s, const char *last_event_id,
 			continue;
 		char id[24];
 		snprintf(id, sizeof id, "%llu", (unsigned long long)ev->id);
-		json_array_append_new(out, json_pack("{s:s,s:s%}", "id", id,
-						     "data", ev->data, ev->len));
+		json_array_append_new(out,
+				      json_pack("{s:s,s:s%}", "id", id, "data",
+						ev->data, ev->len));
 	}
 	*events = out;
 	*ex = NULL;
@@ -236,14 +232,14 @@ void session_notify(struct session *s, json_t *msg)
 void session_sweep(struct session *s, uint64_t now_ms)
 {
 	for (struct stream_rec *r = s->streams; r; r = r->next) {
-		if (r->parked_ms == 0 || now_ms - r->parked_ms < SESSION_PARK_MS)
+		if (r->parked_ms == 0 ||
+		    now_ms - r->parked_ms < SESSION_PARK_MS)
 			continue;
 		r->parked_ms = 0;
 		session_exchange_gone(s, r->ex);
 	}
 	session_streams_prune(s);
 }
-
 
 void session_streams_destroy(struct session *s)
 {

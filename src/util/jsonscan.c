@@ -230,7 +230,8 @@ bool jsonscan_int(const char *text, const struct jsonscan_span *span,
 	memcpy(buf, text + span->off, span->len);
 	buf[span->len] = '\0';
 	for (size_t i = 0; i < span->len; i++)
-		if (!(buf[i] == '-' && i == 0) && (buf[i] < '0' || buf[i] > '9'))
+		if (!(buf[i] == '-' && i == 0) &&
+		    (buf[i] < '0' || buf[i] > '9'))
 			return false;
 	char *end;
 	errno = 0;

@@ -35,8 +35,8 @@ void paths_resolve(struct paths *p, const char *home)
 		if (rt && rt[0] == '/')
 			p->runtime_dir = xasprintf("%s/mcpvisor", rt);
 		else
-			p->runtime_dir =
-				xasprintf("/tmp/mcpvisor-%u", (unsigned)getuid());
+			p->runtime_dir = xasprintf("/tmp/mcpvisor-%u",
+						   (unsigned)getuid());
 		p->config_file = paths_xdg("XDG_CONFIG_HOME", ".config");
 		char *dir = p->config_file;
 		p->config_file = xasprintf("%s/mcp.json", dir);

@@ -13,8 +13,8 @@ static uint64_t fake_clock(void)
 
 Test(backoff, sequence_doubles_to_the_cap)
 {
-	const uint64_t want[] = {0, 1000, 2000, 4000, 8000, 16000, 30000,
-				 30000, 30000};
+	const uint64_t want[] = {0,	1000,  2000,  4000, 8000,
+				 16000, 30000, 30000, 30000};
 	for (unsigned i = 0; i < sizeof want / sizeof want[0]; i++)
 		cr_assert_eq(backoff_delay_ms(i), want[i], "after %u", i);
 	cr_assert_eq(backoff_delay_ms(1000), 30000);

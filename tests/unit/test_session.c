@@ -51,9 +51,9 @@ static void setup(void)
 				   "2025-06-18", "capabilities", "clientInfo",
 				   "name", "t", "version", "1");
 	json_t *result = hub_initialize(hub, params, NULL, &sess);
-	cr_assert_str_eq(json_string_value(
-				 json_object_get(result, "protocolVersion")),
-			 "2025-06-18");
+	cr_assert_str_eq(
+		json_string_value(json_object_get(result, "protocolVersion")),
+		"2025-06-18");
 	json_decref(result);
 	json_decref(params);
 }
@@ -101,7 +101,8 @@ TestSuite(session, .init = setup, .fini = teardown);
 
 Test(session, ping_is_answered_by_the_runtime)
 {
-	json_t *a = ask("{\"jsonrpc\":\"2.0\",\"id\":\"p\",\"method\":\"ping\"}");
+	json_t *a =
+		ask("{\"jsonrpc\":\"2.0\",\"id\":\"p\",\"method\":\"ping\"}");
 	cr_assert(json_is_object(json_object_get(a, "result")));
 	cr_assert_str_eq(json_string_value(json_object_get(a, "id")), "p");
 	json_decref(a);
@@ -130,8 +131,9 @@ Test(session, wrong_params_types)
 	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/"
 		     "read\",\"params\":{\"uri\":{}}}",
 		     JR_INVALID_PARAMS, "uri");
-	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/get\"}",
-		     JR_INVALID_PARAMS, "name");
+	expect_error(
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/get\"}",
+		JR_INVALID_PARAMS, "name");
 }
 
 Test(session, bad_cursor)
@@ -187,8 +189,8 @@ Test(session, second_initialize_is_refused)
 
 Test(session, empty_lists_with_no_servers)
 {
-	const char *methods[] = {"tools/list", "prompts/list",
-				 "resources/list", "resources/templates/list"};
+	const char *methods[] = {"tools/list", "prompts/list", "resources/list",
+				 "resources/templates/list"};
 	const char *keys[] = {"tools", "prompts", "resources",
 			      "resourceTemplates"};
 	for (int i = 0; i < 4; i++) {
@@ -225,7 +227,8 @@ Test(session, invalid_message_gets_invalid_request)
 Test(session, notifications_and_stray_responses_need_no_answer)
 {
 	const char *texts[] = {
-		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+		"initialized\"}",
 		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
 		"\"params\":{\"requestId\":99}}",
 		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/unknown\"}",
