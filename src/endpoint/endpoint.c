@@ -257,12 +257,16 @@ void ep_sse_start(struct conn *c)
 	c->sse_started = true;
 	struct buf b;
 	buf_init(&b);
-	char *extra = c->session_id ? xasprintf("Transfer-Encoding: chunked\r\n"
-						"Mcp-Session-Id: %s\r\n",
-						c->session_id)
-				    : xstrdup("Transfer-Encoding: chunked\r\n");
-	httpresp_head(&b, 200, "text/event-stream", -1, true, extra);
-	free(extra);
+	struct buf extra;
+	buf_init(&extra);
+	buf_puts(&extra, "Transfer-Encoding: chunked\r\n");
+	if (c->session_id) {
+		buf_puts(&extra, "Mcp-Session-Id: ");
+		buf_puts(&extra, c->session_id);
+		buf_puts(&extra, "\r\n");
+	}
+	httpresp_head(&b, 200, "text/event-stream", -1, true, extra.data);
+	buf_free(&extra);
 	ep_write_buf(c, &b);
 	buf_free(&b);
 	if (c->prime_pending) {

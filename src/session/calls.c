@@ -87,16 +87,22 @@ static void session_call_text_cb(void *arg, const char *msg, size_t off,
 		session_call_unref(c);
 		return;
 	}
-	char *id = json_dumps(c->client_id, JSON_ENCODE_ANY | JSON_COMPACT);
 	struct buf b;
 	buf_init(&b);
 	buf_reserve(&b, len + 64);
 	buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
-	buf_puts(&b, id);
+	json_int_t iv = json_integer_value(c->client_id);
+	if (json_is_integer(c->client_id) && iv >= 0) {
+		buf_put_u64(&b, (unsigned long long)iv);
+	} else {
+		char *id = json_dumps(c->client_id,
+				      JSON_ENCODE_ANY | JSON_COMPACT);
+		buf_puts(&b, id);
+		free(id);
+	}
 	buf_puts(&b, ",\"result\":");
 	buf_append(&b, msg + off, len);
 	buf_puts(&b, "}");
-	free(id);
 	size_t n = b.len;
 	exchange_send_text(c->ex, buf_steal(&b), n, true);
 	session_call_finish(c);

@@ -367,9 +367,15 @@ export async function withRuntime(t, servers, opts, body) {
 	});
 	abandoned.catch(() => {});
 	let failure = null;
+	// What an abandoned body does later must not surface as an
+	// unhandled rejection in another test.
+	const settle = (p) => {
+		p.catch(() => {});
+		return Promise.race([p, abandoned]);
+	};
 	try {
-		await Promise.race([rt.start(opts), abandoned]);
-		await Promise.race([body(rt), abandoned]);
+		await settle(rt.start(opts));
+		await settle(body(rt));
 	} catch (e) {
 		failure = e;
 	}
@@ -379,10 +385,12 @@ export async function withRuntime(t, servers, opts, body) {
 	} catch (e) {
 		problems = [`stop: ${e.message}`];
 	}
-	if (!failure && problems.length === 0) {
+	// The failure carries the runtime's stderr; MCPVISOR_E2E_KEEP=1 keeps
+	// the home (config, state, cache) to look at.
+	if (!(process.env.MCPVISOR_E2E_KEEP && (failure || problems.length)))
 		await fsp.rm(home, { recursive: true, force: true });
+	if (!failure && problems.length === 0)
 		return;
-	}
 	const tail = rt.stderr().split('\n').slice(-40).join('\n');
 	let msg = failure ? failure.message : problems.join('; ');
 	if (failure && problems.length)
