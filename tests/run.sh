@@ -51,6 +51,9 @@ run_e2e() {
 		>"$log" 2>&1
 	p=$(grep -E '^# pass ' "$log" | tail -n 1 | awk '{print $3}')
 	f=$(grep -E '^# fail ' "$log" | tail -n 1 | awk '{print $3}')
+	# A test that timed out is counted as cancelled, not failed.
+	cx=$(grep -E '^# cancelled ' "$log" | tail -n 1 | awk '{print $3}')
+	f=$((${f:-0} + ${cx:-0}))
 	if [ -z "$p" ]; then
 		tail -n 30 "$log"
 		add e2e 0 1
