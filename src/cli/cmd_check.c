@@ -82,10 +82,18 @@ int cmd_check(int argc, char **argv)
 		json_decref(servers);
 		for (size_t i = 0; i < cfg->nwarnings; i++)
 			fprintf(stderr, "warning: %s\n", cfg->warnings[i]);
-		for (size_t i = 0; i < cfg->nservers; i++)
-			if (cfg->servers[i].error)
-				fprintf(stderr, "error: %s\n",
-					cfg->servers[i].error);
+		for (size_t i = 0; i < cfg->nservers; i++) {
+			const struct server_config *sv = &cfg->servers[i];
+			if (sv->error)
+				fprintf(stderr, "error: %s\n", sv->error);
+			else if (sv->kind != SERVER_STDIO)
+				fprintf(stderr,
+					"note: server \"%s\" is reached by "
+					"url: "
+					"it is valid, but mcpvisor does not "
+					"serve url servers yet (only stdio)\n",
+					sv->name);
+		}
 		printf("%s: %zu server(s), %d with errors\n", file,
 		       cfg->nservers, bad);
 	}

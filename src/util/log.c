@@ -42,7 +42,10 @@ void log_msg(enum log_level level, const char *func, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "%s.%03ld mcpvisor %s %s: %s\n", stamp,
-		ts.tv_nsec / 1000000, tags[level],
-		level == LOG_DEBUG ? func : "", line);
+	if (level == LOG_DEBUG)
+		fprintf(stderr, "%s.%03ld mcpvisor debug %s: %s\n", stamp,
+			ts.tv_nsec / 1000000, func, line);
+	else
+		fprintf(stderr, "%s.%03ld mcpvisor %s: %s\n", stamp,
+			ts.tv_nsec / 1000000, tags[level], line);
 }
