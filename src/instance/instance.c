@@ -22,6 +22,7 @@
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/random.h"
 #include "util/xmalloc.h"
 
 const char *const instance_list_methods[INSTANCE_NLISTS] = {
@@ -335,19 +336,6 @@ static const struct stdio_conn_cbs instance_conn_cbs = {
 	.on_closed = instance_closed_cb,
 };
 
-static void instance_new_token(char out[JOURNAL_TOKEN_LEN + 1])
-{
-	unsigned char raw[JOURNAL_TOKEN_LEN / 2];
-	size_t got = 0;
-	while (got < sizeof raw) {
-		ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
-		if (n > 0)
-			got += (size_t)n;
-	}
-	for (size_t i = 0; i < sizeof raw; i++)
-		snprintf(out + 2 * i, 3, "%02x", raw[i]);
-}
-
 void instance_start(struct instance *inst)
 {
 	inst->started_ms = clock_now_ms();
@@ -366,7 +354,7 @@ void instance_start(struct instance *inst)
 	};
 	struct instance_link *link = xcalloc(1, sizeof *link);
 	link->inst = inst;
-	instance_new_token(link->token);
+	random_hex(link->token, JOURNAL_TOKEN_LEN / 2);
 	free(inst->envp[inst->owner_slot]);
 	inst->envp[inst->owner_slot] =
 		xasprintf("%s=%s", JOURNAL_OWNER_ENV, link->token);

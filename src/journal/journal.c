@@ -23,6 +23,7 @@
 
 #include "util/fsutil.h"
 #include "util/log.h"
+#include "util/random.h"
 #include "util/xmalloc.h"
 
 #define JOURNAL_FORMAT 1
@@ -302,25 +303,7 @@ void journal_free(struct journal *j)
 
 void journal_new_token(char out[JOURNAL_TOKEN_LEN + 1])
 {
-	static const char hex[] = "0123456789abcdef";
-	unsigned char raw[JOURNAL_TOKEN_LEN / 2];
-	size_t got = 0;
-	while (got < sizeof raw) {
-		ssize_t r = getrandom(raw + got, sizeof raw - got, 0);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			/* A guessable token could let us kill a stranger. */
-			log_error("getrandom: %s", strerror(errno));
-			abort();
-		}
-		got += (size_t)r;
-	}
-	for (size_t i = 0; i < sizeof raw; i++) {
-		out[2 * i] = hex[raw[i] >> 4];
-		out[2 * i + 1] = hex[raw[i] & 0xf];
-	}
-	out[JOURNAL_TOKEN_LEN] = '\0';
+	random_hex(out, JOURNAL_TOKEN_LEN / 2);
 }
 
 int journal_add(struct journal *j, pid_t pid, pid_t pgid, uint64_t start_time,

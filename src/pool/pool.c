@@ -14,6 +14,7 @@
 #include "toolcache/toolcache.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/random.h"
 #include "util/xmalloc.h"
 
 struct pool_entry {
@@ -303,15 +304,7 @@ struct pool *pool_new(uv_loop_t *loop, const struct instance_cbs *cbs,
 		snprintf(pool->salt, sizeof pool->salt, "%s",
 			 toolcache_salt(cache));
 	} else {
-		unsigned char raw[32];
-		size_t got = 0;
-		while (got < sizeof raw) {
-			ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
-			if (n > 0)
-				got += (size_t)n;
-		}
-		for (size_t i = 0; i < sizeof raw; i++)
-			snprintf(pool->salt + 2 * i, 3, "%02x", raw[i]);
+		random_hex(pool->salt, 32);
 	}
 	return pool;
 }

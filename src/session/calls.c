@@ -531,38 +531,31 @@ void session_call_deferred(struct session *s, json_t *id, json_t *params,
 	session_route(s, rr);
 }
 
-/* completion/complete names a prompt or a resource template. */
+/* completion/complete names a prompt or a resource template: routed by
+ * that name or uri, which session_route then puts back into ref. */
 void session_complete(struct session *s, json_t *id, json_t *params,
 		      struct exchange *ex)
 {
 	json_t *ref = json_object_get(params, "ref");
 	const char *type = json_string_value(json_object_get(ref, "type"));
-	if (type && strcmp(type, "ref/prompt") == 0 &&
-	    json_is_string(json_object_get(ref, "name"))) {
-		/* Route by the prompt's name, then put the ref back. */
-		json_t *p = json_deep_copy(params);
-		json_object_set(p, "name", json_object_get(ref, "name"));
-		struct route_req *rr = xcalloc(1, sizeof *rr);
-		rr->ex = ex;
-		exchange_ref(ex);
-		rr->id = json_incref(id);
-		rr->method = xstrdup("completion/complete");
-		rr->params = p;
-		rr->which = INSTANCE_PROMPTS;
-		session_route(s, rr);
-		return;
+	const char *key = NULL;
+	enum instance_list which = INSTANCE_PROMPTS;
+	if (type && strcmp(type, "ref/prompt") == 0) {
+		key = "name";
+	} else if (type && strcmp(type, "ref/resource") == 0) {
+		key = "uri";
+		which = INSTANCE_RESOURCES;
 	}
-	if (type && strcmp(type, "ref/resource") == 0 &&
-	    json_is_string(json_object_get(ref, "uri"))) {
+	if (key && json_is_string(json_object_get(ref, key))) {
 		json_t *p = json_deep_copy(params);
-		json_object_set(p, "uri", json_object_get(ref, "uri"));
+		json_object_set(p, key, json_object_get(ref, key));
 		struct route_req *rr = xcalloc(1, sizeof *rr);
 		rr->ex = ex;
 		exchange_ref(ex);
 		rr->id = json_incref(id);
 		rr->method = xstrdup("completion/complete");
 		rr->params = p;
-		rr->which = INSTANCE_RESOURCES;
+		rr->which = which;
 		session_route(s, rr);
 		return;
 	}

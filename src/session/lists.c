@@ -338,42 +338,39 @@ void session_list(struct session *s, json_t *id, json_t *params,
 	session_gather(s, session_list_answer, lr);
 }
 
+/* Templates change with resources: one notification covers both. */
+static const char *const session_list_notes[INSTANCE_NLISTS] = {
+	"notifications/tools/list_changed",
+	"notifications/prompts/list_changed",
+	"notifications/resources/list_changed", NULL};
+
+/* Tells the client list w changed; it lists again, and until then no
+ * further notice is repeated. */
+static void session_list_tell(struct session *s, int w)
+{
+	json_decref(s->seen[w]);
+	s->seen[w] = NULL;
+	json_t *msg = jr_notification(session_list_notes[w], NULL);
+	session_notify(s, msg);
+	json_decref(msg);
+}
+
 void session_lists_reset(struct session *s)
 {
-	static const char *const notes[INSTANCE_NLISTS] = {
-		"notifications/tools/list_changed",
-		"notifications/prompts/list_changed",
-		"notifications/resources/list_changed", NULL};
-	for (int w = 0; w < INSTANCE_NLISTS; w++) {
-		if (s->seen[w] == NULL || notes[w] == NULL)
-			continue;
-		json_decref(s->seen[w]);
-		s->seen[w] = NULL;
-		json_t *msg = jr_notification(notes[w], NULL);
-		session_notify(s, msg);
-		json_decref(msg);
-	}
+	for (int w = 0; w < INSTANCE_NLISTS; w++)
+		if (s->seen[w] && session_list_notes[w])
+			session_list_tell(s, w);
 }
 
 void session_lists_changed(struct session *s, struct instance *inst)
 {
-	static const char *const notes[INSTANCE_NLISTS] = {
-		"notifications/tools/list_changed",
-		"notifications/prompts/list_changed",
-		"notifications/resources/list_changed", NULL};
 	for (int w = 0; w < INSTANCE_NLISTS; w++) {
-		if (s->seen[w] == NULL || notes[w] == NULL)
+		if (s->seen[w] == NULL || session_list_notes[w] == NULL)
 			continue;
 		json_t *now = session_aggregate(s, (enum instance_list)w);
 		bool same = json_equal(now, s->seen[w]);
 		json_decref(now);
-		if (same)
-			continue;
-		/* The client will list again; until then, do not repeat. */
-		json_decref(s->seen[w]);
-		s->seen[w] = NULL;
-		json_t *msg = jr_notification(notes[w], NULL);
-		session_notify(s, msg);
-		json_decref(msg);
+		if (!same)
+			session_list_tell(s, w);
 	}
 }

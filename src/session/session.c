@@ -22,27 +22,15 @@
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/random.h"
 #include "util/xmalloc.h"
-
-static void session_random_id(char out[SESSION_ID_LEN + 1])
-{
-	unsigned char raw[SESSION_ID_LEN / 2];
-	size_t got = 0;
-	while (got < sizeof raw) {
-		ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
-		if (n > 0)
-			got += (size_t)n;
-	}
-	for (size_t i = 0; i < sizeof raw; i++)
-		snprintf(out + 2 * i, 3, "%02x", raw[i]);
-}
 
 struct session *session_new(struct hub *hub, const char *space,
 			    json_t *init_params)
 {
 	struct session *s = xcalloc(1, sizeof *s);
 	s->hub = hub;
-	session_random_id(s->id);
+	random_hex(s->id, SESSION_ID_LEN / 2);
 	s->space = space ? xstrdup(space) : NULL;
 	const char *req = json_string_value(
 		json_object_get(init_params, "protocolVersion"));

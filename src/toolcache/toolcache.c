@@ -18,6 +18,7 @@
 #include "util/buf.h"
 #include "util/fsutil.h"
 #include "util/log.h"
+#include "util/random.h"
 #include "util/sha256.h"
 #include "util/xmalloc.h"
 
@@ -71,23 +72,7 @@ static bool toolcache_salt_ok(const char *s, size_t len)
 
 static int toolcache_salt_make(const char *path, char out[65])
 {
-	static const char digits[] = "0123456789abcdef";
-	unsigned char raw[TOOLCACHE_SALT_RANDOM];
-	size_t got = 0;
-	while (got < sizeof raw) {
-		ssize_t r = getrandom(raw + got, sizeof raw - got, 0);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		got += (size_t)r;
-	}
-	for (size_t i = 0; i < sizeof raw; i++) {
-		out[2 * i] = digits[raw[i] >> 4];
-		out[2 * i + 1] = digits[raw[i] & 0xf];
-	}
-	out[TOOLCACHE_SALT_LEN] = '\0';
+	random_hex(out, TOOLCACHE_SALT_RANDOM);
 	return fsutil_write_atomic(path, out, TOOLCACHE_SALT_LEN, 0600);
 }
 
