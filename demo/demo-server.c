@@ -1079,12 +1079,22 @@ static void demo_m_ping(json_t *id, json_t *params)
 	demo_reply(id, json_object());
 }
 
+/* A method no MCP revision has, for the runtime's pass-through: answers
+ * with the params it got and this server's name. */
+static void demo_m_x_echo(json_t *id, json_t *params)
+{
+	demo_reply(id, json_pack("{s:O,s:s}", "params",
+				 params ? params : json_null(), "server",
+				 demo.o.name));
+}
+
 static const struct {
 	const char *method;
 	void (*fn)(json_t *id, json_t *params);
 } demo_methods[] = {
 	{"initialize", demo_m_initialize},
 	{"ping", demo_m_ping},
+	{"x-demo/echo", demo_m_x_echo},
 	{"tools/list", demo_m_tools_list},
 	{"tools/call", demo_tools_call},
 	{"prompts/list", demo_m_prompts_list},

@@ -325,7 +325,8 @@ struct route_req {
 	json_t *params;
 	enum instance_list which;
 	bool gathered;
-	bool deferred; /* through SESSION_CALL_TOOL: deferred servers only */
+	bool deferred;	  /* through SESSION_CALL_TOOL: deferred servers only */
+	bool passthrough; /* a method the runtime does not know */
 };
 
 static void session_route_free(struct route_req *rr)
@@ -415,7 +416,13 @@ static void session_route(struct session *s, void *arg)
 		}
 		const char *asked =
 			json_string_value(json_object_get(rr->params, key));
-		if (rr->which == INSTANCE_RESOURCES) {
+		if (rr->passthrough) {
+			char *msg =
+				xasprintf("Method not found: %s", rr->method);
+			session_reply_error(rr->ex, rr->id, JR_METHOD_NOT_FOUND,
+					    msg, NULL);
+			free(msg);
+		} else if (rr->which == INSTANCE_RESOURCES) {
 			char *msg = xasprintf("Resource not found: %s", asked);
 			session_reply_error(rr->ex, rr->id,
 					    JR_RESOURCE_NOT_FOUND, msg,
@@ -496,6 +503,31 @@ void session_route_request(struct session *s, json_t *id, const char *method,
 	rr->params = json_incref(params);
 	rr->which = which;
 	session_route(s, rr);
+}
+
+bool session_pass_through(struct session *s, json_t *id, const char *method,
+			  json_t *params, struct exchange *ex)
+{
+	const char *key = NULL;
+	enum instance_list which = INSTANCE_TOOLS;
+	if (json_is_string(json_object_get(params, "name"))) {
+		key = "name";
+	} else if (json_is_string(json_object_get(params, "uri"))) {
+		key = "uri";
+		which = INSTANCE_RESOURCES;
+	}
+	if (key == NULL)
+		return false;
+	struct route_req *rr = xcalloc(1, sizeof *rr);
+	rr->ex = ex;
+	exchange_ref(ex);
+	rr->id = json_incref(id);
+	rr->method = xstrdup(method);
+	rr->params = json_incref(params);
+	rr->which = which;
+	rr->passthrough = true;
+	session_route(s, rr);
+	return true;
 }
 
 void session_call_deferred(struct session *s, json_t *id, json_t *params,

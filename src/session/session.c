@@ -384,7 +384,7 @@ void session_handle(struct session *s, json_t *msg, struct exchange *ex)
 		session_complete(s, id, params, ex);
 	} else if (strcmp(method, "logging/setLevel") == 0) {
 		session_set_level(s, id, params, ex);
-	} else {
+	} else if (!session_pass_through(s, id, method, params, ex)) {
 		char *m = xasprintf("Method not found: %s", method);
 		session_reply_error(ex, id, JR_METHOD_NOT_FOUND, m, NULL);
 		free(m);

@@ -153,6 +153,11 @@ void session_find_deferred(struct session *s, json_t *id, json_t *args,
 void session_route_request(struct session *s, json_t *id, const char *method,
 			   json_t *params, enum instance_list which,
 			   struct exchange *ex);
+/* A method the runtime does not know, sent on to the server that owns
+ * the tool, prompt or resource its params name (name or uri); false when
+ * they name none (then it is -32601). */
+bool session_pass_through(struct session *s, json_t *id, const char *method,
+			  json_t *params, struct exchange *ex);
 /* tools/call of a deferred tool through SESSION_CALL_TOOL. */
 void session_call_deferred(struct session *s, json_t *id, json_t *args,
 			   struct exchange *ex);

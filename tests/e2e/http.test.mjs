@@ -588,3 +588,31 @@ test('Unix socket: the same endpoint, private to the user', { timeout: 30_000 },
 		assert.ok(st2.sessions >= 1, JSON.stringify(st2.sessions));
 	});
 });
+
+test('HTTP: a method the runtime does not know reaches the server its params name', {
+	timeout: 30_000,
+}, async (t) => {
+	await withRuntime(
+		t,
+		{ demo: demo(['--name', 'first']), other: demo(['--name', 'second']) },
+		async (rt) => {
+			const c = await connect(rt);
+			await c.listAll();
+			// x-demo/echo is in no MCP revision: the runtime passes it to
+			// the server that owns the tool named, with the name that
+			// server knows.
+			const r = await c.result('x-demo/echo', {
+				name: 'other__echo',
+				extra: 7,
+			});
+			assert.equal(r.server, 'second');
+			assert.deepEqual(r.params, { name: 'echo', extra: 7 });
+			// Params that name nothing anyone owns: -32601.
+			const miss = await c.request('x-demo/echo', { name: 'ghost__x' });
+			assert.equal(miss.error?.code, -32601);
+			const bare = await c.request('x-demo/echo', {});
+			assert.equal(bare.error?.code, -32601);
+			await c.close();
+		},
+	);
+});

@@ -112,6 +112,14 @@ Test(session, unknown_method)
 {
 	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"nope/x\"}",
 		     JR_METHOD_NOT_FOUND, "nope/x");
+	/* Params that name nothing any server owns: still not found, not an
+	 * unknown-tool error. */
+	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tasks/x\","
+		     "\"params\":{\"name\":\"ghost__t\"}}",
+		     JR_METHOD_NOT_FOUND, "tasks/x");
+	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tasks/y\","
+		     "\"params\":{\"uri\":\"x://nothing\"}}",
+		     JR_METHOD_NOT_FOUND, "tasks/y");
 }
 
 Test(session, wrong_params_types)
