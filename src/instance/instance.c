@@ -598,11 +598,6 @@ bool instance_lists_known(const struct instance *inst)
 	return inst->lists_known;
 }
 
-bool instance_lists_cached(const struct instance *inst)
-{
-	return inst->lists_cached;
-}
-
 void instance_set_data(struct instance *inst, void *data)
 {
 	inst->data = data;

@@ -146,7 +146,6 @@ uint64_t instance_backoff_remaining_ms(const struct instance *inst);
 void instance_seed_lists(struct instance *inst, json_t *lists);
 /* The lists as {"tools":[...],...}, new reference. */
 json_t *instance_lists_json(const struct instance *inst);
-bool instance_lists_cached(const struct instance *inst);
 /* Whether the lists are known (from a start, or the cache) so listing
  * needs no start. */
 bool instance_lists_known(const struct instance *inst);

@@ -736,14 +736,6 @@ bool session_route_progress(struct session *s, json_t *msg)
 	return true;
 }
 
-bool session_has_call_on(struct session *s, struct instance *inst)
-{
-	for (struct call *c = s->calls.next; c != &s->calls; c = c->next)
-		if (c->inst == inst && c->server_id > 0)
-			return true;
-	return false;
-}
-
 struct call *session_newest_call_on(struct session *s, struct instance *inst)
 {
 	for (struct call *c = s->calls.prev; c != &s->calls; c = c->prev)

@@ -137,8 +137,3 @@ bool exchange_standing(const struct exchange *ex)
 {
 	return ex->standing;
 }
-
-unsigned exchange_expected(const struct exchange *ex)
-{
-	return ex->expected;
-}

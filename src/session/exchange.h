@@ -65,7 +65,5 @@ bool exchange_attached(const struct exchange *ex);
 /* Every expected response was sent (never true for a standing stream). */
 bool exchange_finished(const struct exchange *ex);
 bool exchange_standing(const struct exchange *ex);
-/* Responses still expected. */
-unsigned exchange_expected(const struct exchange *ex);
 
 #endif

@@ -433,13 +433,6 @@ size_t hub_session_count(const struct hub *hub)
 	return hub->nsessions;
 }
 
-void hub_foreach_session(struct hub *hub,
-			 void (*fn)(void *arg, struct session *s), void *arg)
-{
-	for (struct hub_entry *e = hub->sessions; e; e = e->next)
-		fn(arg, e->s);
-}
-
 struct hub_status_walk {
 	struct hub *hub;
 	const char *name;

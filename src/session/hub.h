@@ -65,8 +65,4 @@ size_t hub_session_count(const struct hub *hub);
 /* Status of every server and instance. */
 json_t *hub_status(struct hub *hub, bool verbose);
 
-/* Calls fn for every session. */
-void hub_foreach_session(struct hub *hub,
-			 void (*fn)(void *arg, struct session *s), void *arg);
-
 #endif

@@ -89,12 +89,6 @@ const char *session_protocol_version(const struct session *s)
 	return s->protocol_version;
 }
 
-void session_set_protocol_version(struct session *s, const char *v)
-{
-	free(s->protocol_version);
-	s->protocol_version = xstrdup(v);
-}
-
 bool session_client_has(const struct session *s, const char *cap)
 {
 	return json_object_get(s->client_caps, cap) != NULL;

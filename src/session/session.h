@@ -41,7 +41,6 @@ void session_free(struct session *s);
 const char *session_id(const struct session *s);
 const char *session_space(const struct session *s);
 const char *session_protocol_version(const struct session *s);
-void session_set_protocol_version(struct session *s, const char *v);
 /* Whether the client declared capability cap (sampling, roots...). */
 bool session_client_has(const struct session *s, const char *cap);
 uint64_t session_last_seen(const struct session *s);
@@ -98,7 +97,6 @@ bool session_uses(struct session *s, struct instance *inst);
 /* Server messages the hub routes here; msg borrowed. Return true when the
  * session took the message. */
 bool session_route_progress(struct session *s, json_t *msg);
-bool session_has_call_on(struct session *s, struct instance *inst);
 /* Over stdio a server's request carries no link to the call that caused
  * it: the likeliest cause is the call on inst asked least so far, then the
  * oldest (each call that asks its client once, in order, is matched
