@@ -367,9 +367,13 @@ static void cfg_free_server(struct server_config *s)
 {
 	free(s->name);
 	free(s->command);
-	for (size_t i = 0; i < s->nargs; i++)
+	for (size_t i = 0; i < s->nargs; i++) {
 		free(s->args[i]);
+		if (s->args_tpl)
+			free(s->args_tpl[i]);
+	}
 	free(s->args);
+	free(s->args_tpl);
 	cfg_free_kv(s->env, s->nenv);
 	free(s->cwd);
 	free(s->url);

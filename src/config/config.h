@@ -43,6 +43,10 @@ struct server_config {
 	char *command; /* resolved: relative paths with a '/' against the
 			  config file's folder */
 	char **args;
+	/* For each arg that came from ${VAR}: its template as written (the
+	 * value may be a secret, shown and stored only as the template or a
+	 * fingerprint); NULL for plain args. Same length as args. */
+	char **args_tpl;
 	size_t nargs;
 	struct config_kv *env;
 	size_t nenv;

@@ -56,11 +56,26 @@ static json_t *cfg_kv_json(const struct config_kv *kv, size_t n,
 	return o;
 }
 
-static json_t *cfg_args_json(const struct server_config *s)
+enum cfg_args_view { CFG_ARGS_PLAIN, CFG_ARGS_FINGERPRINT, CFG_ARGS_TEMPLATE };
+
+/* Args that came from ${VAR} may hold secrets: shown as their template,
+ * or as a fingerprint where they must still tell settings apart. */
+static json_t *cfg_args_json(const struct server_config *s,
+			     enum cfg_args_view view, const char *salt)
 {
 	json_t *a = json_array();
-	for (size_t i = 0; i < s->nargs; i++)
-		json_array_append_new(a, cfg_json_str(s->args[i]));
+	for (size_t i = 0; i < s->nargs; i++) {
+		const char *tpl = s->args_tpl ? s->args_tpl[i] : NULL;
+		if (tpl && view == CFG_ARGS_TEMPLATE) {
+			json_array_append_new(a, cfg_json_str(tpl));
+		} else if (tpl && view == CFG_ARGS_FINGERPRINT) {
+			char *fp = cfg_fingerprint(salt, "arg", s->args[i]);
+			json_array_append_new(a, json_string(fp));
+			free(fp);
+		} else {
+			json_array_append_new(a, cfg_json_str(s->args[i]));
+		}
+	}
 	return a;
 }
 
@@ -133,7 +148,11 @@ json_t *config_server_identity(const struct server_config *s, bool fingerprint,
 	json_t *o = json_object();
 	json_object_set_new(o, "kind", json_string(config_kind_name(s->kind)));
 	json_object_set_new(o, "command", cfg_json_str(s->command));
-	json_object_set_new(o, "args", cfg_args_json(s));
+	json_object_set_new(o, "args",
+			    cfg_args_json(s,
+					  fingerprint ? CFG_ARGS_FINGERPRINT
+						      : CFG_ARGS_PLAIN,
+					  salt));
 	enum cfg_kv_view view = fingerprint ? CFG_KV_FINGERPRINT : CFG_KV_PLAIN;
 	json_object_set_new(o, "env", cfg_kv_json(s->env, s->nenv, view, salt));
 	json_object_set_new(o, "cwd", cfg_json_str(s->cwd));
@@ -164,7 +183,8 @@ json_t *config_server_describe(const struct server_config *s)
 			    json_string(config_exposure_name(s->exposure)));
 	json_object_set_new(o, "prefix", cfg_json_str(s->prefix));
 	json_object_set_new(o, "command", cfg_json_str(s->command));
-	json_object_set_new(o, "args", cfg_args_json(s));
+	json_object_set_new(o, "args",
+			    cfg_args_json(s, CFG_ARGS_TEMPLATE, NULL));
 	json_object_set_new(o, "env",
 			    cfg_kv_json(s->env, s->nenv, CFG_KV_MASKED, NULL));
 	json_object_set_new(o, "cwd", cfg_json_str(s->cwd));

@@ -113,6 +113,7 @@ static void srv_parse_args(struct config_srv *c, const json_t *obj)
 	}
 	/* One spare NULL so the list can go to exec as it is. */
 	s->args = xcalloc(n + 1, sizeof *s->args);
+	s->args_tpl = xcalloc(n + 1, sizeof *s->args_tpl);
 	for (size_t i = 0; i < n; i++) {
 		json_t *v = json_array_get(a, i);
 		if (!json_is_string(v)) {
@@ -130,6 +131,8 @@ static void srv_parse_args(struct config_srv *c, const json_t *obj)
 			continue;
 		}
 		char *where = xasprintf("item %zu", i);
+		if (strstr(json_string_value(v), "${"))
+			s->args_tpl[s->nargs] = xstrdup(json_string_value(v));
 		config_srv_expand(c, "args", where, json_string_value(v),
 				  &s->args[s->nargs++]);
 		free(where);

@@ -1418,3 +1418,38 @@ Test(sha256, known_vectors)
 		sha256_free(c);
 	}
 }
+
+Test(config, args_from_variables_are_shown_as_templates)
+{
+	setenv("MCPV_T_ARGSECRET", "arg-secret-4242", 1);
+	const char *text =
+		"{\"mcpServers\":{\"s\":{\"command\":\"x\",\"args\":["
+		"\"--plain\",\"--token=${MCPV_T_ARGSECRET}\"]}}}";
+	struct config *cfg = config_parse(text, strlen(text), "/tmp/a.json");
+	const struct server_config *s = &cfg->servers[0];
+	cr_assert_null(s->error);
+	cr_assert_str_eq(s->args[1], "--token=arg-secret-4242",
+			 "the server gets the value");
+	json_t *d = config_server_describe(s);
+	char *dd = json_dumps(d, 0);
+	cr_assert_null(strstr(dd, "arg-secret-4242"), "%s", dd);
+	cr_assert_not_null(strstr(dd, "--token=${MCPV_T_ARGSECRET}"));
+	cr_assert_not_null(strstr(dd, "--plain"));
+	json_t *id = config_server_identity(s, true, "salt");
+	char *ii = json_dumps(id, 0);
+	cr_assert_null(strstr(ii, "arg-secret-4242"), "%s", ii);
+	cr_assert_not_null(strstr(ii, "fp:"));
+	/* Another value gives another fingerprint: settings still differ. */
+	setenv("MCPV_T_ARGSECRET", "other", 1);
+	struct config *cfg2 = config_parse(text, strlen(text), "/tmp/a.json");
+	json_t *id2 = config_server_identity(&cfg2->servers[0], true, "salt");
+	cr_assert(!json_equal(id, id2));
+	free(dd);
+	free(ii);
+	json_decref(d);
+	json_decref(id);
+	json_decref(id2);
+	config_free(cfg);
+	config_free(cfg2);
+	unsetenv("MCPV_T_ARGSECRET");
+}
