@@ -176,39 +176,28 @@ static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 		session_call_unref(c);
 		return;
 	}
+	int64_t id;
 	if (c->params_text) {
-		int64_t rid = instance_request_raw(
-			inst, c->method, c->params_text, c->params_len,
-			session_call_reply_cb, session_call_text_cb, c);
+		/* A call that came as text goes on as text. */
+		id = instance_request_raw(inst, c->method, c->params_text,
+					  c->params_len, session_call_reply_cb,
+					  session_call_text_cb, c);
 		free(c->params_text);
 		c->params_text = NULL;
-		if (rid < 0) {
-			session_reply_error(c->ex, c->client_id,
-					    JR_SERVER_UNAVAILABLE,
-					    "Server connection was lost before "
-					    "the request could be sent; it was "
-					    "not sent",
-					    NULL);
-			session_call_finish(c);
-			session_call_unref(c);
-			return;
+	} else {
+		json_t *params = c->params;
+		c->params = NULL;
+		if (c->progress_token) {
+			char *tok = session_call_token(c->session, c);
+			json_t *meta = json_object_get(params, "_meta");
+			json_object_set_new(meta, "progressToken",
+					    json_string(tok));
+			free(tok);
 		}
-		c->server_id = rid;
-		c->order = session_next_order();
-		return;
-	}
-	json_t *params = c->params;
-	c->params = NULL;
-	if (c->progress_token) {
-		char *tok = session_call_token(c->session, c);
-		json_t *meta = json_object_get(params, "_meta");
-		json_object_set_new(meta, "progressToken", json_string(tok));
-		free(tok);
-	}
-	/* The reply callback inherits this reference. */
-	int64_t id = instance_request_text(inst, c->method, params,
+		id = instance_request_text(inst, c->method, params,
 					   session_call_reply_cb,
 					   session_call_text_cb, c);
+	}
 	if (id < 0) {
 		session_reply_error(c->ex, c->client_id, JR_SERVER_UNAVAILABLE,
 				    "Server connection was lost before the "
@@ -218,6 +207,7 @@ static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 		session_call_unref(c);
 		return;
 	}
+	/* The reply callback inherits this reference. */
 	c->server_id = id;
 	c->order = session_next_order();
 }
