@@ -116,7 +116,10 @@ void session_streams_prune(struct session *s)
 
 uint64_t session_stream_open(struct session *s, struct exchange *ex)
 {
-	session_streams_prune(s);
+	/* Pruning walks every record: it runs when they reach twice the
+	 * bound and brings them back to it (the sweep prunes too). */
+	if (s->nstreams >= 2 * SESSION_MAX_STREAMS)
+		session_streams_prune(s);
 	struct stream_rec *r = xcalloc(1, sizeof *r);
 	r->no = ++s->next_stream;
 	r->ex = ex;
