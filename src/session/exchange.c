@@ -110,6 +110,14 @@ void exchange_skip(struct exchange *ex)
 	exchange_count_response(ex);
 }
 
+void exchange_end(struct exchange *ex)
+{
+	if (!ex->attached)
+		return;
+	ex->attached = false;
+	ex->ops->finish(ex->ctx);
+}
+
 void exchange_detach(struct exchange *ex)
 {
 	ex->attached = false;

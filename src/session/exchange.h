@@ -56,6 +56,9 @@ void exchange_send_text(struct exchange *ex, char *text, size_t len,
 			bool response);
 /* An expected response that will not come (its request was cancelled). */
 void exchange_skip(struct exchange *ex);
+/* Ends a standing stream from this side (its session ended, or a newer
+ * stream took its place): the HTTP answer is finished, then detached. */
+void exchange_end(struct exchange *ex);
 /* The HTTP side is gone (or done): nothing is delivered any more. */
 void exchange_detach(struct exchange *ex);
 /* A new HTTP side takes over a detached exchange (a resumed stream). */

@@ -207,8 +207,12 @@ int session_stream_resume(struct session *s, const char *last_event_id,
 void session_set_stream(struct session *s, struct exchange *ex)
 {
 	if (s->stream) {
-		exchange_detach(s->stream);
-		exchange_unref(s->stream);
+		/* The old stream's client is told it ended (it may come
+		 * back), rather than left waiting on a silent stream. */
+		struct exchange *old = s->stream;
+		s->stream = NULL;
+		exchange_end(old);
+		exchange_unref(old);
 	}
 	s->stream = ex;
 	if (ex)

@@ -616,3 +616,33 @@ test('HTTP: a method the runtime does not know reaches the server its params nam
 		},
 	);
 });
+
+// Reads a response body to its end, or fails after ms.
+async function readToEnd(res, ms) {
+	const timer = setTimeout(() => res.body.cancel('timeout'), ms);
+	try {
+		return await res.text();
+	} finally {
+		clearTimeout(timer);
+	}
+}
+
+test('HTTP: a GET stream ends when a newer one takes its place and when its session ends', {
+	timeout: 30_000,
+}, async (t) => {
+	await withRuntime(t, { demo: demo() }, async (rt) => {
+		const c = await connect(rt);
+		const ac = new AbortController();
+		const first = await openGet(rt, c, ac);
+		const firstDone = readToEnd(first, 5000);
+		const second = await openGet(rt, c, ac);
+		// The first stream is finished by the runtime, not left hanging.
+		const text = await firstDone;
+		assert.match(text, /^id: \d+\nretry: 1000\n/, 'it had its priming event');
+		const secondDone = readToEnd(second, 5000);
+		await c.close(); // DELETE
+		const rest = await secondDone;
+		assert.match(rest, /^id: \d+\nretry: 1000\n/);
+		ac.abort();
+	});
+});
