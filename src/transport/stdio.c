@@ -278,6 +278,25 @@ int stdio_conn_spawn(uv_loop_t *loop, const struct stdio_spawn_opts *opts,
 			  strerror(-err));
 		return err;
 	}
+	/* Plain pipes, not the socketpairs libuv makes for UV_CREATE_PIPE:
+	 * every message crosses this hop twice, and a pipe costs the kernel
+	 * less than a Unix socket. */
+	int fds[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}};
+	for (int i = 0; i < 3; i++) {
+		if (pipe2(fds[i], O_CLOEXEC) < 0) {
+			err = -errno;
+			for (int k = 0; k < i; k++) {
+				close(fds[k][0]);
+				close(fds[k][1]);
+			}
+			free(file);
+			return err;
+		}
+	}
+	/* Room for a server's burst (a large answer, a flood of stderr) so
+	 * it does not block before the loop reads; best effort. */
+	fcntl(fds[1][0], F_SETPIPE_SZ, STDIO_PIPE_BYTES);
+	fcntl(fds[2][0], F_SETPIPE_SZ, STDIO_PIPE_BYTES);
 	parent = xasprintf("%d", (int)getpid());
 	argv = stdio_build_argv(opts->command, file, parent, opts->args);
 
@@ -301,14 +320,14 @@ int stdio_conn_spawn(uv_loop_t *loop, const struct stdio_spawn_opts *opts,
 	c->ladder_timer.data = c->recheck_timer.data = c;
 	c->eof_timer.data = c->sigchld.data = c->proc.data = c;
 
-	uv_stdio_container_t stdio[3] = {
-		{.flags = UV_CREATE_PIPE | UV_READABLE_PIPE,
-		 .data.stream = (uv_stream_t *)&c->in},
-		{.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE,
-		 .data.stream = (uv_stream_t *)&c->out},
-		{.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE,
-		 .data.stream = (uv_stream_t *)&c->err},
-	};
+	/* The child's ends: stdin reads, stdout and stderr write. */
+	int child[3] = {fds[0][0], fds[1][1], fds[2][1]};
+	int mine[3] = {fds[0][1], fds[1][0], fds[2][0]};
+	uv_stdio_container_t stdio[3];
+	for (int i = 0; i < 3; i++) {
+		stdio[i].flags = UV_INHERIT_FD;
+		stdio[i].data.fd = child[i];
+	}
 	uv_process_options_t po = {
 		.exit_cb = stdio_exit_cb,
 		.file = stdio_exec_shim() ? stdio_exec_shim() : file,
@@ -321,6 +340,16 @@ int stdio_conn_spawn(uv_loop_t *loop, const struct stdio_spawn_opts *opts,
 		.stdio = stdio,
 	};
 	err = uv_spawn(loop, &c->proc, &po);
+	for (int i = 0; i < 3; i++)
+		close(child[i]);
+	if (err == 0) {
+		uv_pipe_open(&c->in, mine[0]);
+		uv_pipe_open(&c->out, mine[1]);
+		uv_pipe_open(&c->err, mine[2]);
+	} else {
+		for (int i = 0; i < 3; i++)
+			close(mine[i]);
+	}
 	if (err != 0) {
 		log_debug("cannot run %s: %s", file, uv_strerror(err));
 		goto fail;

@@ -6,6 +6,9 @@
 #ifndef MCPV_TRANSPORT_STDIO_INT_H
 #define MCPV_TRANSPORT_STDIO_INT_H
 
+/* The kernel buffer asked for on the server's stdout and stderr. */
+#define STDIO_PIPE_BYTES (1024 * 1024)
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
