@@ -211,8 +211,9 @@ void ep_conn_request_done(struct conn *c)
 	}
 	httpparse_next(c->hp);
 	c->state = CONN_READING;
-	/* An idle keep-alive connection holds no read buffer. */
-	if (c->in.len == 0)
+	/* A buffer that a large body grew is let go; a small one stays for
+	 * the next request (freeing it each time churns malloc). */
+	if (c->in.len == 0 && c->in.cap > EP_READ_KEEP)
 		buf_free(&c->in);
 	ep_conn_process(c);
 }

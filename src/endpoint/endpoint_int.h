@@ -18,7 +18,9 @@
 
 struct session;
 
-#define EP_READ_CHUNK 16384
+#define EP_READ_CHUNK 4096
+/* A read buffer grown past this by a large body is let go afterwards. */
+#define EP_READ_KEEP (64 * 1024)
 #define EP_MAX_BATCH 100
 #define EP_SSE_RETRY_MS 1000
 
