@@ -319,6 +319,21 @@ struct route_req {
 	bool passthrough; /* a method the runtime does not know */
 };
 
+/* A request to route by name or uri; takes params, refs ex and id. */
+static struct route_req *session_route_new(struct exchange *ex, json_t *id,
+					   const char *method, json_t *params,
+					   enum instance_list which)
+{
+	struct route_req *rr = xcalloc(1, sizeof *rr);
+	rr->ex = ex;
+	exchange_ref(ex);
+	rr->id = json_incref(id);
+	rr->method = xstrdup(method);
+	rr->params = params;
+	rr->which = which;
+	return rr;
+}
+
 static void session_route_free(struct route_req *rr)
 {
 	exchange_unref(rr->ex);
@@ -485,13 +500,8 @@ void session_route_request(struct session *s, json_t *id, const char *method,
 			return;
 		}
 	}
-	struct route_req *rr = xcalloc(1, sizeof *rr);
-	rr->ex = ex;
-	exchange_ref(ex);
-	rr->id = json_incref(id);
-	rr->method = xstrdup(method);
-	rr->params = json_incref(params);
-	rr->which = which;
+	struct route_req *rr =
+		session_route_new(ex, id, method, json_incref(params), which);
 	session_route(s, rr);
 }
 
@@ -508,13 +518,8 @@ bool session_pass_through(struct session *s, json_t *id, const char *method,
 	}
 	if (key == NULL)
 		return false;
-	struct route_req *rr = xcalloc(1, sizeof *rr);
-	rr->ex = ex;
-	exchange_ref(ex);
-	rr->id = json_incref(id);
-	rr->method = xstrdup(method);
-	rr->params = json_incref(params);
-	rr->which = which;
+	struct route_req *rr =
+		session_route_new(ex, id, method, json_incref(params), which);
 	rr->passthrough = true;
 	session_route(s, rr);
 	return true;
@@ -542,13 +547,8 @@ void session_call_deferred(struct session *s, json_t *id, json_t *params,
 	json_t *meta = json_object_get(params, "_meta");
 	if (json_is_object(meta))
 		json_object_set(p, "_meta", meta);
-	struct route_req *rr = xcalloc(1, sizeof *rr);
-	rr->ex = ex;
-	exchange_ref(ex);
-	rr->id = json_incref(id);
-	rr->method = xstrdup("tools/call");
-	rr->params = p;
-	rr->which = INSTANCE_TOOLS;
+	struct route_req *rr =
+		session_route_new(ex, id, "tools/call", p, INSTANCE_TOOLS);
 	rr->deferred = true;
 	session_route(s, rr);
 }
@@ -571,13 +571,8 @@ void session_complete(struct session *s, json_t *id, json_t *params,
 	if (key && json_is_string(json_object_get(ref, key))) {
 		json_t *p = json_deep_copy(params);
 		json_object_set(p, key, json_object_get(ref, key));
-		struct route_req *rr = xcalloc(1, sizeof *rr);
-		rr->ex = ex;
-		exchange_ref(ex);
-		rr->id = json_incref(id);
-		rr->method = xstrdup("completion/complete");
-		rr->params = p;
-		rr->which = which;
+		struct route_req *rr = session_route_new(
+			ex, id, "completion/complete", p, which);
 		session_route(s, rr);
 		return;
 	}

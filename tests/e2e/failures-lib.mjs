@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 
-import { Runtime, sseMessages, waitFor } from './lib.mjs';
+import { sseMessages, waitFor } from './lib.mjs';
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -173,40 +173,3 @@ export async function filesUnder(dir) {
 	return out.sort();
 }
 
-// Runs body(rt) against a runtime in an existing home with the given
-// config file (which stay, for the next run), then stops it; fails with the
-// runtime's stderr when the body threw, the runtime did not exit 0, or a
-// learned process outlived it. Returns the runtime's stderr.
-export async function runInHome(t, home, configPath, opts, body) {
-	const rt = new Runtime(home, configPath);
-	const abandoned = new Promise((_, reject) => {
-		const why = () =>
-			reject(new Error('test timed out or was cancelled'));
-		if (t.signal.aborted)
-			why();
-		t.signal.addEventListener('abort', why, { once: true });
-	});
-	abandoned.catch(() => {});
-	let failure = null;
-	try {
-		await Promise.race([rt.start(opts), abandoned]);
-		await Promise.race([body(rt), abandoned]);
-	} catch (e) {
-		failure = e;
-	}
-	let problems;
-	try {
-		problems = await rt.stop();
-	} catch (e) {
-		problems = [`stop: ${e.message}`];
-	}
-	if (!failure && problems.length === 0)
-		return rt.stderr();
-	const tail = rt.stderr().split('\n').slice(-40).join('\n');
-	let msg = failure ? failure.message : problems.join('; ');
-	if (failure && problems.length)
-		msg += `\n(also at stop: ${problems.join('; ')})`;
-	throw new Error(`${msg}\n--- runtime stderr (tail) ---\n${tail}`, {
-		cause: failure ?? undefined,
-	});
-}

@@ -82,9 +82,9 @@ export async function waitFor(cond, ms, what) {
 	}
 }
 
-// The start time of a process (field 22 of /proc/PID/stat), or null when
-// it does not exist; a zombie counts as gone.
-function procStart(pid) {
+// /proc/PID/stat fields after the command name: state, ppid, pgrp and the
+// start time (field 22); null when the process is gone or a zombie.
+export function procStat(pid) {
 	let stat;
 	try {
 		stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -94,7 +94,17 @@ function procStart(pid) {
 	const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 	if (rest[0] === 'Z' || rest[0] === 'X')
 		return null;
-	return rest[19];
+	return {
+		state: rest[0],
+		ppid: Number(rest[1]),
+		pgrp: Number(rest[2]),
+		start: rest[19],
+	};
+}
+
+// The start time of a process, or null when it is gone.
+function procStart(pid) {
+	return procStat(pid)?.start ?? null;
 }
 
 // True while pid is a live process that is the one we learned (same start
@@ -347,17 +357,11 @@ export async function writeConfig(home, servers) {
 	return file;
 }
 
-// Runs body(rt) against a fresh runtime serving servers, then stops it and
-// fails when it did not exit 0 or left a learned process behind. The
-// runtime's stderr is attached to any failure. t is the test context: when
-// the test times out, the body is abandoned and the teardown runs at once.
-export async function withRuntime(t, servers, opts, body) {
-	if (typeof opts === 'function') {
-		body = opts;
-		opts = {};
-	}
-	const home = await makeHome();
-	const rt = new Runtime(home, await writeConfig(home, servers));
+// Runs body(rt) on rt (started with opts), then stops it. Returns what
+// went wrong: the body's failure and the problems found at stop (exit code,
+// processes left). When the test times out, the body is abandoned and the
+// stop runs at once.
+async function runRuntime(t, rt, opts, body) {
 	const abandoned = new Promise((_, reject) => {
 		const why = () =>
 			reject(new Error('test timed out or was cancelled'));
@@ -385,21 +389,49 @@ export async function withRuntime(t, servers, opts, body) {
 	} catch (e) {
 		problems = [`stop: ${e.message}`];
 	}
-	// The failure carries the runtime's stderr; MCPVISOR_E2E_KEEP=1 keeps
-	// the home (config, state, cache) to look at.
-	if (!(process.env.MCPVISOR_E2E_KEEP && (failure || problems.length)))
-		await fsp.rm(home, { recursive: true, force: true });
-	if (!failure && problems.length === 0)
-		return;
+	return { failure, problems };
+}
+
+// A new error, so that reporters that print an assertion's own message
+// still show the stop problems and the runtime's stderr.
+function runtimeError(rt, failure, problems) {
 	const tail = rt.stderr().split('\n').slice(-40).join('\n');
 	let msg = failure ? failure.message : problems.join('; ');
 	if (failure && problems.length)
 		msg += `\n(also at stop: ${problems.join('; ')})`;
-	// A new error, so that reporters that print an assertion's own
-	// message still show the stop problems and the runtime's stderr.
-	throw new Error(`${msg}\n--- runtime stderr (tail) ---\n${tail}`, {
+	return new Error(`${msg}\n--- runtime stderr (tail) ---\n${tail}`, {
 		cause: failure ?? undefined,
 	});
+}
+
+// Runs body(rt) against a fresh runtime serving servers, then stops it and
+// fails when it did not exit 0 or left a learned process behind. The
+// runtime's stderr is attached to any failure. t is the test context: when
+// the test times out, the body is abandoned and the teardown runs at once.
+export async function withRuntime(t, servers, opts, body) {
+	if (typeof opts === 'function') {
+		body = opts;
+		opts = {};
+	}
+	const home = await makeHome();
+	const rt = new Runtime(home, await writeConfig(home, servers));
+	const { failure, problems } = await runRuntime(t, rt, opts, body);
+	// The failure carries the runtime's stderr; MCPVISOR_E2E_KEEP=1 keeps
+	// the home (config, state, cache) to look at.
+	if (!(process.env.MCPVISOR_E2E_KEEP && (failure || problems.length)))
+		await fsp.rm(home, { recursive: true, force: true });
+	if (failure || problems.length)
+		throw runtimeError(rt, failure, problems);
+}
+
+// The same in an existing home with the given config file (which stay,
+// for the next run). Returns the runtime's stderr.
+export async function runInHome(t, home, configPath, opts, body) {
+	const rt = new Runtime(home, configPath);
+	const { failure, problems } = await runRuntime(t, rt, opts, body);
+	if (failure || problems.length)
+		throw runtimeError(rt, failure, problems);
+	return rt.stderr();
 }
 
 // ---- a raw MCP client over fetch ----

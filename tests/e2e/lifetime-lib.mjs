@@ -7,33 +7,15 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 
-import { RawClient, Runtime, makeHome } from './lib.mjs';
+import { RawClient, Runtime, makeHome, procStat } from './lib.mjs';
+
+export { procStat };
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // How often the gone-watchers look at /proc: fine enough to quote an
 // idle-close precision in milliseconds.
 const WATCH_MS = 5;
-
-// /proc/PID/stat fields after the command name: state, ppid, pgrp, ...,
-// start time; null when the process is gone or a zombie.
-export function procStat(pid) {
-	let stat;
-	try {
-		stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-	} catch {
-		return null;
-	}
-	const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-	if (rest[0] === 'Z' || rest[0] === 'X')
-		return null;
-	return {
-		state: rest[0],
-		ppid: Number(rest[1]),
-		pgrp: Number(rest[2]),
-		start: rest[19],
-	};
-}
 
 export function alive(pid) {
 	return procStat(pid) !== null;
