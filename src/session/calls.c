@@ -260,27 +260,35 @@ bool session_route_text(struct session *s, const char *name, size_t name_len,
 	if (session_has_deferred(s) || name_len > CONFIG_MAX_STRING)
 		return false;
 	char *tool = xstrndup(name, name_len);
-	struct session_views sv;
-	session_views_build(s, &sv);
-	const char *orig = NULL;
-	int idx = router_resolve(sv.v[INSTANCE_TOOLS], sv.n, INSTANCE_TOOLS,
-				 tool, &orig);
-	/* Only a tool the lists already know, on a server the model may call
-	 * by name and that was not stopped on purpose: everything else takes
-	 * the general path, with its messages. */
-	bool ok = idx >= 0 && sv.v[INSTANCE_TOOLS][idx].items != NULL &&
-		  sv.servers[idx]->exposure == EXPOSE_DIRECT &&
-		  !pool_server_held_stopped(hub_pool(s->hub),
-					    sv.servers[idx]->name);
-	if (ok) {
-		rt->srv = sv.servers[idx];
+	/* The first server, in order, whose known tools hold the name: what
+	 * router_resolve finds first too, without building every view on
+	 * each call. Only such a tool, on a server the model may call by
+	 * name and that was not stopped on purpose, takes this path;
+	 * everything else takes the general one, with its messages. */
+	for (size_t i = 0; i < s->nsrv; i++) {
+		const struct server_config *srv = s->srv[i];
+		if (!session_server_usable(srv))
+			continue;
+		struct instance *inst =
+			pool_instance_find(hub_pool(s->hub), s->keys[i]);
+		struct router_view v = {
+			srv->prefix,
+			inst ? instance_list(inst, INSTANCE_TOOLS) : NULL,
+			true};
+		const char *orig = NULL;
+		if (v.items == NULL ||
+		    router_resolve(&v, 1, INSTANCE_TOOLS, tool, &orig) < 0)
+			continue;
+		if (srv->exposure != EXPOSE_DIRECT ||
+		    pool_server_held_stopped(hub_pool(s->hub), srv->name))
+			break;
+		rt->srv = srv;
 		rt->tool = tool;
 		rt->orig = orig;
-	} else {
-		free(tool);
+		return true;
 	}
-	session_views_free(&sv);
-	return ok;
+	free(tool);
+	return false;
 }
 
 void session_call_text(struct session *s, struct session_text_route *rt,
