@@ -153,6 +153,32 @@ test('cli: no runtime exits 3; check validates a config', {
 		const bad = await runCli(['check', badFile]);
 		assert.equal(bad.code, 2, `${bad.stdout}${bad.stderr}`);
 		assert.match(bad.stdout + bad.stderr, /broken/);
+
+		// A url server is valid but not served yet, and check says so;
+		// header values and an arg from a variable stay masked.
+		const urlFile = path.join(home, 'url.json');
+		await fsp.writeFile(
+			urlFile,
+			JSON.stringify({
+				mcpServers: {
+					remote: {
+						url: 'https://example.invalid/mcp',
+						headers: { Authorization: 'Bearer hdr-secret-1' },
+					},
+					local: {
+						command: '/bin/true',
+						args: ['--token=${MCPV_E2E_TOKEN}'],
+					},
+				},
+			}),
+		);
+		const url = await runCli(['check', urlFile], {
+			env: { MCPV_E2E_TOKEN: 'arg-secret-2' },
+		});
+		assert.equal(url.code, 0, `${url.stdout}${url.stderr}`);
+		assert.match(url.stderr, /"remote" is reached by url: .*not serve url servers yet/);
+		assert.doesNotMatch(url.stdout + url.stderr, /hdr-secret-1|arg-secret-2/);
+		assert.match(url.stdout, /--token=\$\{MCPV_E2E_TOKEN\}/);
 	} finally {
 		await fsp.rm(home, { recursive: true, force: true });
 	}
