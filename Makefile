@@ -4,6 +4,9 @@
 PREFIX ?= /usr/local
 CC ?= cc
 PKGS := libuv jansson libcrypto
+# The flags are read when make parses this file. `run`, `test`, `e2e`,
+# `conformance` and `bench` install missing packages first and then run a
+# second make that reads the flags of what is now there.
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser
 
@@ -29,7 +32,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(SAN)/unit/%)
 DEMO_BIN := $(DEMO_SRC:demo/%.c=build/%)
 DEMO_SAN := $(DEMO_SRC:demo/%.c=$(SAN)/%)
 
-.PHONY: all run test unit e2e deps npm-deps format format-check install \
+.PHONY: all run test test-build unit e2e deps npm-deps format format-check install \
 	clean conformance bench
 
 all: build/mcpvisor $(DEMO_BIN)
@@ -71,24 +74,31 @@ deps:
 npm-deps:
 	@sh scripts/npm-deps.sh
 
-run: deps all
+run: deps
+	@$(MAKE) --no-print-directory all
 	./build/mcpvisor serve --config examples/demo.json
 
-test: deps npm-deps format-check $(SAN)/mcpvisor $(DEMO_SAN) $(UNIT_BIN)
+test: deps npm-deps format-check
+	@$(MAKE) --no-print-directory test-build
 	@sh tests/run.sh
+
+test-build: $(SAN)/mcpvisor $(DEMO_SAN) $(UNIT_BIN)
 
 unit: $(SAN)/mcpvisor $(DEMO_SAN) $(UNIT_BIN)
 	@sh tests/run.sh unit
 
-e2e: deps npm-deps $(SAN)/mcpvisor $(DEMO_SAN)
+e2e: deps npm-deps
+	@$(MAKE) --no-print-directory $(SAN)/mcpvisor $(DEMO_SAN)
 	@sh tests/run.sh e2e
 
-conformance: deps npm-deps $(SAN)/mcpvisor $(DEMO_SAN)
+conformance: deps npm-deps
+	@$(MAKE) --no-print-directory $(SAN)/mcpvisor $(DEMO_SAN)
 	@sh tests/run.sh conformance
 
 BENCH_BIN := $(BENCH_SRC:bench/%.c=build/bench/%)
 
-bench: deps all $(BENCH_BIN)
+bench: deps
+	@$(MAKE) --no-print-directory all $(BENCH_BIN)
 	@sh bench/run.sh
 
 format:
