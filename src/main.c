@@ -23,6 +23,7 @@ static void main_usage(FILE *f)
 		"  stop      drain and stop the runtime, or stop one server\n"
 		"  restart   restart one server\n"
 		"  reload    re-read the config (as SIGHUP)\n"
+		"  allow     trust a space's .mcp.json (--revoke: no longer)\n"
 		"\n"
 		"Every command takes --home DIR (or MCPVISOR_HOME) and "
 		"--help.\n");
@@ -54,6 +55,7 @@ int main(int argc, char **argv)
 		{"tools", cmd_tools},	  {"call", cmd_call},
 		{"check", cmd_check},	  {"stop", cmd_stop},
 		{"restart", cmd_restart}, {"reload", cmd_reload},
+		{"allow", cmd_allow},
 	};
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
 		if (strcmp(cmd, cmds[i].name) == 0)

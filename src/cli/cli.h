@@ -21,6 +21,7 @@ int cmd_check(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 int cmd_restart(int argc, char **argv);
 int cmd_reload(int argc, char **argv);
+int cmd_allow(int argc, char **argv);
 
 struct client;
 

@@ -3,9 +3,11 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "config/config.h"
+#include "trust/trust.h"
 #include "util/paths.h"
 
 static void check_usage(FILE *f)
@@ -48,7 +50,12 @@ int cmd_check(int argc, char **argv)
 	struct paths p;
 	paths_resolve(&p, home);
 	const char *file = optind < argc ? argv[optind] : p.config_file;
-	struct config *cfg = config_load_file(file);
+	/* A space's file is shown as the runtime would take it: untrusted
+	 * until allowed. */
+	const char *base = strrchr(file, '/');
+	struct config *cfg = strcmp(base ? base + 1 : file, ".mcp.json") == 0
+				     ? trust_load_space(p.state_dir, file, NULL)
+				     : config_load_file(file);
 	paths_free(&p);
 	if (cfg->fatal) {
 		fprintf(stderr, "mcpvisor check: %s\n", cfg->fatal);

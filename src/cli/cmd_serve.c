@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "config/config.h"
+#include "endpoint/auth.h"
 #include "runtime/runtime.h"
 #include "util/log.h"
 
@@ -12,6 +13,7 @@ static void serve_usage(FILE *f)
 {
 	fprintf(f, "usage: mcpvisor serve [--config FILE] [--port N] "
 		   "[--home DIR] [--log-level LEVEL]\n"
+		   "       [--api-key-file FILE]\n"
 		   "\n"
 		   "Runs the runtime in the foreground: a Streamable HTTP MCP "
 		   "endpoint at\n"
@@ -30,7 +32,11 @@ static void serve_usage(FILE *f)
 		   "(default: the config's shutdownGrace, else 10 s). "
 		   "--session-timeout\n"
 		   "DURATION: sessions idle that long are dropped (default "
-		   "30 m).\n");
+		   "30 m).\n"
+		   "--api-key-file FILE: bearer keys, one a line, that let "
+		   "other users'\n"
+		   "clients in over TCP (the file must be private: chmod "
+		   "600).\n");
 }
 
 int cmd_serve(int argc, char **argv)
@@ -44,12 +50,14 @@ int cmd_serve(int argc, char **argv)
 		{"sse-close-after", required_argument, NULL, 'S'},
 		{"grace", required_argument, NULL, 'g'},
 		{"session-timeout", required_argument, NULL, 'T'},
+		{"api-key-file", required_argument, NULL, 'K'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct runtime_opts o = {.port = -1};
 	const char *level = getenv("MCPVISOR_LOG");
 	const char *page = getenv("MCPVISOR_PAGE_SIZE");
+	const char *key_file = NULL;
 	int ch;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "c:p:H:l:h", longopts, NULL)) !=
@@ -102,6 +110,9 @@ int cmd_serve(int argc, char **argv)
 				o.session_timeout_ms = (uint64_t)ms;
 			break;
 		}
+		case 'K':
+			key_file = optarg;
+			break;
 		case 'h':
 			serve_usage(stdout);
 			return CLI_OK;
@@ -126,5 +137,15 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (page)
 		o.page_size = (size_t)strtoul(page, NULL, 10);
-	return runtime_serve(&o);
+	if (key_file) {
+		char *err = NULL;
+		if (auth_keys_load_file(key_file, &err) < 0) {
+			fprintf(stderr, "mcpvisor serve: %s\n", err);
+			free(err);
+			return CLI_USAGE;
+		}
+	}
+	int rc = runtime_serve(&o);
+	auth_keys_clear();
+	return rc;
 }

@@ -39,6 +39,15 @@ static void status_print_text(json_t *st, int verbose)
 		const char *cerr =
 			json_string_value(json_object_get(sv, "configError"));
 		json_t *insts = json_object_get(sv, "instances");
+		const char *untrusted =
+			json_string_value(json_object_get(sv, "untrusted"));
+		if (untrusted) {
+			printf("%-16s %-10s from %s/.mcp.json: run `%s`\n",
+			       name, "untrusted",
+			       json_string_value(json_object_get(sv, "space")),
+			       untrusted);
+			continue;
+		}
 		if (cerr) {
 			printf("%-16s config error: %s\n", name, cerr);
 			continue;

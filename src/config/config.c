@@ -231,6 +231,55 @@ static int cfg_top_duration(struct config *cfg, const json_t *root,
 	return -EINVAL;
 }
 
+/* "apiKeys": an array of non-empty strings, ${VAR} allowed. A bad key
+ * makes the whole file unusable: running without the keys the user meant
+ * would lock their other clients out, or worse, let a typo in. Messages
+ * never quote a key. */
+static int cfg_api_keys(struct config *cfg, const json_t *v)
+{
+	if (v == NULL || json_is_null(v))
+		return 0;
+	if (!json_is_array(v) || json_array_size(v) > CONFIG_MAX_API_KEYS) {
+		cfg_set_fatal(cfg,
+			      "%s: field \"apiKeys\": expected an array of at "
+			      "most %d strings",
+			      cfg->path, CONFIG_MAX_API_KEYS);
+		return -EINVAL;
+	}
+	cfg->api_keys = xcalloc(json_array_size(v) + 1, sizeof *cfg->api_keys);
+	size_t i;
+	json_t *k;
+	json_array_foreach(v, i, k)
+	{
+		const char *raw = json_string_value(k);
+		char *val = NULL, *missing = NULL;
+		int rc = raw ? config_expand(raw, &val, &missing) : -EINVAL;
+		if (rc == -ENOENT) {
+			cfg_set_fatal(cfg,
+				      "%s: field \"apiKeys\": item %zu: "
+				      "variable %s is not set",
+				      cfg->path, i + 1, missing);
+		} else if (rc < 0 || val[0] == '\0' ||
+			   strlen(val) > CONFIG_MAX_API_KEY ||
+			   strpbrk(val, " \t\r\n") != NULL) {
+			cfg_set_fatal(
+				cfg,
+				"%s: field \"apiKeys\": item %zu: expected "
+				"a non-empty string of at most %d "
+				"characters without spaces",
+				cfg->path, i + 1, CONFIG_MAX_API_KEY);
+			rc = -EINVAL;
+		}
+		free(missing);
+		if (rc < 0) {
+			free(val);
+			return rc;
+		}
+		cfg->api_keys[cfg->napi_keys++] = val;
+	}
+	return 0;
+}
+
 static struct config *cfg_new(const char *path)
 {
 	struct config *cfg = xcalloc(1, sizeof *cfg);
@@ -301,7 +350,7 @@ struct config *config_parse(const char *text, size_t len, const char *path)
 	json_object_foreach(root, key, v)
 	{
 		if (strcmp(key, "mcpServers") && strcmp(key, "idleTimeout") &&
-		    strcmp(key, "shutdownGrace")) {
+		    strcmp(key, "shutdownGrace") && strcmp(key, "apiKeys")) {
 			char *shown = config_show(key);
 			config_warn(cfg,
 				    "%s: unknown top-level field \"%s\" "
@@ -310,6 +359,8 @@ struct config *config_parse(const char *text, size_t len, const char *path)
 			free(shown);
 		}
 	}
+	if (cfg_api_keys(cfg, json_object_get(root, "apiKeys")) < 0)
+		goto out;
 	dir = cfg_dir_of(cfg, path);
 	cfg->servers =
 		xcalloc(json_object_size(servers) + 1, sizeof *cfg->servers);
@@ -363,7 +414,7 @@ static void cfg_free_kv(struct config_kv *kv, size_t n)
 	free(kv);
 }
 
-static void cfg_free_server(struct server_config *s)
+void config_server_clear(struct server_config *s)
 {
 	free(s->name);
 	free(s->command);
@@ -380,6 +431,8 @@ static void cfg_free_server(struct server_config *s)
 	cfg_free_kv(s->headers, s->nheaders);
 	free(s->prefix);
 	free(s->error);
+	free(s->untrusted);
+	memset(s, 0, sizeof *s);
 }
 
 void config_free(struct config *cfg)
@@ -387,11 +440,14 @@ void config_free(struct config *cfg)
 	if (cfg == NULL)
 		return;
 	for (size_t i = 0; i < cfg->nservers; i++)
-		cfg_free_server(&cfg->servers[i]);
+		config_server_clear(&cfg->servers[i]);
 	free(cfg->servers);
 	for (size_t i = 0; i < cfg->nwarnings; i++)
 		free(cfg->warnings[i]);
 	free(cfg->warnings);
+	for (size_t i = 0; i < cfg->napi_keys; i++)
+		free(cfg->api_keys[i]);
+	free(cfg->api_keys);
 	free(cfg->path);
 	free(cfg->fatal);
 	free(cfg);

@@ -18,6 +18,8 @@
 #define CONFIG_MAX_ARGS 256
 #define CONFIG_MAX_ENV 256
 #define CONFIG_MAX_STRING (64 * 1024)
+#define CONFIG_MAX_API_KEYS 64
+#define CONFIG_MAX_API_KEY 4096
 
 #define CONFIG_DEFAULT_IDLE_MS (10 * 60 * 1000)
 #define CONFIG_DEFAULT_STARTUP_MS (30 * 1000)
@@ -61,6 +63,9 @@ struct server_config {
 	int64_t idle_timeout_ms;    /* -1: use the global one */
 	int64_t tool_timeout_ms;    /* 0: none */
 	bool disabled;
+	/* Set when the server comes from a space's .mcp.json that the user
+	 * has not allowed: the command that allows it. error says so too. */
+	char *untrusted;
 	/* Set when the entry is unusable: "FILE: server \"x\": field \"y\":
 	 * what is wrong". The server is still listed (status shows it). */
 	char *error;
@@ -75,6 +80,10 @@ struct config {
 	int64_t shutdown_grace_ms; /* drain grace, default 10 s */
 	char **warnings;	   /* unknown fields and the like */
 	size_t nwarnings;
+	/* "apiKeys": bearer keys that let another user's client in over
+	 * TCP; expanded, secret (never logged or shown). */
+	char **api_keys;
+	size_t napi_keys;
 };
 
 /* Never returns NULL: a file that cannot be used sets cfg->fatal. */
@@ -82,6 +91,9 @@ struct config *config_load_file(const char *path);
 /* path names the origin in messages and anchors relative paths. */
 struct config *config_parse(const char *text, size_t len, const char *path);
 void config_free(struct config *cfg);
+/* Frees what one server entry holds and zeroes it (for a caller that
+ * takes the entry out of cfg->servers). */
+void config_server_clear(struct server_config *s);
 
 const struct server_config *config_find(const struct config *cfg,
 					const char *name);

@@ -205,6 +205,8 @@ json_t *config_server_describe(const struct server_config *s)
 	json_object_set_new(o, "disabled", json_boolean(s->disabled));
 	if (s->error)
 		json_object_set_new(o, "error", cfg_json_str(s->error));
+	if (s->untrusted)
+		json_object_set_new(o, "untrusted", cfg_json_str(s->untrusted));
 	return o;
 }
 

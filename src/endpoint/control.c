@@ -22,11 +22,23 @@
 #include "util/log.h"
 #include "util/xmalloc.h"
 
+/* Status over TCP is the public view: no stderr, pids or keys, which
+ * only the Unix socket (the runtime's user alone) shows. No view shows a
+ * session id: whoever holds one can act in that session. */
 void ep_handle_status(struct conn *c, const struct http_request *req)
 {
 	char *v = http_query_param(req->url, "verbose");
-	json_t *st = hub_status(c->ep->hub, v && strcmp(v, "1") == 0);
+	bool verbose = v && strcmp(v, "1") == 0;
 	free(v);
+	if (verbose && !c->is_unix) {
+		ep_fail(c, 403, JR_INVALID_REQUEST,
+			"Forbidden: the verbose status needs the Unix socket "
+			"(mcpvisor status -v)");
+		return;
+	}
+	json_t *st = hub_status(c->ep->hub, !c->is_unix ? HUB_STATUS_PUBLIC
+					    : verbose	? HUB_STATUS_VERBOSE
+							: HUB_STATUS_NORMAL);
 	json_object_set_new(st, "pid", json_integer(getpid()));
 	json_object_set_new(st, "port", json_integer(c->ep->port));
 	ep_respond_json(c, 200, st, NULL);

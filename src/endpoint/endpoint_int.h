@@ -48,6 +48,9 @@ struct endpoint {
 	struct conn *dirty;
 };
 
+/* Who is at the other end of a TCP connection (auth.c), learnt once. */
+enum ep_peer { EP_PEER_UNKNOWN, EP_PEER_OWN, EP_PEER_OTHER };
+
 enum conn_state {
 	CONN_READING, /* waiting for (the rest of) a request */
 	CONN_BUSY,    /* a request is being answered */
@@ -70,6 +73,7 @@ struct conn {
 		uv_pipe_t pipe;
 	} u;
 	bool is_unix;
+	unsigned char peer; /* enum ep_peer */
 	enum conn_state state;
 	struct httpparse *hp;
 	struct buf in;
@@ -115,6 +119,10 @@ void ep_sse_write(struct conn *c, const char *id, const char *data, size_t len,
 
 /* mcp.c: Streamable HTTP and the path routing of a request */
 void ep_handle_request(struct conn *c);
+
+/* auth.c: whether the request may go on (its peer, its key, its space);
+ * when not, it has been answered. */
+bool ep_admit(struct conn *c, const struct http_request *req);
 
 /* control.c: status and control actions */
 void ep_handle_status(struct conn *c, const struct http_request *req);

@@ -471,6 +471,8 @@ void ep_handle_request(struct conn *c)
 {
 	const struct http_request *req = httpparse_request(c->hp);
 	c->keep_alive = req->keep_alive;
+	if (!ep_admit(c, req))
+		return;
 	if (!c->is_unix) {
 		const char *host = http_request_header(req, "host");
 		size_t hlen = host ? (host[0] == '[' ? strcspn(host, "]") + 1

@@ -19,6 +19,7 @@
 #include "session/hub.h"
 #include "toolcache/toolcache.h"
 #include "transport/stdio.h"
+#include "trust/trust.h"
 #include "util/fsutil.h"
 #include "util/log.h"
 #include "util/paths.h"
@@ -253,6 +254,9 @@ int runtime_serve(const struct runtime_opts *opts)
 			"it with `mcpvisor stop` or use another --home\n",
 			other.pid, other.url ? other.url : "?");
 		runtime_info_free(&other);
+		/* Spaces' .mcp.json files run only as this home's store allows.
+		 */
+		trust_set_state_dir(rt.paths.state_dir);
 		paths_free(&rt.paths);
 		return 1;
 	}
@@ -376,6 +380,7 @@ int runtime_serve(const struct runtime_opts *opts)
 	journal_free(rt.journal);
 	toolcache_free(rt.cache);
 	paths_free(&rt.paths);
+	trust_clear_state_dir();
 	log_info("stopped%s", rt.exit_code ? " (not everything settled)" : "");
 	return rt.exit_code;
 }

@@ -22,6 +22,7 @@ struct journal;
 struct toolcache;
 
 #define HUB_DEFAULT_SESSION_TIMEOUT_MS (30 * 60 * 1000)
+#define HUB_LABEL_LEN 6
 
 /* Takes ownership of cfg. app_dir: where app-scoped servers start.
  * journal and cache may be NULL and stay the caller's. */
@@ -62,7 +63,17 @@ struct session *hub_session_find(struct hub *hub, const char *id);
 void hub_session_end(struct hub *hub, struct session *s);
 size_t hub_session_count(const struct hub *hub);
 
-/* Status of every server and instance. */
-json_t *hub_status(struct hub *hub, bool verbose);
+/* How much a status shows. Every level shows sessions by a label (a
+ * digest of the id), never by id; server stderr and errors are masked. */
+enum hub_status_detail {
+	HUB_STATUS_PUBLIC,  /* TCP: no stderr, pids or keys */
+	HUB_STATUS_NORMAL,  /* the Unix socket: stderr of failed servers */
+	HUB_STATUS_VERBOSE, /* the Unix socket with -v: pids and keys too */
+};
+
+/* Status of every server and instance, and of the sessions. */
+json_t *hub_status(struct hub *hub, enum hub_status_detail detail);
+/* The short label a session shows as in status and logs. */
+void hub_session_label(const char *id, char out[HUB_LABEL_LEN + 1]);
 
 #endif

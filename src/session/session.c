@@ -19,6 +19,7 @@
 #include "router/router.h"
 #include "session/hub.h"
 #include "session/session_int.h"
+#include "trust/trust.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -173,7 +174,8 @@ bool session_reconfigure(struct session *s)
 	if (s->space) {
 		char *file = xasprintf("%s/%s", s->space, SESSION_SPACE_CONFIG);
 		if (access(file, F_OK) == 0) {
-			s->space_cfg = config_load_file(file);
+			s->space_cfg = trust_load_space(NULL, file,
+							hub_config(s->hub));
 			if (s->space_cfg->fatal) {
 				log_warn("%s (ignored)", s->space_cfg->fatal);
 				config_free(s->space_cfg);

@@ -1,0 +1,107 @@
+/*
+ * Masking of configured secrets in text the runtime did not write: a
+ * server's stderr, or an error a server gave. The set lives only as long
+ * as one answer that shows such text.
+ */
+#include "config/secrets.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/buf.h"
+#include "util/xmalloc.h"
+
+struct secrets {
+	char **v;
+	size_t n, cap;
+	bool sorted;
+};
+
+struct secrets *secrets_new(void)
+{
+	return xcalloc(1, sizeof(struct secrets));
+}
+
+void secrets_free(struct secrets *sec)
+{
+	if (sec == NULL)
+		return;
+	for (size_t i = 0; i < sec->n; i++)
+		free(sec->v[i]);
+	free(sec->v);
+	free(sec);
+}
+
+void secrets_add(struct secrets *sec, const char *value)
+{
+	if (value == NULL || strlen(value) < SECRETS_MIN_LEN)
+		return;
+	for (size_t i = 0; i < sec->n; i++)
+		if (strcmp(sec->v[i], value) == 0)
+			return;
+	if (sec->n == sec->cap) {
+		sec->cap = sec->cap ? sec->cap * 2 : 16;
+		sec->v = xrealloc(sec->v, sec->cap * sizeof *sec->v);
+	}
+	sec->v[sec->n++] = xstrdup(value);
+	sec->sorted = false;
+}
+
+void secrets_add_server(struct secrets *sec, const struct server_config *s)
+{
+	for (size_t i = 0; i < s->nenv; i++)
+		secrets_add(sec, s->env[i].value);
+	for (size_t i = 0; i < s->nheaders; i++)
+		secrets_add(sec, s->headers[i].value);
+	for (size_t i = 0; s->args_tpl && i < s->nargs; i++)
+		if (s->args_tpl[i])
+			secrets_add(sec, s->args[i]);
+}
+
+void secrets_add_config(struct secrets *sec, const struct config *cfg)
+{
+	if (cfg == NULL)
+		return;
+	for (size_t i = 0; i < cfg->nservers; i++)
+		secrets_add_server(sec, &cfg->servers[i]);
+	for (size_t i = 0; i < cfg->napi_keys; i++)
+		secrets_add(sec, cfg->api_keys[i]);
+}
+
+static int secrets_longer_first(const void *a, const void *b)
+{
+	size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
+	return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+char *secrets_mask(struct secrets *sec, const char *text)
+{
+	if (text == NULL)
+		return NULL;
+	/* A secret that holds another must be masked whole, not leave its
+	 * rest: the longest go first. */
+	if (!sec->sorted && sec->n > 1) {
+		qsort(sec->v, sec->n, sizeof *sec->v, secrets_longer_first);
+		sec->sorted = true;
+	}
+	char *cur = xstrdup(text);
+	for (size_t i = 0; i < sec->n; i++) {
+		const char *needle = sec->v[i];
+		if (strstr(cur, needle) == NULL)
+			continue;
+		size_t nl = strlen(needle);
+		struct buf b;
+		buf_init(&b);
+		buf_append(&b, "", 0);
+		const char *p = cur, *hit;
+		while ((hit = strstr(p, needle)) != NULL) {
+			buf_append(&b, p, (size_t)(hit - p));
+			buf_puts(&b, "***");
+			p = hit + nl;
+		}
+		buf_puts(&b, p);
+		free(cur);
+		cur = buf_steal(&b);
+	}
+	return cur;
+}
