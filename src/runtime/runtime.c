@@ -254,13 +254,12 @@ int runtime_serve(const struct runtime_opts *opts)
 			"it with `mcpvisor stop` or use another --home\n",
 			other.pid, other.url ? other.url : "?");
 		runtime_info_free(&other);
-		/* Spaces' .mcp.json files run only as this home's store allows.
-		 */
-		trust_set_state_dir(rt.paths.state_dir);
 		paths_free(&rt.paths);
 		return 1;
 	}
 	runtime_info_free(&other);
+	/* Spaces' .mcp.json files run only as this home's store allows. */
+	trust_set_state_dir(rt.paths.state_dir);
 
 	const char *config_path =
 		opts->config ? opts->config : rt.paths.config_file;

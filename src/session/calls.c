@@ -356,6 +356,17 @@ static void session_route(struct session *s, void *arg);
 static void session_route_unknown(struct session *s, struct route_req *rr,
 				  const char *what, const char *name)
 {
+	/* A name of an untrusted space server: say what allows it. */
+	for (size_t i = 0; name && i < s->nsrv; i++) {
+		size_t pl = strlen(s->srv[i]->prefix);
+		if (s->srv[i]->untrusted &&
+		    strncmp(name, s->srv[i]->prefix, pl) == 0 &&
+		    strncmp(name + pl, ROUTER_SEP, 2) == 0) {
+			session_reply_error(rr->ex, rr->id, JR_INVALID_PARAMS,
+					    s->srv[i]->error, NULL);
+			return;
+		}
+	}
 	json_t *all = session_aggregate(s, rr->which);
 	char *names = router_names_summary(all, 20);
 	char *msg = xasprintf("Unknown %s \"%s\". Available: %s", what, name,
