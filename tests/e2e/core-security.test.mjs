@@ -6,7 +6,6 @@
 // The other user is `nobody`, reached with setpriv (tests run as root).
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import http from 'node:http';
@@ -23,6 +22,7 @@ import {
 	makeHome,
 	readMessages,
 	runCli,
+	sessionLabel,
 	waitFor,
 	withRuntime,
 } from './lib.mjs';
@@ -43,8 +43,7 @@ function initBody(name = 'mcpvisor-e2e-security') {
 	});
 }
 
-const label = (sid) =>
-	crypto.createHash('sha256').update(sid).digest('hex').slice(0, 6);
+const label = sessionLabel;
 
 // Why another user cannot be tried here, or null when it can.
 function otherUserSkip() {

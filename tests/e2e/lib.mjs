@@ -3,6 +3,7 @@
 // the teardown that proves the runtime exits 0 and leaves no process behind.
 import assert from 'node:assert/strict';
 import { spawn, execFile } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
@@ -54,6 +55,11 @@ export function nodeServer(entry, args = [], extra = {}) {
 		scope: 'app',
 		...extra,
 	};
+}
+
+// How status shows a session: a digest of its id, never the id.
+export function sessionLabel(sid) {
+	return crypto.createHash('sha256').update(sid).digest('hex').slice(0, 6);
 }
 
 export async function makeHome(prefix = 'mcpvisor-e2e-') {

@@ -11,7 +11,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { connect, demo, waitFor } from './lib.mjs';
+import { connect, demo, sessionLabel, waitFor } from './lib.mjs';
 import {
 	alive,
 	awaitGone,
@@ -132,10 +132,10 @@ test('scopes: session, space and app instances are shared as configured and run 
 
 		// Members: the shared instances list every session using them.
 		const spcA = instancesOf(st, 'spc').find((i) => i.pid === pid('spc', 'a'));
-		assert.deepEqual([...spcA.sessions].sort(), [a.sid, b.sid].sort());
+		assert.deepEqual([...spcA.sessions].sort(), [a.sid, b.sid].map(sessionLabel).sort());
 		assert.deepEqual(
 			[...instancesOf(st, 'app')[0].sessions].sort(),
-			[a.sid, b.sid, c.sid].sort(),
+			[a.sid, b.sid, c.sid].map(sessionLabel).sort(),
 		);
 		for (const i of instancesOf(st, 'sess'))
 			assert.equal(i.sessions.length, 1, 'session instance has one member');
@@ -517,7 +517,7 @@ test('DELETE of a session drops its record and closes what only it used, at once
 		assert.ok(goneA - t0 < 3000, `closed ${goneA - t0} ms after DELETE`);
 		assert.ok(alive(ib.pid) && alive(app.pid), "B's instances untouched");
 		assert.deepEqual(statusPids(st), [ib.pid, app.pid].sort((x, y) => x - y));
-		assert.deepEqual(instancesOf(st, 'app')[0].sessions, [bSid]);
+		assert.deepEqual(instancesOf(st, 'app')[0].sessions, [sessionLabel(bSid)]);
 
 		// The last session using the app instance goes: it closes too.
 		const t1 = Date.now();
