@@ -166,7 +166,7 @@ static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 	}
 	if (err < 0) {
 		char *msg = session_unavailable_text(c->session, inst, err);
-		json_t *data = instance_describe(inst, false);
+		json_t *data = hub_instance_describe(c->session->hub, inst);
 		json_object_set_new(data, "server",
 				    json_string(instance_name(inst)));
 		session_reply_error(c->ex, c->client_id, JR_SERVER_UNAVAILABLE,

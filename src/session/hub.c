@@ -476,6 +476,7 @@ static void hub_status_inst_cb(void *arg, struct instance *inst)
 		json_object_del(d, "stderr");
 	hub_status_mask(d, "stderr", w->sec);
 	hub_status_mask(d, "error", w->sec);
+	hub_status_mask(d, "note", w->sec);
 	json_t *p = pool_describe(w->hub->pool, inst);
 	json_t *members = json_object_get(p, "members");
 	json_t *labels = json_array();
@@ -515,6 +516,17 @@ static struct secrets *hub_status_secrets(struct hub *hub)
 	for (struct hub_entry *e = hub->sessions; e; e = e->next)
 		secrets_add_config(sec, e->s->space_cfg);
 	return sec;
+}
+
+json_t *hub_instance_describe(struct hub *hub, struct instance *inst)
+{
+	struct secrets *sec = hub_status_secrets(hub);
+	json_t *d = instance_describe(inst, false);
+	hub_status_mask(d, "stderr", sec);
+	hub_status_mask(d, "error", sec);
+	hub_status_mask(d, "note", sec);
+	secrets_free(sec);
+	return d;
 }
 
 /* Each session by label, client name and space. */

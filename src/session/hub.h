@@ -73,6 +73,9 @@ enum hub_status_detail {
 
 /* Status of every server and instance, and of the sessions. */
 json_t *hub_status(struct hub *hub, enum hub_status_detail detail);
+/* An instance as a client may see it (in an error's data): its state,
+ * error and stderr tail with every configured secret masked. */
+json_t *hub_instance_describe(struct hub *hub, struct instance *inst);
 /* The short label a session shows as in status and logs. */
 void hub_session_label(const char *id, char out[HUB_LABEL_LEN + 1]);
 

@@ -267,6 +267,7 @@ test('server stderr in status is shown with every configured secret masked', {
 		const c = await connect(rt);
 		const r = await c.request('tools/call', { name: 'leaky__x', arguments: {} });
 		assert.ok(r.error || r.result?.isError, 'the leaky server fails');
+		assert.ok(!JSON.stringify(r).includes('s3cr3t-XYZ'), `call error: ${JSON.stringify(r)}`);
 		const st = await waitFor(async () => {
 			const s = await rt.status();
 			const i = s.servers.find((x) => x.name === 'leaky').instances[0];
