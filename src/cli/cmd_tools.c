@@ -74,6 +74,30 @@ static int cli_print_error(const char *what, json_t *resp)
 	return CLI_FAILED;
 }
 
+/* Servers of a space's .mcp.json that the user has not allowed list no
+ * tools: say which, and what allows them (on stderr, after the list). */
+static void tools_note_untrusted(struct client *c, const char *server)
+{
+	json_t *st = NULL;
+	if (client_get_json(c, "/status", &st) != CLI_OK)
+		return;
+	size_t i;
+	json_t *sv;
+	json_array_foreach(json_object_get(st, "servers"), i, sv)
+	{
+		const char *name =
+			json_string_value(json_object_get(sv, "name"));
+		const char *cmd =
+			json_string_value(json_object_get(sv, "untrusted"));
+		if (cmd == NULL || name == NULL ||
+		    (server && strcmp(server, name) != 0))
+			continue;
+		fprintf(stderr, "%-32s untrusted (space %s): run `%s`\n", name,
+			json_string_value(json_object_get(sv, "space")), cmd);
+	}
+	json_decref(st);
+}
+
 int cmd_tools(int argc, char **argv)
 {
 	struct cli_common o = {0};
@@ -113,6 +137,8 @@ int cmd_tools(int argc, char **argv)
 			break;
 	}
 	free(cursor);
+	if (rc == CLI_OK && !o.json)
+		tools_note_untrusted(c, server);
 	client_close(c);
 	if (rc == CLI_OK) {
 		json_t *shown = json_array();

@@ -173,6 +173,13 @@ static int peer_uid_proc(const struct peer_tuple *t, uid_t *uid)
 	return rc;
 }
 
+int peer_tcp_uid_proc(int fd, uid_t *uid)
+{
+	struct peer_tuple t;
+	int rc = peer_tuple_of(fd, &t);
+	return rc < 0 ? rc : peer_uid_proc(&t, uid);
+}
+
 int peer_tcp_uid(int fd, uid_t *uid)
 {
 	struct peer_tuple t;

@@ -14,5 +14,7 @@
  * tcp6. 0, or -ENOENT when no socket matches (the peer is not local or
  * already gone), or another -errno. */
 int peer_tcp_uid(int fd, uid_t *uid);
+/* The same through /proc/net/tcp and tcp6 alone (the fallback). */
+int peer_tcp_uid_proc(int fd, uid_t *uid);
 
 #endif

@@ -316,6 +316,8 @@ test('a space\'s .mcp.json runs nothing until `mcpvisor allow`; a changed file n
 			assert.ok(!fs.existsSync(pwned), 'the space\'s command never ran');
 			const st = await rt.cli(['status']);
 			assert.match(st.stdout, /pwn\s+untrusted.*mcpvisor allow/, st.stdout);
+			const tl = await rt.cli(['tools']);
+			assert.match(tl.stderr, /pwn\s+untrusted.*mcpvisor allow/, tl.stderr);
 			const ck = await runCli(['check', path.join(space, '.mcp.json')], { home: rt.home });
 			assert.equal(ck.code, 2);
 			assert.match(ck.stdout + ck.stderr, /untrusted/);

@@ -225,8 +225,11 @@ static uid_t tt_peer_of_child(uid_t uid)
 	}
 	int s = accept(l, NULL, NULL);
 	cr_assert_geq(s, 0);
-	uid_t got = (uid_t)-1;
+	uid_t got = (uid_t)-1, proc = (uid_t)-2;
 	cr_assert_eq(peer_tcp_uid(s, &got), 0);
+	cr_assert_eq(peer_tcp_uid_proc(s, &proc), 0);
+	cr_assert_eq(got, proc, "sock_diag %u, /proc/net/tcp %u", (unsigned)got,
+		     (unsigned)proc);
 	close(s);
 	close(l);
 	int st;
