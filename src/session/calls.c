@@ -13,6 +13,7 @@
 #include "router/router.h"
 #include "session/hub.h"
 #include "session/session_int.h"
+#include "trust/trust.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -356,16 +357,11 @@ static void session_route(struct session *s, void *arg);
 static void session_route_unknown(struct session *s, struct route_req *rr,
 				  const char *what, const char *name)
 {
-	/* A name of an untrusted space server: say what allows it. */
-	for (size_t i = 0; name && i < s->nsrv; i++) {
-		size_t pl = strlen(s->srv[i]->prefix);
-		if (s->srv[i]->untrusted &&
-		    strncmp(name, s->srv[i]->prefix, pl) == 0 &&
-		    strncmp(name + pl, ROUTER_SEP, 2) == 0) {
-			session_reply_error(rr->ex, rr->id, JR_INVALID_PARAMS,
-					    s->srv[i]->error, NULL);
-			return;
-		}
+	const char *untrusted = trust_refusal(s->srv, s->nsrv, name);
+	if (untrusted) {
+		session_reply_error(rr->ex, rr->id, JR_INVALID_PARAMS,
+				    untrusted, NULL);
+		return;
 	}
 	json_t *all = session_aggregate(s, rr->which);
 	char *names = router_names_summary(all, 20);

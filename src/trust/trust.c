@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "config/config.h"
+#include "router/router.h"
 #include "util/buf.h"
 #include "util/fsutil.h"
 #include "util/sha256.h"
@@ -158,6 +159,19 @@ struct config *trust_load_space(const char *state_dir, const char *file,
 	json_decref(store);
 	free(folder);
 	return cfg;
+}
+
+const char *trust_refusal(const struct server_config *const *srv, size_t n,
+			  const char *name)
+{
+	for (size_t i = 0; name && i < n; i++) {
+		size_t pl = strlen(srv[i]->prefix);
+		if (srv[i]->untrusted &&
+		    strncmp(name, srv[i]->prefix, pl) == 0 &&
+		    strncmp(name + pl, ROUTER_SEP, strlen(ROUTER_SEP)) == 0)
+			return srv[i]->error;
+	}
+	return NULL;
 }
 
 int trust_allow(const char *state_dir, const char *dir, char **msg)

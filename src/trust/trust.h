@@ -27,6 +27,11 @@ void trust_clear_state_dir(void);
 struct config *trust_load_space(const char *state_dir, const char *file,
 				const struct config *global);
 
+/* When name (a tool or prompt name as clients see it) belongs to an
+ * untrusted server among srv, the error to answer with; else NULL. */
+const char *trust_refusal(const struct server_config *const *srv, size_t n,
+			  const char *name);
+
 /* Records dir's .mcp.json as allowed (folder's real path, content hash),
  * or forgets it. *msg says what was done or why not (caller frees).
  * 0 or -errno. */
