@@ -186,8 +186,8 @@ int peer_tcp_uid(int fd, uid_t *uid)
 	int rc = peer_tuple_of(fd, &t);
 	if (rc < 0)
 		return rc;
+	/* -ENOENT may also mean the kernel has no TCP handler for
+	 * sock_diag: the text table decides then. */
 	rc = peer_uid_netlink(&t, uid);
-	if (rc == 0 || rc == -ENOENT)
-		return rc;
-	return peer_uid_proc(&t, uid);
+	return rc == 0 ? 0 : peer_uid_proc(&t, uid);
 }
