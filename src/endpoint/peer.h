@@ -10,7 +10,7 @@
 
 /* The uid that owns the other end of the connected TCP socket fd (both
  * ends on this host). Asks netlink sock_diag for the one socket with the
- * connection's 4-tuple reversed, and falls back to /proc/net/tcp and
+ * connection's 4-tuple reversed; when that fails, /proc/net/tcp and
  * tcp6. 0, or -ENOENT when no socket matches (the peer is not local or
  * already gone), or another -errno. */
 int peer_tcp_uid(int fd, uid_t *uid);
