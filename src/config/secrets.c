@@ -47,8 +47,41 @@ void secrets_add(struct secrets *sec, const char *value)
 	sec->sorted = false;
 }
 
+static void secrets_add_n(struct secrets *sec, const char *p, size_t n)
+{
+	char *v = xstrndup(p, n);
+	secrets_add(sec, v);
+	free(v);
+}
+
+/* What `check` masks in a url: the user info and every query value. */
+static void secrets_add_url(struct secrets *sec, const char *url)
+{
+	const char *auth = strstr(url, "://");
+	auth = auth ? auth + 3 : url;
+	size_t alen = strcspn(auth, "/?#");
+	const char *at = memrchr(auth, '@', alen);
+	if (at)
+		secrets_add_n(sec, auth, (size_t)(at - auth));
+	const char *q = strchr(auth, '?');
+	if (q == NULL)
+		return;
+	q++;
+	while (*q && *q != '#') {
+		size_t seg = strcspn(q, "&#");
+		const char *eq = memchr(q, '=', seg);
+		if (eq)
+			secrets_add_n(sec, eq + 1, seg - (size_t)(eq + 1 - q));
+		q += seg;
+		if (*q == '&')
+			q++;
+	}
+}
+
 void secrets_add_server(struct secrets *sec, const struct server_config *s)
 {
+	if (s->url)
+		secrets_add_url(sec, s->url);
 	for (size_t i = 0; i < s->nenv; i++)
 		secrets_add(sec, s->env[i].value);
 	for (size_t i = 0; i < s->nheaders; i++)

@@ -1,7 +1,7 @@
 /*
  * The secret values of configs (env and header values, arguments that came
- * from ${VAR}, API keys), gathered so that text a server printed can be
- * shown with each of them replaced by "***".
+ * from ${VAR}, a url's user info and query values, API keys), gathered so that
+ * text a server printed can be shown with each of them replaced by "***".
  */
 #ifndef MCPV_SECRETS_H
 #define MCPV_SECRETS_H

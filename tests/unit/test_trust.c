@@ -153,6 +153,22 @@ Test(secrets, masks_env_header_var_args_and_api_keys_longest_first)
 	config_free(cfg);
 }
 
+Test(secrets, masks_what_a_url_carries)
+{
+	const char *text = "{\"mcpServers\": {\"r\": {\"url\": "
+			   "\"https://user:pw-1234@h.example/mcp?key=qk-5678&x="
+			   "1#f\"}}}";
+	struct config *cfg = config_parse(text, strlen(text), "t.json");
+	cr_assert_null(cfg->fatal, "%s", cfg->fatal);
+	struct secrets *sec = secrets_new();
+	secrets_add_config(sec, cfg);
+	char *m = secrets_mask(sec, "GET /mcp?key=qk-5678 as user:pw-1234 x=1");
+	cr_assert_str_eq(m, "GET /mcp?key=*** as *** x=1");
+	free(m);
+	secrets_free(sec);
+	config_free(cfg);
+}
+
 Test(apikeys, bad_keys_make_the_file_unusable_without_quoting_them)
 {
 	const char *t1 = "{\"apiKeys\": \"k\", \"mcpServers\": {}}";
