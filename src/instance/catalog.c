@@ -30,6 +30,8 @@ static void instance_lists_done(struct instance *inst)
 	uint64_t ms = clock_now_ms() - inst->started_ms;
 	char *why = xasprintf("ready in %llu ms", (unsigned long long)ms);
 	backoff_reset(&inst->backoff);
+	/* Running now: a reason it failed before would be stale. */
+	instance_set_error(inst, NULL);
 	inst->lists_cached = false;
 	inst->lists_known = true;
 	instance_set_state(inst, INSTANCE_READY, why);

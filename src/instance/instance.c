@@ -13,11 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/time.h>
 
 #include "instance/backoff.h"
 #include "instance/instance_int.h"
 #include "journal/journal.h"
 #include "jsonrpc/jsonrpc.h"
+#include "jsonrpc/outbox.h"
 #include "transport/stdio.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -34,6 +36,59 @@ const char *const instance_list_caps[INSTANCE_NLISTS] = {
 	"tools", "prompts", "resources", "resources"};
 
 static void instance_maybe_free(struct instance *inst);
+
+/* ---- the stdio transport behind the seam ---- */
+
+static int instance_stdio_open(uv_loop_t *loop,
+			       const struct stdio_spawn_opts *opts,
+			       const struct stdio_conn_cbs *cbs, void *ctx,
+			       void **conn)
+{
+	struct stdio_conn *c = NULL;
+	int rc = stdio_conn_spawn(loop, opts, cbs, ctx, &c);
+	*conn = c;
+	return rc;
+}
+
+static int instance_stdio_send(void *conn, const char *msg, size_t len)
+{
+	return stdio_conn_send(conn, msg, len);
+}
+
+static void instance_stdio_stop(void *conn)
+{
+	stdio_conn_stop(conn);
+}
+
+static pid_t instance_stdio_pid(const void *conn)
+{
+	return stdio_conn_pid(conn);
+}
+
+static uint64_t instance_stdio_start_time(const void *conn)
+{
+	return stdio_conn_start_time(conn);
+}
+
+static char *instance_stdio_stderr_tail(const void *conn, int n)
+{
+	return stdio_conn_stderr_tail(conn, n);
+}
+
+const struct instance_transport instance_stdio_transport = {
+	.open = instance_stdio_open,
+	.send = instance_stdio_send,
+	.stop = instance_stdio_stop,
+	.pid = instance_stdio_pid,
+	.start_time = instance_stdio_start_time,
+	.stderr_tail = instance_stdio_stderr_tail,
+};
+
+void instance_set_transport(struct instance *inst,
+			    const struct instance_transport *tp)
+{
+	inst->tp = tp;
+}
 
 const char *instance_state_name(enum instance_state s)
 {
@@ -128,6 +183,49 @@ static char **instance_build_env(const struct server_config *s,
 	return env;
 }
 
+/* The values to mask in what the server prints: its env values, which
+ * is where credentials go. Short ones are left out: masking every "1" or
+ * "true" would hide the text and protect nothing. */
+#define INSTANCE_SECRET_MIN 4
+
+static char **instance_secrets(const struct server_config *s)
+{
+	char **v = xcalloc(s->nenv + 1, sizeof *v);
+	size_t k = 0;
+	for (size_t i = 0; i < s->nenv; i++)
+		if (s->env[i].value &&
+		    strlen(s->env[i].value) >= INSTANCE_SECRET_MIN)
+			v[k++] = xstrdup(s->env[i].value);
+	return v;
+}
+
+char *instance_mask(const struct instance *inst, const char *s, size_t len)
+{
+	struct buf b;
+	buf_init(&b);
+	size_t i = 0;
+	while (i < len) {
+		size_t hit = 0;
+		for (size_t k = 0; inst->secrets && inst->secrets[k]; k++) {
+			size_t sl = strlen(inst->secrets[k]);
+			if (sl <= len - i &&
+			    memcmp(s + i, inst->secrets[k], sl) == 0) {
+				hit = sl;
+				break;
+			}
+		}
+		if (hit) {
+			buf_puts(&b, "***");
+			i += hit;
+		} else {
+			buf_append(&b, s + i, 1);
+			i++;
+		}
+	}
+	buf_append(&b, "", 0);
+	return b.data ? buf_steal(&b) : xstrdup("");
+}
+
 static void instance_handle_close_cb(uv_handle_t *h)
 {
 	struct instance *inst = h->data;
@@ -155,15 +253,20 @@ struct instance *instance_new(uv_loop_t *loop, const struct instance_spec *spec,
 	inst->startup_timeout_ms = s->startup_timeout_ms > 0
 					   ? (uint64_t)s->startup_timeout_ms
 					   : CONFIG_DEFAULT_STARTUP_MS;
+	inst->tool_timeout_ms =
+		s->tool_timeout_ms > 0 ? (uint64_t)s->tool_timeout_ms : 0;
+	inst->secrets = instance_secrets(s);
 	inst->state = INSTANCE_STOPPED;
-	inst->next_id = 1;
-	inst->pending.next = inst->pending.prev = &inst->pending;
-	inst->resend.next = inst->resend.prev = &inst->resend;
+	inst->tp = &instance_stdio_transport;
+	inst->outbox = outbox_new();
+	buf_init(&inst->scratch);
 	inst->cbs = *cbs;
 	inst->ctx = ctx;
 	uv_timer_init(loop, &inst->startup_timer);
 	inst->startup_timer.data = inst;
-	inst->handles_open = 1;
+	uv_timer_init(loop, &inst->deadline_timer);
+	inst->deadline_timer.data = inst;
+	inst->handles_open = 2;
 	return inst;
 }
 
@@ -209,19 +312,53 @@ void instance_drop_lists(struct instance *inst)
 	}
 }
 
+static char *instance_stderr_now(const struct instance *inst)
+{
+	char *raw = inst->tp->stderr_tail(inst->conn, INSTANCE_STDERR_TAIL);
+	char *masked = instance_mask(inst, raw, strlen(raw));
+	free(raw);
+	return masked;
+}
+
 static void instance_save_stderr(struct instance *inst)
 {
 	if (inst->conn == NULL)
 		return;
 	free(inst->stderr_tail);
-	inst->stderr_tail =
-		stdio_conn_stderr_tail(inst->conn, INSTANCE_STDERR_TAIL);
+	inst->stderr_tail = instance_stderr_now(inst);
+}
+
+/* The first line of what the server printed, cut short: what a host
+ * shows of a failed start is one sentence, and this is usually why. */
+static char *instance_first_line(const char *tail)
+{
+	if (tail == NULL || tail[0] == '\0')
+		return NULL;
+	size_t n = strcspn(tail, "\n");
+	if (n > 200)
+		n = 200;
+	return xstrndup(tail, n);
+}
+
+static void instance_record_failure(struct instance *inst)
+{
+	free(inst->fail_reason);
+	free(inst->fail_stderr);
+	inst->fail_reason = xstrdup(inst->last_error ? inst->last_error
+						     : "unknown failure");
+	inst->fail_stderr = inst->stderr_tail && inst->stderr_tail[0]
+				    ? xstrdup(inst->stderr_tail)
+				    : NULL;
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	inst->fail_at_ms =
+		(uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
 }
 
 /* Lets go of the current connection and starts its stop ladder. */
 static void instance_detach_conn(struct instance *inst, bool settles_stop)
 {
-	struct stdio_conn *c = inst->conn;
+	void *c = inst->conn;
 	if (c == NULL)
 		return;
 	inst->link->detached = true;
@@ -229,7 +366,7 @@ static void instance_detach_conn(struct instance *inst, bool settles_stop)
 	inst->conn = NULL;
 	inst->link = NULL;
 	inst->pid = 0;
-	stdio_conn_stop(c);
+	inst->tp->stop(c);
 }
 
 /* The connection is unusable: fail what waits on it and go to FAILED (or
@@ -241,23 +378,37 @@ void instance_fail(struct instance *inst, enum instance_state to, char *why)
 	bool was_starting = inst->state == INSTANCE_STARTING;
 	bool was_ready = inst->state == INSTANCE_READY;
 	instance_save_stderr(inst);
+	char *line =
+		was_starting ? instance_first_line(inst->stderr_tail) : NULL;
+	if (line) {
+		/* A host shows the error's message and little else. */
+		char *with = xasprintf("%s; stderr: %s", why, line);
+		free(why);
+		why = with;
+	}
+	free(line);
 	instance_set_error(inst, why);
+	instance_record_failure(inst);
 	uv_timer_stop(&inst->startup_timer);
 	instance_detach_conn(inst, false);
 	if (was_starting || to == INSTANCE_NEEDS_AUTH) {
 		instance_drop_lists(inst);
 		inst->lists_cached = false;
 	}
-	if (was_starting)
+	bool keep = was_ready && to == INSTANCE_FAILED;
+	/* A server that dies while handling a request that was sent again
+	 * after it died before is likely killed by it: that is a failed
+	 * start, so the backoff holds the next one. */
+	if (was_starting || instance_resent_in_flight(inst))
 		backoff_fail(&inst->backoff, clock_now_ms());
 	instance_set_state(inst, to, inst->last_error);
-	instance_fail_pending(inst, was_ready && to == INSTANCE_FAILED);
-	if (!was_ready)
+	instance_fail_pending(inst, keep);
+	if (!keep)
 		instance_fail_resend(inst);
 	instance_wake_waiters(inst, to == INSTANCE_NEEDS_AUTH ? -EACCES : -EIO);
 	/* Requests that change nothing were lost with a dropped connection:
 	 * they need the server, so it comes back now, once. */
-	if (inst->resend.next != &inst->resend && !inst->freeing)
+	if (instance_has_queued(inst) && !inst->freeing)
 		instance_start(inst);
 }
 
@@ -329,9 +480,26 @@ static void instance_closed_cb(void *ctx)
 	instance_maybe_free(inst);
 }
 
+/* Every line a server prints on stderr goes to the log under its name,
+ * with the configured secrets masked (a server may print its token). */
+static void instance_stderr_cb(void *ctx, const char *line, size_t len)
+{
+	struct instance_link *link = ctx;
+	struct instance *inst = link->inst;
+	link->stderr_seen = true;
+	char *masked = instance_mask(inst, line, len);
+	for (char *p = masked; *p; p++)
+		if ((unsigned char)*p < 0x20 && *p != '\t')
+			*p = '?';
+	log_info("server %s: %s", inst->name, masked);
+	free(masked);
+}
+
 static const struct stdio_conn_cbs instance_conn_cbs = {
 	.on_message = instance_message_cb,
 	.on_garbage = instance_garbage_cb,
+	.on_overlong = instance_overlong_cb,
+	.on_stderr = instance_stderr_cb,
 	.on_exit = instance_exit_cb,
 	.on_closed = instance_closed_cb,
 };
@@ -354,12 +522,13 @@ void instance_start(struct instance *inst)
 	};
 	struct instance_link *link = xcalloc(1, sizeof *link);
 	link->inst = inst;
+	link->gen = ++inst->gen;
 	random_hex(link->token, JOURNAL_TOKEN_LEN / 2);
 	free(inst->envp[inst->owner_slot]);
 	inst->envp[inst->owner_slot] =
 		xasprintf("%s=%s", JOURNAL_OWNER_ENV, link->token);
-	int rc = stdio_conn_spawn(inst->loop, &opts, &instance_conn_cbs, link,
-				  &inst->conn);
+	int rc = inst->tp->open(inst->loop, &opts, &instance_conn_cbs, link,
+				&inst->conn);
 	if (rc < 0) {
 		free(link);
 		inst->conn = NULL;
@@ -374,11 +543,11 @@ void instance_start(struct instance *inst)
 	}
 	inst->link = link;
 	inst->handles_open++; /* the conn, until its on_closed */
-	inst->pid = stdio_conn_pid(inst->conn);
+	inst->pid = inst->tp->pid(inst->conn);
 	link->pid = inst->pid;
 	if (inst->cbs.on_process)
 		inst->cbs.on_process(inst->ctx, inst, link->pid,
-				     stdio_conn_start_time(inst->conn),
+				     inst->tp->start_time(inst->conn),
 				     link->token, true);
 	free(inst->stderr_tail);
 	inst->stderr_tail = NULL;
@@ -470,6 +639,11 @@ static void instance_maybe_free(struct instance *inst)
 	free(inst->protocol_version);
 	free(inst->last_error);
 	free(inst->stderr_tail);
+	free(inst->fail_reason);
+	free(inst->fail_stderr);
+	outbox_free(inst->outbox);
+	buf_free(&inst->scratch);
+	instance_free_strv(inst->secrets);
 	free(inst->name);
 	free(inst->key);
 	free(inst->public_key);
@@ -488,6 +662,8 @@ void instance_free(struct instance *inst)
 	instance_stop(inst, "closed", false);
 	inst->freeing = true;
 	uv_close((uv_handle_t *)&inst->startup_timer, instance_handle_close_cb);
+	uv_close((uv_handle_t *)&inst->deadline_timer,
+		 instance_handle_close_cb);
 }
 
 enum instance_state instance_state(const struct instance *inst)
@@ -532,12 +708,19 @@ pid_t instance_pid(const struct instance *inst)
 
 unsigned instance_inflight(const struct instance *inst)
 {
-	unsigned n = 0;
-	for (const struct instance_pending *p = inst->pending.next;
-	     p != &inst->pending; p = p->next)
-		if (!p->internal)
-			n++;
-	return n;
+	return (unsigned)outbox_count_external(inst->outbox);
+}
+
+json_t *instance_last_failure(const struct instance *inst)
+{
+	if (inst->fail_reason == NULL)
+		return NULL;
+	json_t *o = json_pack("{s:s,s:I}", "reason", inst->fail_reason, "at",
+			      (json_int_t)inst->fail_at_ms);
+	if (inst->fail_stderr)
+		json_object_set_new(o, "stderr",
+				    json_string(inst->fail_stderr));
+	return o;
 }
 
 json_t *instance_describe(const struct instance *inst, bool verbose)
@@ -551,8 +734,7 @@ json_t *instance_describe(const struct instance *inst, bool verbose)
 		json_object_set_new(o, "stderr",
 				    json_string(inst->stderr_tail));
 	else if (inst->conn) {
-		char *tail = stdio_conn_stderr_tail(inst->conn,
-						    INSTANCE_STDERR_TAIL);
+		char *tail = instance_stderr_now(inst);
 		if (tail[0])
 			json_object_set_new(o, "stderr", json_string(tail));
 		free(tail);
@@ -576,6 +758,9 @@ json_t *instance_describe(const struct instance *inst, bool verbose)
 			json_string("(tools kept; reconnects when next used)"));
 	if (inst->lists_cached)
 		json_object_set_new(o, "listsFromCache", json_true());
+	json_t *lf = instance_last_failure(inst);
+	if (lf)
+		json_object_set_new(o, "lastFailure", lf);
 	uint64_t wait = instance_backoff_remaining_ms(inst);
 	if (inst->state == INSTANCE_FAILED && wait > 0)
 		json_object_set_new(o, "nextAttemptInMs",

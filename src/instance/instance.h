@@ -109,15 +109,25 @@ int64_t instance_request_raw(struct instance *inst, const char *method,
 			     const char *params, size_t params_len,
 			     instance_reply_cb cb, instance_text_cb text_cb,
 			     void *arg);
-/* Drops a request in flight: its callback will not run, and the server is
- * told with notifications/cancelled. */
-void instance_cancel(struct instance *inst, int64_t id, const char *reason);
+/* Drops a request in flight (also one waiting for a re-send: its id is
+ * kept across re-sends): its callback will not run, and a server that was
+ * sent it is told with notifications/cancelled. False when id is not in
+ * flight (answered or failed already: its callback has run). */
+bool instance_cancel(struct instance *inst, int64_t id, const char *reason);
 /* Sends a notification; steals params. */
 int instance_notify(struct instance *inst, const char *method, json_t *params);
 /* Answers a request the server sent (id borrowed); steals result or error
  * (exactly one non-NULL). */
 int instance_respond(struct instance *inst, json_t *id, json_t *result,
 		     json_t *error);
+/* The same, only on the connection of generation gen (from
+ * instance_conn_gen when the request came): -ESTALE once that connection
+ * is gone, so a late answer never reaches the next process. Failures are
+ * logged. */
+int instance_respond_on(struct instance *inst, uint64_t gen, json_t *id,
+			json_t *result, json_t *error);
+/* The generation of the current connection (1, 2, ...), 0 when none. */
+uint64_t instance_conn_gen(const struct instance *inst);
 
 /* Stops the server: state STOPPING then STOPPED. keep_lists: an idle close
  * (the lists stay offered and the next use starts it again); else the
@@ -134,7 +144,12 @@ const char *instance_public_key(const struct instance *inst);
 json_t *instance_list(const struct instance *inst, enum instance_list which);
 /* Whether the server declared the capability (tools, prompts, ...). */
 bool instance_has_capability(const struct instance *inst, const char *cap);
+/* Why it is not running, while it is not (cleared once it runs). */
 const char *instance_last_error(const struct instance *inst);
+/* The last failure, whatever the state since: {"reason", "at" (ms since
+ * the epoch), "stderr" (masked tail, if any)}; new reference, NULL when
+ * it never failed. For status to keep after the instance is gone. */
+json_t *instance_last_failure(const struct instance *inst);
 pid_t instance_pid(const struct instance *inst);
 unsigned instance_inflight(const struct instance *inst);
 /* Status as JSON (state, error, stderr tail, counts; pid when verbose). */

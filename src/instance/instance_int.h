@@ -14,31 +14,40 @@
 #include "instance/backoff.h"
 #include "instance/instance.h"
 #include "journal/journal.h"
-
-struct stdio_conn;
+#include "jsonrpc/outbox.h"
+#include "transport/stdio.h"
+#include "util/buf.h"
 
 #define INSTANCE_STDERR_TAIL 10
 
-struct instance_pending {
-	struct instance_pending *next, *prev;
-	int64_t id;
-	instance_reply_cb cb;
-	instance_text_cb text_cb;
-	void *arg;
-	bool internal; /* part of the startup or a list refresh */
-	char *method;  /* client requests: kept to decide on a resend */
-	json_t *params;
+/* The seam between an instance and what carries its messages: the stdio
+ * transport in the runtime, a fake in unit tests. Its calls mirror
+ * stdio_conn_*; issue 10's upstream_ops grows from here (the instance
+ * already treats the connection as opaque). */
+struct instance_transport {
+	int (*open)(uv_loop_t *loop, const struct stdio_spawn_opts *opts,
+		    const struct stdio_conn_cbs *cbs, void *ctx, void **conn);
+	/* 0, -EPIPE (gone), -ENOBUFS (its input is full). */
+	int (*send)(void *conn, const char *msg, size_t len);
+	void (*stop)(void *conn);
+	pid_t (*pid)(const void *conn);
+	uint64_t (*start_time)(const void *conn);
+	char *(*stderr_tail)(const void *conn, int n);
 };
+
+extern const struct instance_transport instance_stdio_transport;
 
 /* The transport's context: one per spawned connection, so that late
  * callbacks of a connection the instance already let go of are told
  * apart from the current one's. */
 struct instance_link {
 	struct instance *inst;
+	uint64_t gen; /* connection generation: 1, 2, ... per instance */
 	pid_t pid;
 	char token[JOURNAL_TOKEN_LEN + 1];
 	bool detached;	   /* no longer the instance's connection */
 	bool settles_stop; /* its on_closed ends a STOPPING state */
+	bool stderr_seen;  /* some stderr line came (for the failure) */
 };
 
 struct instance_waiter {
@@ -61,17 +70,19 @@ struct instance {
 	char *client_caps_json;
 	uint64_t startup_timeout_ms;
 
+	uint64_t tool_timeout_ms; /* 0: none */
+	char **secrets;		  /* env values masked in stderr, NULL-ended */
+
 	enum instance_state state;
-	struct stdio_conn *conn;
+	const struct instance_transport *tp;
+	void *conn;
 	struct instance_link *link; /* of conn */
+	uint64_t gen;		    /* of the newest link */
 	pid_t pid;
 	uint64_t started_ms;
-	int64_t next_id;
-	struct instance_pending pending; /* list head */
-	unsigned npending;
-	/* Requests that change nothing, lost with a dropped connection: sent
-	 * again once the server is back. */
-	struct instance_pending resend;
+	/* Every request in flight, queued for a re-send or written. */
+	struct outbox *outbox;
+	struct buf scratch; /* the text path's message, reused */
 	struct backoff backoff;
 	bool lists_cached; /* lists came from the tool cache, not the server */
 	bool lists_known;  /* lists came from a start or from the cache */
@@ -84,8 +95,14 @@ struct instance {
 	char *protocol_version;
 	char *last_error;
 	char *stderr_tail;
+	/* The last failure, kept while the instance lives and handed to
+	 * whoever asks (status after the instance is gone). */
+	char *fail_reason;
+	char *fail_stderr;
+	uint64_t fail_at_ms; /* wall clock, ms since the epoch */
 
 	uv_timer_t startup_timer;
+	uv_timer_t deadline_timer; /* the oldest toolTimeout in flight */
 	bool freeing;
 	unsigned handles_open;
 
@@ -109,16 +126,33 @@ void instance_drop_lists(struct instance *inst);
 void instance_fail(struct instance *inst, enum instance_state to, char *why);
 void instance_start(struct instance *inst);
 
+/* A copy of s (len bytes) with every configured secret value masked. */
+char *instance_mask(const struct instance *inst, const char *s, size_t len);
+/* Replaces the transport (unit tests); before the first start. */
+void instance_set_transport(struct instance *inst,
+			    const struct instance_transport *tp);
+
 /* requests.c: ids, requests in flight, messages from the server */
 json_t *instance_unavailable_error(struct instance *inst, bool sent);
+/* The connection is gone. keep_idempotent: requests that change nothing
+ * and were sent once are queued for one re-send; the rest get errors. */
 void instance_fail_pending(struct instance *inst, bool keep_idempotent);
+/* Whether a request that was sent again after a drop is in flight. */
+bool instance_resent_in_flight(const struct instance *inst);
 void instance_fail_resend(struct instance *inst);
+/* Whether requests wait for a re-send. */
+bool instance_has_queued(const struct instance *inst);
 int64_t instance_send_request(struct instance *inst, const char *method,
 			      json_t *params, instance_reply_cb cb, void *arg,
 			      bool internal);
 void instance_resend(struct instance *inst);
+/* Fails the requests whose toolTimeout passed (by the replaceable clock)
+ * and re-arms the deadline timer for the next. */
+void instance_expire(struct instance *inst);
 void instance_message_cb(void *ctx, const char *line, size_t len);
 void instance_garbage_cb(void *ctx, const char *what);
+void instance_overlong_cb(void *ctx, const char *head, size_t head_len,
+			  const char *tail, size_t tail_len);
 
 /* catalog.c: the handshake and the lists */
 void instance_init_reply_cb(void *arg, json_t *resp, bool sent);

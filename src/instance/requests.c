@@ -1,20 +1,21 @@
 /*
- * An instance's requests: its own ids for what it sends, the requests in
- * flight and what happens to them when the server goes away (re-sent when
- * they change nothing, answered "may or may not have taken effect" when
- * they might), and the messages that come back from the server.
+ * An instance's requests: they live in its outbox under ids of its own,
+ * each with one outcome. When the server goes away, a request that
+ * changes nothing is sent again once (under the same id, so a cancel still
+ * finds it); every other one is answered "may or may not have taken
+ * effect". Also the toolTimeout deadlines and the messages that come back
+ * from the server, including the ones that name no request.
  */
 #include <errno.h>
-#include <signal.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "instance/backoff.h"
 #include "instance/instance_int.h"
-#include "journal/journal.h"
 #include "jsonrpc/jsonrpc.h"
+#include "jsonrpc/outbox.h"
 #include "transport/stdio.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -22,39 +23,18 @@
 #include "util/log.h"
 #include "util/xmalloc.h"
 
-static void instance_pending_free(struct instance_pending *p)
-{
-	free(p->method);
-	json_decref(p->params);
-	free(p);
-}
-
-static void instance_pending_unlink(struct instance_pending *p)
-{
-	p->prev->next = p->next;
-	p->next->prev = p->prev;
-	p->next = p->prev = p;
-}
-
-static void instance_pending_append(struct instance_pending *head,
-				    struct instance_pending *p)
-{
-	p->prev = head->prev;
-	p->next = head;
-	head->prev->next = p;
-	head->prev = p;
-}
-
 /* A request that may have changed something was lost with the server:
  * the client must not be led to run it twice. */
-static json_t *instance_lost_call_error(struct instance *inst)
+static json_t *instance_lost_call_error(struct instance *inst, bool again)
 {
 	const char *reason =
 		inst->last_error ? inst->last_error : "the server stopped";
 	char *msg = xasprintf(
-		"Server \"%s\" went away while handling this request (%s); it "
-		"may or may not have taken effect, so check before retrying.",
-		inst->name, reason);
+		"Server \"%s\" went away while handling this request (%s)%s; "
+		"it may or may not have taken effect, so check before "
+		"retrying.",
+		inst->name, reason,
+		again ? ", for the second time, so it is not sent again" : "");
 	json_t *data = json_pack("{s:s,s:s,s:b}", "server", inst->name,
 				 "reason", reason, "mayHaveRun", 1);
 	json_t *err = jr_error(NULL, JR_SERVER_UNAVAILABLE, msg, data);
@@ -62,72 +42,129 @@ static json_t *instance_lost_call_error(struct instance *inst)
 	return err;
 }
 
-/* The server is gone. With keep_idempotent (a connection that dropped on
- * its own), requests that change nothing wait to be sent again once it is
- * back; every other request in flight gets an error now. */
+static bool instance_req_resendable(const struct outbox_req *r)
+{
+	return !r->internal && r->params && jr_method_is_idempotent(r->method);
+}
+
+/* The ids of the requests in flight, oldest first: walked by id so that
+ * callbacks run on the way (which may settle others) do no harm. */
+static int64_t *instance_snapshot(struct instance *inst, size_t *n)
+{
+	*n = outbox_count(inst->outbox);
+	if (*n == 0)
+		return NULL;
+	int64_t *ids = xcalloc(*n, sizeof *ids);
+	size_t k = 0;
+	for (struct outbox_req *r = outbox_first(inst->outbox); r && k < *n;
+	     r = outbox_next(inst->outbox, r))
+		ids[k++] = r->id;
+	*n = k;
+	return ids;
+}
+
+bool instance_resent_in_flight(const struct instance *inst)
+{
+	for (struct outbox_req *r = outbox_first(inst->outbox); r;
+	     r = outbox_next(inst->outbox, r))
+		if (r->state == OUTBOX_WRITTEN && r->sends > 1)
+			return true;
+	return false;
+}
+
 void instance_fail_pending(struct instance *inst, bool keep_idempotent)
 {
-	while (inst->pending.next != &inst->pending) {
-		struct instance_pending *p = inst->pending.next;
-		instance_pending_unlink(p);
-		inst->npending--;
-		if (keep_idempotent && !p->internal && p->method &&
-		    jr_method_is_idempotent(p->method)) {
-			instance_pending_append(&inst->resend, p);
+	size_t n;
+	int64_t *ids = instance_snapshot(inst, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct outbox_req *r = outbox_find(inst->outbox, ids[i]);
+		if (r == NULL)
+			continue;
+		bool written = r->state == OUTBOX_WRITTEN;
+		/* One re-send at most: a request the server dies on twice is
+		 * likely what kills it. */
+		if (keep_idempotent && instance_req_resendable(r) &&
+		    r->sends < 2) {
+			outbox_requeue(inst->outbox, r);
 			continue;
 		}
-		if (p->cb) {
-			json_t *err = !p->internal && p->method &&
-						      !jr_method_is_idempotent(
-							      p->method)
-					      ? instance_lost_call_error(inst)
-					      : instance_unavailable_error(
-							inst, true);
-			p->cb(p->arg, err, true);
-			json_decref(err);
-		}
-		instance_pending_free(p);
+		json_t *err;
+		if (!written)
+			err = instance_unavailable_error(inst, false);
+		else if (instance_req_resendable(r))
+			err = r->sends > 1
+				      ? instance_lost_call_error(inst, true)
+				      : instance_unavailable_error(inst, true);
+		else if (!r->internal && !jr_method_is_idempotent(r->method))
+			err = instance_lost_call_error(inst, false);
+		else
+			err = instance_unavailable_error(inst, true);
+		outbox_settle(inst->outbox, r,
+			      written ? OUTBOX_LOST_SENT : OUTBOX_LOST_UNSENT,
+			      err);
+		json_decref(err);
 	}
+	free(ids);
 }
 
-/* The requests kept for a resend cannot be sent: answer them. */
 void instance_fail_resend(struct instance *inst)
 {
-	while (inst->resend.next != &inst->resend) {
-		struct instance_pending *p = inst->resend.next;
-		instance_pending_unlink(p);
-		if (p->cb) {
-			json_t *err = instance_unavailable_error(inst, false);
-			p->cb(p->arg, err, false);
-			json_decref(err);
-		}
-		instance_pending_free(p);
+	size_t n;
+	int64_t *ids = instance_snapshot(inst, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct outbox_req *r = outbox_find(inst->outbox, ids[i]);
+		if (r == NULL || r->state != OUTBOX_QUEUED)
+			continue;
+		json_t *err = instance_unavailable_error(inst, false);
+		outbox_settle(inst->outbox, r, OUTBOX_LOST_UNSENT, err);
+		json_decref(err);
 	}
+	free(ids);
 }
 
-static struct instance_pending *instance_take_pending(struct instance *inst,
-						      int64_t id)
+bool instance_has_queued(const struct instance *inst)
 {
-	for (struct instance_pending *p = inst->pending.next;
-	     p != &inst->pending; p = p->next) {
-		if (p->id == id) {
-			p->prev->next = p->next;
-			p->next->prev = p->prev;
-			inst->npending--;
-			return p;
-		}
-	}
-	return NULL;
+	for (struct outbox_req *r = outbox_first(inst->outbox); r;
+	     r = outbox_next(inst->outbox, r))
+		if (r->state == OUTBOX_QUEUED)
+			return true;
+	return false;
 }
 
-static int instance_write(struct instance *inst, json_t *msg)
+/* Writes r on the current connection: 0 or -errno. */
+static int instance_write_req(struct instance *inst, struct outbox_req *r)
 {
+	json_t *msg = jr_request(json_integer(r->id), r->method,
+				 r->params ? json_incref(r->params) : NULL);
 	char *s = json_dumps(msg, JSON_COMPACT);
+	json_decref(msg);
 	if (s == NULL)
 		return -EINVAL;
-	int rc = stdio_conn_send(inst->conn, s, strlen(s));
+	int rc = inst->tp->send(inst->conn, s, strlen(s));
 	free(s);
+	if (rc == 0)
+		outbox_written(inst->outbox, r, inst->gen);
 	return rc;
+}
+
+static void instance_deadline_cb(uv_timer_t *t)
+{
+	instance_expire(t->data);
+}
+
+/* The toolTimeout applies to tools/call: the one request whose running
+ * time is the tool's. */
+static void instance_arm_deadline(struct instance *inst, struct outbox_req *r)
+{
+	if (inst->tool_timeout_ms == 0 || r->internal ||
+	    strcmp(r->method, "tools/call") != 0)
+		return;
+	r->deadline_ms = clock_now_ms() + inst->tool_timeout_ms;
+	/* Deadlines come in the order of sending, so an armed timer already
+	 * waits for an earlier one, which re-arms for the rest. */
+	if (!uv_is_active((uv_handle_t *)&inst->deadline_timer))
+		uv_timer_start(&inst->deadline_timer, instance_deadline_cb,
+			       inst->tool_timeout_ms, 0);
 }
 
 int64_t instance_send_request(struct instance *inst, const char *method,
@@ -138,49 +175,41 @@ int64_t instance_send_request(struct instance *inst, const char *method,
 		json_decref(params);
 		return -EPIPE;
 	}
-	int64_t id = inst->next_id++;
-	json_t *msg = jr_request(json_integer(id), method,
-				 params ? json_incref(params) : NULL);
-	int rc = instance_write(inst, msg);
-	json_decref(msg);
+	struct outbox_req *r = outbox_add(inst->outbox, method, params,
+					  internal, cb, NULL, arg);
+	int rc = instance_write_req(inst, r);
 	if (rc < 0) {
-		json_decref(params);
+		outbox_settle(inst->outbox, r, OUTBOX_CANCELLED, NULL);
 		return rc;
 	}
-	struct instance_pending *p = xcalloc(1, sizeof *p);
-	p->id = id;
-	p->cb = cb;
-	p->arg = arg;
-	p->internal = internal;
-	if (!internal) {
-		p->method = xstrdup(method);
-		p->params = params;
-	} else {
-		json_decref(params);
+	if (internal) {
+		/* Never re-sent: no need to keep them. */
+		json_decref(r->params);
+		r->params = NULL;
 	}
-	instance_pending_append(&inst->pending, p);
-	inst->npending++;
-	return id;
+	instance_arm_deadline(inst, r);
+	return r->id;
 }
 
-/* Sends again what a dropped connection lost and changed nothing. */
 void instance_resend(struct instance *inst)
 {
-	while (inst->resend.next != &inst->resend) {
-		struct instance_pending *p = inst->resend.next;
-		instance_pending_unlink(p);
-		log_info("instance %s: sending %s again after the reconnect",
-			 inst->name, p->method);
-		if (instance_send_request(inst, p->method,
-					  json_incref(p->params), p->cb, p->arg,
-					  false) < 0 &&
-		    p->cb) {
+	size_t n;
+	int64_t *ids = instance_snapshot(inst, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct outbox_req *r = outbox_find(inst->outbox, ids[i]);
+		if (r == NULL || r->state != OUTBOX_QUEUED)
+			continue;
+		log_info("instance %s: sending %s again after the reconnect "
+			 "(id %" PRId64 ", once at most)",
+			 inst->name, r->method, r->id);
+		int rc = inst->conn ? instance_write_req(inst, r) : -EPIPE;
+		if (rc < 0) {
 			json_t *err = instance_unavailable_error(inst, false);
-			p->cb(p->arg, err, false);
+			outbox_settle(inst->outbox, r, OUTBOX_LOST_UNSENT, err);
 			json_decref(err);
 		}
-		instance_pending_free(p);
 	}
+	free(ids);
 }
 
 int64_t instance_request_text(struct instance *inst, const char *method,
@@ -189,8 +218,25 @@ int64_t instance_request_text(struct instance *inst, const char *method,
 {
 	int64_t id = instance_request(inst, method, params, cb, arg);
 	if (id > 0)
-		inst->pending.prev->text_cb = text_cb;
+		outbox_find(inst->outbox, id)->text_cb = text_cb;
 	return id;
+}
+
+/* {"name": ...} of params sent as text, for the toolTimeout's message
+ * (only when one is set: it costs a scan). */
+static json_t *instance_raw_name(const char *params, size_t len)
+{
+	static const char *const keys[] = {"name"};
+	struct jsonscan_span sp;
+	if (jsonscan_members(params, len, keys, 1, &sp) < 0 || sp.len == 0)
+		return NULL;
+	json_t *name =
+		json_loadb(params + sp.off, sp.len, JSON_DECODE_ANY, NULL);
+	if (!json_is_string(name)) {
+		json_decref(name);
+		return NULL;
+	}
+	return json_pack("{s:o}", "name", name);
 }
 
 int64_t instance_request_raw(struct instance *inst, const char *method,
@@ -200,30 +246,31 @@ int64_t instance_request_raw(struct instance *inst, const char *method,
 {
 	if (inst->state != INSTANCE_READY || inst->conn == NULL)
 		return -EAGAIN;
-	int64_t id = inst->next_id++;
-	struct buf b;
-	buf_init(&b);
-	buf_reserve(&b, params_len + 64);
-	buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
-	buf_put_u64(&b, (unsigned long long)id);
-	buf_puts(&b, ",\"method\":\"");
-	buf_puts(&b, method);
-	buf_puts(&b, "\",\"params\":");
-	buf_append(&b, params, params_len);
-	buf_puts(&b, "}");
-	int rc = stdio_conn_send(inst->conn, b.data, b.len);
-	buf_free(&b);
+	/* The message goes into a buffer the instance keeps: no
+	 * allocation per call once it has grown. */
+	struct buf *b = &inst->scratch;
+	int64_t id = outbox_peek_id(inst->outbox);
+	buf_reset(b);
+	buf_reserve(b, params_len + 64);
+	buf_puts(b, "{\"jsonrpc\":\"2.0\",\"id\":");
+	buf_put_u64(b, (unsigned long long)id);
+	buf_puts(b, ",\"method\":\"");
+	buf_puts(b, method);
+	buf_puts(b, "\",\"params\":");
+	buf_append(b, params, params_len);
+	buf_puts(b, "}");
+	int rc = inst->tp->send(inst->conn, b->data, b->len);
+	if (b->cap > 4 * 1024 * 1024)
+		buf_free(b); /* one huge call does not pin its memory */
 	if (rc < 0)
 		return rc;
-	struct instance_pending *p = xcalloc(1, sizeof *p);
-	p->id = id;
-	p->cb = cb;
-	p->text_cb = text_cb;
-	p->arg = arg;
-	p->method = xstrdup(method);
-	instance_pending_append(&inst->pending, p);
-	inst->npending++;
-	return id;
+	struct outbox_req *r =
+		outbox_add(inst->outbox, method, NULL, false, cb, text_cb, arg);
+	outbox_written(inst->outbox, r, inst->gen);
+	if (inst->tool_timeout_ms > 0)
+		r->params = instance_raw_name(params, params_len);
+	instance_arm_deadline(inst, r);
+	return r->id;
 }
 
 int64_t instance_request(struct instance *inst, const char *method,
@@ -236,24 +283,21 @@ int64_t instance_request(struct instance *inst, const char *method,
 	return instance_send_request(inst, method, params, cb, arg, false);
 }
 
-void instance_cancel(struct instance *inst, int64_t id, const char *reason)
+static const char *instance_send_errtext(int rc)
 {
-	struct instance_pending *p = instance_take_pending(inst, id);
-	if (p == NULL) {
-		/* Waiting for a resend: it never reaches the server now. */
-		for (struct instance_pending *q = inst->resend.next;
-		     q != &inst->resend; q = q->next) {
-			if (q->id == id) {
-				instance_pending_unlink(q);
-				instance_pending_free(q);
-				return;
-			}
-		}
-		return;
+	switch (rc) {
+	case -ENOBUFS:
+		return "its input is full (the server is not reading it)";
+	case -EPIPE:
+		return "the connection is gone";
+	default:
+		return strerror(-rc);
 	}
-	instance_pending_free(p);
-	if (inst->conn == NULL)
-		return;
+}
+
+static void instance_tell_cancelled(struct instance *inst, int64_t id,
+				    const char *reason)
+{
 	json_t *params = json_object();
 	json_object_set_new(params, "requestId", json_integer(id));
 	if (reason)
@@ -261,156 +305,145 @@ void instance_cancel(struct instance *inst, int64_t id, const char *reason)
 	instance_notify(inst, "notifications/cancelled", params);
 }
 
+bool instance_cancel(struct instance *inst, int64_t id, const char *reason)
+{
+	struct outbox_req *r = outbox_find(inst->outbox, id);
+	if (r == NULL)
+		return false;
+	/* Only the connection it was written on has heard of it. */
+	bool tell = r->state == OUTBOX_WRITTEN && r->link == inst->gen &&
+		    inst->conn != NULL;
+	outbox_settle(inst->outbox, r, OUTBOX_CANCELLED, NULL);
+	if (tell)
+		instance_tell_cancelled(inst, id, reason);
+	return true;
+}
+
+static int instance_write(struct instance *inst, json_t *msg)
+{
+	char *s = json_dumps(msg, JSON_COMPACT);
+	if (s == NULL)
+		return -EINVAL;
+	int rc = inst->tp->send(inst->conn, s, strlen(s));
+	free(s);
+	return rc;
+}
+
 int instance_notify(struct instance *inst, const char *method, json_t *params)
 {
-	if (inst->conn == NULL) {
-		json_decref(params);
-		return -EPIPE;
+	int rc = -EPIPE;
+	if (inst->conn != NULL) {
+		json_t *msg = jr_notification(method, params);
+		params = NULL;
+		rc = instance_write(inst, msg);
+		json_decref(msg);
 	}
-	json_t *msg = jr_notification(method, params);
-	int rc = instance_write(inst, msg);
-	json_decref(msg);
+	json_decref(params);
+	/* Nothing answers a notification, so a lost one is only seen
+	 * here (a cancellation the server never heard of). */
+	if (rc < 0)
+		log_warn("instance %s: %s not sent: %s", inst->name, method,
+			 instance_send_errtext(rc));
+	return rc;
+}
+
+int instance_respond_on(struct instance *inst, uint64_t gen, json_t *id,
+			json_t *result, json_t *error)
+{
+	int rc = -EPIPE;
+	if (gen != 0 && gen != inst->gen) {
+		/* The request came from a connection since replaced: its
+		 * id means nothing (or something else) to the new one. */
+		rc = -ESTALE;
+	} else if (inst->conn != NULL) {
+		json_t *msg = json_object();
+		json_object_set_new(msg, "jsonrpc", json_string("2.0"));
+		json_object_set(msg, "id", id);
+		if (error)
+			json_object_set_new(msg, "error", error);
+		else
+			json_object_set_new(msg, "result",
+					    result ? result : json_object());
+		result = error = NULL;
+		rc = instance_write(inst, msg);
+		json_decref(msg);
+	}
+	json_decref(result);
+	json_decref(error);
+	if (rc < 0)
+		log_warn("instance %s: answer to the server's request not "
+			 "sent: %s",
+			 inst->name,
+			 rc == -ESTALE ? "the server that asked is gone"
+				       : instance_send_errtext(rc));
 	return rc;
 }
 
 int instance_respond(struct instance *inst, json_t *id, json_t *result,
 		     json_t *error)
 {
-	if (inst->conn == NULL) {
-		json_decref(result);
-		json_decref(error);
-		return -EPIPE;
-	}
-	json_t *msg = json_object();
-	json_object_set_new(msg, "jsonrpc", json_string("2.0"));
-	json_object_set(msg, "id", id);
-	if (error)
-		json_object_set_new(msg, "error", error);
-	else
-		json_object_set_new(msg, "result",
-				    result ? result : json_object());
-	int rc = instance_write(inst, msg);
-	json_decref(msg);
-	return rc;
+	return instance_respond_on(inst, 0, id, result, error);
 }
 
-/* ---- messages from the server ---- */
-
-static void instance_handle_notification(struct instance *inst, json_t *msg)
+uint64_t instance_conn_gen(const struct instance *inst)
 {
-	const char *method = jr_method(msg);
-	for (int i = 0; i < INSTANCE_NLISTS; i++) {
-		if (i == INSTANCE_TEMPLATES)
+	return inst->conn ? inst->gen : 0;
+}
+
+/* ---- toolTimeout ---- */
+
+static json_t *instance_timeout_error(struct instance *inst,
+				      const struct outbox_req *r)
+{
+	const char *tool =
+		json_string_value(json_object_get(r->params, "name"));
+	unsigned long long ms = (unsigned long long)inst->tool_timeout_ms;
+	char *msg = xasprintf(
+		"Server \"%s\" did not answer %s%s%s%s within its toolTimeout "
+		"of %llu.%03llu s; the call was cancelled on the server and "
+		"may or may not have taken effect.",
+		inst->name, r->method, tool ? " \"" : "", tool ? tool : "",
+		tool ? "\"" : "", ms / 1000, ms % 1000);
+	json_t *data =
+		json_pack("{s:s,s:I,s:b}", "server", inst->name,
+			  "toolTimeoutMs", (json_int_t)ms, "mayHaveRun", 1);
+	if (tool)
+		json_object_set_new(data, "tool", json_string(tool));
+	json_t *err = jr_error(NULL, JR_REQUEST_TIMEOUT, msg, data);
+	free(msg);
+	return err;
+}
+
+void instance_expire(struct instance *inst)
+{
+	uint64_t now = clock_now_ms();
+	uint64_t next = 0;
+	size_t n;
+	int64_t *ids = instance_snapshot(inst, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct outbox_req *r = outbox_find(inst->outbox, ids[i]);
+		if (r == NULL || r->deadline_ms == 0)
 			continue;
-		char name[64];
-		snprintf(name, sizeof name, "notifications/%s/list_changed",
-			 instance_list_caps[i]);
-		if (strcmp(method, name) == 0 &&
-		    inst->state == INSTANCE_READY) {
-			instance_fetch_list(inst, (enum instance_list)i, NULL,
-					    NULL, 0);
-			if (i == INSTANCE_RESOURCES)
-				instance_fetch_list(inst, INSTANCE_TEMPLATES,
-						    NULL, NULL, 0);
-			return;
+		if (r->deadline_ms > now) {
+			if (next == 0 || r->deadline_ms < next)
+				next = r->deadline_ms;
+			continue;
 		}
+		log_warn("instance %s: %s (id %" PRId64
+			 ") passed its toolTimeout; cancelled",
+			 inst->name, r->method, r->id);
+		json_t *err = instance_timeout_error(inst, r);
+		int64_t id = r->id;
+		bool tell = r->state == OUTBOX_WRITTEN &&
+			    r->link == inst->gen && inst->conn != NULL;
+		outbox_settle(inst->outbox, r, OUTBOX_LOST_SENT, err);
+		json_decref(err);
+		if (tell)
+			instance_tell_cancelled(inst, id, "toolTimeout");
 	}
-	if (inst->cbs.on_notification)
-		inst->cbs.on_notification(inst->ctx, inst, msg);
-}
-
-/* A successful answer to a request that takes text goes on without a
- * parse. True when the line was one and is dealt with. */
-static bool instance_fast_answer(struct instance *inst, const char *line,
-				 size_t len)
-{
-	static const char *const keys[] = {"jsonrpc", "id", "method", "result",
-					   "error"};
-	struct jsonscan_span sp[5];
-	long long id;
-	if (jsonscan_members(line, len, keys, 5, sp) < 0 || sp[2].len ||
-	    sp[4].len || sp[3].len == 0 || !jsonscan_int(line, &sp[1], &id) ||
-	    sp[0].len != 5 || memcmp(line + sp[0].off, "\"2.0\"", 5) != 0)
-		return false;
-	struct instance_pending *p = instance_take_pending(inst, id);
-	if (p == NULL) {
-		log_debug("instance %s: answer to an unknown or cancelled "
-			  "request; dropped",
-			  inst->name);
-		return true;
-	}
-	if (p->text_cb) {
-		p->text_cb(p->arg, line, sp[3].off, sp[3].len);
-		instance_pending_free(p);
-		return true;
-	}
-	/* Not a text taker: put it back and let the full parse handle it. */
-	instance_pending_append(&inst->pending, p);
-	inst->npending++;
-	return false;
-}
-
-void instance_message_cb(void *ctx, const char *line, size_t len)
-{
-	struct instance_link *link = ctx;
-	struct instance *inst = link->inst;
-	if (link->detached)
-		return;
-	if (instance_fast_answer(inst, line, len))
-		return;
-	json_error_t jerr;
-	json_t *msg = json_loadb(line, len, JSON_ALLOW_NUL, &jerr);
-	if (msg == NULL) {
-		log_warn("instance %s: skipped a line that is not JSON (%s)",
-			 inst->name, jerr.text);
-		return;
-	}
-	const char *why;
-	switch (jr_classify(msg, &why)) {
-	case JR_RESPONSE: {
-		json_t *id = jr_id(msg);
-		struct instance_pending *p =
-			json_is_integer(id)
-				? instance_take_pending(inst,
-							json_integer_value(id))
-				: NULL;
-		if (p == NULL) {
-			log_debug("instance %s: answer to an unknown or "
-				  "cancelled request; dropped",
-				  inst->name);
-			break;
-		}
-		if (p->cb)
-			p->cb(p->arg, msg, true);
-		instance_pending_free(p);
-		break;
-	}
-	case JR_NOTIFICATION:
-		instance_handle_notification(inst, msg);
-		break;
-	case JR_REQUEST:
-		if (strcmp(jr_method(msg), "ping") == 0)
-			instance_respond(inst, jr_id(msg), json_object(), NULL);
-		else if (inst->cbs.on_request)
-			inst->cbs.on_request(inst->ctx, inst, msg);
-		else
-			instance_respond(inst, jr_id(msg), NULL,
-					 json_pack("{s:i,s:s}", "code",
-						   JR_METHOD_NOT_FOUND,
-						   "message",
-						   "method not found"));
-		break;
-	case JR_INVALID:
-		log_warn("instance %s: skipped an invalid message (%s)",
-			 inst->name, why);
-		break;
-	}
-	json_decref(msg);
-}
-
-void instance_garbage_cb(void *ctx, const char *what)
-{
-	struct instance_link *link = ctx;
-	struct instance *inst = link->inst;
-	log_warn("instance %s: %s", inst->name, what);
+	free(ids);
+	uv_timer_stop(&inst->deadline_timer);
+	if (next > 0 && !inst->freeing)
+		uv_timer_start(&inst->deadline_timer, instance_deadline_cb,
+			       next - now, 0);
 }

@@ -19,6 +19,8 @@
 /* Implementation-defined server errors (-32000 to -32099). */
 #define JR_SERVER_UNAVAILABLE -32000
 #define JR_REQUEST_CANCELLED -32800
+/* A request that took longer than its deadline (as MCP SDKs use it). */
+#define JR_REQUEST_TIMEOUT -32001
 
 #define JR_MAX_METHOD 256
 

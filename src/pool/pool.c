@@ -4,6 +4,7 @@
  */
 #include "pool/pool.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -507,10 +508,15 @@ void pool_stop_server(struct pool *pool, const char *name)
 static void pool_restart_ready_cb(void *arg, struct instance *inst, int err)
 {
 	(void)arg;
-	if (err < 0)
+	/* A stop that came after the restart (its last lease went, or
+	 * another stop) supersedes it: that is no failure. */
+	if (err == -ECANCELED)
+		log_info("instance %s: restart superseded by a stop",
+			 instance_name(inst));
+	else if (err < 0)
 		log_warn("instance %s: restart failed: %s", instance_name(inst),
 			 instance_last_error(inst) ? instance_last_error(inst)
-						   : "unknown error");
+						   : strerror(-err));
 }
 
 void pool_restart_server(struct pool *pool, const char *name)

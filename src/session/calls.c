@@ -200,10 +200,28 @@ static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 					   session_call_text_cb, c);
 	}
 	if (id < 0) {
-		session_reply_error(c->ex, c->client_id, JR_SERVER_UNAVAILABLE,
-				    "Server connection was lost before the "
-				    "request could be sent; it was not sent",
-				    NULL);
+		/* Nothing was sent: say why, truly (a server that does not
+		 * read its input is not a lost connection). */
+		char *msg =
+			id == -ENOBUFS
+				? xasprintf("Server \"%s\" is not reading its "
+					    "input (too much is waiting for "
+					    "it); the request was not sent.",
+					    instance_name(inst))
+			: id == -EAGAIN
+				? xasprintf("Server \"%s\" stopped being "
+					    "ready before the request could be "
+					    "sent; it was not sent.",
+					    instance_name(inst))
+				: xasprintf("Server \"%s\": the connection "
+					    "was lost before the request could "
+					    "be sent; it was not sent.",
+					    instance_name(inst));
+		session_reply_error(
+			c->ex, c->client_id, JR_SERVER_UNAVAILABLE, msg,
+			json_pack("{s:s,s:b}", "server", instance_name(inst),
+				  "mayHaveRun", 0));
+		free(msg);
 		session_call_finish(c);
 		session_call_unref(c);
 		return;
@@ -675,9 +693,11 @@ void session_call_abort(struct call *c, const char *why)
 		return;
 	bool sent = c->server_id > 0;
 	if (sent) {
-		instance_cancel(c->inst, c->server_id, why);
-		/* The reply callback will not run: drop its reference. */
-		session_call_unref(c);
+		/* The request's handle is stable across re-sends; only when
+		 * the instance settled it here will the reply callback not
+		 * run, and only then is its reference ours to drop. */
+		if (instance_cancel(c->inst, c->server_id, why))
+			session_call_unref(c);
 		c->server_id = 0;
 	}
 	char *msg = sent && !jr_method_is_idempotent(c->method)
@@ -702,9 +722,8 @@ void session_call_cancel(struct call *c, const char *reason)
 	if (c->done)
 		return;
 	if (c->server_id > 0) {
-		instance_cancel(c->inst, c->server_id, reason);
-		/* The reply callback will not run: drop its reference. */
-		session_call_unref(c);
+		if (instance_cancel(c->inst, c->server_id, reason))
+			session_call_unref(c); /* the reply callback's */
 		c->server_id = 0;
 	}
 	exchange_skip(c->ex);

@@ -313,9 +313,9 @@ static void session_client_response(struct session *s, json_t *msg)
 	if (inst) {
 		json_t *error = json_object_get(msg, "error");
 		json_t *result = json_object_get(msg, "result");
-		instance_respond(inst, u->server_id,
-				 result ? json_incref(result) : NULL,
-				 error ? json_incref(error) : NULL);
+		instance_respond_on(inst, u->gen, u->server_id,
+				    result ? json_incref(result) : NULL,
+				    error ? json_incref(error) : NULL);
 	}
 	session_upstream_free(u);
 }
@@ -421,6 +421,7 @@ void session_forward_server_request(struct session *s, struct instance *inst,
 	u->client_id =
 		xasprintf("mcpv-%llu", (unsigned long long)s->next_seq++);
 	u->inst_key = xstrdup(instance_key(inst));
+	u->gen = instance_conn_gen(inst);
 	u->server_id = json_incref(jr_id(msg));
 	u->next = s->upstream;
 	s->upstream = u;
@@ -452,7 +453,8 @@ bool session_route_server_cancel(struct session *s, struct instance *inst,
 	for (struct upstream_req **pp = &s->upstream; *pp; pp = &(*pp)->next) {
 		struct upstream_req *u = *pp;
 		if (!json_equal(u->server_id, rid) ||
-		    strcmp(u->inst_key, instance_key(inst)) != 0)
+		    strcmp(u->inst_key, instance_key(inst)) != 0 ||
+		    u->gen != instance_conn_gen(inst))
 			continue;
 		*pp = u->next;
 		json_t *out = json_deep_copy(msg);

@@ -47,6 +47,7 @@ struct upstream_req {
 	struct upstream_req *next;
 	char *client_id; /* the id the client sees */
 	char *inst_key;
+	uint64_t gen; /* the connection that asked (instance_conn_gen) */
 	json_t *server_id;
 	struct exchange *ex; /* where it was sent (reference), or NULL */
 };

@@ -22,7 +22,61 @@ struct framer {
 	size_t max_line;
 	struct buf part; /* the line begun in an earlier feed */
 	bool skipping;	 /* inside an oversize line: drop through '\n' */
+	/* The oversize line's first and last bytes. */
+	char head[FRAMER_EDGE], tail[FRAMER_EDGE];
+	size_t head_len, tail_len;
+	void (*on_overlong)(void *ctx, const char *head, size_t head_len,
+			    const char *tail, size_t tail_len);
 };
+
+void framer_on_overlong(struct framer *f,
+			void (*cb)(void *ctx, const char *head, size_t head_len,
+				   const char *tail, size_t tail_len))
+{
+	f->on_overlong = cb;
+}
+
+/* Keeps the last FRAMER_EDGE bytes seen of an oversize line. */
+static void framer_keep_tail(struct framer *f, const char *p, size_t n)
+{
+	if (n == 0)
+		return;
+	if (n >= FRAMER_EDGE) {
+		memcpy(f->tail, p + n - FRAMER_EDGE, FRAMER_EDGE);
+		f->tail_len = FRAMER_EDGE;
+		return;
+	}
+	size_t keep =
+		f->tail_len + n > FRAMER_EDGE ? FRAMER_EDGE - n : f->tail_len;
+	memmove(f->tail, f->tail + f->tail_len - keep, keep);
+	memcpy(f->tail + keep, p, n);
+	f->tail_len = keep + n;
+}
+
+/* The oversize line begins: its first bytes are what the framer held
+ * plus the start of seg. */
+static void framer_begin_overlong(struct framer *f, const char *p, size_t seg)
+{
+	size_t h = f->part.len < FRAMER_EDGE ? f->part.len : FRAMER_EDGE;
+	if (h > 0)
+		memcpy(f->head, f->part.data, h);
+	size_t more = seg < FRAMER_EDGE - h ? seg : FRAMER_EDGE - h;
+	memcpy(f->head + h, p, more);
+	f->head_len = h + more;
+	f->tail_len = 0;
+	if (f->part.len > 0)
+		framer_keep_tail(f, f->part.data, f->part.len);
+	framer_keep_tail(f, p, seg);
+}
+
+static void framer_end_overlong(struct framer *f, void *ctx)
+{
+	size_t t = f->tail_len;
+	if (t > 0 && f->tail[t - 1] == '\r')
+		t--;
+	if (f->on_overlong)
+		f->on_overlong(ctx, f->head, f->head_len, f->tail, t);
+}
 
 struct framer *framer_new(size_t max_line)
 {
@@ -152,9 +206,11 @@ void framer_feed(struct framer *f, const char *data, size_t len,
 		size_t seg = (size_t)((nl ? nl : end) - p);
 
 		if (f->skipping) {
+			framer_keep_tail(f, p, seg);
 			if (nl == NULL)
 				return;
 			f->skipping = false;
+			framer_end_overlong(f, ctx);
 			p = nl + 1;
 			continue;
 		}
@@ -162,12 +218,14 @@ void framer_feed(struct framer *f, const char *data, size_t len,
 			char what[FRAMER_WHAT_MAX];
 			snprintf(what, sizeof what,
 				 "line over %zu bytes, skipped", f->max_line);
+			framer_begin_overlong(f, p, seg);
 			framer_drop_part(f);
 			on_garbage(ctx, what);
 			if (nl == NULL) {
 				f->skipping = true;
 				return;
 			}
+			framer_end_overlong(f, ctx);
 			p = nl + 1;
 			continue;
 		}

@@ -10,6 +10,11 @@
 
 struct framer;
 
+/* How much of an oversize line's start and end is kept for its owner: room
+ * for the JSON-RPC envelope ("jsonrpc", "id"), which serialisers put
+ * either first or last. */
+#define FRAMER_EDGE 256
+
 /* max_line counts the bytes before the '\n' (a '\r' before it included). */
 struct framer *framer_new(size_t max_line);
 void framer_free(struct framer *f);
@@ -25,6 +30,17 @@ void framer_free(struct framer *f);
 void framer_feed(struct framer *f, const char *data, size_t len,
 		 void (*on_line)(void *ctx, const char *line, size_t len),
 		 void (*on_garbage)(void *ctx, const char *what), void *ctx);
+
+/*
+ * Called once an oversize line has ended (its newline came): its first
+ * and last bytes (up to FRAMER_EDGE each, raw, maybe cut inside a
+ * character), so the owner can tell which request the line answered. The
+ * same ctx as framer_feed's. on_garbage still reports the line when it
+ * goes over the limit.
+ */
+void framer_on_overlong(struct framer *f,
+			void (*cb)(void *ctx, const char *head, size_t head_len,
+				   const char *tail, size_t tail_len));
 
 /*
  * Length of the longest prefix of s that is strict UTF-8 (no overlongs,

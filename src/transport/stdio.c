@@ -56,6 +56,17 @@ static void stdio_garbage_cb(void *ctx, const char *what)
 		c->cbs.on_garbage(c->ctx, what);
 }
 
+static void stdio_overlong_cb(void *ctx, const char *head, size_t head_len,
+			      const char *tail, size_t tail_len)
+{
+	struct stdio_conn *c = ctx;
+
+	if (c->state != STDIO_RUNNING || c->reported)
+		return;
+	if (c->cbs.on_overlong != NULL)
+		c->cbs.on_overlong(c->ctx, head, head_len, tail, tail_len);
+}
+
 static void stdio_out_data(struct stdio_conn *c, const char *data, size_t len)
 {
 	/* Once stopping or exited nobody listens; reading goes on only so
@@ -94,6 +105,8 @@ static void stdio_err_data(struct stdio_conn *c, const char *p, size_t len)
 		if (!l->cut && l->len > 0 && l->data[l->len - 1] == '\r')
 			l->len--;
 		c->err_open = false;
+		if (c->cbs.on_stderr != NULL && l->len > 0)
+			c->cbs.on_stderr(c->ctx, l->data, l->len);
 		p = nl + 1;
 		len -= seg + 1;
 	}
@@ -307,6 +320,7 @@ int stdio_conn_spawn(uv_loop_t *loop, const struct stdio_spawn_opts *opts,
 	c->grace_ms =
 		opts->stop_grace_ms ? opts->stop_grace_ms : STDIO_STOP_GRACE_MS;
 	c->framer = framer_new(STDIO_MAX_LINE);
+	framer_on_overlong(c->framer, stdio_overlong_cb);
 
 	uv_pipe_init(loop, &c->in, 0);
 	uv_pipe_init(loop, &c->out, 0);

@@ -29,6 +29,14 @@ struct stdio_conn_cbs {
 	/* Something on stdout that is not a message: an oversize line (it is
 	 * skipped up to its newline), invalid UTF-8. The connection goes on. */
 	void (*on_garbage)(void *ctx, const char *what);
+	/* An oversize line ended: its first and last bytes (see
+	 * framer_on_overlong), so the owner can fail the request it
+	 * answered. May be NULL. */
+	void (*on_overlong)(void *ctx, const char *head, size_t head_len,
+			    const char *tail, size_t tail_len);
+	/* One line of stderr as it came (cut at STDIO_STDERR_LINE_MAX, not
+	 * NUL-terminated, maybe not UTF-8). May be NULL. */
+	void (*on_stderr)(void *ctx, const char *line, size_t len);
 	/* The server process exited or its stdout closed: the connection is
 	 * unusable from now on. Called once. exit_status -1 when unknown.
 	 * The stop ladder then starts on its own (stdio_conn_stop is not

@@ -1,0 +1,386 @@
+/*
+ * Messages from the server: answers matched to the outbox (the text fast
+ * path first), notifications, the server's own requests, and the ones
+ * that name no request we can match: an error with id null and a line
+ * over the limit. Those still answer the request they belong to, so no
+ * client waits for an answer that was dropped.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "instance/instance_int.h"
+#include "jsonrpc/jsonrpc.h"
+#include "jsonrpc/outbox.h"
+#include "transport/stdio.h"
+#include "util/jsonscan.h"
+#include "util/log.h"
+#include "util/xmalloc.h"
+
+static void instance_handle_notification(struct instance *inst, json_t *msg)
+{
+	const char *method = jr_method(msg);
+	for (int i = 0; i < INSTANCE_NLISTS; i++) {
+		if (i == INSTANCE_TEMPLATES)
+			continue;
+		char name[64];
+		snprintf(name, sizeof name, "notifications/%s/list_changed",
+			 instance_list_caps[i]);
+		if (strcmp(method, name) == 0 &&
+		    inst->state == INSTANCE_READY) {
+			instance_fetch_list(inst, (enum instance_list)i, NULL,
+					    NULL, 0);
+			if (i == INSTANCE_RESOURCES)
+				instance_fetch_list(inst, INSTANCE_TEMPLATES,
+						    NULL, NULL, 0);
+			return;
+		}
+	}
+	if (inst->cbs.on_notification)
+		inst->cbs.on_notification(inst->ctx, inst, msg);
+}
+
+/* The request id answers on this connection: only one written on it. */
+static struct outbox_req *instance_answered(struct instance *inst, int64_t id)
+{
+	struct outbox_req *r = outbox_find(inst->outbox, id);
+	if (r == NULL || r->state != OUTBOX_WRITTEN || r->link != inst->gen)
+		return NULL;
+	return r;
+}
+
+/* A successful answer to a request that takes text goes on without a
+ * parse. True when the line was one and is dealt with. */
+static bool instance_fast_answer(struct instance *inst, const char *line,
+				 size_t len)
+{
+	static const char *const keys[] = {"jsonrpc", "id", "method", "result",
+					   "error"};
+	struct jsonscan_span sp[5];
+	long long id;
+	if (jsonscan_members(line, len, keys, 5, sp) < 0 || sp[2].len ||
+	    sp[4].len || sp[3].len == 0 || !jsonscan_int(line, &sp[1], &id) ||
+	    sp[0].len != 5 || memcmp(line + sp[0].off, "\"2.0\"", 5) != 0)
+		return false;
+	struct outbox_req *r = instance_answered(inst, id);
+	if (r == NULL) {
+		log_debug("instance %s: answer to an unknown or cancelled "
+			  "request; dropped",
+			  inst->name);
+		return true;
+	}
+	if (r->text_cb == NULL)
+		return false; /* the full parse hands it to cb */
+	outbox_settle_text(inst->outbox, r, line, sp[3].off, sp[3].len);
+	return true;
+}
+
+/*
+ * A message that belongs to a request but names none we can match. The
+ * requests that could be its are the client's written on this connection
+ * (a server answers only what it read): with one, the message is its, and
+ * that is exact; with several, the server did not say which, so each of
+ * them is failed and told so (left alone, one would wait forever).
+ */
+static void instance_fail_unnamed(struct instance *inst, const char *what,
+				  json_t *server_error)
+{
+	size_t n = 0;
+	for (struct outbox_req *r = outbox_first(inst->outbox); r;
+	     r = outbox_next(inst->outbox, r))
+		if (r->state == OUTBOX_WRITTEN && r->link == inst->gen &&
+		    !r->internal)
+			n++;
+	if (n == 0) {
+		log_warn("instance %s: %s, and no request is in flight; "
+			 "dropped",
+			 inst->name, what);
+		return;
+	}
+	log_warn("instance %s: %s; failing %s", inst->name, what,
+		 n == 1 ? "the one request in flight"
+			: "every request in flight that it could belong to");
+	int64_t *ids = xcalloc(n, sizeof *ids);
+	size_t k = 0;
+	for (struct outbox_req *r = outbox_first(inst->outbox); r && k < n;
+	     r = outbox_next(inst->outbox, r))
+		if (r->state == OUTBOX_WRITTEN && r->link == inst->gen &&
+		    !r->internal)
+			ids[k++] = r->id;
+	for (size_t i = 0; i < k; i++) {
+		struct outbox_req *r = outbox_find(inst->outbox, ids[i]);
+		if (r == NULL)
+			continue;
+		char *msg =
+			n == 1 ? xasprintf("Server \"%s\": %s; this was the "
+					   "only request in flight, so it is "
+					   "this request's.",
+					   inst->name, what)
+			       : xasprintf("Server \"%s\": %s while %zu "
+					   "requests were in flight; it "
+					   "belongs to one of them and the "
+					   "server did not say which, so each "
+					   "is failed. This one may or may "
+					   "not have taken effect.",
+					   inst->name, what, n);
+		json_t *data =
+			json_pack("{s:s,s:b,s:I}", "server", inst->name,
+				  "mayHaveRun", 1, "candidates", (json_int_t)n);
+		if (server_error)
+			json_object_set(data, "serverError", server_error);
+		json_t *code = json_object_get(server_error, "code");
+		json_t *err = jr_error(NULL,
+				       n == 1 && json_is_integer(code)
+					       ? (int)json_integer_value(code)
+					       : JR_SERVER_UNAVAILABLE,
+				       msg, data);
+		free(msg);
+		outbox_settle(inst->outbox, r, OUTBOX_LOST_SENT, err);
+		json_decref(err);
+	}
+	free(ids);
+}
+
+/* An error the server could not tie to a request (id null: it could not
+ * read one, JSON-RPC's parse error or invalid request). */
+static void instance_orphan_error(struct instance *inst, json_t *msg)
+{
+	json_t *error = json_object_get(msg, "error");
+	const char *text = json_string_value(json_object_get(error, "message"));
+	char *what = xasprintf(
+		"its error \"%.200s\" (code %lld) names no "
+		"request (id null)",
+		text ? text : "",
+		(long long)json_integer_value(json_object_get(error, "code")));
+	instance_fail_unnamed(inst, what, error);
+	free(what);
+}
+
+void instance_message_cb(void *ctx, const char *line, size_t len)
+{
+	struct instance_link *link = ctx;
+	struct instance *inst = link->inst;
+	if (link->detached)
+		return;
+	if (instance_fast_answer(inst, line, len))
+		return;
+	json_error_t jerr;
+	json_t *msg = json_loadb(line, len, JSON_ALLOW_NUL, &jerr);
+	if (msg == NULL) {
+		log_warn("instance %s: skipped a line that is not JSON (%s)",
+			 inst->name, jerr.text);
+		return;
+	}
+	json_t *id = jr_id(msg);
+	if (json_is_object(msg) && json_is_null(id) &&
+	    json_is_object(json_object_get(msg, "error")) &&
+	    !json_object_get(msg, "method")) {
+		instance_orphan_error(inst, msg);
+		json_decref(msg);
+		return;
+	}
+	const char *why;
+	switch (jr_classify(msg, &why)) {
+	case JR_RESPONSE: {
+		struct outbox_req *r =
+			json_is_integer(id)
+				? instance_answered(inst,
+						    json_integer_value(id))
+				: NULL;
+		if (r == NULL) {
+			log_debug("instance %s: answer to an unknown or "
+				  "cancelled request; dropped",
+				  inst->name);
+			break;
+		}
+		outbox_settle(inst->outbox, r, OUTBOX_ANSWERED, msg);
+		break;
+	}
+	case JR_NOTIFICATION:
+		instance_handle_notification(inst, msg);
+		break;
+	case JR_REQUEST:
+		if (strcmp(jr_method(msg), "ping") == 0)
+			instance_respond(inst, id, json_object(), NULL);
+		else if (inst->cbs.on_request)
+			inst->cbs.on_request(inst->ctx, inst, msg);
+		else
+			instance_respond(inst, id, NULL,
+					 json_pack("{s:i,s:s}", "code",
+						   JR_METHOD_NOT_FOUND,
+						   "message",
+						   "method not found"));
+		break;
+	case JR_INVALID:
+		log_warn("instance %s: skipped an invalid message (%s)",
+			 inst->name, why);
+		break;
+	}
+	json_decref(msg);
+}
+
+void instance_garbage_cb(void *ctx, const char *what)
+{
+	struct instance_link *link = ctx;
+	struct instance *inst = link->inst;
+	if (link->detached)
+		return;
+	log_warn("instance %s: %s", inst->name, what);
+}
+
+/* ---- a line over the limit ---- */
+
+static size_t edge_ws(const char *s, size_t i, size_t n)
+{
+	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r'))
+		i++;
+	return i;
+}
+
+/* The first members of the object, while they are short: "id" (an
+ * integer, *id) or "method" (a request or notification: not an answer).
+ * 1: id found, 2: method found, 0: neither before a nested value or the
+ * end of what was kept. */
+static int edge_scan_head(const char *s, size_t n, long long *id)
+{
+	size_t i = edge_ws(s, 0, n);
+	if (i >= n || s[i] != '{')
+		return 0;
+	i++;
+	for (;;) {
+		i = edge_ws(s, i, n);
+		if (i >= n || s[i] != '"')
+			return 0;
+		size_t k = ++i;
+		while (i < n && s[i] != '"' && s[i] != '\\')
+			i++;
+		if (i >= n || s[i] != '"')
+			return 0;
+		size_t klen = i - k;
+		const char *key = s + k;
+		i = edge_ws(s, i + 1, n);
+		if (i >= n || s[i] != ':')
+			return 0;
+		i = edge_ws(s, i + 1, n);
+		if (i >= n)
+			return 0;
+		if (klen == 6 && memcmp(key, "method", 6) == 0)
+			return 2;
+		size_t v = i;
+		if (s[i] == '"') {
+			for (i++; i < n && s[i] != '"'; i++)
+				if (s[i] == '\\')
+					i++;
+			if (i >= n)
+				return 0;
+			i++;
+		} else if (s[i] == '{' || s[i] == '[') {
+			return 0;
+		} else {
+			while (i < n && s[i] != ',' && s[i] != '}' &&
+			       s[i] != ' ')
+				i++;
+			if (i >= n)
+				return 0;
+		}
+		if (klen == 2 && memcmp(key, "id", 2) == 0) {
+			struct jsonscan_span sp = {v, i - v};
+			return jsonscan_int(s, &sp, id) ? 1 : 0;
+		}
+		i = edge_ws(s, i, n);
+		if (i >= n || s[i] != ',')
+			return 0;
+		i++;
+	}
+}
+
+/* The object's last member, when it is "id": `,"id":N}` at the very end
+ * (serialisers that write the envelope last). */
+static bool edge_scan_tail(const char *s, size_t n, long long *id)
+{
+	size_t e = n;
+	while (e > 0 && (s[e - 1] == ' ' || s[e - 1] == '\t'))
+		e--;
+	if (e == 0 || s[e - 1] != '}')
+		return false;
+	e--;
+	while (e > 0 && s[e - 1] == ' ')
+		e--;
+	size_t d = e;
+	while (d > 0 && s[d - 1] >= '0' && s[d - 1] <= '9')
+		d--;
+	if (d > 0 && s[d - 1] == '-')
+		d--;
+	if (d == e)
+		return false;
+	struct jsonscan_span sp = {d, e - d};
+	if (!jsonscan_int(s, &sp, id))
+		return false;
+	size_t c = d;
+	while (c > 0 && s[c - 1] == ' ')
+		c--;
+	if (c < 5 || s[c - 1] != ':')
+		return false;
+	c--;
+	while (c > 0 && s[c - 1] == ' ')
+		c--;
+	if (c < 5 || memcmp(s + c - 4, "\"id\"", 4) != 0)
+		return false;
+	c -= 4;
+	while (c > 0 && s[c - 1] == ' ')
+		c--;
+	/* The member before it ended, or the object began: not the inside
+	 * of a string. */
+	return c > 0 && (s[c - 1] == ',' || s[c - 1] == '{');
+}
+
+void instance_overlong_cb(void *ctx, const char *head, size_t head_len,
+			  const char *tail, size_t tail_len)
+{
+	struct instance_link *link = ctx;
+	struct instance *inst = link->inst;
+	if (link->detached)
+		return;
+	long long id = 0;
+	int h = edge_scan_head(head, head_len, &id);
+	if (h == 2) {
+		log_warn("instance %s: a request or notification over %d "
+			 "bytes was dropped",
+			 inst->name, STDIO_MAX_LINE);
+		return;
+	}
+	bool found = h == 1 || edge_scan_tail(tail, tail_len, &id);
+	struct outbox_req *r = found ? instance_answered(inst, id) : NULL;
+	if (found && r == NULL) {
+		log_warn("instance %s: an answer over %d bytes to request "
+			 "%lld, which is no longer in flight, was dropped",
+			 inst->name, STDIO_MAX_LINE, id);
+		return;
+	}
+	if (r == NULL) {
+		char *what = xasprintf("its message over the %d MiB line "
+				       "limit was dropped and names no "
+				       "request we could read",
+				       STDIO_MAX_LINE / (1024 * 1024));
+		instance_fail_unnamed(inst, what, NULL);
+		free(what);
+		return;
+	}
+	log_warn("instance %s: the answer to %s (id %lld) is over %d bytes; "
+		 "the request fails",
+		 inst->name, r->method, id, STDIO_MAX_LINE);
+	char *msg = xasprintf("Server \"%s\" answered %s with a message over "
+			      "the runtime's %d MiB limit, so the answer was "
+			      "dropped; the request ran, ask for less (a "
+			      "smaller range or page).",
+			      inst->name, r->method,
+			      STDIO_MAX_LINE / (1024 * 1024));
+	json_t *data = json_pack("{s:s,s:i,s:b}", "server", inst->name,
+				 "limitBytes", STDIO_MAX_LINE, "mayHaveRun", 1);
+	json_t *err = jr_error(NULL, JR_INTERNAL_ERROR, msg, data);
+	free(msg);
+	outbox_settle(inst->outbox, r, OUTBOX_LOST_SENT, err);
+	json_decref(err);
+}

@@ -1,0 +1,238 @@
+/*
+ * The outbox: requests in flight toward one server, found by id in O(1)
+ * (a chained hash over sequential ids, so id & mask spreads them evenly)
+ * and kept in creation order for "oldest first" decisions. Settling is
+ * the only way out, so each request has exactly one outcome.
+ */
+#include "jsonrpc/outbox.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/xmalloc.h"
+
+#define OUTBOX_MIN_BUCKETS 16
+/* Freed requests kept for reuse: a steady stream of calls allocates no
+ * request after warm-up. */
+#define OUTBOX_SPARE_MAX 64
+
+struct outbox {
+	struct outbox_req head; /* list head of the creation order */
+	struct outbox_req **buckets;
+	size_t nbuckets; /* a power of two */
+	size_t count;
+	size_t external;
+	int64_t next_id;
+	struct outbox_req *spare; /* through hnext */
+	size_t nspare;
+};
+
+struct outbox *outbox_new(void)
+{
+	struct outbox *ob = xcalloc(1, sizeof *ob);
+	ob->head.next = ob->head.prev = &ob->head;
+	ob->nbuckets = OUTBOX_MIN_BUCKETS;
+	ob->buckets = xcalloc(ob->nbuckets, sizeof *ob->buckets);
+	ob->next_id = 1;
+	return ob;
+}
+
+static void outbox_req_release(struct outbox_req *r)
+{
+	free(r->method_heap);
+	r->method_heap = NULL;
+	json_decref(r->params);
+	r->params = NULL;
+}
+
+void outbox_free(struct outbox *ob)
+{
+	if (ob == NULL)
+		return;
+	while (ob->head.next != &ob->head) {
+		struct outbox_req *r = ob->head.next;
+		r->prev->next = r->next;
+		r->next->prev = r->prev;
+		outbox_req_release(r);
+		free(r);
+	}
+	while (ob->spare) {
+		struct outbox_req *r = ob->spare;
+		ob->spare = r->hnext;
+		free(r);
+	}
+	free(ob->buckets);
+	free(ob);
+}
+
+static size_t outbox_slot(const struct outbox *ob, int64_t id)
+{
+	return (size_t)((uint64_t)id & (ob->nbuckets - 1));
+}
+
+static void outbox_grow(struct outbox *ob)
+{
+	size_t n = ob->nbuckets * 2;
+	struct outbox_req **b = xcalloc(n, sizeof *b);
+	for (size_t i = 0; i < ob->nbuckets; i++) {
+		struct outbox_req *r = ob->buckets[i];
+		while (r) {
+			struct outbox_req *next = r->hnext;
+			size_t s = (size_t)((uint64_t)r->id & (n - 1));
+			r->hnext = b[s];
+			b[s] = r;
+			r = next;
+		}
+	}
+	free(ob->buckets);
+	ob->buckets = b;
+	ob->nbuckets = n;
+}
+
+struct outbox_req *outbox_add(struct outbox *ob, const char *method,
+			      json_t *params, bool internal, outbox_reply_cb cb,
+			      outbox_text_cb text_cb, void *arg)
+{
+	struct outbox_req *r = ob->spare;
+	if (r) {
+		ob->spare = r->hnext;
+		ob->nspare--;
+		memset(r, 0, sizeof *r);
+	} else {
+		r = xcalloc(1, sizeof *r);
+	}
+	r->id = ob->next_id++;
+	r->state = OUTBOX_QUEUED;
+	r->internal = internal;
+	size_t mlen = strlen(method);
+	if (mlen < sizeof r->method_buf) {
+		memcpy(r->method_buf, method, mlen + 1);
+		r->method = r->method_buf;
+	} else {
+		r->method_heap = xstrdup(method);
+		r->method = r->method_heap;
+	}
+	r->params = params;
+	r->cb = cb;
+	r->text_cb = text_cb;
+	r->arg = arg;
+	if (ob->count >= ob->nbuckets)
+		outbox_grow(ob);
+	size_t s = outbox_slot(ob, r->id);
+	r->hnext = ob->buckets[s];
+	ob->buckets[s] = r;
+	r->prev = ob->head.prev;
+	r->next = &ob->head;
+	ob->head.prev->next = r;
+	ob->head.prev = r;
+	ob->count++;
+	if (!internal)
+		ob->external++;
+	return r;
+}
+
+int64_t outbox_peek_id(const struct outbox *ob)
+{
+	return ob->next_id;
+}
+
+struct outbox_req *outbox_find(const struct outbox *ob, int64_t id)
+{
+	for (struct outbox_req *r = ob->buckets[outbox_slot(ob, id)]; r;
+	     r = r->hnext)
+		if (r->id == id)
+			return r;
+	return NULL;
+}
+
+void outbox_written(struct outbox *ob, struct outbox_req *r, uint64_t link)
+{
+	(void)ob;
+	r->state = OUTBOX_WRITTEN;
+	r->link = link;
+	r->sends++;
+}
+
+void outbox_requeue(struct outbox *ob, struct outbox_req *r)
+{
+	(void)ob;
+	r->state = OUTBOX_QUEUED;
+	r->link = 0;
+}
+
+/* Takes r out of the table and the order; r itself stays valid. */
+static void outbox_unlink(struct outbox *ob, struct outbox_req *r)
+{
+	struct outbox_req **pp = &ob->buckets[outbox_slot(ob, r->id)];
+	while (*pp != r)
+		pp = &(*pp)->hnext;
+	*pp = r->hnext;
+	r->prev->next = r->next;
+	r->next->prev = r->prev;
+	r->next = r->prev = NULL;
+	ob->count--;
+	if (!r->internal)
+		ob->external--;
+}
+
+static void outbox_recycle(struct outbox *ob, struct outbox_req *r)
+{
+	outbox_req_release(r);
+	if (ob->nspare >= OUTBOX_SPARE_MAX) {
+		free(r);
+		return;
+	}
+	r->hnext = ob->spare;
+	ob->spare = r;
+	ob->nspare++;
+}
+
+void outbox_settle(struct outbox *ob, struct outbox_req *r,
+		   enum outbox_outcome how, json_t *response)
+{
+	outbox_unlink(ob, r);
+	/* Out of the table before the callback: whatever the callback does
+	 * (cancel, a new request, a stop) cannot reach r again. */
+	if (how != OUTBOX_CANCELLED && r->cb)
+		r->cb(r->arg, response, how != OUTBOX_LOST_UNSENT);
+	outbox_recycle(ob, r);
+}
+
+void outbox_settle_text(struct outbox *ob, struct outbox_req *r,
+			const char *msg, size_t off, size_t len)
+{
+	outbox_unlink(ob, r);
+	r->text_cb(r->arg, msg, off, len);
+	outbox_recycle(ob, r);
+}
+
+struct outbox_req *outbox_first(const struct outbox *ob)
+{
+	return ob->head.next == &ob->head ? NULL : ob->head.next;
+}
+
+struct outbox_req *outbox_next(const struct outbox *ob,
+			       const struct outbox_req *r)
+{
+	return r->next == &ob->head ? NULL : r->next;
+}
+
+size_t outbox_count(const struct outbox *ob)
+{
+	return ob->count;
+}
+
+size_t outbox_count_external(const struct outbox *ob)
+{
+	return ob->external;
+}
+
+size_t outbox_count_written(const struct outbox *ob, uint64_t link)
+{
+	size_t n = 0;
+	for (const struct outbox_req *r = ob->head.next; r != &ob->head;
+	     r = r->next)
+		if (r->state == OUTBOX_WRITTEN && r->link == link)
+			n++;
+	return n;
+}
