@@ -1,0 +1,227 @@
+// Requests in flight between an instance and its server, on real
+// processes: a re-sent request keeps a handle a cancel can find (R2), a
+// request that kills its server is re-sent once and backs off (R3),
+// toolTimeout is enforced (R11), answers over the line limit and errors
+// with id null still answer their call (x3, finding 5), and a server that
+// fails shows why (P1, x4).
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+
+import { connect, demo, makeHome, waitFor, withRuntime } from './lib.mjs';
+import { sleep, waitInflight } from './failures-lib.mjs';
+
+const FIXTURE = path.join(
+	path.dirname(fileURLToPath(import.meta.url)),
+	'outbox-fixture.mjs',
+);
+
+function fixture(args = [], extra = {}) {
+	return {
+		command: process.execPath,
+		args: [FIXTURE, ...args],
+		scope: 'app',
+		...extra,
+	};
+}
+
+const starts = (file) =>
+	fs.existsSync(file)
+		? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).length
+		: 0;
+
+const noSanitizer = (rt) =>
+	assert.doesNotMatch(rt.stderr(), /AddressSanitizer|runtime error:/);
+
+test('a cancel after the re-send settles the request once (R2)', {
+	timeout: 20_000,
+}, async (t) => {
+	const home = await makeHome('mcpvisor-e2e-uaf-');
+	const marker = path.join(home, 'died');
+	await withRuntime(
+		t,
+		{ fx: fixture(['--die-on-read-once', '--late', '800'], { env: { FX_MARKER: marker } }) },
+		async (rt) => {
+			const c = await connect(rt);
+			// Not awaited: its answer is the late one, cancelled.
+			const read = c.post({
+				jsonrpc: '2.0',
+				id: 5,
+				method: 'resources/read',
+				params: { uri: 'fx://a' },
+			});
+			read.catch(() => {});
+			await waitFor(
+				() => /sending resources\/read again/.test(rt.stderr()),
+				8000,
+				'the re-send',
+			);
+			const cancel = await c.post({
+				jsonrpc: '2.0',
+				method: 'notifications/cancelled',
+				params: { requestId: 5, reason: 'user' },
+			});
+			assert.equal(cancel.status, 202);
+			await cancel.arrayBuffer();
+			// The late answer comes, and reaches nothing.
+			await sleep(1200);
+			noSanitizer(rt);
+			// The session ends too: nothing is settled twice.
+			await c.close();
+			const c2 = await connect(rt);
+			const r = await c2.result('resources/read', { uri: 'fx://a' });
+			assert.equal(r.contents[0].text, 'late');
+			await c2.close();
+			noSanitizer(rt);
+		},
+	);
+	fs.rmSync(home, { recursive: true, force: true });
+});
+
+test('a request that kills its server is re-sent once, then fails and backs off (R3)', {
+	timeout: 20_000,
+}, async (t) => {
+	const home = await makeHome('mcpvisor-e2e-poison-');
+	const count = path.join(home, 'starts');
+	await withRuntime(
+		t,
+		{ fx: fixture(['--die-on-read'], { env: { FX_COUNT: count } }) },
+		async (rt) => {
+			const c = await connect(rt);
+			await c.result('tools/list');
+			const t0 = Date.now();
+			const r = await c.request('resources/read', { uri: 'fx://a' });
+			assert.ok(r.error, JSON.stringify(r));
+			assert.match(r.error.message, /second time/);
+			assert.ok(Date.now() - t0 < 5000, 'answered at once');
+			// The first process, one restart for the one re-send: no
+			// loop.
+			await sleep(500);
+			assert.equal(starts(count), 2, fs.readFileSync(count, 'utf8'));
+			const st = await rt.status();
+			const inst = st.servers.find((s) => s.name === 'fx').instances[0];
+			assert.equal(inst.state, 'failed');
+			// Within the backoff, the next request starts nothing.
+			const again = await c.request('resources/read', { uri: 'fx://a' });
+			assert.ok(again.error);
+			assert.equal(starts(count), 2);
+			await c.close();
+			noSanitizer(rt);
+		},
+	);
+	fs.rmSync(home, { recursive: true, force: true });
+});
+
+test('toolTimeout fails the call, names it, and cancels it on the server (R11)', {
+	timeout: 20_000,
+}, async (t) => {
+	const home = await makeHome('mcpvisor-e2e-tt-');
+	const count = path.join(home, 'count');
+	await withRuntime(
+		t,
+		{ demo: demo(['--count-file', count], { toolTimeout: '1s' }) },
+		async (rt) => {
+			const c = await connect(rt);
+			const t0 = Date.now();
+			const r = await c.request('tools/call', {
+				name: 'demo__sleep',
+				arguments: { ms: 30000 },
+			});
+			const took = Date.now() - t0;
+			assert.ok(r.error, JSON.stringify(r));
+			assert.equal(r.error.code, -32001);
+			assert.match(r.error.message, /"demo"/);
+			assert.match(r.error.message, /"sleep"/);
+			assert.match(r.error.message, /toolTimeout of 1\.000 s/);
+			assert.ok(took >= 900 && took < 5000, `took ${took} ms`);
+			await waitFor(
+				() => fs.readFileSync(count, 'utf8').includes('cancelled sleep'),
+				5000,
+				'the server told of the cancel',
+			);
+			// The instance goes on serving.
+			const ok = await c.call('demo__echo', { text: 'hi' });
+			assert.match(JSON.stringify(ok), /hi/);
+			await c.close();
+		},
+	);
+	fs.rmSync(home, { recursive: true, force: true });
+});
+
+test('an answer over 16 MiB and an error with id null answer their calls (x3, 5)', {
+	timeout: 30_000,
+}, async (t) => {
+	await withRuntime(t, { fx: fixture() }, async (rt) => {
+		const c = await connect(rt);
+		for (const idFirst of [false, true]) {
+			const r = await c.request('tools/call', {
+				name: 'fx__big',
+				arguments: { idFirst },
+			});
+			assert.ok(r.error, 'an error, not a wait');
+			assert.match(r.error.message, /over the runtime's 16 MiB limit/);
+		}
+		const g = await c.request('tools/call', {
+			name: 'fx__garble',
+			arguments: {},
+		});
+		assert.ok(g.error, JSON.stringify(g));
+		assert.equal(g.error.code, -32700);
+		assert.match(g.error.message, /Parse error/);
+		const ok = await c.call('fx__echo', { a: 1 });
+		assert.match(JSON.stringify(ok), /"a/);
+		const st = await rt.status();
+		const inst = st.servers.find((s) => s.name === 'fx').instances[0];
+		assert.equal(inst.inflight ?? 0, 0);
+		await c.close();
+	});
+});
+
+test('a failed start shows its stderr; stderr is logged with secrets masked (P1)', {
+	timeout: 20_000,
+}, async (t) => {
+	await withRuntime(
+		t,
+		{
+			crashy: fixture(
+				['--say', 'boom: missing API_KEY (token=s3cr3t-XYZ)', '--exit-at-start', '7'],
+				{ env: { TOKEN: 's3cr3t-XYZ' } },
+			),
+		},
+		async (rt) => {
+			const c = await connect(rt);
+			const r = await c.request('tools/call', {
+				name: 'crashy__echo',
+				arguments: {},
+			});
+			assert.ok(r.error, JSON.stringify(r));
+			assert.match(r.error.message, /exited with code 7/);
+			assert.match(r.error.message, /boom: missing API_KEY/);
+			assert.doesNotMatch(JSON.stringify(r), /s3cr3t/);
+			await waitFor(
+				() => /server crashy: boom: missing API_KEY \(token=\*\*\*\)/.test(rt.stderr()),
+				5000,
+				'the stderr line in the log',
+			);
+			assert.doesNotMatch(rt.stderr(), /s3cr3t/);
+			await c.close();
+		},
+	);
+});
+
+test('restart --force during a call is not a failure (x4)', {
+	timeout: 20_000,
+}, async (t) => {
+	await withRuntime(t, { demo: demo() }, async (rt) => {
+		const call = rt.cli(['call', 'demo__sleep', '{"ms":4000}']);
+		await waitInflight(rt, 'demo');
+		const r = await rt.cli(['restart', 'demo', '--force']);
+		assert.equal(r.code, 0, r.stderr);
+		const done = await call;
+		assert.notEqual(done.code, 0, `the call was cut short: ${done.stdout} ${done.stderr}`);
+		await sleep(300);
+		assert.doesNotMatch(rt.stderr(), /restart failed/);
+	});
+});
