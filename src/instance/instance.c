@@ -190,12 +190,17 @@ static char **instance_build_env(const struct server_config *s,
 
 static char **instance_secrets(const struct server_config *s)
 {
-	char **v = xcalloc(s->nenv + 1, sizeof *v);
+	char **v = xcalloc(s->nenv + s->nargs + 1, sizeof *v);
 	size_t k = 0;
 	for (size_t i = 0; i < s->nenv; i++)
 		if (s->env[i].value &&
 		    strlen(s->env[i].value) >= INSTANCE_SECRET_MIN)
 			v[k++] = xstrdup(s->env[i].value);
+	/* An arg that came from ${VAR} is as secret as an env value. */
+	for (size_t i = 0; s->args_tpl && i < s->nargs; i++)
+		if (s->args_tpl[i] && s->args[i] &&
+		    strlen(s->args[i]) >= INSTANCE_SECRET_MIN)
+			v[k++] = xstrdup(s->args[i]);
 	return v;
 }
 

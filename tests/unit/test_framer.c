@@ -351,3 +351,65 @@ Test(framer, random_garbage_never_breaks_invariants)
 		framer_free(f);
 	}
 }
+
+/* ---- the edges of an oversize line (which request it answered) ---- */
+
+struct tfr_edges {
+	int calls;
+	char head[FRAMER_EDGE + 1], tail[FRAMER_EDGE + 1];
+};
+
+static struct tfr_edges *tfr_edges_seen;
+
+static void tfr_on_overlong(void *ctx, const char *head, size_t head_len,
+			    const char *tail, size_t tail_len)
+{
+	struct tfr_edges *e = tfr_edges_seen;
+	e->calls++;
+	memcpy(e->head, head, head_len);
+	e->head[head_len] = '\0';
+	memcpy(e->tail, tail, tail_len);
+	e->tail[tail_len] = '\0';
+}
+
+Test(framer, oversize_line_edges_kept_across_feeds)
+{
+	struct framer *f = framer_new(1000);
+	struct tfr_sink s = {0};
+	struct tfr_edges e = {0};
+	tfr_edges_seen = &e;
+	framer_on_overlong(f, tfr_on_overlong);
+	/* {"result":"xxxx...","jsonrpc":"2.0","id":7} in odd-sized pieces,
+	 * the limit crossed in the middle of a feed. */
+	struct buf line;
+	buf_init(&line);
+	buf_puts(&line, "{\"result\":\"");
+	for (int i = 0; i < 5000; i++)
+		buf_puts(&line, "x");
+	buf_puts(&line, "\",\"jsonrpc\":\"2.0\",\"id\":7}\r\n{\"ok\":1}\n");
+	for (size_t off = 0; off < line.len; off += 333) {
+		size_t n = line.len - off < 333 ? line.len - off : 333;
+		tfr_feed(f, &s, line.data + off, n);
+	}
+	cr_assert_eq(e.calls, 1);
+	cr_assert_eq(strncmp(e.head, "{\"result\":\"xxx", 14), 0, "%s", e.head);
+	cr_assert_eq(strlen(e.head), FRAMER_EDGE);
+	const char *end = "\",\"jsonrpc\":\"2.0\",\"id\":7}";
+	size_t tl = strlen(e.tail);
+	cr_assert_eq(tl, FRAMER_EDGE - 1); /* its '\r' taken off */
+	cr_assert_str_eq(e.tail + tl - strlen(end), end);
+	cr_assert_eq(s.nlines, 1);
+	cr_assert_str_eq(s.lines[0], "{\"ok\":1}");
+	/* One whole oversize line in a single feed. */
+	buf_reset(&line);
+	for (int i = 0; i < 2000; i++)
+		buf_puts(&line, "y");
+	buf_puts(&line, "END\n");
+	tfr_feed(f, &s, line.data, line.len);
+	cr_assert_eq(e.calls, 2);
+	cr_assert_eq(e.tail[strlen(e.tail) - 1], 'D');
+	buf_free(&line);
+	for (int i = 0; i < s.nlines; i++)
+		free(s.lines[i]);
+	framer_free(f);
+}

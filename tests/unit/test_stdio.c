@@ -48,6 +48,10 @@ struct tst {
 	int stop_at_exit; /* call stdio_conn_stop from on_exit */
 	uint64_t t_stop;
 	uint64_t t_closed;
+	int nstderr;	       /* lines through on_stderr */
+	char first_stderr[64]; /* the first of them */
+	int noverlong;
+	char overlong_head[32];
 	/* Called on each message, for tests that react to one. */
 	void (*on_msg)(struct tst *t, const char *msg);
 };
@@ -152,7 +156,28 @@ static void tst_on_closed(void *ctx)
 	t->t_closed = uv_now(&t->loop);
 }
 
+static void tst_on_stderr(void *ctx, const char *line, size_t len)
+{
+	struct tst *t = ctx;
+
+	if (t->nstderr++ == 0)
+		snprintf(t->first_stderr, sizeof t->first_stderr, "%.*s",
+			 (int)len, line);
+}
+
+static void tst_on_overlong(void *ctx, const char *head, size_t head_len,
+			    const char *tail, size_t tail_len)
+{
+	struct tst *t = ctx;
+
+	t->noverlong++;
+	snprintf(t->overlong_head, sizeof t->overlong_head, "%.*s",
+		 (int)head_len, head);
+}
+
 static const struct stdio_conn_cbs tst_cbs = {
+	.on_stderr = tst_on_stderr,
+	.on_overlong = tst_on_overlong,
 	.on_message = tst_on_message,
 	.on_garbage = tst_on_garbage,
 	.on_exit = tst_on_exit,
@@ -307,6 +332,26 @@ Test(stdio, stderr_ring_keeps_last_lines)
 	for (const char *p = t.tail_all; *p; p++)
 		nl += *p == '\n';
 	cr_assert_eq(nl, STDIO_STDERR_LINES - 1);
+	tst_fini(&t);
+}
+
+Test(stdio, stderr_lines_and_oversize_lines_reach_the_owner)
+{
+	struct tst t;
+
+	tst_init(&t);
+	tst_spawn_sh(&t, "echo 'boom: missing API_KEY' >&2; echo two >&2; "
+			 "printf '{\"id\":3,\"result\":\"'; "
+			 "head -c 17000000 /dev/zero | tr '\\0' x; "
+			 "echo '\"}'; echo '{\"after\":1}'; exit 0");
+	tst_run_until(&t, &t.nclosed, 1);
+	cr_assert_eq(t.nstderr, 2);
+	cr_assert_str_eq(t.first_stderr, "boom: missing API_KEY");
+	cr_assert_eq(t.noverlong, 1);
+	cr_assert_eq(strncmp(t.overlong_head, "{\"id\":3,\"result\":\"xx", 20),
+		     0, "%s", t.overlong_head);
+	cr_assert_eq(t.nmsgs, 1);
+	cr_assert_str_eq(t.msgs[0], "{\"after\":1}");
 	tst_fini(&t);
 }
 
