@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/time.h>
 
 #include "instance/backoff.h"
 #include "instance/instance_int.h"
@@ -36,59 +35,6 @@ const char *const instance_list_caps[INSTANCE_NLISTS] = {
 	"tools", "prompts", "resources", "resources"};
 
 static void instance_maybe_free(struct instance *inst);
-
-/* ---- the stdio transport behind the seam ---- */
-
-static int instance_stdio_open(uv_loop_t *loop,
-			       const struct stdio_spawn_opts *opts,
-			       const struct stdio_conn_cbs *cbs, void *ctx,
-			       void **conn)
-{
-	struct stdio_conn *c = NULL;
-	int rc = stdio_conn_spawn(loop, opts, cbs, ctx, &c);
-	*conn = c;
-	return rc;
-}
-
-static int instance_stdio_send(void *conn, const char *msg, size_t len)
-{
-	return stdio_conn_send(conn, msg, len);
-}
-
-static void instance_stdio_stop(void *conn)
-{
-	stdio_conn_stop(conn);
-}
-
-static pid_t instance_stdio_pid(const void *conn)
-{
-	return stdio_conn_pid(conn);
-}
-
-static uint64_t instance_stdio_start_time(const void *conn)
-{
-	return stdio_conn_start_time(conn);
-}
-
-static char *instance_stdio_stderr_tail(const void *conn, int n)
-{
-	return stdio_conn_stderr_tail(conn, n);
-}
-
-const struct instance_transport instance_stdio_transport = {
-	.open = instance_stdio_open,
-	.send = instance_stdio_send,
-	.stop = instance_stdio_stop,
-	.pid = instance_stdio_pid,
-	.start_time = instance_stdio_start_time,
-	.stderr_tail = instance_stdio_stderr_tail,
-};
-
-void instance_set_transport(struct instance *inst,
-			    const struct instance_transport *tp)
-{
-	inst->tp = tp;
-}
 
 const char *instance_state_name(enum instance_state s)
 {
@@ -183,54 +129,6 @@ static char **instance_build_env(const struct server_config *s,
 	return env;
 }
 
-/* The values to mask in what the server prints: its env values, which
- * is where credentials go. Short ones are left out: masking every "1" or
- * "true" would hide the text and protect nothing. */
-#define INSTANCE_SECRET_MIN 4
-
-static char **instance_secrets(const struct server_config *s)
-{
-	char **v = xcalloc(s->nenv + s->nargs + 1, sizeof *v);
-	size_t k = 0;
-	for (size_t i = 0; i < s->nenv; i++)
-		if (s->env[i].value &&
-		    strlen(s->env[i].value) >= INSTANCE_SECRET_MIN)
-			v[k++] = xstrdup(s->env[i].value);
-	/* An arg that came from ${VAR} is as secret as an env value. */
-	for (size_t i = 0; s->args_tpl && i < s->nargs; i++)
-		if (s->args_tpl[i] && s->args[i] &&
-		    strlen(s->args[i]) >= INSTANCE_SECRET_MIN)
-			v[k++] = xstrdup(s->args[i]);
-	return v;
-}
-
-char *instance_mask(const struct instance *inst, const char *s, size_t len)
-{
-	struct buf b;
-	buf_init(&b);
-	size_t i = 0;
-	while (i < len) {
-		size_t hit = 0;
-		for (size_t k = 0; inst->secrets && inst->secrets[k]; k++) {
-			size_t sl = strlen(inst->secrets[k]);
-			if (sl <= len - i &&
-			    memcmp(s + i, inst->secrets[k], sl) == 0) {
-				hit = sl;
-				break;
-			}
-		}
-		if (hit) {
-			buf_puts(&b, "***");
-			i += hit;
-		} else {
-			buf_append(&b, s + i, 1);
-			i++;
-		}
-	}
-	buf_append(&b, "", 0);
-	return b.data ? buf_steal(&b) : xstrdup("");
-}
-
 static void instance_handle_close_cb(uv_handle_t *h)
 {
 	struct instance *inst = h->data;
@@ -315,49 +213,6 @@ void instance_drop_lists(struct instance *inst)
 		json_decref(inst->lists[i]);
 		inst->lists[i] = NULL;
 	}
-}
-
-static char *instance_stderr_now(const struct instance *inst)
-{
-	char *raw = inst->tp->stderr_tail(inst->conn, INSTANCE_STDERR_TAIL);
-	char *masked = instance_mask(inst, raw, strlen(raw));
-	free(raw);
-	return masked;
-}
-
-static void instance_save_stderr(struct instance *inst)
-{
-	if (inst->conn == NULL)
-		return;
-	free(inst->stderr_tail);
-	inst->stderr_tail = instance_stderr_now(inst);
-}
-
-/* The first line of what the server printed, cut short: what a host
- * shows of a failed start is one sentence, and this is usually why. */
-static char *instance_first_line(const char *tail)
-{
-	if (tail == NULL || tail[0] == '\0')
-		return NULL;
-	size_t n = strcspn(tail, "\n");
-	if (n > 200)
-		n = 200;
-	return xstrndup(tail, n);
-}
-
-static void instance_record_failure(struct instance *inst)
-{
-	free(inst->fail_reason);
-	free(inst->fail_stderr);
-	inst->fail_reason = xstrdup(inst->last_error ? inst->last_error
-						     : "unknown failure");
-	inst->fail_stderr = inst->stderr_tail && inst->stderr_tail[0]
-				    ? xstrdup(inst->stderr_tail)
-				    : NULL;
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	inst->fail_at_ms =
-		(uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
 }
 
 /* Lets go of the current connection and starts its stop ladder. */
@@ -483,21 +338,6 @@ static void instance_closed_cb(void *ctx)
 	}
 	inst->handles_open--;
 	instance_maybe_free(inst);
-}
-
-/* Every line a server prints on stderr goes to the log under its name,
- * with the configured secrets masked (a server may print its token). */
-static void instance_stderr_cb(void *ctx, const char *line, size_t len)
-{
-	struct instance_link *link = ctx;
-	struct instance *inst = link->inst;
-	link->stderr_seen = true;
-	char *masked = instance_mask(inst, line, len);
-	for (char *p = masked; *p; p++)
-		if ((unsigned char)*p < 0x20 && *p != '\t')
-			*p = '?';
-	log_info("server %s: %s", inst->name, masked);
-	free(masked);
 }
 
 static const struct stdio_conn_cbs instance_conn_cbs = {
@@ -714,18 +554,6 @@ pid_t instance_pid(const struct instance *inst)
 unsigned instance_inflight(const struct instance *inst)
 {
 	return (unsigned)outbox_count_external(inst->outbox);
-}
-
-json_t *instance_last_failure(const struct instance *inst)
-{
-	if (inst->fail_reason == NULL)
-		return NULL;
-	json_t *o = json_pack("{s:s,s:I}", "reason", inst->fail_reason, "at",
-			      (json_int_t)inst->fail_at_ms);
-	if (inst->fail_stderr)
-		json_object_set_new(o, "stderr",
-				    json_string(inst->fail_stderr));
-	return o;
 }
 
 json_t *instance_describe(const struct instance *inst, bool verbose)

@@ -126,8 +126,21 @@ void instance_drop_lists(struct instance *inst);
 void instance_fail(struct instance *inst, enum instance_state to, char *why);
 void instance_start(struct instance *inst);
 
+/* failure.c: stderr, secrets masked, the last failure */
+/* The values to mask: env values and args from variables. */
+char **instance_secrets(const struct server_config *s);
 /* A copy of s (len bytes) with every configured secret value masked. */
 char *instance_mask(const struct instance *inst, const char *s, size_t len);
+/* The connection's stderr tail, masked (caller frees). */
+char *instance_stderr_now(const struct instance *inst);
+/* Keeps the tail in inst->stderr_tail before the connection goes. */
+void instance_save_stderr(struct instance *inst);
+/* The first line of tail, cut short; NULL when none. */
+char *instance_first_line(const char *tail);
+/* last_error and the stderr tail become the last failure, timed. */
+void instance_record_failure(struct instance *inst);
+/* The stdio transport's on_stderr: the line, masked, to the log. */
+void instance_stderr_cb(void *ctx, const char *line, size_t len);
 /* Replaces the transport (unit tests); before the first start. */
 void instance_set_transport(struct instance *inst,
 			    const struct instance_transport *tp);

@@ -1,0 +1,132 @@
+/*
+ * What a server prints and what its failures leave behind: its stderr
+ * logged under its name and kept as a tail, with every configured secret
+ * value masked; the first stderr line for the error a failed start gives;
+ * the last failure (reason, time, stderr) kept for status.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "instance/instance_int.h"
+#include "util/buf.h"
+#include "util/log.h"
+#include "util/xmalloc.h"
+
+/* The values to mask in what the server prints: its env values, which
+ * is where credentials go. Short ones are left out: masking every "1" or
+ * "true" would hide the text and protect nothing. */
+#define INSTANCE_SECRET_MIN 4
+
+char **instance_secrets(const struct server_config *s)
+{
+	char **v = xcalloc(s->nenv + s->nargs + 1, sizeof *v);
+	size_t k = 0;
+	for (size_t i = 0; i < s->nenv; i++)
+		if (s->env[i].value &&
+		    strlen(s->env[i].value) >= INSTANCE_SECRET_MIN)
+			v[k++] = xstrdup(s->env[i].value);
+	/* An arg that came from ${VAR} is as secret as an env value. */
+	for (size_t i = 0; s->args_tpl && i < s->nargs; i++)
+		if (s->args_tpl[i] && s->args[i] &&
+		    strlen(s->args[i]) >= INSTANCE_SECRET_MIN)
+			v[k++] = xstrdup(s->args[i]);
+	return v;
+}
+
+char *instance_mask(const struct instance *inst, const char *s, size_t len)
+{
+	struct buf b;
+	buf_init(&b);
+	size_t i = 0;
+	while (i < len) {
+		size_t hit = 0;
+		for (size_t k = 0; inst->secrets && inst->secrets[k]; k++) {
+			size_t sl = strlen(inst->secrets[k]);
+			if (sl <= len - i &&
+			    memcmp(s + i, inst->secrets[k], sl) == 0) {
+				hit = sl;
+				break;
+			}
+		}
+		if (hit) {
+			buf_puts(&b, "***");
+			i += hit;
+		} else {
+			buf_append(&b, s + i, 1);
+			i++;
+		}
+	}
+	buf_append(&b, "", 0);
+	return b.data ? buf_steal(&b) : xstrdup("");
+}
+
+char *instance_stderr_now(const struct instance *inst)
+{
+	char *raw = inst->tp->stderr_tail(inst->conn, INSTANCE_STDERR_TAIL);
+	char *masked = instance_mask(inst, raw, strlen(raw));
+	free(raw);
+	return masked;
+}
+
+void instance_save_stderr(struct instance *inst)
+{
+	if (inst->conn == NULL)
+		return;
+	free(inst->stderr_tail);
+	inst->stderr_tail = instance_stderr_now(inst);
+}
+
+/* The first line of what the server printed, cut short: what a host
+ * shows of a failed start is one sentence, and this is usually why. */
+char *instance_first_line(const char *tail)
+{
+	if (tail == NULL || tail[0] == '\0')
+		return NULL;
+	size_t n = strcspn(tail, "\n");
+	if (n > 200)
+		n = 200;
+	return xstrndup(tail, n);
+}
+
+void instance_record_failure(struct instance *inst)
+{
+	free(inst->fail_reason);
+	free(inst->fail_stderr);
+	inst->fail_reason = xstrdup(inst->last_error ? inst->last_error
+						     : "unknown failure");
+	inst->fail_stderr = inst->stderr_tail && inst->stderr_tail[0]
+				    ? xstrdup(inst->stderr_tail)
+				    : NULL;
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	inst->fail_at_ms =
+		(uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
+/* Every line a server prints on stderr goes to the log under its name,
+ * with the configured secrets masked (a server may print its token). */
+void instance_stderr_cb(void *ctx, const char *line, size_t len)
+{
+	struct instance_link *link = ctx;
+	struct instance *inst = link->inst;
+	link->stderr_seen = true;
+	char *masked = instance_mask(inst, line, len);
+	for (char *p = masked; *p; p++)
+		if ((unsigned char)*p < 0x20 && *p != '\t')
+			*p = '?';
+	log_info("server %s: %s", inst->name, masked);
+	free(masked);
+}
+
+json_t *instance_last_failure(const struct instance *inst)
+{
+	if (inst->fail_reason == NULL)
+		return NULL;
+	json_t *o = json_pack("{s:s,s:I}", "reason", inst->fail_reason, "at",
+			      (json_int_t)inst->fail_at_ms);
+	if (inst->fail_stderr)
+		json_object_set_new(o, "stderr",
+				    json_string(inst->fail_stderr));
+	return o;
+}

@@ -1,0 +1,58 @@
+/*
+ * The stdio transport behind the instance's transport seam: the instance
+ * holds its connection as an opaque pointer and calls these; unit tests
+ * put a fake in their place (instance_set_transport).
+ */
+#include "instance/instance_int.h"
+#include "transport/stdio.h"
+
+static int instance_stdio_open(uv_loop_t *loop,
+			       const struct stdio_spawn_opts *opts,
+			       const struct stdio_conn_cbs *cbs, void *ctx,
+			       void **conn)
+{
+	struct stdio_conn *c = NULL;
+	int rc = stdio_conn_spawn(loop, opts, cbs, ctx, &c);
+	*conn = c;
+	return rc;
+}
+
+static int instance_stdio_send(void *conn, const char *msg, size_t len)
+{
+	return stdio_conn_send(conn, msg, len);
+}
+
+static void instance_stdio_stop(void *conn)
+{
+	stdio_conn_stop(conn);
+}
+
+static pid_t instance_stdio_pid(const void *conn)
+{
+	return stdio_conn_pid(conn);
+}
+
+static uint64_t instance_stdio_start_time(const void *conn)
+{
+	return stdio_conn_start_time(conn);
+}
+
+static char *instance_stdio_stderr_tail(const void *conn, int n)
+{
+	return stdio_conn_stderr_tail(conn, n);
+}
+
+const struct instance_transport instance_stdio_transport = {
+	.open = instance_stdio_open,
+	.send = instance_stdio_send,
+	.stop = instance_stdio_stop,
+	.pid = instance_stdio_pid,
+	.start_time = instance_stdio_start_time,
+	.stderr_tail = instance_stdio_stderr_tail,
+};
+
+void instance_set_transport(struct instance *inst,
+			    const struct instance_transport *tp)
+{
+	inst->tp = tp;
+}
