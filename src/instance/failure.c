@@ -89,6 +89,41 @@ char *instance_first_line(const char *tail)
 	return xstrndup(tail, n);
 }
 
+/* The last failure of each server by name, outliving its instances: an
+ * instance that failed is often freed at once (its only session ended),
+ * and status must still say why. One record per server name ever failed,
+ * so the table is as small as the config. */
+struct failure_rec {
+	struct failure_rec *next;
+	char *server;
+	json_t *failure;
+};
+
+static struct failure_rec *failures;
+
+static void instance_failure_keep(const struct instance *inst)
+{
+	struct failure_rec *f = failures;
+	while (f && strcmp(f->server, inst->name) != 0)
+		f = f->next;
+	if (f == NULL) {
+		f = xcalloc(1, sizeof *f);
+		f->server = xstrdup(inst->name);
+		f->next = failures;
+		failures = f;
+	}
+	json_decref(f->failure);
+	f->failure = instance_last_failure(inst);
+}
+
+json_t *instance_failure_of(const char *server)
+{
+	for (struct failure_rec *f = failures; f; f = f->next)
+		if (strcmp(f->server, server) == 0)
+			return json_incref(f->failure);
+	return NULL;
+}
+
 void instance_record_failure(struct instance *inst)
 {
 	free(inst->fail_reason);
@@ -102,6 +137,7 @@ void instance_record_failure(struct instance *inst)
 	gettimeofday(&tv, NULL);
 	inst->fail_at_ms =
 		(uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+	instance_failure_keep(inst);
 }
 
 /* Every line a server prints on stderr goes to the log under its name,

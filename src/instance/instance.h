@@ -150,6 +150,9 @@ const char *instance_last_error(const struct instance *inst);
  * the epoch), "stderr" (masked tail, if any)}; new reference, NULL when
  * it never failed. For status to keep after the instance is gone. */
 json_t *instance_last_failure(const struct instance *inst);
+/* The same for the server's most recent failure across its instances,
+ * also after they are gone (NULL: it never failed in this runtime). */
+json_t *instance_failure_of(const char *server);
 pid_t instance_pid(const struct instance *inst);
 unsigned instance_inflight(const struct instance *inst);
 /* Status as JSON (state, error, stderr tail, counts; pid when verbose). */

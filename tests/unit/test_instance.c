@@ -543,6 +543,14 @@ Test(instance, failed_start_carries_stderr_and_is_kept_after_recovery)
 		json_string_value(json_object_get(lf, "stderr")), "***"));
 	cr_assert_gt(json_integer_value(json_object_get(lf, "at")), 0);
 	json_decref(lf);
+	/* Kept by server name for status, after the instance is gone. */
+	json_t *byname = instance_failure_of("fx");
+	cr_assert_not_null(byname);
+	cr_assert_not_null(
+		strstr(json_string_value(json_object_get(byname, "reason")),
+		       "code 7"));
+	json_decref(byname);
+	cr_assert_null(instance_failure_of("nosuch"));
 	/* It runs again: no stale reason, the last failure still kept. */
 	next_stderr = NULL;
 	fake_now += 60000;
