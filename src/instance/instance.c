@@ -255,11 +255,13 @@ void instance_fail(struct instance *inst, enum instance_state to, char *why)
 		instance_drop_lists(inst);
 		inst->lists_cached = false;
 	}
-	bool keep = was_ready && to == INSTANCE_FAILED;
 	/* A server that dies while handling a request that was sent again
 	 * after it died before is likely killed by it: that is a failed
-	 * start, so the backoff holds the next one. */
-	if (was_starting || instance_resent_in_flight(inst))
+	 * start, so the backoff holds the next one, and nothing is queued
+	 * for a re-send that would skip it. */
+	bool poisoned = instance_resent_in_flight(inst);
+	bool keep = was_ready && to == INSTANCE_FAILED && !poisoned;
+	if (was_starting || poisoned)
 		backoff_fail(&inst->backoff, clock_now_ms());
 	instance_set_state(inst, to, inst->last_error);
 	instance_fail_pending(inst, keep);

@@ -297,13 +297,18 @@ Test(instance, cancel_while_queued_is_never_sent)
 Test(instance, request_that_kills_its_server_is_resent_once_then_backs_off)
 {
 	struct instance *inst = make_ready(0);
-	struct got g = {0};
+	struct got g = {0}, innocent = {0};
 	instance_request(inst, "resources/read",
 			 json_pack("{s:s}", "uri", "fx://a"), got_cb, &g);
 	fake_exit(conns[0], 1);
 	fake_handshake(conns[1]);
 	cr_assert(sent_method(conns[1], "resources/read", NULL));
+	/* Sent once, in flight when the re-sent one kills the server. */
+	instance_request(inst, "prompts/get", json_pack("{s:s}", "name", "p"),
+			 got_cb, &innocent);
 	fake_exit(conns[1], 1);
+	cr_assert_eq(innocent.calls, 1);
+	cr_assert_not_null(strstr(got_message(&innocent), "went away"));
 	/* Not a third process: the request failed, once, and the death
 	 * counts as a failed start. */
 	cr_assert_eq(nconns, 2);
