@@ -8,57 +8,18 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "config/secrets.h"
 #include "instance/instance_int.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
-/* The values to mask in what the server prints: its env values, which
- * is where credentials go. Short ones are left out: masking every "1" or
- * "true" would hide the text and protect nothing. */
-#define INSTANCE_SECRET_MIN 4
-
-char **instance_secrets(const struct server_config *s)
-{
-	char **v = xcalloc(s->nenv + s->nargs + 1, sizeof *v);
-	size_t k = 0;
-	for (size_t i = 0; i < s->nenv; i++)
-		if (s->env[i].value &&
-		    strlen(s->env[i].value) >= INSTANCE_SECRET_MIN)
-			v[k++] = xstrdup(s->env[i].value);
-	/* An arg that came from ${VAR} is as secret as an env value. */
-	for (size_t i = 0; s->args_tpl && i < s->nargs; i++)
-		if (s->args_tpl[i] && s->args[i] &&
-		    strlen(s->args[i]) >= INSTANCE_SECRET_MIN)
-			v[k++] = xstrdup(s->args[i]);
-	return v;
-}
-
 char *instance_mask(const struct instance *inst, const char *s, size_t len)
 {
-	struct buf b;
-	buf_init(&b);
-	size_t i = 0;
-	while (i < len) {
-		size_t hit = 0;
-		for (size_t k = 0; inst->secrets && inst->secrets[k]; k++) {
-			size_t sl = strlen(inst->secrets[k]);
-			if (sl <= len - i &&
-			    memcmp(s + i, inst->secrets[k], sl) == 0) {
-				hit = sl;
-				break;
-			}
-		}
-		if (hit) {
-			buf_puts(&b, "***");
-			i += hit;
-		} else {
-			buf_append(&b, s + i, 1);
-			i++;
-		}
-	}
-	buf_append(&b, "", 0);
-	return b.data ? buf_steal(&b) : xstrdup("");
+	char *text = xstrndup(s, len);
+	char *masked = secrets_mask(inst->secrets, text);
+	free(text);
+	return masked;
 }
 
 char *instance_stderr_now(const struct instance *inst)

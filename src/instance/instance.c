@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "config/secrets.h"
 #include "instance/backoff.h"
 #include "instance/instance_int.h"
 #include "journal/journal.h"
@@ -158,7 +159,8 @@ struct instance *instance_new(uv_loop_t *loop, const struct instance_spec *spec,
 					   : CONFIG_DEFAULT_STARTUP_MS;
 	inst->tool_timeout_ms =
 		s->tool_timeout_ms > 0 ? (uint64_t)s->tool_timeout_ms : 0;
-	inst->secrets = instance_secrets(s);
+	inst->secrets = secrets_new();
+	secrets_add_server(inst->secrets, s);
 	inst->state = INSTANCE_STOPPED;
 	inst->tp = &instance_stdio_transport;
 	inst->outbox = outbox_new();
@@ -490,7 +492,7 @@ static void instance_maybe_free(struct instance *inst)
 	free(inst->fail_stderr);
 	outbox_free(inst->outbox);
 	buf_free(&inst->scratch);
-	instance_free_strv(inst->secrets);
+	secrets_free(inst->secrets);
 	free(inst->name);
 	free(inst->key);
 	free(inst->public_key);

@@ -24,6 +24,8 @@
  * transport in the runtime, a fake in unit tests. Its calls mirror
  * stdio_conn_*; issue 10's upstream_ops grows from here (the instance
  * already treats the connection as opaque). */
+struct secrets;
+
 struct instance_transport {
 	int (*open)(uv_loop_t *loop, const struct stdio_spawn_opts *opts,
 		    const struct stdio_conn_cbs *cbs, void *ctx, void **conn);
@@ -71,7 +73,7 @@ struct instance {
 	uint64_t startup_timeout_ms;
 
 	uint64_t tool_timeout_ms; /* 0: none */
-	char **secrets;		  /* env values masked in stderr, NULL-ended */
+	struct secrets *secrets;  /* masked in what the server prints */
 
 	enum instance_state state;
 	const struct instance_transport *tp;
@@ -127,8 +129,6 @@ void instance_fail(struct instance *inst, enum instance_state to, char *why);
 void instance_start(struct instance *inst);
 
 /* failure.c: stderr, secrets masked, the last failure */
-/* The values to mask: env values and args from variables. */
-char **instance_secrets(const struct server_config *s);
 /* A copy of s (len bytes) with every configured secret value masked. */
 char *instance_mask(const struct instance *inst, const char *s, size_t len);
 /* The connection's stderr tail, masked (caller frees). */
