@@ -596,6 +596,10 @@ json_t *instance_describe(const struct instance *inst, bool verbose)
 	if (inst->lists_cached)
 		json_object_set_new(o, "listsFromCache", json_true());
 	json_t *lf = instance_last_failure(inst);
+	/* Its stderr only in the verbose view: the plain one may be served
+	 * where a server's output must not go (status over TCP). */
+	if (lf && !verbose)
+		json_object_del(lf, "stderr");
 	if (lf)
 		json_object_set_new(o, "lastFailure", lf);
 	uint64_t wait = instance_backoff_remaining_ms(inst);
