@@ -240,15 +240,12 @@ void instance_fail(struct instance *inst, enum instance_state to, char *why)
 	bool was_starting = inst->state == INSTANCE_STARTING;
 	bool was_ready = inst->state == INSTANCE_READY;
 	instance_save_stderr(inst);
-	char *line =
+	/* A host shows an error's message and little else: the first line
+	 * a failed start printed is usually why (kept apart from the reason,
+	 * which status may show where server output must not go). */
+	free(inst->fail_line);
+	inst->fail_line =
 		was_starting ? instance_first_line(inst->stderr_tail) : NULL;
-	if (line) {
-		/* A host shows the error's message and little else. */
-		char *with = xasprintf("%s; stderr: %s", why, line);
-		free(why);
-		why = with;
-	}
-	free(line);
 	instance_set_error(inst, why);
 	instance_record_failure(inst);
 	uv_timer_stop(&inst->startup_timer);
@@ -490,6 +487,7 @@ static void instance_maybe_free(struct instance *inst)
 	free(inst->stderr_tail);
 	free(inst->fail_reason);
 	free(inst->fail_stderr);
+	free(inst->fail_line);
 	outbox_free(inst->outbox);
 	buf_free(&inst->scratch);
 	secrets_free(inst->secrets);
@@ -548,6 +546,11 @@ bool instance_has_capability(const struct instance *inst, const char *cap)
 const char *instance_last_error(const struct instance *inst)
 {
 	return inst->last_error;
+}
+
+const char *instance_failure_line(const struct instance *inst)
+{
+	return inst->last_error ? inst->fail_line : NULL;
 }
 
 pid_t instance_pid(const struct instance *inst)

@@ -146,11 +146,15 @@ json_t *instance_list(const struct instance *inst, enum instance_list which);
 bool instance_has_capability(const struct instance *inst, const char *cap);
 /* Why it is not running, while it is not (cleared once it runs). */
 const char *instance_last_error(const struct instance *inst);
+/* With a last_error from a failed start: the first line the server
+ * printed on stderr (masked), for the error a host shows; else NULL. */
+const char *instance_failure_line(const struct instance *inst);
 /* The last failure, whatever the state since: {"reason", "at" (ms since
  * the epoch), "stderr" (masked tail, if any)}; new reference, NULL when
  * it never failed. For status to keep after the instance is gone. */
 json_t *instance_last_failure(const struct instance *inst);
-/* The same for the server's most recent failure across its instances,
+/* The same for the server's most recent failure across its instances
+ * (its "stderr" is for the verbose view only),
  * also after they are gone (NULL: it never failed in this runtime). */
 json_t *instance_failure_of(const char *server);
 pid_t instance_pid(const struct instance *inst);

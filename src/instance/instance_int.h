@@ -102,6 +102,7 @@ struct instance {
 	char *fail_reason;
 	char *fail_stderr;
 	uint64_t fail_at_ms; /* wall clock, ms since the epoch */
+	char *fail_line;     /* a failed start's first stderr line */
 
 	uv_timer_t startup_timer;
 	uv_timer_t deadline_timer; /* the oldest toolTimeout in flight */

@@ -167,6 +167,14 @@ static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 	}
 	if (err < 0) {
 		char *msg = session_unavailable_text(c->session, inst, err);
+		const char *line = instance_failure_line(inst);
+		if (line && (err == -EAGAIN || err == -EIO)) {
+			/* What the server said is often the whole story
+			 * ("missing API_KEY"), and hosts show only this. */
+			char *with = xasprintf("%s It printed: %s", msg, line);
+			free(msg);
+			msg = with;
+		}
 		json_t *data = hub_instance_describe(c->session->hub, inst);
 		json_object_set_new(data, "server",
 				    json_string(instance_name(inst)));
