@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 
 import { connect, demo, makeHome, waitFor, withRuntime } from './lib.mjs';
-import { sleep, waitInflight } from './failures-lib.mjs';
+import { sleep } from './failures-lib.mjs';
 
 const FIXTURE = path.join(
 	path.dirname(fileURLToPath(import.meta.url)),
@@ -214,9 +214,17 @@ test('a failed start shows its stderr; stderr is logged with secrets masked (P1)
 test('restart --force during a call is not a failure (x4)', {
 	timeout: 20_000,
 }, async (t) => {
-	await withRuntime(t, { demo: demo() }, async (rt) => {
+	const home = await makeHome('mcpvisor-e2e-x4-');
+	const count = path.join(home, 'count');
+	await withRuntime(t, { demo: demo(['--count-file', count]) }, async (rt) => {
 		const call = rt.cli(['call', 'demo__sleep', '{"ms":4000}']);
-		await waitInflight(rt, 'demo');
+		// At the server (a call still waiting for the start would
+		// simply run on the restarted process).
+		await waitFor(
+			() => fs.existsSync(count) && fs.readFileSync(count, 'utf8').includes('call sleep'),
+			8000,
+			'the sleep call at the server',
+		);
 		const r = await rt.cli(['restart', 'demo', '--force']);
 		assert.equal(r.code, 0, r.stderr);
 		const done = await call;
@@ -224,4 +232,5 @@ test('restart --force during a call is not a failure (x4)', {
 		await sleep(300);
 		assert.doesNotMatch(rt.stderr(), /restart failed/);
 	});
+	fs.rmSync(home, { recursive: true, force: true });
 });

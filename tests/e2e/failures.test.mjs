@@ -565,8 +565,15 @@ test('explicit stop drops the tools at once; stop/restart refuse during a call w
 
 				// restart --force ends a running call and serves again.
 				assert.equal((await rt.cli(['restart', 'demo'])).code, 0);
+				const sleeps = callCount(cf, 'sleep');
 				const running2 = callReq(c, 'demo__sleep', { ms: 3000 });
-				await waitInflight(rt, 'demo');
+				// At the server, not only leased: a call still waiting for
+				// the restarted process is not lost by the next restart.
+				await waitFor(
+					() => callCount(cf, 'sleep') > sleeps,
+					5000,
+					'the sleep call at the server',
+				);
 				trackStarts(rt, cf);
 				const rf = await rt.cli(['restart', 'demo', '--force']);
 				assert.equal(rf.code, 0, rf.stderr);
