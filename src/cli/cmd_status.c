@@ -56,6 +56,26 @@ static void status_print_text(json_t *st, int verbose)
 			printf("%-16s stopped by `mcpvisor stop`; `mcpvisor "
 			       "restart %s` starts it again\n",
 			       name, name);
+		json_t *lf = json_object_get(sv, "lastFailure");
+		if (json_array_size(insts) == 0 && lf) {
+			/* Gone, but it failed: say why (a failed start is
+			 * otherwise invisible once its session ended). */
+			printf("%-16s %-10s scope %s (last failed: %s)\n", name,
+			       "stopped", scope,
+			       json_string_value(
+				       json_object_get(lf, "reason")));
+			const char *err = json_string_value(
+				json_object_get(lf, "stderr"));
+			if (err && err[0]) {
+				printf("    stderr:\n");
+				for (const char *p = err; *p;) {
+					size_t n = strcspn(p, "\n");
+					printf("      %.*s\n", (int)n, p);
+					p += n + (p[n] == '\n');
+				}
+			}
+			continue;
+		}
 		if (json_array_size(insts) == 0) {
 			printf("%-16s %-10s scope %s (not started)\n", name,
 			       "stopped", scope);

@@ -604,6 +604,15 @@ json_t *hub_status(struct hub *hub, enum hub_status_detail detail)
 					    sec};
 		pool_foreach(hub->pool, hub_status_inst_cb, &w);
 		json_object_set_new(o, "instances", w.out);
+		/* Why it last failed, also once its instance is gone. */
+		json_t *lf = instance_failure_of(sv->name);
+		if (lf && detail == HUB_STATUS_PUBLIC)
+			json_object_del(lf, "stderr");
+		if (lf) {
+			hub_status_mask(lf, "stderr", sec);
+			hub_status_mask(lf, "reason", sec);
+			json_object_set_new(o, "lastFailure", lf);
+		}
 		json_array_append_new(servers, o);
 	}
 	/* Servers that only a space's .mcp.json names. */

@@ -207,6 +207,13 @@ test('a failed start shows its stderr; stderr is logged with secrets masked (P1)
 			);
 			assert.doesNotMatch(rt.stderr(), /s3cr3t/);
 			await c.close();
+			// Its instance is gone with the session: status still
+			// says why, and -v what it printed.
+			const st = await rt.cli(['status']);
+			assert.match(st.stdout, /crashy .*last failed: exited with code 7/);
+			const v = await rt.cli(['status', '-v']);
+			assert.match(v.stdout, /boom: missing API_KEY \(token=\*\*\*\)/);
+			assert.doesNotMatch(v.stdout, /s3cr3t/);
 		},
 	);
 });
