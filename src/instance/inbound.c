@@ -46,7 +46,7 @@ static void instance_handle_notification(struct instance *inst, json_t *msg)
 static struct outbox_req *instance_answered(struct instance *inst, int64_t id)
 {
 	struct outbox_req *r = outbox_find(inst->outbox, id);
-	if (r == NULL || r->state != OUTBOX_WRITTEN || r->link != inst->gen)
+	if (r == NULL || !outbox_req_on(r, inst->gen))
 		return NULL;
 	return r;
 }
@@ -71,7 +71,7 @@ static bool instance_fast_answer(struct instance *inst, const char *line,
 			  inst->name);
 		return true;
 	}
-	if (r->text_cb == NULL)
+	if (!outbox_req_has_text(r))
 		return false; /* the full parse hands it to cb */
 	outbox_settle_text(inst->outbox, r, line, sp[3].off, sp[3].len);
 	return true;
@@ -90,8 +90,7 @@ static void instance_fail_unnamed(struct instance *inst, const char *what,
 	size_t n = 0;
 	for (struct outbox_req *r = outbox_first(inst->outbox); r;
 	     r = outbox_next(inst->outbox, r))
-		if (r->state == OUTBOX_WRITTEN && r->link == inst->gen &&
-		    !r->internal)
+		if (outbox_req_on(r, inst->gen) && !outbox_req_internal(r))
 			n++;
 	if (n == 0) {
 		log_warn("instance %s: %s, and no request is in flight; "
@@ -106,9 +105,8 @@ static void instance_fail_unnamed(struct instance *inst, const char *what,
 	size_t k = 0;
 	for (struct outbox_req *r = outbox_first(inst->outbox); r && k < n;
 	     r = outbox_next(inst->outbox, r))
-		if (r->state == OUTBOX_WRITTEN && r->link == inst->gen &&
-		    !r->internal)
-			ids[k++] = r->id;
+		if (outbox_req_on(r, inst->gen) && !outbox_req_internal(r))
+			ids[k++] = outbox_req_id(r);
 	for (size_t i = 0; i < k; i++) {
 		struct outbox_req *r = outbox_find(inst->outbox, ids[i]);
 		if (r == NULL)
@@ -370,12 +368,12 @@ void instance_overlong_cb(void *ctx, const char *head, size_t head_len,
 	}
 	log_warn("instance %s: the answer to %s (id %lld) is over %d bytes; "
 		 "the request fails",
-		 inst->name, r->method, id, STDIO_MAX_LINE);
+		 inst->name, outbox_req_method(r), id, STDIO_MAX_LINE);
 	char *msg = xasprintf("Server \"%s\" answered %s with a message over "
 			      "the runtime's %d MiB limit, so the answer was "
 			      "dropped; the request ran, ask for less (a "
 			      "smaller range or page).",
-			      inst->name, r->method,
+			      inst->name, outbox_req_method(r),
 			      STDIO_MAX_LINE / (1024 * 1024));
 	json_t *data = json_pack("{s:s,s:i,s:b}", "server", inst->name,
 				 "limitBytes", STDIO_MAX_LINE, "mayHaveRun", 1);

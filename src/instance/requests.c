@@ -44,7 +44,8 @@ static json_t *instance_lost_call_error(struct instance *inst, bool again)
 
 static bool instance_req_resendable(const struct outbox_req *r)
 {
-	return !r->internal && r->params && jr_method_is_idempotent(r->method);
+	return !outbox_req_internal(r) && outbox_req_params(r) &&
+	       jr_method_is_idempotent(outbox_req_method(r));
 }
 
 /* The ids of the requests in flight, oldest first: walked by id so that
@@ -58,7 +59,7 @@ static int64_t *instance_snapshot(struct instance *inst, size_t *n)
 	size_t k = 0;
 	for (struct outbox_req *r = outbox_first(inst->outbox); r && k < *n;
 	     r = outbox_next(inst->outbox, r))
-		ids[k++] = r->id;
+		ids[k++] = outbox_req_id(r);
 	*n = k;
 	return ids;
 }
@@ -67,7 +68,8 @@ bool instance_resent_in_flight(const struct instance *inst)
 {
 	for (struct outbox_req *r = outbox_first(inst->outbox); r;
 	     r = outbox_next(inst->outbox, r))
-		if (r->state == OUTBOX_WRITTEN && r->sends > 1)
+		if (outbox_req_state(r) == OUTBOX_WRITTEN &&
+		    outbox_req_sends(r) > 1)
 			return true;
 	return false;
 }
@@ -80,11 +82,11 @@ void instance_fail_pending(struct instance *inst, bool keep_idempotent)
 		struct outbox_req *r = outbox_find(inst->outbox, ids[i]);
 		if (r == NULL)
 			continue;
-		bool written = r->state == OUTBOX_WRITTEN;
+		bool written = outbox_req_state(r) == OUTBOX_WRITTEN;
 		/* One re-send at most: a request the server dies on twice is
 		 * likely what kills it. */
 		if (keep_idempotent && instance_req_resendable(r) &&
-		    r->sends < 2) {
+		    outbox_req_sends(r) < 2) {
 			outbox_requeue(inst->outbox, r);
 			continue;
 		}
@@ -92,10 +94,11 @@ void instance_fail_pending(struct instance *inst, bool keep_idempotent)
 		if (!written)
 			err = instance_unavailable_error(inst, false);
 		else if (instance_req_resendable(r))
-			err = r->sends > 1
+			err = outbox_req_sends(r) > 1
 				      ? instance_lost_call_error(inst, true)
 				      : instance_unavailable_error(inst, true);
-		else if (!r->internal && !jr_method_is_idempotent(r->method))
+		else if (!outbox_req_internal(r) &&
+			 !jr_method_is_idempotent(outbox_req_method(r)))
 			err = instance_lost_call_error(inst, false);
 		else
 			err = instance_unavailable_error(inst, true);
@@ -113,7 +116,7 @@ void instance_fail_resend(struct instance *inst)
 	int64_t *ids = instance_snapshot(inst, &n);
 	for (size_t i = 0; i < n; i++) {
 		struct outbox_req *r = outbox_find(inst->outbox, ids[i]);
-		if (r == NULL || r->state != OUTBOX_QUEUED)
+		if (r == NULL || outbox_req_state(r) != OUTBOX_QUEUED)
 			continue;
 		json_t *err = instance_unavailable_error(inst, false);
 		outbox_settle(inst->outbox, r, OUTBOX_LOST_UNSENT, err);
@@ -126,7 +129,7 @@ bool instance_has_queued(const struct instance *inst)
 {
 	for (struct outbox_req *r = outbox_first(inst->outbox); r;
 	     r = outbox_next(inst->outbox, r))
-		if (r->state == OUTBOX_QUEUED)
+		if (outbox_req_state(r) == OUTBOX_QUEUED)
 			return true;
 	return false;
 }
@@ -134,8 +137,10 @@ bool instance_has_queued(const struct instance *inst)
 /* Writes r on the current connection: 0 or -errno. */
 static int instance_write_req(struct instance *inst, struct outbox_req *r)
 {
-	json_t *msg = jr_request(json_integer(r->id), r->method,
-				 r->params ? json_incref(r->params) : NULL);
+	json_t *msg = jr_request(
+		json_integer(outbox_req_id(r)), outbox_req_method(r),
+		outbox_req_params(r) ? json_incref(outbox_req_params(r))
+				     : NULL);
 	char *s = json_dumps(msg, JSON_COMPACT);
 	json_decref(msg);
 	if (s == NULL)
@@ -156,10 +161,10 @@ static void instance_deadline_cb(uv_timer_t *t)
  * time is the tool's. */
 static void instance_arm_deadline(struct instance *inst, struct outbox_req *r)
 {
-	if (inst->tool_timeout_ms == 0 || r->internal ||
-	    strcmp(r->method, "tools/call") != 0)
+	if (inst->tool_timeout_ms == 0 || outbox_req_internal(r) ||
+	    strcmp(outbox_req_method(r), "tools/call") != 0)
 		return;
-	r->deadline_ms = clock_now_ms() + inst->tool_timeout_ms;
+	outbox_req_set_deadline(r, clock_now_ms() + inst->tool_timeout_ms);
 	/* Deadlines come in the order of sending, so an armed timer already
 	 * waits for an earlier one, which re-arms for the rest. */
 	if (!uv_is_active((uv_handle_t *)&inst->deadline_timer))
@@ -184,11 +189,10 @@ int64_t instance_send_request(struct instance *inst, const char *method,
 	}
 	if (internal) {
 		/* Never re-sent: no need to keep them. */
-		json_decref(r->params);
-		r->params = NULL;
+		outbox_req_set_params(r, NULL);
 	}
 	instance_arm_deadline(inst, r);
-	return r->id;
+	return outbox_req_id(r);
 }
 
 void instance_resend(struct instance *inst)
@@ -197,11 +201,11 @@ void instance_resend(struct instance *inst)
 	int64_t *ids = instance_snapshot(inst, &n);
 	for (size_t i = 0; i < n; i++) {
 		struct outbox_req *r = outbox_find(inst->outbox, ids[i]);
-		if (r == NULL || r->state != OUTBOX_QUEUED)
+		if (r == NULL || outbox_req_state(r) != OUTBOX_QUEUED)
 			continue;
 		log_info("instance %s: sending %s again after the reconnect "
 			 "(id %" PRId64 ", once at most)",
-			 inst->name, r->method, r->id);
+			 inst->name, outbox_req_method(r), outbox_req_id(r));
 		int rc = inst->conn ? instance_write_req(inst, r) : -EPIPE;
 		if (rc < 0) {
 			json_t *err = instance_unavailable_error(inst, false);
@@ -218,7 +222,7 @@ int64_t instance_request_text(struct instance *inst, const char *method,
 {
 	int64_t id = instance_request(inst, method, params, cb, arg);
 	if (id > 0)
-		outbox_find(inst->outbox, id)->text_cb = text_cb;
+		outbox_req_set_text_cb(outbox_find(inst->outbox, id), text_cb);
 	return id;
 }
 
@@ -268,9 +272,9 @@ int64_t instance_request_raw(struct instance *inst, const char *method,
 		outbox_add(inst->outbox, method, NULL, false, cb, text_cb, arg);
 	outbox_written(inst->outbox, r, inst->gen);
 	if (inst->tool_timeout_ms > 0)
-		r->params = instance_raw_name(params, params_len);
+		outbox_req_set_params(r, instance_raw_name(params, params_len));
 	instance_arm_deadline(inst, r);
-	return r->id;
+	return outbox_req_id(r);
 }
 
 int64_t instance_request(struct instance *inst, const char *method,
@@ -311,8 +315,7 @@ bool instance_cancel(struct instance *inst, int64_t id, const char *reason)
 	if (r == NULL)
 		return false;
 	/* Only the connection it was written on has heard of it. */
-	bool tell = r->state == OUTBOX_WRITTEN && r->link == inst->gen &&
-		    inst->conn != NULL;
+	bool tell = outbox_req_on(r, inst->gen) && inst->conn != NULL;
 	outbox_settle(inst->outbox, r, OUTBOX_CANCELLED, NULL);
 	if (tell)
 		instance_tell_cancelled(inst, id, reason);
@@ -395,15 +398,15 @@ uint64_t instance_conn_gen(const struct instance *inst)
 static json_t *instance_timeout_error(struct instance *inst,
 				      const struct outbox_req *r)
 {
-	const char *tool =
-		json_string_value(json_object_get(r->params, "name"));
+	const char *tool = json_string_value(
+		json_object_get(outbox_req_params(r), "name"));
 	unsigned long long ms = (unsigned long long)inst->tool_timeout_ms;
 	char *msg = xasprintf(
 		"Server \"%s\" did not answer %s%s%s%s within its toolTimeout "
 		"of %llu.%03llu s; the call was cancelled on the server and "
 		"may or may not have taken effect.",
-		inst->name, r->method, tool ? " \"" : "", tool ? tool : "",
-		tool ? "\"" : "", ms / 1000, ms % 1000);
+		inst->name, outbox_req_method(r), tool ? " \"" : "",
+		tool ? tool : "", tool ? "\"" : "", ms / 1000, ms % 1000);
 	json_t *data =
 		json_pack("{s:s,s:I,s:b}", "server", inst->name,
 			  "toolTimeoutMs", (json_int_t)ms, "mayHaveRun", 1);
@@ -422,20 +425,19 @@ void instance_expire(struct instance *inst)
 	int64_t *ids = instance_snapshot(inst, &n);
 	for (size_t i = 0; i < n; i++) {
 		struct outbox_req *r = outbox_find(inst->outbox, ids[i]);
-		if (r == NULL || r->deadline_ms == 0)
+		if (r == NULL || outbox_req_deadline(r) == 0)
 			continue;
-		if (r->deadline_ms > now) {
-			if (next == 0 || r->deadline_ms < next)
-				next = r->deadline_ms;
+		if (outbox_req_deadline(r) > now) {
+			if (next == 0 || outbox_req_deadline(r) < next)
+				next = outbox_req_deadline(r);
 			continue;
 		}
 		log_warn("instance %s: %s (id %" PRId64
 			 ") passed its toolTimeout; cancelled",
-			 inst->name, r->method, r->id);
+			 inst->name, outbox_req_method(r), outbox_req_id(r));
 		json_t *err = instance_timeout_error(inst, r);
-		int64_t id = r->id;
-		bool tell = r->state == OUTBOX_WRITTEN &&
-			    r->link == inst->gen && inst->conn != NULL;
+		int64_t id = outbox_req_id(r);
+		bool tell = outbox_req_on(r, inst->gen) && inst->conn != NULL;
 		outbox_settle(inst->outbox, r, OUTBOX_LOST_SENT, err);
 		json_decref(err);
 		if (tell)

@@ -12,6 +12,26 @@
 #include "util/xmalloc.h"
 
 #define OUTBOX_MIN_BUCKETS 16
+/* Short methods are kept inline so the hot path allocates no copy. */
+#define OUTBOX_METHOD_INLINE 24
+
+struct outbox_req {
+	int64_t id;
+	enum outbox_state state;
+	uint64_t link;	      /* generation written on; 0 while queued */
+	unsigned sends;	      /* times written, across connections */
+	bool internal;	      /* the owner's own */
+	const char *method;   /* method_buf or method_heap */
+	json_t *params;	      /* kept for a re-send, or NULL */
+	uint64_t deadline_ms; /* 0: none */
+	outbox_reply_cb cb;
+	outbox_text_cb text_cb;
+	void *arg;
+	struct outbox_req *next, *prev; /* in order of creation */
+	struct outbox_req *hnext;	/* id hash chain, or the spares */
+	char *method_heap;
+	char method_buf[OUTBOX_METHOD_INLINE];
+};
 /* Freed requests kept for reuse: a steady stream of calls allocates no
  * request after warm-up. */
 #define OUTBOX_SPARE_MAX 64
@@ -235,4 +255,65 @@ size_t outbox_count_written(const struct outbox *ob, uint64_t link)
 		if (r->state == OUTBOX_WRITTEN && r->link == link)
 			n++;
 	return n;
+}
+
+int64_t outbox_req_id(const struct outbox_req *r)
+{
+	return r->id;
+}
+
+enum outbox_state outbox_req_state(const struct outbox_req *r)
+{
+	return r->state;
+}
+
+bool outbox_req_on(const struct outbox_req *r, uint64_t link)
+{
+	return r->state == OUTBOX_WRITTEN && r->link == link;
+}
+
+unsigned outbox_req_sends(const struct outbox_req *r)
+{
+	return r->sends;
+}
+
+bool outbox_req_internal(const struct outbox_req *r)
+{
+	return r->internal;
+}
+
+const char *outbox_req_method(const struct outbox_req *r)
+{
+	return r->method;
+}
+
+json_t *outbox_req_params(const struct outbox_req *r)
+{
+	return r->params;
+}
+
+void outbox_req_set_params(struct outbox_req *r, json_t *params)
+{
+	json_decref(r->params);
+	r->params = params;
+}
+
+uint64_t outbox_req_deadline(const struct outbox_req *r)
+{
+	return r->deadline_ms;
+}
+
+void outbox_req_set_deadline(struct outbox_req *r, uint64_t ms)
+{
+	r->deadline_ms = ms;
+}
+
+void outbox_req_set_text_cb(struct outbox_req *r, outbox_text_cb text_cb)
+{
+	r->text_cb = text_cb;
+}
+
+bool outbox_req_has_text(const struct outbox_req *r)
+{
+	return r->text_cb != NULL;
 }

@@ -35,31 +35,7 @@ enum outbox_outcome {
 	OUTBOX_CANCELLED,   /* its owner let go: no callback */
 };
 
-/* Short methods are kept inline so the hot path allocates no copy. */
-#define OUTBOX_METHOD_INLINE 24
-
-struct outbox_req {
-	/* Read-only outside the outbox. */
-	int64_t id;
-	enum outbox_state state;
-	uint64_t link;	      /* generation written on; 0 while queued */
-	unsigned sends;	      /* times written, across connections */
-	bool internal;	      /* the owner's own (handshake, list refresh) */
-	const char *method;   /* NUL-terminated */
-	json_t *params;	      /* kept for a re-send, or NULL */
-	uint64_t deadline_ms; /* 0: none */
-
-	outbox_reply_cb cb;
-	outbox_text_cb text_cb; /* or NULL: answers go through cb */
-	void *arg;
-
-	/* The outbox's own. */
-	struct outbox_req *next, *prev; /* in order of creation */
-	struct outbox_req *hnext;	/* id hash chain */
-	char *method_heap;
-	char method_buf[OUTBOX_METHOD_INLINE];
-};
-
+struct outbox_req;
 struct outbox;
 
 struct outbox *outbox_new(void);
@@ -94,6 +70,27 @@ void outbox_settle_text(struct outbox *ob, struct outbox_req *r,
 struct outbox_req *outbox_first(const struct outbox *ob);
 struct outbox_req *outbox_next(const struct outbox *ob,
 			       const struct outbox_req *r);
+
+/* What a request is, for its owner. */
+int64_t outbox_req_id(const struct outbox_req *r);
+enum outbox_state outbox_req_state(const struct outbox_req *r);
+/* Written on the connection of generation link (and not answered). */
+bool outbox_req_on(const struct outbox_req *r, uint64_t link);
+/* Times written, across connections (a re-send makes 2). */
+unsigned outbox_req_sends(const struct outbox_req *r);
+/* The owner's own (handshake, list refresh), not a client's. */
+bool outbox_req_internal(const struct outbox_req *r);
+const char *outbox_req_method(const struct outbox_req *r);
+/* Kept for a re-send (borrowed), or NULL. set takes params and drops
+ * what was kept. */
+json_t *outbox_req_params(const struct outbox_req *r);
+void outbox_req_set_params(struct outbox_req *r, json_t *params);
+/* When it times out (clock ms), 0: never. */
+uint64_t outbox_req_deadline(const struct outbox_req *r);
+void outbox_req_set_deadline(struct outbox_req *r, uint64_t ms);
+void outbox_req_set_text_cb(struct outbox_req *r, outbox_text_cb text_cb);
+/* Whether a successful answer may go to text_cb (outbox_settle_text). */
+bool outbox_req_has_text(const struct outbox_req *r);
 
 size_t outbox_count(const struct outbox *ob);
 /* Requests not internal: a client's. */

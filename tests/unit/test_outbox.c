@@ -21,15 +21,15 @@ Test(outbox, ids_are_stable_across_a_requeue)
 	struct seen s = {0};
 	struct outbox_req *r = outbox_add(ob, "resources/read", json_object(),
 					  false, seen_cb, NULL, &s);
-	int64_t id = r->id;
-	cr_assert_eq(r->state, OUTBOX_QUEUED);
+	int64_t id = outbox_req_id(r);
+	cr_assert_eq(outbox_req_state(r), OUTBOX_QUEUED);
 	outbox_written(ob, r, 1);
-	cr_assert_eq(r->sends, 1);
+	cr_assert_eq(outbox_req_sends(r), 1);
 	outbox_requeue(ob, r);
 	outbox_written(ob, r, 2);
 	cr_assert_eq(outbox_find(ob, id), r);
-	cr_assert_eq(r->sends, 2);
-	cr_assert_eq(r->link, 2);
+	cr_assert_eq(outbox_req_sends(r), 2);
+	cr_assert(outbox_req_on(r, 2));
 	outbox_settle(ob, r, OUTBOX_CANCELLED, NULL);
 	cr_assert_eq(s.calls, 0);
 	cr_assert_null(outbox_find(ob, id));
@@ -73,11 +73,11 @@ Test(outbox, long_methods_and_many_requests)
 	}
 	cr_assert_eq(outbox_count(ob), N);
 	cr_assert_eq(outbox_count_written(ob, 7), N);
-	cr_assert_str_eq(outbox_find(ob, 2)->method, longm);
+	cr_assert_str_eq(outbox_req_method(outbox_find(ob, 2)), longm);
 	/* Oldest first, across the table's growth. */
 	int64_t want = 1;
 	for (struct outbox_req *r = outbox_first(ob); r; r = outbox_next(ob, r))
-		cr_assert_eq(r->id, want++);
+		cr_assert_eq(outbox_req_id(r), want++);
 	for (int64_t id = 1; id <= N; id += 2)
 		outbox_settle(ob, outbox_find(ob, id), OUTBOX_CANCELLED, NULL);
 	cr_assert_eq(outbox_count(ob), N / 2);
@@ -86,8 +86,8 @@ Test(outbox, long_methods_and_many_requests)
 	/* Recycled entries start clean. */
 	struct outbox_req *r =
 		outbox_add(ob, "z", NULL, true, NULL, NULL, NULL);
-	cr_assert_eq(r->id, N + 1);
-	cr_assert_eq(r->sends, 0);
-	cr_assert_eq(r->state, OUTBOX_QUEUED);
+	cr_assert_eq(outbox_req_id(r), N + 1);
+	cr_assert_eq(outbox_req_sends(r), 0);
+	cr_assert_eq(outbox_req_state(r), OUTBOX_QUEUED);
 	outbox_free(ob);
 }
