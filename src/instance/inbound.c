@@ -156,6 +156,34 @@ static void instance_orphan_error(struct instance *inst, json_t *msg)
 	free(what);
 }
 
+/* Our ids are integers; an answer under another id (a server that
+ * echoes ids as strings) is still an answer. The string of an id in
+ * flight is that request's; any other names none we sent, so it goes to
+ * the rule for answers that name no request. */
+static void instance_odd_id_answer(struct instance *inst, json_t *msg,
+				   json_t *id)
+{
+	const char *s = json_string_value(id);
+	char *end = NULL;
+	long long v = s && *s ? strtoll(s, &end, 10) : 0;
+	struct outbox_req *r =
+		end && *end == '\0' ? instance_answered(inst, v) : NULL;
+	if (r) {
+		log_warn("instance %s: answered request %lld under the string "
+			 "id \"%s\"; taken as its answer",
+			 inst->name, v, s);
+		outbox_settle(inst->outbox, r, OUTBOX_ANSWERED, msg);
+		return;
+	}
+	char *ids = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
+	char *what = xasprintf("its answer names id %.40s, which is not one "
+			       "it was sent",
+			       ids ? ids : "?");
+	free(ids);
+	instance_fail_unnamed(inst, what, json_object_get(msg, "error"));
+	free(what);
+}
+
 void instance_message_cb(void *ctx, const char *line, size_t len)
 {
 	struct instance_link *link = ctx;
@@ -182,11 +210,12 @@ void instance_message_cb(void *ctx, const char *line, size_t len)
 	const char *why;
 	switch (jr_classify(msg, &why)) {
 	case JR_RESPONSE: {
+		if (!json_is_integer(id)) {
+			instance_odd_id_answer(inst, msg, id);
+			break;
+		}
 		struct outbox_req *r =
-			json_is_integer(id)
-				? instance_answered(inst,
-						    json_integer_value(id))
-				: NULL;
+			instance_answered(inst, json_integer_value(id));
 		if (r == NULL) {
 			log_debug("instance %s: answer to an unknown or "
 				  "cancelled request; dropped",

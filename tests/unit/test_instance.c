@@ -431,6 +431,31 @@ Test(instance, error_with_null_id_and_several_in_flight_fails_each_honestly)
 	finish(inst);
 }
 
+Test(instance, an_answer_under_a_string_id_still_answers_its_call)
+{
+	struct instance *inst = make_ready(0);
+	struct got a = {0}, b = {0};
+	int64_t ia =
+		instance_request(inst, "tools/call",
+				 json_pack("{s:s}", "name", "x"), got_cb, &a);
+	char line[128];
+	snprintf(line, sizeof line,
+		 "{\"jsonrpc\":\"2.0\",\"id\":\"%lld\",\"result\":{}}",
+		 (long long)ia);
+	serve(conns[0], line);
+	cr_assert_eq(a.calls, 1);
+	cr_assert_eq(a.code, 0);
+	/* An id it was never sent: the one call in flight is failed. */
+	instance_request(inst, "tools/call", json_pack("{s:s}", "name", "y"),
+			 got_cb, &b);
+	serve(conns[0], "{\"jsonrpc\":\"2.0\",\"id\":\"zz\",\"error\":{"
+			"\"code\":-32603,\"message\":\"boom\"}}");
+	cr_assert_eq(b.calls, 1);
+	cr_assert_not_null(strstr(got_message(&b), "\"zz\""), "%s",
+			   got_message(&b));
+	finish(inst);
+}
+
 static void overlong(struct fake_conn *c, const char *head, const char *tail)
 {
 	c->cbs.on_overlong(c->ctx, head, strlen(head), tail, strlen(tail));
