@@ -10,8 +10,18 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 
-import { connect, demo, makeHome, waitFor, withRuntime } from './lib.mjs';
-import { sleep } from './failures-lib.mjs';
+import {
+	PROTOCOL,
+	RawClient,
+	connect,
+	demo,
+	makeHome,
+	readMessages,
+	sseMessages,
+	waitFor,
+	withRuntime,
+} from './lib.mjs';
+import { sleep, startPids } from './failures-lib.mjs';
 
 const FIXTURE = path.join(
 	path.dirname(fileURLToPath(import.meta.url)),
@@ -238,6 +248,97 @@ test('restart --force during a call is not a failure (x4)', {
 		assert.notEqual(done.code, 0, `the call was cut short: ${done.stdout} ${done.stderr}`);
 		await sleep(300);
 		assert.doesNotMatch(rt.stderr(), /restart failed/);
+	});
+	fs.rmSync(home, { recursive: true, force: true });
+});
+
+// The messages of an SSE response as they come: next(pred) resolves with
+// the first that matches, reading no further than it.
+function sseReader(res) {
+	const reader = res.body.getReader();
+	const dec = new TextDecoder();
+	let buf = '';
+	const queue = [];
+	return {
+		async next(pred, ms = 8000) {
+			const end = Date.now() + ms;
+			for (;;) {
+				const i = queue.findIndex(pred);
+				if (i >= 0)
+					return queue.splice(i, 1)[0];
+				if (Date.now() > end)
+					throw new Error('no such message on the stream');
+				const { value, done } = await reader.read();
+				if (done)
+					throw new Error('the stream ended');
+				buf += dec.decode(value, { stream: true });
+				const blocks = buf.split(/\r?\n\r?\n/);
+				buf = blocks.pop();
+				queue.push(...sseMessages(blocks.join('\n\n') + '\n\n'));
+			}
+		},
+	};
+}
+
+test('an answer to a server request never reaches the process that replaced the asker (R10)', {
+	timeout: 20_000,
+}, async (t) => {
+	const home = await makeHome('mcpvisor-e2e-r10-');
+	const count = path.join(home, 'count');
+	await withRuntime(t, { demo: demo(['--count-file', count]) }, async (rt) => {
+		const c = new RawClient(rt.url);
+		const init = await c.post({
+			jsonrpc: '2.0',
+			id: 0,
+			method: 'initialize',
+			params: {
+				protocolVersion: PROTOCOL,
+				capabilities: { sampling: {} },
+				clientInfo: { name: 'r10', version: '1' },
+			},
+		});
+		c.sid = init.headers.get('mcp-session-id');
+		c.protocol = (await readMessages(init))[0].result.protocolVersion;
+		await (await c.post({ jsonrpc: '2.0', method: 'notifications/initialized' })).arrayBuffer();
+		const isAsk = (m) => m.method === 'sampling/createMessage';
+		const sample = async (id, prompt) => {
+			const res = await c.post({
+				jsonrpc: '2.0',
+				id,
+				method: 'tools/call',
+				params: { name: 'demo__sample', arguments: { prompt } },
+			});
+			const s = sseReader(res);
+			return { s, ask: await s.next(isAsk) };
+		};
+		const first = await sample(1, 'first');
+		// The server that asked dies before the client answers.
+		const [pid1] = startPids(count);
+		process.kill(pid1, 'SIGKILL');
+		await first.s.next((m) => m.id === 1);
+		const second = await sample(2, 'second');
+		assert.equal(startPids(count).length, 2);
+		const answer = (ask, text) =>
+			c.post({
+				jsonrpc: '2.0',
+				id: ask.id,
+				result: {
+					role: 'assistant',
+					content: { type: 'text', text },
+					model: 'm',
+				},
+			});
+		// The late answer to the first process's request: its id may
+		// mean the new process's own request.
+		await (await answer(first.ask, 'stale')).arrayBuffer();
+		await (await answer(second.ask, 'fresh')).arrayBuffer();
+		const r = await second.s.next((m) => m.id === 2);
+		assert.ok(r.result, JSON.stringify(r));
+		assert.equal(r.result.content[0].text, 'fresh');
+		assert.match(rt.stderr(), /answer to the server's request not sent: the server that asked is gone/);
+		for (const p of startPids(count))
+			rt.track(p);
+		await c.close();
 	});
 	fs.rmSync(home, { recursive: true, force: true });
 });
