@@ -185,10 +185,16 @@ void instance_wake_waiters(struct instance *inst, int err)
 	}
 }
 
+const char *instance_lost_reason(const struct instance *inst)
+{
+	if (inst->last_error)
+		return inst->last_error;
+	return inst->stop_why ? inst->stop_why : "the server stopped";
+}
+
 json_t *instance_unavailable_error(struct instance *inst, bool sent)
 {
-	const char *reason =
-		inst->last_error ? inst->last_error : "the server stopped";
+	const char *reason = instance_lost_reason(inst);
 	char *msg;
 	if (sent)
 		msg = xasprintf("Server \"%s\" went away while handling the "
@@ -470,8 +476,11 @@ void instance_stop(struct instance *inst, const char *why, bool keep_lists)
 	instance_save_stderr(inst);
 	instance_set_state(inst, INSTANCE_STOPPING, why);
 	instance_set_error(inst, NULL);
+	/* What the requests lost here are told: stopped, and why. */
+	inst->stop_why = why;
 	instance_fail_pending(inst, false);
 	instance_fail_resend(inst);
+	inst->stop_why = NULL;
 	instance_detach_conn(inst, true);
 }
 

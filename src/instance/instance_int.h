@@ -91,6 +91,7 @@ struct instance {
 	struct instance_waiter *waiters;
 	unsigned starting_lists; /* first lists still to come */
 	bool restart_after_stop;
+	const char *stop_why; /* during instance_stop: why (borrowed) */
 
 	json_t *lists[INSTANCE_NLISTS];
 	json_t *caps;
@@ -147,6 +148,8 @@ void instance_set_transport(struct instance *inst,
 			    const struct instance_transport *tp);
 
 /* requests.c: ids, requests in flight, messages from the server */
+/* Why requests are lost now: the failure, or why it is being stopped. */
+const char *instance_lost_reason(const struct instance *inst);
 json_t *instance_unavailable_error(struct instance *inst, bool sent);
 /* The connection is gone. keep_idempotent: requests that change nothing
  * and were sent once are queued for one re-send; the rest get errors. */

@@ -27,8 +27,7 @@
  * the client must not be led to run it twice. */
 static json_t *instance_lost_call_error(struct instance *inst, bool again)
 {
-	const char *reason =
-		inst->last_error ? inst->last_error : "the server stopped";
+	const char *reason = instance_lost_reason(inst);
 	char *msg = xasprintf(
 		"Server \"%s\" went away while handling this request (%s)%s; "
 		"it may or may not have taken effect, so check before "
