@@ -58,6 +58,7 @@ struct demo_opts {
 	int64_t slow_start_ms;
 	bool ignore_sigterm;
 	bool grandchild;
+	bool setsid_child;
 	bool auth_fail;
 	bool garbage;
 	int64_t stderr_lines;
@@ -98,6 +99,7 @@ static struct {
 	struct demo_opts o;
 	int count_fd;
 	pid_t grandchild;
+	pid_t setsid_child;
 	json_t *tools;	    /* cached tools/list array */
 	json_t *counts;	    /* tool name -> runs in this process */
 	json_t *subscribed; /* uri -> true */
@@ -430,14 +432,16 @@ static void demo_tool_pid(json_t *id, json_t *args, json_t *params)
 
 	if (!getcwd(cwd, sizeof(cwd)))
 		snprintf(cwd, sizeof(cwd), "(unknown: %s)", strerror(errno));
-	demo_call_reply(
-		id, demo_json_result(json_pack(
-			    "{s:I, s:I, s:I, s:I, s:s, s:o, s:I}", "pid",
-			    (json_int_t)getpid(), "ppid", (json_int_t)getppid(),
-			    "pgid", (json_int_t)getpgrp(), "grandchild",
-			    (json_int_t)demo.grandchild, "name", demo.o.name,
-			    "cwd", demo_string(cwd), "starts",
-			    (json_int_t)demo_count_starts())));
+	json_t *r = json_pack(
+		"{s:I, s:I, s:I, s:I, s:s, s:o, s:I}", "pid",
+		(json_int_t)getpid(), "ppid", (json_int_t)getppid(), "pgid",
+		(json_int_t)getpgrp(), "grandchild",
+		(json_int_t)demo.grandchild, "name", demo.o.name, "cwd",
+		demo_string(cwd), "starts", (json_int_t)demo_count_starts());
+	if (demo.setsid_child > 0)
+		json_object_set_new(r, "setsidChild",
+				    json_integer(demo.setsid_child));
+	demo_call_reply(id, demo_json_result(r));
 }
 
 static void demo_tool_sleep(json_t *id, json_t *args, json_t *params)
@@ -1582,12 +1586,42 @@ static void demo_spawn_grandchild(void)
 	demo_log("grandchild %d", (int)pid);
 }
 
+/* A daemon-style child: its own session (so outside our process group),
+ * running `sleep`, as servers that start background helpers do. */
+static void demo_spawn_setsid_child(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0) {
+		demo_log("fork: %s", strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		setsid();
+		if (null >= 0) {
+			dup2(null, STDIN_FILENO);
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+		}
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+		execlp("sleep", "sleep", "300", (char *)NULL);
+		for (;;)
+			pause();
+	}
+	demo.setsid_child = pid;
+	demo_log("setsid child %d", (int)pid);
+}
+
 static void demo_usage(FILE *out)
 {
 	fputs("usage: demo-server [--name NAME] [--count-file PATH]\n"
 	      "    [--exit-at-start CODE] [--exit-after-init MS]\n"
 	      "    [--exit-after-calls N] [--die-in-call TOOL]\n"
 	      "    [--slow-start MS] [--ignore-sigterm] [--grandchild]\n"
+	      "    [--spawn-setsid-child]\n"
 	      "    [--auth-fail] [--garbage] [--stderr-lines N]\n"
 	      "    [--page-size N] [--tools N]\n"
 	      "A demo MCP server on stdio, and mcpvisor's test fixture.\n",
@@ -1653,6 +1687,9 @@ static void demo_parse_args(int argc, char **argv, struct demo_opts *o)
 			takes = false;
 		} else if (strcmp(f, "--grandchild") == 0) {
 			o->grandchild = true;
+			takes = false;
+		} else if (strcmp(f, "--spawn-setsid-child") == 0) {
+			o->setsid_child = true;
 			takes = false;
 		} else if (strcmp(f, "--auth-fail") == 0) {
 			o->auth_fail = true;
@@ -1750,6 +1787,8 @@ int main(int argc, char **argv)
 	}
 	if (demo.o.grandchild)
 		demo_spawn_grandchild();
+	if (demo.o.setsid_child)
+		demo_spawn_setsid_child();
 
 	demo.tools = demo_build_tools();
 	demo.counts = json_object();

@@ -154,6 +154,7 @@ struct instance *instance_new(uv_loop_t *loop, const struct instance_spec *spec,
 	inst->cwd = spec->cwd ? xstrdup(spec->cwd) : NULL;
 	inst->client_caps_json =
 		xstrdup(spec->client_caps_json ? spec->client_caps_json : "{}");
+	inst->journal = spec->journal;
 	inst->startup_timeout_ms = s->startup_timeout_ms > 0
 					   ? (uint64_t)s->startup_timeout_ms
 					   : CONFIG_DEFAULT_STARTUP_MS;
@@ -375,7 +376,9 @@ void instance_start(struct instance *inst)
 	struct instance_link *link = xcalloc(1, sizeof *link);
 	link->inst = inst;
 	link->gen = ++inst->gen;
-	random_hex(link->token, JOURNAL_TOKEN_LEN / 2);
+	/* A token already on disk: whatever the server starts can be found
+	 * after a crash, however soon it comes. */
+	journal_take_token(inst->journal, link->token);
 	free(inst->envp[inst->owner_slot]);
 	inst->envp[inst->owner_slot] =
 		xasprintf("%s=%s", JOURNAL_OWNER_ENV, link->token);

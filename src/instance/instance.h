@@ -59,6 +59,8 @@ struct instance_cbs {
 };
 
 /* What the instance is made from: copied by instance_new. */
+struct journal;
+
 struct instance_spec {
 	const struct server_config *server;
 	const char *key; /* canonical instance key (may hold secrets) */
@@ -67,6 +69,9 @@ struct instance_spec {
 	const char *public_key;
 	const char *cwd; /* resolved working directory, NULL: inherit */
 	const char *client_caps_json; /* capabilities we advertise, JSON */
+	/* Where owner tokens come from (written ahead of use); NULL: fresh
+	 * random ones. */
+	struct journal *journal;
 };
 
 /* Waiting for a start: err is 0 when ready, or -errno. */

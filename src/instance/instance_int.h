@@ -70,6 +70,7 @@ struct instance {
 	size_t owner_slot; /* envp index of MCPVISOR_OWNER=token */
 	char *cwd;
 	char *client_caps_json;
+	struct journal *journal; /* owner tokens; borrowed, may be NULL */
 	uint64_t startup_timeout_ms;
 
 	uint64_t tool_timeout_ms; /* 0: none */

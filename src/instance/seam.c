@@ -3,7 +3,10 @@
  * holds its connection as an opaque pointer and calls these; unit tests
  * put a fake in their place (instance_set_transport).
  */
+#include <string.h>
+
 #include "instance/instance_int.h"
+#include "journal/journal.h"
 #include "transport/stdio.h"
 
 static int instance_stdio_open(uv_loop_t *loop,
@@ -14,6 +17,16 @@ static int instance_stdio_open(uv_loop_t *loop,
 	struct stdio_conn *c = NULL;
 	int rc = stdio_conn_spawn(loop, opts, cbs, ctx, &c);
 	*conn = c;
+	if (rc < 0)
+		return rc;
+	/* Its processes that leave the group are stopped by the owner
+	 * token every one of them inherits. */
+	const char *prefix = JOURNAL_OWNER_ENV "=";
+	for (char *const *e = opts->env; e != NULL && *e != NULL; e++) {
+		if (strncmp(*e, prefix, strlen(prefix)) == 0)
+			stdio_conn_set_owner(c, JOURNAL_OWNER_ENV,
+					     *e + strlen(prefix));
+	}
 	return rc;
 }
 

@@ -1,26 +1,21 @@
 /*
- * The ownership journal: the list of processes the runtime started, kept in
- * STATE_DIR/journal.json by atomic replace, and the reconciliation after a
- * crash that stops only what /proc proves is ours (pid + start time for a
- * leader, the owner token in the environment for the rest of its group).
+ * The ownership journal: the list of processes the runtime started and the
+ * owner tokens reserved for the next ones, kept in STATE_DIR/journal.json
+ * by atomic replace. Once attached to a loop, changes are coalesced into
+ * one snapshot per loop turn, written and fsynced in the thread pool.
  */
 #include "journal/journal.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/pidfd.h>
-#include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "journal/journal_int.h"
 #include "util/fsutil.h"
 #include "util/log.h"
 #include "util/random.h"
@@ -30,37 +25,14 @@
 /* Keys are only for the log; bounding them keeps a full journal
  * (JOURNAL_MAX_ENTRIES of ~400 bytes at most) far below JOURNAL_MAX_BYTES. */
 #define JOURNAL_KEY_MAX 128
-/* How much of a key a log line shows. */
-#define JOURNAL_KEY_LOG 60
-/* /proc/PID/stat is a few hundred bytes; comm is at most 16. */
-#define JOURNAL_STAT_MAX 4096
-#define JOURNAL_ENVIRON_MAX (256 * 1024)
-#define JOURNAL_POLL_MS 10
-/* After SIGKILL a process goes at once unless stuck in the kernel. */
-#define JOURNAL_KILL_WAIT_MS 1000
 
-struct journal {
-	char *path;
-	struct journal_entry *entries;
-	size_t n;
-	size_t cap;
-	/* The file held something we dropped (corrupt, invalid entries): the
-	 * next reconcile rewrites it even when nothing valid was left. */
-	bool dirty;
-};
-
-/* What /proc says about one process. */
-struct journal_proc {
-	pid_t pid;
-	pid_t pgrp;
-	char state;
-	uint64_t start_time;
-};
-
-/* A process proven ours, to be stopped. */
-struct journal_target {
-	pid_t pid;
-	uint64_t start_time;
+/* One snapshot on its way to disk. */
+struct journal_job {
+	uv_work_t req;
+	struct journal *j;
+	char *text;
+	uint64_t seq;
+	int rc;
 };
 
 static bool journal_token_valid(const char *t)
@@ -107,11 +79,25 @@ static void journal_entry_clear(struct journal_entry *e)
 	e->key = NULL;
 }
 
-static void journal_clear(struct journal *j)
+void journal_clear(struct journal *j)
 {
 	for (size_t i = 0; i < j->n; i++)
 		journal_entry_clear(&j->entries[i]);
 	j->n = 0;
+	free(j->reserved);
+	j->reserved = NULL;
+	j->nreserved = 0;
+}
+
+static void journal_reserve_push(struct journal *j, const char *token)
+{
+	if (j->nreserved % 16 == 0)
+		j->reserved = xrealloc(
+			j->reserved, (j->nreserved + 16) * sizeof *j->reserved);
+	struct journal_reserved *r = &j->reserved[j->nreserved++];
+	memcpy(r->token, token, JOURNAL_TOKEN_LEN + 1);
+	/* The next snapshot taken holds it. */
+	r->seq = j->seq + 1;
 }
 
 static struct journal_entry *journal_append(struct journal *j)
@@ -186,7 +172,7 @@ static int journal_load(struct journal *j)
 	if (rc == -EFBIG) {
 		log_warn("journal %s is over %d bytes; treated as empty",
 			 j->path, JOURNAL_MAX_BYTES);
-		j->dirty = true;
+		j->stale = true;
 		return 0;
 	}
 	if (rc < 0)
@@ -214,7 +200,7 @@ static int journal_load(struct journal *j)
 		log_warn("journal %s has %zu entries; reading the first %d",
 			 j->path, n, JOURNAL_MAX_ENTRIES);
 		n = JOURNAL_MAX_ENTRIES;
-		j->dirty = true;
+		j->stale = true;
 	}
 	size_t skipped = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -231,10 +217,23 @@ static int journal_load(struct journal *j)
 		}
 		*journal_append(j) = tmp;
 	}
+	json_t *reserved = json_object_get(root, "reserved");
+	for (size_t i = 0;
+	     json_is_array(reserved) && i < json_array_size(reserved) &&
+	     i < JOURNAL_MAX_ENTRIES;
+	     i++) {
+		json_t *t = json_array_get(reserved, i);
+		if (json_is_string(t) &&
+		    json_string_length(t) == JOURNAL_TOKEN_LEN &&
+		    journal_token_valid(json_string_value(t)))
+			journal_reserve_push(j, json_string_value(t));
+		else
+			skipped++;
+	}
 	if (skipped) {
 		log_warn("journal %s: skipped %zu invalid entries", j->path,
 			 skipped);
-		j->dirty = true;
+		j->stale = true;
 	}
 	json_decref(root);
 	free(data);
@@ -242,11 +241,12 @@ static int journal_load(struct journal *j)
 corrupt:
 	json_decref(root);
 	free(data);
-	j->dirty = true;
+	j->stale = true;
 	return 0;
 }
 
-static int journal_write(struct journal *j)
+/* The file's text for the current state; the snapshot gets the next seq. */
+static char *journal_snapshot(struct journal *j, uint64_t *seq)
 {
 	json_t *arr = json_array();
 	for (size_t i = 0; i < j->n; i++) {
@@ -258,20 +258,198 @@ static int journal_write(struct journal *j)
 				       (json_int_t)e->start_time, "token",
 				       e->token, "key", e->key));
 	}
-	json_t *root = json_pack("{s:i, s:o}", "format", JOURNAL_FORMAT,
-				 "entries", arr);
+	json_t *res = json_array();
+	for (size_t i = 0; i < j->nreserved; i++)
+		json_array_append_new(res, json_string(j->reserved[i].token));
+	json_t *root = json_pack("{s:i, s:o, s:o}", "format", JOURNAL_FORMAT,
+				 "entries", arr, "reserved", res);
 	char *text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(root);
-	if (!text)
-		return -ENOMEM;
-	int rc = fsutil_write_atomic(j->path, text, strlen(text), 0600);
-	free(text);
-	if (rc < 0)
+	if (text == NULL)
+		return NULL;
+	*seq = ++j->seq;
+	j->dirty = false;
+	j->stale = false;
+	return text;
+}
+
+/* Writes one snapshot, on whatever thread; never an older one over a newer
+ * one. */
+static int journal_put(struct journal *j, const char *text, uint64_t seq)
+{
+	int rc = 0;
+	pthread_mutex_lock(&j->write_lock);
+	if (seq > j->written_seq) {
+		rc = fsutil_write_atomic(j->path, text, strlen(text), 0600);
+		if (rc == 0)
+			j->written_seq = seq;
+	}
+	pthread_mutex_unlock(&j->write_lock);
+	return rc;
+}
+
+static void journal_written(struct journal *j, uint64_t seq, int rc)
+{
+	j->stats.writes++;
+	if (rc < 0) {
 		log_error("cannot write journal %s: %s", j->path,
 			  strerror(-rc));
-	else
-		j->dirty = false;
+		/* Try again with the next change. */
+		j->dirty = true;
+		return;
+	}
+	if (seq > j->durable_seq)
+		j->durable_seq = seq;
+}
+
+int journal_write_now(struct journal *j)
+{
+	uint64_t seq;
+	char *text = journal_snapshot(j, &seq);
+	if (text == NULL)
+		return -ENOMEM;
+	int rc = journal_put(j, text, seq);
+	free(text);
+	j->stats.sync_writes++;
+	journal_written(j, seq, rc);
 	return rc;
+}
+
+static void journal_work_cb(uv_work_t *req)
+{
+	struct journal_job *job = req->data;
+	job->rc = journal_put(job->j, job->text, job->seq);
+}
+
+static void journal_arm(struct journal *j);
+
+static void journal_after_work_cb(uv_work_t *req, int status)
+{
+	struct journal_job *job = req->data;
+	struct journal *j = job->j;
+	j->in_flight = false;
+	journal_written(j, job->seq, status < 0 ? status : job->rc);
+	free(job->text);
+	free(job);
+	if (j->dirty)
+		journal_arm(j);
+}
+
+/* The end of a loop turn: one snapshot of every change made in it. */
+static void journal_check_cb(uv_check_t *h)
+{
+	struct journal *j = h->data;
+	uv_check_stop(h);
+	/* One write at a time; what changes meanwhile goes in the next. */
+	if (!j->dirty || j->in_flight)
+		return;
+	struct journal_job *job = xcalloc(1, sizeof *job);
+	job->j = j;
+	job->text = journal_snapshot(j, &job->seq);
+	if (job->text == NULL) {
+		free(job);
+		j->dirty = true;
+		return;
+	}
+	job->req.data = job;
+	j->in_flight = true;
+	int rc = uv_queue_work(j->loop, &job->req, journal_work_cb,
+			       journal_after_work_cb);
+	if (rc < 0) {
+		j->in_flight = false;
+		log_warn("journal: cannot queue a write (%s); writing now",
+			 uv_strerror(rc));
+		int wrc = journal_put(j, job->text, job->seq);
+		j->stats.sync_writes++;
+		journal_written(j, job->seq, wrc);
+		free(job->text);
+		free(job);
+	}
+}
+
+/* Marks a change: written at the end of this loop turn when attached,
+ * at once otherwise. */
+static int journal_changed(struct journal *j)
+{
+	j->dirty = true;
+	j->stats.changes++;
+	if (j->check_open) {
+		journal_arm(j);
+		return 0;
+	}
+	return journal_write_now(j);
+}
+
+static void journal_arm(struct journal *j)
+{
+	if (j->check_open && !j->in_flight)
+		uv_check_start(&j->check, journal_check_cb);
+}
+
+/* Tops the reserve up to JOURNAL_RESERVE once it runs low. */
+static void journal_refill(struct journal *j)
+{
+	if (j->nreserved >= JOURNAL_RESERVE_LOW)
+		return;
+	while (j->nreserved < JOURNAL_RESERVE) {
+		char t[JOURNAL_TOKEN_LEN + 1];
+		journal_new_token(t);
+		journal_reserve_push(j, t);
+	}
+	journal_changed(j);
+}
+
+void journal_attach(struct journal *j, uv_loop_t *loop)
+{
+	if (j == NULL || j->check_open)
+		return;
+	j->loop = loop;
+	uv_check_init(loop, &j->check);
+	j->check.data = j;
+	/* A pending write must not keep the loop alive: what is left at
+	 * the end is written by journal_free. */
+	uv_unref((uv_handle_t *)&j->check);
+	j->check_open = true;
+	journal_refill(j);
+}
+
+void journal_detach(struct journal *j)
+{
+	if (j == NULL || !j->check_open)
+		return;
+	j->check_open = false;
+	uv_close((uv_handle_t *)&j->check, NULL);
+}
+
+void journal_take_token(struct journal *j, char out[JOURNAL_TOKEN_LEN + 1])
+{
+	if (j == NULL) {
+		journal_new_token(out);
+		return;
+	}
+	/* Only a token in a snapshot known on disk will do. */
+	if (j->nreserved == 0 || j->reserved[0].seq > j->durable_seq) {
+		if (j->nreserved == 0) {
+			char t[JOURNAL_TOKEN_LEN + 1];
+			journal_new_token(t);
+			journal_reserve_push(j, t);
+		}
+		log_debug("journal: no token written ahead; writing now");
+		journal_write_now(j);
+	}
+	memcpy(out, j->reserved[0].token, JOURNAL_TOKEN_LEN + 1);
+	memmove(&j->reserved[0], &j->reserved[1],
+		(j->nreserved - 1) * sizeof *j->reserved);
+	j->nreserved--;
+	/* Written with the entry that follows in this turn. */
+	j->dirty = true;
+	if (j->check_open)
+		journal_refill(j);
+}
+
+struct journal_stats journal_stats(const struct journal *j)
+{
+	return j->stats;
 }
 
 int journal_open(const char *state_dir, struct journal **out)
@@ -280,6 +458,7 @@ int journal_open(const char *state_dir, struct journal **out)
 	if (rc < 0)
 		return rc;
 	struct journal *j = xcalloc(1, sizeof *j);
+	pthread_mutex_init(&j->write_lock, NULL);
 	j->path = xasprintf("%s/%s", state_dir, JOURNAL_FILE);
 	rc = journal_load(j);
 	if (rc < 0)
@@ -295,7 +474,10 @@ void journal_free(struct journal *j)
 {
 	if (!j)
 		return;
+	if (j->dirty && !j->in_flight)
+		journal_write_now(j);
 	journal_clear(j);
+	pthread_mutex_destroy(&j->write_lock);
 	free(j->entries);
 	free(j->path);
 	free(j);
@@ -330,7 +512,7 @@ int journal_add(struct journal *j, pid_t pid, pid_t pgid, uint64_t start_time,
 	e->start_time = start_time;
 	memcpy(e->token, token, JOURNAL_TOKEN_LEN + 1);
 	e->key = journal_key_clean(key, strlen(key));
-	return journal_write(j);
+	return journal_changed(j);
 }
 
 int journal_remove(struct journal *j, pid_t pid)
@@ -342,287 +524,10 @@ int journal_remove(struct journal *j, pid_t pid)
 	memmove(&j->entries[at], &j->entries[at + 1],
 		(j->n - (size_t)at - 1) * sizeof *j->entries);
 	j->n--;
-	return journal_write(j);
+	return journal_changed(j);
 }
 
 size_t journal_count(const struct journal *j)
 {
 	return j->n;
-}
-
-/* Reads /proc/PID/stat: -ENOENT once the pid is free. Fields are counted
- * after the last ')' since comm may hold spaces and parentheses. */
-static int journal_proc_stat(pid_t pid, struct journal_proc *p)
-{
-	char path[64], buf[JOURNAL_STAT_MAX];
-	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT || errno == ESRCH ? -ENOENT : -errno;
-	ssize_t n;
-	do {
-		n = read(fd, buf, sizeof buf - 1);
-	} while (n < 0 && errno == EINTR);
-	int saved = errno;
-	close(fd);
-	if (n < 0)
-		return saved == ESRCH ? -ENOENT : -saved;
-	buf[n] = '\0';
-	char *s = strrchr(buf, ')');
-	if (!s)
-		return -EINVAL;
-	s++;
-	/* s now starts at field 3 (after one space). */
-	int field = 2;
-	char *save = NULL;
-	bool have_pgrp = false;
-	p->pid = pid;
-	for (char *tok = strtok_r(s, " \n", &save); tok;
-	     tok = strtok_r(NULL, " \n", &save)) {
-		field++;
-		char *end;
-		if (field == 3) {
-			p->state = tok[0];
-		} else if (field == 5) {
-			long v = strtol(tok, &end, 10);
-			if (*end || v < 0 || v > INT_MAX)
-				return -EINVAL;
-			p->pgrp = (pid_t)v;
-			have_pgrp = true;
-		} else if (field == 22) {
-			errno = 0;
-			unsigned long long v = strtoull(tok, &end, 10);
-			if (*end || errno)
-				return -EINVAL;
-			p->start_time = v;
-			return have_pgrp ? 0 : -EINVAL;
-		}
-	}
-	return -EINVAL;
-}
-
-/* True when pid's environment holds exactly OWNER=token as one entry.
- * Unreadable (another user's process, or gone) means not ours. */
-static bool journal_proc_has_token(pid_t pid, const char *token)
-{
-	char path[64], needle[sizeof JOURNAL_OWNER_ENV + JOURNAL_TOKEN_LEN + 1];
-	snprintf(path, sizeof path, "/proc/%ld/environ", (long)pid);
-	int nlen = snprintf(needle, sizeof needle, "%s=%s", JOURNAL_OWNER_ENV,
-			    token);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	char *data = xmalloc(JOURNAL_ENVIRON_MAX);
-	size_t len = 0;
-	while (len < JOURNAL_ENVIRON_MAX) {
-		ssize_t r = read(fd, data + len, JOURNAL_ENVIRON_MAX - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	close(fd);
-	bool found = false;
-	/* Only NUL-terminated entries count: one cut off by the bound is
-	 * not proof. */
-	size_t start = 0;
-	for (size_t i = 0; i < len; i++) {
-		if (data[i] != '\0')
-			continue;
-		if (i - start == (size_t)nlen &&
-		    memcmp(data + start, needle, (size_t)nlen) == 0) {
-			found = true;
-			break;
-		}
-		start = i + 1;
-	}
-	free(data);
-	return found;
-}
-
-/* Every live process in /proc; a zombie ('Z', or 'X' on its way out) is
- * already dead and only waits for its parent. */
-static int journal_proc_scan(struct journal_proc **out, size_t *count)
-{
-	DIR *d = opendir("/proc");
-	if (!d)
-		return -errno;
-	struct journal_proc *procs = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		char *end;
-		long v = strtol(de->d_name, &end, 10);
-		if (*end || v <= 0 || v > INT_MAX)
-			continue;
-		struct journal_proc p;
-		if (journal_proc_stat((pid_t)v, &p) < 0 || p.state == 'Z' ||
-		    p.state == 'X')
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			procs = xrealloc(procs, cap * sizeof *procs);
-		}
-		procs[n++] = p;
-	}
-	closedir(d);
-	*out = procs;
-	*count = n;
-	return 0;
-}
-
-/* Still the process we proved ours, and not yet dead? */
-static bool journal_target_alive(const struct journal_target *t)
-{
-	struct journal_proc p;
-	return journal_proc_stat(t->pid, &p) == 0 && p.state != 'Z' &&
-	       p.state != 'X' && p.start_time == t->start_time;
-}
-
-/* Signals t only if it is still the same process. With a pidfd the check
- * and the signal refer to one process, so a pid reused in between is never
- * hit; kill() after the check is the fallback where pidfds are missing. Returns
- * true when the signal was delivered. */
-static bool journal_target_signal(const struct journal_target *t, int sig)
-{
-	int fd = pidfd_open(t->pid, 0);
-	/* ENOSYS, or EPERM from a seccomp filter that predates pidfds. */
-	if (fd < 0 && errno != ENOSYS && errno != EPERM)
-		return false;
-	bool sent = false;
-	if (journal_target_alive(t)) {
-		if (fd >= 0)
-			sent = pidfd_send_signal(fd, sig, NULL, 0) == 0;
-		else
-			sent = kill(t->pid, sig) == 0;
-	}
-	if (fd >= 0)
-		close(fd);
-	return sent;
-}
-
-static void journal_sleep_ms(unsigned ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000,
-			      .tv_nsec = (long)(ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
-/* Polls until every target is gone or about limit_ms passed; counts
- * iterations rather than reading a clock, which tests may have frozen. */
-static size_t journal_await_gone(const struct journal_target *t, size_t n,
-				 unsigned limit_ms)
-{
-	unsigned waited = 0;
-	for (;;) {
-		size_t alive = 0;
-		for (size_t i = 0; i < n; i++)
-			alive += journal_target_alive(&t[i]);
-		if (alive == 0 || waited >= limit_ms)
-			return alive;
-		journal_sleep_ms(JOURNAL_POLL_MS);
-		waited += JOURNAL_POLL_MS;
-	}
-}
-
-static void journal_target_push(struct journal_target **t, size_t *n,
-				size_t *cap, const struct journal_proc *p)
-{
-	for (size_t i = 0; i < *n; i++) {
-		if ((*t)[i].pid == p->pid)
-			return;
-	}
-	if (*n == *cap) {
-		*cap = *cap ? *cap * 2 : 16;
-		*t = xrealloc(*t, *cap * sizeof **t);
-	}
-	(*t)[(*n)++] = (struct journal_target){p->pid, p->start_time};
-}
-
-int journal_reconcile(struct journal *j, unsigned grace_ms,
-		      struct journal_report *report)
-{
-	struct journal_report r = {0};
-	r.entries = (unsigned)j->n;
-	if (j->n == 0 && !j->dirty) {
-		if (report)
-			*report = r;
-		return 0;
-	}
-	struct journal_proc *procs = NULL;
-	size_t nprocs = 0;
-	int rc = journal_proc_scan(&procs, &nprocs);
-	if (rc < 0) {
-		/* Without /proc nothing can be proved ours: keep the
-		 * journal for a later try rather than forget it. */
-		log_error("cannot scan /proc: %s", strerror(-rc));
-		return rc;
-	}
-	struct journal_target *targets = NULL;
-	size_t ntargets = 0, cap = 0;
-	pid_t self = getpid();
-	for (size_t i = 0; i < j->n; i++) {
-		const struct journal_entry *e = &j->entries[i];
-		size_t before = ntargets;
-		for (size_t k = 0; k < nprocs; k++) {
-			const struct journal_proc *p = &procs[k];
-			bool leader = p->pid == e->pid;
-			if (!leader && p->pgrp != e->pgid)
-				continue;
-			bool ours = p->pid != self &&
-				    (leader ? p->start_time == e->start_time
-					    : journal_proc_has_token(p->pid,
-								     e->token));
-			if (!ours && leader) {
-				log_info("pid %ld now belongs to another "
-					 "process; left alone",
-					 (long)p->pid);
-				r.left_alone++;
-				continue;
-			}
-			if (!ours) {
-				log_info("pid %ld in group %ld lacks the owner "
-					 "token; left alone",
-					 (long)p->pid, (long)e->pgid);
-				r.left_alone++;
-				continue;
-			}
-			journal_target_push(&targets, &ntargets, &cap, p);
-		}
-		if (ntargets == before)
-			r.gone++;
-		else
-			log_info("stopping %zu leftover process(es) of pid %ld "
-				 "(%.*s)",
-				 ntargets - before, (long)e->pid,
-				 JOURNAL_KEY_LOG, e->key);
-	}
-	free(procs);
-
-	for (size_t i = 0; i < ntargets; i++)
-		r.stopped += journal_target_signal(&targets[i], SIGTERM);
-	if (journal_await_gone(targets, ntargets, grace_ms) > 0) {
-		for (size_t i = 0; i < ntargets; i++) {
-			if (journal_target_signal(&targets[i], SIGKILL))
-				log_info("pid %ld outlived SIGTERM; killed",
-					 (long)targets[i].pid);
-		}
-		size_t left = journal_await_gone(targets, ntargets,
-						 JOURNAL_KILL_WAIT_MS);
-		if (left)
-			log_warn("%zu process(es) still alive after SIGKILL",
-				 left);
-	}
-	free(targets);
-
-	log_info("journal reconciled: %u entries, %u stopped, %u left alone, "
-		 "%u gone",
-		 r.entries, r.stopped, r.left_alone, r.gone);
-	journal_clear(j);
-	rc = journal_write(j);
-	if (report)
-		*report = r;
-	return rc;
 }

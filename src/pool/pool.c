@@ -379,6 +379,7 @@ struct instance *pool_instance_for(struct pool *pool,
 			sc->client_caps_json
 				? sc->client_caps_json
 				: "{\"roots\":{\"listChanged\":true}}",
+		.journal = pool->journal,
 	};
 	e = xcalloc(1, sizeof *e);
 	e->pool = pool;

@@ -307,6 +307,8 @@ int runtime_serve(const struct runtime_opts *opts)
 
 	rt.loop = xmalloc(sizeof *rt.loop);
 	uv_loop_init(rt.loop);
+	/* From here on journal writes leave the loop. */
+	journal_attach(rt.journal, rt.loop);
 	char cwd[4096];
 	if (getcwd(cwd, sizeof cwd) == NULL)
 		strcpy(cwd, "/");
@@ -332,6 +334,7 @@ int runtime_serve(const struct runtime_opts *opts)
 		free(err);
 		hub_free(rt.hub);
 		uv_close((uv_handle_t *)&rt.grace, NULL);
+		journal_detach(rt.journal);
 		uv_run(rt.loop, UV_RUN_DEFAULT);
 		journal_free(rt.journal);
 		toolcache_free(rt.cache);
@@ -363,6 +366,7 @@ int runtime_serve(const struct runtime_opts *opts)
 	uv_close((uv_handle_t *)&rt.sigterm, NULL);
 	uv_close((uv_handle_t *)&rt.sigint, NULL);
 	uv_close((uv_handle_t *)&rt.sighup, NULL);
+	journal_detach(rt.journal);
 	uv_run(rt.loop, UV_RUN_DEFAULT);
 	rc = uv_loop_close(rt.loop);
 	if (rc != 0) {

@@ -1,8 +1,9 @@
 /*
- * The end of a stdio server: the stop ladder over its process group (close
- * stdin, wait, SIGTERM, wait, SIGKILL, wait), reaping what is left, and
- * closing the connection's handles until on_closed. Owns every state change
- * after spawn.
+ * The end of a stdio server: the stop ladder over its process group and the
+ * processes that left the group but carry its owner token (close stdin,
+ * wait, SIGTERM, wait, SIGKILL, wait), reaping what is left, and closing the
+ * connection's handles until on_closed. Owns every state change after
+ * spawn.
  */
 #include <errno.h>
 #include <signal.h>
@@ -42,6 +43,7 @@ static void stdio_close_cb(uv_handle_t *h)
 	if (!c->discard && c->cbs.on_closed != NULL)
 		c->cbs.on_closed(c->ctx);
 	framer_free(c->framer);
+	stdio_strays_free(c);
 	free(c);
 }
 
@@ -126,6 +128,25 @@ static bool stdio_group_gone(struct stdio_conn *c)
 	return c->group_gone;
 }
 
+/* Done when the group is empty and nothing outside it carries the owner
+ * token. The /proc scan runs only once the cheap checks pass, so a stop
+ * costs a few scans, not one per recheck. Strays found late get the signal
+ * of the step the ladder is on. */
+static bool stdio_all_gone(struct stdio_conn *c)
+{
+	if (!stdio_group_gone(c))
+		return false;
+	if (stdio_strays_prune(c) > 0)
+		return false;
+	if (stdio_strays_scan(c) == 0)
+		return true;
+	if (c->state == STDIO_STOP_TERM)
+		stdio_strays_signal(c, SIGTERM);
+	else if (c->state == STDIO_STOP_KILL)
+		stdio_strays_signal(c, SIGKILL);
+	return false;
+}
+
 static void stdio_signal_group(struct stdio_conn *c, int sig)
 {
 	if (c->group_gone)
@@ -150,7 +171,7 @@ static void stdio_ladder_timer_cb(uv_timer_t *t)
 {
 	struct stdio_conn *c = t->data;
 
-	if (stdio_group_gone(c)) {
+	if (stdio_all_gone(c)) {
 		stdio_finish(c);
 		return;
 	}
@@ -162,8 +183,8 @@ static void stdio_ladder_timer_cb(uv_timer_t *t)
 		stdio_escalate(c, SIGKILL, STDIO_STOP_KILL);
 		break;
 	case STDIO_STOP_KILL:
-		log_warn("pid %d: process group still has members %llu ms "
-			 "after SIGKILL; giving up on it",
+		log_warn("pid %d: its processes are still there %llu ms "
+			 "after SIGKILL; giving up on them",
 			 (int)c->pid, (unsigned long long)c->grace_ms);
 		stdio_finish(c);
 		break;
@@ -175,9 +196,12 @@ static void stdio_ladder_timer_cb(uv_timer_t *t)
 static void stdio_escalate(struct stdio_conn *c, int sig, enum stdio_state next)
 {
 	stdio_signal_group(c, sig);
+	/* A child that called setsid() is no longer in the group. */
+	stdio_strays_scan(c);
+	stdio_strays_signal(c, sig);
 	stdio_set_state(c, next);
 	uv_timer_start(&c->ladder_timer, stdio_ladder_timer_cb, c->grace_ms, 0);
-	if (c->group_gone)
+	if (c->group_gone && c->nstrays == 0)
 		stdio_finish(c);
 }
 
@@ -191,14 +215,15 @@ static void stdio_sigchld_cb(uv_signal_t *s, int signum)
 	stdio_ladder_check(s->data);
 }
 
-/* Re-evaluates a stop in progress: done when the leader is reaped and the
- * group is empty; members left behind by the leader get SIGTERM at once. */
+/* Re-evaluates a stop in progress: done when the leader is reaped, the
+ * group is empty and no process carries the owner token; what the leader
+ * left behind gets SIGTERM at once. */
 void stdio_ladder_check(struct stdio_conn *c)
 {
 	if (c->state == STDIO_RUNNING || c->state == STDIO_CLOSING ||
 	    !c->exited)
 		return;
-	if (stdio_group_gone(c)) {
+	if (stdio_all_gone(c)) {
 		stdio_finish(c);
 		return;
 	}

@@ -1,58 +1,114 @@
 /*
- * Process identity from /proc: a process's start time, which with its pid
- * tells it apart from a later process given the same pid.
+ * A server's processes outside its process group: anything that left the
+ * group (setsid, setpgid) still carries the server's owner token in its
+ * environment, so the stop ladder finds it by that token (our uid only,
+ * start time checked) and stops it with the group. Owns the conn's list
+ * of such strays.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "transport/stdio.h"
-
-#define STDIO_PROC_STAT_MAX 4096
+#include "transport/stdio_int.h"
+#include "util/log.h"
+#include "util/procfs.h"
 
 uint64_t proc_start_time(pid_t pid)
 {
-	char path[64];
-	char buf[STDIO_PROC_STAT_MAX];
-	size_t len = 0;
+	return procfs_start_time(pid);
+}
 
-	if (pid <= 0)
-		return 0;
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd == -1)
-		return 0;
-	while (len < sizeof buf - 1) {
-		ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
-		if (n > 0) {
-			len += (size_t)n;
+int stdio_conn_set_owner(struct stdio_conn *c, const char *name,
+			 const char *token)
+{
+	if (c == NULL || name == NULL || token == NULL ||
+	    strlen(name) >= sizeof c->owner_name ||
+	    strlen(token) >= sizeof c->owner_token || token[0] == '\0')
+		return -EINVAL;
+	strcpy(c->owner_name, name);
+	strcpy(c->owner_token, token);
+	return 0;
+}
+
+void stdio_strays_free(struct stdio_conn *c)
+{
+	free(c->strays);
+	c->strays = NULL;
+	c->nstrays = 0;
+}
+
+/* A stray that died as our child (we are a subreaper) waits for us as a
+ * zombie; libuv reaps only the leaders it spawned. Only a zombie whose
+ * parent is us and whose start time is the stray's is reaped, so no other
+ * child's exit is ever taken. */
+static void stdio_stray_reap(const struct procfs_owned *s)
+{
+	struct procfs_stat st;
+	if (procfs_read_stat(s->pid, &st) == 0 && procfs_state_dead(st.state) &&
+	    st.ppid == getpid() && st.start_time == s->start_time) {
+		int status;
+		while (waitpid(s->pid, &status, WNOHANG) < 0 && errno == EINTR)
+			;
+	}
+}
+
+size_t stdio_strays_prune(struct stdio_conn *c)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < c->nstrays; i++) {
+		struct procfs_owned *s = &c->strays[i];
+		if (procfs_alive(s->pid, s->start_time)) {
+			c->strays[k++] = *s;
 			continue;
 		}
-		if (n == -1 && errno == EINTR)
-			continue;
-		break;
+		stdio_stray_reap(s);
 	}
-	close(fd);
-	buf[len] = '\0';
+	c->nstrays = k;
+	return k;
+}
 
-	/* Field 2 is "(comm)", and comm may hold spaces and parens. */
-	char *p = strrchr(buf, ')');
-	if (p == NULL)
+size_t stdio_strays_scan(struct stdio_conn *c)
+{
+	stdio_strays_free(c);
+	if (c->owner_token[0] == '\0')
 		return 0;
-	p++;
-	for (int field = 3; field < 22; field++) {
-		while (*p == ' ')
-			p++;
-		while (*p != ' ' && *p != '\0')
-			p++;
+	const char *values[] = {c->owner_token};
+	struct procfs_owned *found = NULL;
+	size_t n = 0;
+	int rc = procfs_find_by_env(geteuid(), c->owner_name, values, 1, &found,
+				    &n);
+	if (rc < 0) {
+		log_warn("pid %d: cannot look for its processes in /proc: %s",
+			 (int)c->pid, strerror(-rc));
+		return 0;
 	}
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(p, &end, 10);
-	if (errno != 0 || end == p)
-		return 0;
-	return (uint64_t)v;
+	/* The leader is libuv's to reap and the group's to signal. */
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (found[i].pid != c->pid)
+			found[k++] = found[i];
+	}
+	c->strays = found;
+	c->nstrays = k;
+	if (k > 0)
+		log_debug("pid %d: %zu process(es) with its token outside its "
+			  "group",
+			  (int)c->pid, k);
+	return k;
+}
+
+void stdio_strays_signal(struct stdio_conn *c, int sig)
+{
+	for (size_t i = 0; i < c->nstrays; i++) {
+		if (procfs_signal(c->strays[i].pid, c->strays[i].start_time,
+				  sig))
+			log_debug("pid %d: sent %s to %d (left its group)",
+				  (int)c->pid,
+				  sig == SIGKILL ? "SIGKILL" : "SIGTERM",
+				  (int)c->strays[i].pid);
+	}
 }

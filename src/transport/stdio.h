@@ -78,6 +78,13 @@ pid_t stdio_conn_pid(const struct stdio_conn *c);
  * 22), 0 when unknown: with the pid it identifies the process. */
 uint64_t stdio_conn_start_time(const struct stdio_conn *c);
 
+/* The variable (name=token) that every process of this server inherits:
+ * the stop ladder also stops processes of our uid that carry it outside
+ * the process group (a child that called setsid). Without it only the
+ * group is stopped. Copied; 0 or -EINVAL. */
+int stdio_conn_set_owner(struct stdio_conn *c, const char *name,
+			 const char *token);
+
 /* The last n lines of stderr joined with '\n'. Caller frees. */
 char *stdio_conn_stderr_tail(const struct stdio_conn *c, int n);
 

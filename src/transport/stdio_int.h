@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "transport/stdio.h"
+#include "util/procfs.h"
 
 #define STDIO_OUT_READ_BUF (64 * 1024)
 #define STDIO_ERR_READ_BUF 4096
@@ -67,6 +68,13 @@ struct stdio_conn {
 	int err_next;  /* slot the next line opens */
 	int err_count; /* lines held, up to STDIO_STDERR_LINES */
 	bool err_open; /* the newest line has not seen its '\n' yet */
+
+	/* The owner token in the server's environment, by which the ladder
+	 * finds its processes that left the group (proc.c). */
+	char owner_name[32];
+	char owner_token[65];
+	struct procfs_owned *strays; /* found outside the group, to stop */
+	size_t nstrays;
 };
 
 /* ---- ladder.c ---- */
@@ -79,6 +87,18 @@ void stdio_report_exit(struct stdio_conn *c, int64_t exit_status,
 void stdio_close_all(struct stdio_conn *c);
 /* Re-evaluates a stop in progress, e.g. once the leader has been reaped. */
 void stdio_ladder_check(struct stdio_conn *c);
+
+/* ---- proc.c ---- */
+
+/* Looks in /proc for processes of our uid, other than the leader, that carry
+ * the conn's owner token; they replace c->strays. Returns how many. */
+size_t stdio_strays_scan(struct stdio_conn *c);
+/* Drops strays that are gone (reaping those that died as our children);
+ * returns how many are left. */
+size_t stdio_strays_prune(struct stdio_conn *c);
+/* Signals each stray that is still the process found. */
+void stdio_strays_signal(struct stdio_conn *c, int sig);
+void stdio_strays_free(struct stdio_conn *c);
 
 /* ---- exec.c ---- */
 

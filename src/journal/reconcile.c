@@ -1,0 +1,225 @@
+/*
+ * Reconciliation after a crash: stops only what /proc proves is ours, the
+ * leader by pid and start time, anything else by the owner token in its
+ * environment (our uid only, wherever it is: in the group or in a session
+ * of its own), SIGTERM then SIGKILL, and never a pid that changed hands.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "journal/journal.h"
+#include "journal/journal_int.h"
+#include "util/log.h"
+#include "util/procfs.h"
+#include "util/xmalloc.h"
+
+#define JOURNAL_POLL_MS 10
+/* After SIGKILL a process goes at once unless stuck in the kernel. */
+#define JOURNAL_KILL_WAIT_MS 1000
+
+/* What /proc says about one live process of ours. */
+struct journal_proc {
+	struct procfs_stat st;
+	bool has_token;
+	char token[JOURNAL_TOKEN_LEN + 1];
+};
+
+/* A process proven ours, to be stopped. */
+struct journal_target {
+	pid_t pid;
+	uint64_t start_time;
+};
+
+/* Every live process (not a zombie) other than us, with the owner token
+ * of those of our uid. The start time is read again after the environment
+ * so that a pid reused during the read is not credited with a token. */
+static int journal_proc_scan(struct journal_proc **out, size_t *count)
+{
+	pid_t *pids = NULL;
+	size_t npids = 0;
+	int rc = procfs_list_pids(&pids, &npids);
+	if (rc < 0)
+		return rc;
+	struct journal_proc *procs = xcalloc(npids ? npids : 1, sizeof *procs);
+	size_t n = 0;
+	pid_t self = getpid();
+	uid_t uid = geteuid();
+	for (size_t i = 0; i < npids; i++) {
+		struct journal_proc *p = &procs[n];
+		if (pids[i] == self || procfs_read_stat(pids[i], &p->st) < 0 ||
+		    procfs_state_dead(p->st.state))
+			continue;
+		p->has_token = false;
+		struct procfs_stat again;
+		if (procfs_environ_get(pids[i], uid, JOURNAL_OWNER_ENV,
+				       p->token, sizeof p->token) == 0 &&
+		    procfs_read_stat(pids[i], &again) == 0 &&
+		    again.start_time == p->st.start_time)
+			p->has_token = true;
+		n++;
+	}
+	free(pids);
+	*out = procs;
+	*count = n;
+	return 0;
+}
+
+static void journal_sleep_ms(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000,
+			      .tv_nsec = (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Polls until every target is gone or about limit_ms passed; counts
+ * iterations rather than reading a clock, which tests may have frozen. */
+static size_t journal_await_gone(const struct journal_target *t, size_t n,
+				 unsigned limit_ms)
+{
+	unsigned waited = 0;
+	for (;;) {
+		size_t alive = 0;
+		for (size_t i = 0; i < n; i++)
+			alive += procfs_alive(t[i].pid, t[i].start_time);
+		if (alive == 0 || waited >= limit_ms)
+			return alive;
+		journal_sleep_ms(JOURNAL_POLL_MS);
+		waited += JOURNAL_POLL_MS;
+	}
+}
+
+static void journal_target_push(struct journal_target **t, size_t *n,
+				size_t *cap, const struct journal_proc *p)
+{
+	for (size_t i = 0; i < *n; i++) {
+		if ((*t)[i].pid == p->st.pid)
+			return;
+	}
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		*t = xrealloc(*t, *cap * sizeof **t);
+	}
+	(*t)[(*n)++] = (struct journal_target){p->st.pid, p->st.start_time};
+}
+
+static bool journal_is_reserved(const struct journal *j, const char *token)
+{
+	for (size_t i = 0; i < j->nreserved; i++) {
+		if (strcmp(j->reserved[i].token, token) == 0)
+			return true;
+	}
+	return false;
+}
+
+struct journal_found {
+	struct journal_target *t;
+	size_t n, cap;
+};
+
+/* The processes of one entry: its leader (same start time) and every
+ * process that carries its token; group members without it are counted
+ * as left alone. */
+static void journal_match_entry(const struct journal_entry *e,
+				const struct journal_proc *procs, size_t nprocs,
+				struct journal_found *f,
+				struct journal_report *r)
+{
+	size_t before = f->n;
+	for (size_t k = 0; k < nprocs; k++) {
+		const struct journal_proc *p = &procs[k];
+		bool leader = p->st.pid == e->pid;
+		bool token = p->has_token && strcmp(p->token, e->token) == 0;
+		if (leader && p->st.start_time != e->start_time && !token) {
+			log_info("pid %ld now belongs to another process; "
+				 "left alone",
+				 (long)p->st.pid);
+			r->left_alone++;
+			continue;
+		}
+		if (leader || token) {
+			journal_target_push(&f->t, &f->n, &f->cap, p);
+			continue;
+		}
+		if (p->st.pgrp == e->pgid) {
+			log_info("pid %ld in group %ld lacks the owner token; "
+				 "left alone",
+				 (long)p->st.pid, (long)e->pgid);
+			r->left_alone++;
+		}
+	}
+	if (f->n == before)
+		r->gone++;
+	else
+		log_info("stopping %zu leftover process(es) of pid %ld (%.*s)",
+			 f->n - before, (long)e->pid, JOURNAL_KEY_LOG, e->key);
+}
+
+int journal_reconcile(struct journal *j, unsigned grace_ms,
+		      struct journal_report *report)
+{
+	struct journal_report r = {0};
+	r.entries = (unsigned)j->n;
+	if (j->n == 0 && j->nreserved == 0 && !j->stale) {
+		if (report)
+			*report = r;
+		return 0;
+	}
+	struct journal_proc *procs = NULL;
+	size_t nprocs = 0;
+	int rc = journal_proc_scan(&procs, &nprocs);
+	if (rc < 0) {
+		/* Without /proc nothing can be proved ours: keep the
+		 * journal for a later try rather than forget it. */
+		log_error("cannot scan /proc: %s", strerror(-rc));
+		return rc;
+	}
+	struct journal_found f = {0};
+	for (size_t i = 0; i < j->n; i++)
+		journal_match_entry(&j->entries[i], procs, nprocs, &f, &r);
+	/* A token handed out just before the crash, whose entry never
+	 * reached the file. */
+	size_t before = f.n;
+	for (size_t k = 0; k < nprocs; k++) {
+		if (procs[k].has_token &&
+		    journal_is_reserved(j, procs[k].token))
+			journal_target_push(&f.t, &f.n, &f.cap, &procs[k]);
+	}
+	if (f.n > before)
+		log_info("stopping %zu process(es) started just before the "
+			 "crash",
+			 f.n - before);
+	free(procs);
+
+	for (size_t i = 0; i < f.n; i++)
+		r.stopped +=
+			procfs_signal(f.t[i].pid, f.t[i].start_time, SIGTERM);
+	if (journal_await_gone(f.t, f.n, grace_ms) > 0) {
+		for (size_t i = 0; i < f.n; i++) {
+			if (procfs_signal(f.t[i].pid, f.t[i].start_time,
+					  SIGKILL))
+				log_info("pid %ld outlived SIGTERM; killed",
+					 (long)f.t[i].pid);
+		}
+		size_t left =
+			journal_await_gone(f.t, f.n, JOURNAL_KILL_WAIT_MS);
+		if (left)
+			log_warn("%zu process(es) still alive after SIGKILL",
+				 left);
+	}
+	free(f.t);
+
+	log_info("journal reconciled: %u entries, %u stopped, %u left alone, "
+		 "%u gone",
+		 r.entries, r.stopped, r.left_alone, r.gone);
+	journal_clear(j);
+	rc = journal_write_now(j);
+	if (report)
+		*report = r;
+	return rc;
+}
