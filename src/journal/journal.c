@@ -335,11 +335,12 @@ static void journal_after_work_cb(uv_work_t *req, int status)
 		journal_arm(j);
 }
 
-/* The end of a loop turn: one snapshot of every change made in it. */
-static void journal_check_cb(uv_check_t *h)
+/* Before the loop next waits for events: one snapshot of every change
+ * made since the last. */
+static void journal_prepare_cb(uv_prepare_t *h)
 {
 	struct journal *j = h->data;
-	uv_check_stop(h);
+	uv_prepare_stop(h);
 	/* One write at a time; what changes meanwhile goes in the next. */
 	if (!j->dirty || j->in_flight)
 		return;
@@ -373,7 +374,7 @@ static int journal_changed(struct journal *j)
 {
 	j->dirty = true;
 	j->stats.changes++;
-	if (j->check_open) {
+	if (j->attached) {
 		journal_arm(j);
 		return 0;
 	}
@@ -382,8 +383,8 @@ static int journal_changed(struct journal *j)
 
 static void journal_arm(struct journal *j)
 {
-	if (j->check_open && !j->in_flight)
-		uv_check_start(&j->check, journal_check_cb);
+	if (j->attached && !j->in_flight)
+		uv_prepare_start(&j->prepare, journal_prepare_cb);
 }
 
 /* Tops the reserve up to JOURNAL_RESERVE once it runs low. */
@@ -401,24 +402,21 @@ static void journal_refill(struct journal *j)
 
 void journal_attach(struct journal *j, uv_loop_t *loop)
 {
-	if (j == NULL || j->check_open)
+	if (j == NULL || j->attached)
 		return;
 	j->loop = loop;
-	uv_check_init(loop, &j->check);
-	j->check.data = j;
-	/* A pending write must not keep the loop alive: what is left at
-	 * the end is written by journal_free. */
-	uv_unref((uv_handle_t *)&j->check);
-	j->check_open = true;
+	uv_prepare_init(loop, &j->prepare);
+	j->prepare.data = j;
+	j->attached = true;
 	journal_refill(j);
 }
 
 void journal_detach(struct journal *j)
 {
-	if (j == NULL || !j->check_open)
+	if (j == NULL || !j->attached)
 		return;
-	j->check_open = false;
-	uv_close((uv_handle_t *)&j->check, NULL);
+	j->attached = false;
+	uv_close((uv_handle_t *)&j->prepare, NULL);
 }
 
 void journal_take_token(struct journal *j, char out[JOURNAL_TOKEN_LEN + 1])
@@ -443,7 +441,7 @@ void journal_take_token(struct journal *j, char out[JOURNAL_TOKEN_LEN + 1])
 	j->nreserved--;
 	/* Written with the entry that follows in this turn. */
 	j->dirty = true;
-	if (j->check_open)
+	if (j->attached)
 		journal_refill(j);
 }
 

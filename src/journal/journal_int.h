@@ -43,11 +43,12 @@ struct journal {
 	pthread_mutex_t write_lock;
 	uint64_t written_seq;
 
-	/* Attached to a loop: changes are written by a check handle, at most
-	 * once per loop turn, in the thread pool. */
+	/* Attached to a loop: changes are written by a prepare handle (it
+	 * runs before the loop waits), at most once per loop turn, in the
+	 * thread pool. */
 	uv_loop_t *loop;
-	uv_check_t check;
-	bool check_open;
+	uv_prepare_t prepare;
+	bool attached;
 	bool in_flight;
 	struct journal_stats stats;
 };

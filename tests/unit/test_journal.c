@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <uv.h>
+
 #include "journal/journal.h"
 #include "util/xmalloc.h"
 
@@ -805,4 +807,158 @@ Test(journal, entry_whose_processes_are_gone_counts_as_gone)
 	cr_assert_eq(r.gone, 1);
 	journal_free(j);
 	cr_assert_eq(tst_file_entries(), 0);
+}
+
+Test(journal, reconcile_stops_setsid_child_outside_the_group)
+{
+	char tok[JOURNAL_TOKEN_LEN + 1];
+	journal_new_token(tok);
+	int fd;
+	/* A daemon-style child: its own session, so not in the group. */
+	pid_t leader = tst_spawn("setsid sleep 30 </dev/null >/dev/null 2>&1 & "
+				 "echo $!; exec sleep 30",
+				 tok, &fd);
+	pid_t daemon = tst_read_pid(fd);
+	tst_track(daemon);
+	close(fd);
+	uint64_t deadline = tst_now_ms() + TST_WAIT_MS;
+	while (tst_pgrp(daemon) != daemon) {
+		cr_assert_lt(tst_now_ms(), deadline, "setsid never ran");
+		tst_sleep_ms(10);
+	}
+
+	struct journal *j = tst_open();
+	cr_assert_eq(journal_add(j, leader, leader, tst_start_time(leader), tok,
+				 "daemonizer"),
+		     0);
+	struct journal_report r;
+	cr_assert_eq(journal_reconcile(j, TST_GRACE_MS, &r), 0);
+	cr_assert_eq(r.entries, 1);
+	cr_assert_eq(r.stopped, 2);
+	cr_assert_eq(r.left_alone, 0);
+	journal_free(j);
+	tst_assert_signalled(leader, SIGTERM);
+	tst_assert_signalled(daemon, SIGTERM);
+}
+
+Test(journal, reconcile_stops_a_process_with_a_reserved_token)
+{
+	/* The runtime died after handing out the token and before the
+	 * entry reached the file: the token alone proves the process ours. */
+	char tok[JOURNAL_TOKEN_LEN + 1], other[JOURNAL_TOKEN_LEN + 1];
+	journal_new_token(tok);
+	journal_new_token(other);
+	int fd, fd2;
+	pid_t ours = tst_spawn("echo ready; exec sleep 30", tok, &fd);
+	pid_t theirs = tst_spawn("echo ready; exec sleep 30", other, &fd2);
+	char line[TST_LINE_MAX];
+	tst_read_line(fd, line, sizeof line);
+	tst_read_line(fd2, line, sizeof line);
+	close(fd);
+	close(fd2);
+	char *text = xasprintf("{\"format\":1,\"entries\":[],"
+			       "\"reserved\":[\"%s\",\"%s\"]}",
+			       "0123456789abcdef0123456789abcdef", tok);
+	tst_write_file(JOURNAL_FILE, text, strlen(text));
+	free(text);
+
+	struct journal *j = tst_open();
+	struct journal_report r;
+	cr_assert_eq(journal_reconcile(j, TST_GRACE_MS, &r), 0);
+	cr_assert_eq(r.entries, 0);
+	cr_assert_eq(r.stopped, 1);
+	journal_free(j);
+	tst_assert_signalled(ours, SIGTERM);
+	cr_assert(tst_alive(theirs), "a process with another token was hit");
+	json_t *root = tst_load_journal();
+	cr_assert_eq(json_array_size(json_object_get(root, "reserved")), 0);
+	json_decref(root);
+}
+
+/* Whether the file's reserved list holds token. */
+static bool tst_file_reserves(const char *token)
+{
+	json_t *root = tst_load_journal();
+	json_t *res = json_object_get(root, "reserved");
+	bool found = false;
+	for (size_t i = 0; i < json_array_size(res); i++)
+		found |= strcmp(json_string_value(json_array_get(res, i)),
+				token) == 0;
+	json_decref(root);
+	return found;
+}
+
+Test(journal, a_token_is_on_disk_before_it_is_handed_out)
+{
+	/* Without a loop: written at once. */
+	struct journal *j = tst_open();
+	char tok[JOURNAL_TOKEN_LEN + 1];
+	journal_take_token(j, tok);
+	cr_assert_eq(strspn(tok, "0123456789abcdef"), JOURNAL_TOKEN_LEN);
+	cr_assert(tst_file_reserves(tok));
+	cr_assert_eq(journal_stats(j).sync_writes, 1);
+	journal_free(j);
+
+	/* With a loop: the reserve is written off the loop first, and
+	 * tokens come from it without another write. */
+	uv_loop_t loop;
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	j = tst_open();
+	journal_attach(j, &loop);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	struct journal_stats s = journal_stats(j);
+	cr_assert_eq(s.writes, 1);
+	cr_assert_eq(s.sync_writes, 0);
+	for (int i = 0; i < 10; i++) {
+		journal_take_token(j, tok);
+		cr_assert(tst_file_reserves(tok), "token %d not on disk", i);
+	}
+	cr_assert_eq(journal_stats(j).writes, 1);
+	journal_detach(j);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&loop), 0);
+	journal_free(j);
+	char a[JOURNAL_TOKEN_LEN + 1], b[JOURNAL_TOKEN_LEN + 1];
+	journal_take_token(NULL, a);
+	journal_take_token(NULL, b);
+	cr_assert_str_neq(a, b);
+}
+
+#define TST_BURST 50
+
+Test(journal, changes_in_one_loop_turn_make_one_write)
+{
+	uv_loop_t loop;
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	struct journal *j = tst_open();
+	journal_attach(j, &loop);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	unsigned base = journal_stats(j).writes;
+
+	/* One turn: 50 starts, as a burst of new sessions would make. */
+	for (int i = 0; i < TST_BURST; i++) {
+		char tok[JOURNAL_TOKEN_LEN + 1];
+		journal_take_token(j, tok);
+		cr_assert_eq(journal_add(j, 2000 + i, 2000 + i, 1 + (uint64_t)i,
+					 tok, "burst"),
+			     0);
+	}
+	cr_assert_eq(journal_stats(j).writes, base, "written on the loop");
+	uv_run(&loop, UV_RUN_DEFAULT);
+	cr_assert_eq(journal_stats(j).writes, base + 1);
+	cr_assert_eq(journal_stats(j).sync_writes, 0);
+	cr_assert_eq(tst_file_entries(), TST_BURST);
+
+	/* And 50 exits in one turn. */
+	for (int i = 0; i < TST_BURST; i++)
+		cr_assert_eq(journal_remove(j, 2000 + i), 0);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	cr_assert_eq(journal_stats(j).writes, base + 2);
+	cr_assert_eq(tst_file_entries(), 0);
+	cr_assert_geq(journal_stats(j).changes, 2 * TST_BURST);
+
+	journal_detach(j);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&loop), 0);
+	journal_free(j);
 }
