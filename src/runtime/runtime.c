@@ -307,8 +307,9 @@ int runtime_serve(const struct runtime_opts *opts)
 
 	rt.loop = xmalloc(sizeof *rt.loop);
 	uv_loop_init(rt.loop);
-	/* From here on journal writes leave the loop. */
+	/* From here on journal and tool cache writes leave the loop. */
 	journal_attach(rt.journal, rt.loop);
+	toolcache_attach(rt.cache, rt.loop);
 	char cwd[4096];
 	if (getcwd(cwd, sizeof cwd) == NULL)
 		strcpy(cwd, "/");
@@ -335,6 +336,7 @@ int runtime_serve(const struct runtime_opts *opts)
 		hub_free(rt.hub);
 		uv_close((uv_handle_t *)&rt.grace, NULL);
 		journal_detach(rt.journal);
+		toolcache_detach(rt.cache);
 		uv_run(rt.loop, UV_RUN_DEFAULT);
 		journal_free(rt.journal);
 		toolcache_free(rt.cache);
@@ -367,6 +369,7 @@ int runtime_serve(const struct runtime_opts *opts)
 	uv_close((uv_handle_t *)&rt.sigint, NULL);
 	uv_close((uv_handle_t *)&rt.sighup, NULL);
 	journal_detach(rt.journal);
+	toolcache_detach(rt.cache);
 	uv_run(rt.loop, UV_RUN_DEFAULT);
 	rc = uv_loop_close(rt.loop);
 	if (rc != 0) {

@@ -10,9 +10,13 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <uv.h>
 
 #define TOOLCACHE_MAX_BYTES (8 * 1024 * 1024)
 #define TOOLCACHE_FORMAT 1
+/* What an attached cache keeps in memory (file texts); past it, loads of
+ * what was left out read the disk. */
+#define TOOLCACHE_MEM_MAX (64 * 1024 * 1024)
 
 struct toolcache;
 
@@ -21,6 +25,16 @@ struct toolcache;
  * random), so names are stable across restarts but useless elsewhere. */
 int toolcache_open(const char *cache_dir, struct toolcache **out);
 void toolcache_free(struct toolcache *tc);
+
+/* From now on no disk I/O on the loop: every file in tools/ is read into
+ * memory now (before the loop serves), loads are answered from memory,
+ * and stores and drops are written in the thread pool, one at a time and
+ * in order (an op not yet started is replaced by a newer one for the same
+ * name). Without a loop (tools, tests) every call goes to the disk. */
+void toolcache_attach(struct toolcache *tc, uv_loop_t *loop);
+/* Stops queueing (before the loop is closed); queued ops still complete in
+ * the loop, and whatever is left is done by toolcache_free. */
+void toolcache_detach(struct toolcache *tc);
 
 /* The salt, for config_server_identity(..., true, salt). */
 const char *toolcache_salt(const struct toolcache *tc);

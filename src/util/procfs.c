@@ -203,7 +203,7 @@ int procfs_environ_get(pid_t pid, uid_t uid, const char *name, char *out,
 		       size_t size)
 {
 	char path[64];
-	uid_t owner;
+	uid_t owner = (uid_t)-1;
 	int rc = procfs_uid(pid, &owner);
 	if (rc < 0)
 		return rc;
@@ -274,7 +274,7 @@ int procfs_find_by_env(uid_t uid, const char *name, const char *const *values,
 	for (size_t i = 0; i < npids; i++) {
 		struct procfs_stat before, after;
 		char value[PROCFS_VALUE_MAX];
-		uid_t owner;
+		uid_t owner = (uid_t)-1;
 		pid_t pid = pids[i];
 		if (pid == self || procfs_uid(pid, &owner) < 0 || owner != uid)
 			continue;

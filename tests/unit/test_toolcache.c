@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <uv.h>
 
 #include "config/config.h"
 #include "toolcache/toolcache.h"
@@ -927,4 +928,73 @@ Test(toolcache, secrets_never_reach_the_cache)
 	free(tools);
 	config_free(cfg2);
 	config_free(cfg);
+}
+
+/* ---- attached to a loop: no disk I/O on the loop ---- */
+
+Test(toolcache, attached_loads_come_from_memory_and_writes_from_the_pool)
+{
+	char *old = tct_name("stored before the start");
+	char *fresh = tct_name("stored while attached");
+	char *gone = tct_name("dropped while attached");
+	json_t *lists = tct_lists();
+	cr_assert_eq(toolcache_store(tct_tc, old, lists), 0);
+	cr_assert_eq(toolcache_store(tct_tc, gone, lists), 0);
+
+	uv_loop_t loop;
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	toolcache_attach(tct_tc, &loop);
+	/* Read at attach: the request path no longer needs the file. */
+	char *old_path = tct_path(old);
+	cr_assert_eq(unlink(old_path), 0);
+	json_t *got = toolcache_load(tct_tc, old);
+	cr_assert(json_equal(got, lists), "not served from memory");
+	json_decref(got);
+
+	/* A store is loadable at once and on disk once the loop ran. */
+	char *fresh_path = tct_path(fresh);
+	cr_assert_eq(toolcache_store(tct_tc, fresh, lists), 0);
+	got = toolcache_load(tct_tc, fresh);
+	cr_assert(json_equal(got, lists));
+	json_decref(got);
+	cr_assert_neq(access(fresh_path, F_OK), 0, "written on the loop");
+	/* Several stores and a drop in one turn: the last one wins. */
+	json_t *fewer = json_pack("{s:[{s:s}]}", "tools", "name", "only");
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(
+			toolcache_store(tct_tc, fresh, i % 2 ? lists : fewer),
+			0);
+	toolcache_drop(tct_tc, gone);
+	cr_assert_null(toolcache_load(tct_tc, gone));
+	uv_run(&loop, UV_RUN_DEFAULT);
+	size_t len = 0;
+	char *text = tct_slurp(fresh_path, &len);
+	cr_assert_not_null(text, "the store never reached the disk");
+	cr_assert_eq(tct_mode(fresh_path), 0600);
+	free(text);
+	char *gone_path = tct_path(gone);
+	cr_assert_neq(access(gone_path, F_OK), 0, "the drop never ran");
+
+	toolcache_detach(tct_tc);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&loop), 0);
+	/* Detached: the disk again, with what the last store wrote. */
+	got = toolcache_load(tct_tc, fresh);
+	cr_assert(json_equal(got, fewer), "an older store won");
+	json_decref(got);
+	int files = 0;
+	char *dir = xasprintf("%s/tools", tct_cache);
+	char *names = tct_list_dir(dir, &files);
+	cr_assert_eq(files, 1, "left: %s", names);
+	free(names);
+	free(dir);
+
+	json_decref(fewer);
+	json_decref(lists);
+	free(gone_path);
+	free(fresh_path);
+	free(old_path);
+	free(gone);
+	free(fresh);
+	free(old);
 }
