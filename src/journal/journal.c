@@ -472,6 +472,14 @@ void journal_free(struct journal *j)
 {
 	if (!j)
 		return;
+	/* A clean end: tokens never handed out need no finding, and the
+	 * next start need not scan /proc for them. */
+	if (j->nreserved > 0) {
+		free(j->reserved);
+		j->reserved = NULL;
+		j->nreserved = 0;
+		j->dirty = true;
+	}
 	if (j->dirty && !j->in_flight)
 		journal_write_now(j);
 	journal_clear(j);

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,6 +72,17 @@ size_t stdio_strays_prune(struct stdio_conn *c)
 	return k;
 }
 
+/* Where to look: below us when we are a subreaper (orphans of our
+ * servers come to us), else anywhere (they went to init or another
+ * subreaper). */
+static pid_t stdio_strays_ancestor(void)
+{
+	int reaper = 0;
+	if (prctl(PR_GET_CHILD_SUBREAPER, &reaper) == 0 && reaper)
+		return getpid();
+	return 0;
+}
+
 size_t stdio_strays_scan(struct stdio_conn *c)
 {
 	stdio_strays_free(c);
@@ -79,8 +91,10 @@ size_t stdio_strays_scan(struct stdio_conn *c)
 	const char *values[] = {c->owner_token};
 	struct procfs_owned *found = NULL;
 	size_t n = 0;
-	int rc = procfs_find_by_env(geteuid(), c->owner_name, values, 1, &found,
-				    &n);
+	/* The runtime is a subreaper: whatever a server left behind is
+	 * still below us, so no other process's environment is read. */
+	int rc = procfs_find_by_env(geteuid(), stdio_strays_ancestor(),
+				    c->owner_name, values, 1, &found, &n);
 	if (rc < 0) {
 		log_warn("pid %d: cannot look for its processes in /proc: %s",
 			 (int)c->pid, strerror(-rc));

@@ -257,9 +257,36 @@ int procfs_list_pids(pid_t **out, size_t *count)
 
 /* The longest value procfs_find_by_env compares. */
 #define PROCFS_VALUE_MAX 256
+/* Deeper process trees than this are not followed to their ancestor. */
+#define PROCFS_DEPTH_MAX 64
 
-int procfs_find_by_env(uid_t uid, const char *name, const char *const *values,
-		       size_t nvalues, struct procfs_owned **out, size_t *count)
+static int procfs_stat_cmp(const void *a, const void *b)
+{
+	const struct procfs_stat *x = a, *y = b;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* Whether ancestor is above st in the tree of all (sorted by pid). */
+static bool procfs_descends(const struct procfs_stat *all, size_t n,
+			    const struct procfs_stat *st, pid_t ancestor)
+{
+	pid_t ppid = st->ppid;
+	for (int depth = 0; depth < PROCFS_DEPTH_MAX && ppid > 1; depth++) {
+		if (ppid == ancestor)
+			return true;
+		struct procfs_stat key = {.pid = ppid};
+		const struct procfs_stat *up =
+			bsearch(&key, all, n, sizeof *all, procfs_stat_cmp);
+		if (up == NULL)
+			return false;
+		ppid = up->ppid;
+	}
+	return false;
+}
+
+int procfs_find_by_env(uid_t uid, pid_t ancestor, const char *name,
+		       const char *const *values, size_t nvalues,
+		       struct procfs_owned **out, size_t *count)
 {
 	pid_t *pids = NULL;
 	size_t npids = 0;
@@ -268,23 +295,37 @@ int procfs_find_by_env(uid_t uid, const char *name, const char *const *values,
 	int rc = procfs_list_pids(&pids, &npids);
 	if (rc < 0)
 		return rc;
+	/* Stat lines first: cheap, and enough to rule most processes out
+	 * before any environment is read. */
+	struct procfs_stat *all = xcalloc(npids ? npids : 1, sizeof *all);
+	size_t nall = 0;
+	for (size_t i = 0; i < npids; i++) {
+		if (procfs_read_stat(pids[i], &all[nall]) == 0)
+			nall++;
+	}
+	free(pids);
+	qsort(all, nall, sizeof *all, procfs_stat_cmp);
 	pid_t self = getpid();
 	struct procfs_owned *found = NULL;
 	size_t n = 0, cap = 0;
-	for (size_t i = 0; i < npids; i++) {
-		struct procfs_stat before, after;
+	for (size_t i = 0; i < nall; i++) {
+		const struct procfs_stat *before = &all[i];
+		struct procfs_stat after;
 		char value[PROCFS_VALUE_MAX];
 		uid_t owner = (uid_t)-1;
-		pid_t pid = pids[i];
-		if (pid == self || procfs_uid(pid, &owner) < 0 || owner != uid)
+		pid_t pid = before->pid;
+		if (pid == self || procfs_state_dead(before->state))
 			continue;
-		if (procfs_read_stat(pid, &before) < 0 ||
-		    procfs_state_dead(before.state))
+		if (ancestor > 0 &&
+		    !procfs_descends(all, nall, before, ancestor))
+			continue;
+		if (procfs_uid(pid, &owner) < 0 || owner != uid)
 			continue;
 		if (procfs_environ_get(pid, uid, name, value, sizeof value) < 0)
 			continue;
+		/* The environment read belongs to the process we looked at. */
 		if (procfs_read_stat(pid, &after) < 0 ||
-		    after.start_time != before.start_time)
+		    after.start_time != before->start_time)
 			continue;
 		for (size_t k = 0; k < nvalues; k++) {
 			if (strcmp(value, values[k]) != 0)
@@ -294,11 +335,11 @@ int procfs_find_by_env(uid_t uid, const char *name, const char *const *values,
 				found = xrealloc(found, cap * sizeof *found);
 			}
 			found[n++] = (struct procfs_owned){
-				pid, before.start_time, k};
+				pid, before->start_time, k};
 			break;
 		}
 	}
-	free(pids);
+	free(all);
 	*out = found;
 	*count = n;
 	return 0;

@@ -68,13 +68,14 @@ struct procfs_owned {
 };
 
 /* Every live process of uid except the caller whose environment holds
- * name=values[i] for some i, in *out (caller frees). The start time is read
- * before and after the environment, so a pid reused during the read is
- * skipped rather than attributed. 0 or -errno (only when /proc cannot be
- * listed). */
-int procfs_find_by_env(uid_t uid, const char *name, const char *const *values,
-		       size_t nvalues, struct procfs_owned **out,
-		       size_t *count);
+ * name=values[i] for some i, in *out (caller frees). ancestor > 0: only its
+ * descendants (a subreaper finds all that its children left behind there,
+ * and reads no other environment). The start time is read before and after
+ * the environment, so a pid reused during the read is skipped rather than
+ * attributed. 0 or -errno (only when /proc cannot be listed). */
+int procfs_find_by_env(uid_t uid, pid_t ancestor, const char *name,
+		       const char *const *values, size_t nvalues,
+		       struct procfs_owned **out, size_t *count);
 
 /* Sends sig to pid only if it still is the live process that started at
  * start_time. With a pidfd the check and the signal refer to the same

@@ -93,6 +93,11 @@ test('mcpvisor stop: a child that called setsid() is stopped; strangers are not'
 		await awaitGone(d.child, 2000, 'the setsid child after stop');
 		assertUntouched(plain, 'a sleep without a token');
 		assertUntouched(other, 'a sleep with another token');
+		// A clean end leaves nothing for the next start to look for.
+		const j = JSON.parse(
+			await fsp.readFile(path.join(ctx.home, 'state', 'journal.json'), 'utf8'),
+		);
+		assert.deepEqual([j.entries, j.reserved], [[], []], 'journal after a clean stop');
 	});
 });
 

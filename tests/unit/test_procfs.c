@@ -182,7 +182,7 @@ Test(procfs, environ_get_and_find_by_env)
 	const char *values[] = {"zzzz", "aaaa"};
 	struct procfs_owned *found = NULL;
 	size_t n = 0;
-	cr_assert_eq(procfs_find_by_env(geteuid(), "TST_OWNER", values, 2,
+	cr_assert_eq(procfs_find_by_env(geteuid(), 0, "TST_OWNER", values, 2,
 					&found, &n),
 		     0);
 	cr_assert_eq(n, 1, "found %zu", n);
@@ -190,10 +190,26 @@ Test(procfs, environ_get_and_find_by_env)
 	cr_assert_eq(found[0].which, 1);
 	cr_assert_eq(found[0].start_time, procfs_start_time(a));
 	free(found);
-	cr_assert_eq(procfs_find_by_env(geteuid() + 1, "TST_OWNER", values, 2,
-					&found, &n),
+	cr_assert_eq(procfs_find_by_env(geteuid() + 1, 0, "TST_OWNER", values,
+					2, &found, &n),
 		     0);
 	cr_assert_eq(n, 0, "another uid's processes matched");
+	free(found);
+	/* Below us (they are our children), and below no one else. */
+	cr_assert_eq(procfs_find_by_env(geteuid(), getpid(), "TST_OWNER",
+					values, 2, &found, &n),
+		     0);
+	cr_assert_eq(n, 1);
+	free(found);
+	cr_assert_eq(procfs_find_by_env(geteuid(), getppid(), "TST_OWNER",
+					values, 2, &found, &n),
+		     0);
+	cr_assert_eq(n, 1, "a grandchild of our parent");
+	free(found);
+	cr_assert_eq(procfs_find_by_env(geteuid(), a, "TST_OWNER", values, 2,
+					&found, &n),
+		     0);
+	cr_assert_eq(n, 0, "found below a process with no children");
 	free(found);
 	tst_end(a);
 	tst_end(b);
