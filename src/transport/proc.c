@@ -100,10 +100,11 @@ size_t stdio_strays_scan(struct stdio_conn *c)
 			 (int)c->pid, strerror(-rc));
 		return 0;
 	}
-	/* The leader is libuv's to reap and the group's to signal. */
+	/* The leader is libuv's to reap, and the group (the leader's
+	 * members) is signalled as a whole. */
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (found[i].pid != c->pid)
+		if (found[i].pid != c->pid && found[i].pgrp != c->pid)
 			found[k++] = found[i];
 	}
 	c->strays = found;

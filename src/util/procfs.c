@@ -335,7 +335,7 @@ int procfs_find_by_env(uid_t uid, pid_t ancestor, const char *name,
 				found = xrealloc(found, cap * sizeof *found);
 			}
 			found[n++] = (struct procfs_owned){
-				pid, before->start_time, k};
+				pid, before->pgrp, before->start_time, k};
 			break;
 		}
 	}

@@ -63,6 +63,7 @@ int procfs_list_pids(pid_t **out, size_t *count);
 /* A process proved to carry an owner value. */
 struct procfs_owned {
 	pid_t pid;
+	pid_t pgrp;
 	uint64_t start_time;
 	size_t which; /* index into the values searched for */
 };
