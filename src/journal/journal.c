@@ -225,9 +225,11 @@ static int journal_load(struct journal *j)
 		json_t *t = json_array_get(reserved, i);
 		if (json_is_string(t) &&
 		    json_string_length(t) == JOURNAL_TOKEN_LEN &&
-		    journal_token_valid(json_string_value(t)))
+		    journal_token_valid(json_string_value(t))) {
 			journal_reserve_push(j, json_string_value(t));
-		else
+			/* Read from the file: on disk already. */
+			j->reserved[j->nreserved - 1].seq = 0;
+		} else
 			skipped++;
 	}
 	if (skipped) {
