@@ -268,3 +268,22 @@ Test(ladder, set_owner_rejects_bad_input)
 	tst_stop(&t);
 	tst_fini(&t);
 }
+
+Test(ladder, a_leader_that_exits_alone_takes_its_setsid_child)
+{
+	struct tst t;
+	tst_init(&t);
+	/* No stop is ever called: the server exits when told to, and the
+	 * ladder that follows its exit still reaches the daemon it left. */
+	tst_spawn(&t,
+		  "setsid sleep 30 </dev/null >/dev/null 2>&1 & echo $!; "
+		  "read x; exit 5",
+		  true);
+	cr_assert_eq(stdio_conn_send(t.conn, "{}", 2), 0);
+	while (t.nclosed == 0)
+		uv_run(&t.loop, UV_RUN_ONCE);
+	cr_assert_eq(t.nexit, 1);
+	cr_assert(tst_gone(t.stray), "setsid child %d outlived its server",
+		  (int)t.stray);
+	tst_fini(&t);
+}
