@@ -34,10 +34,8 @@ static void stdio_set_state(struct stdio_conn *c, enum stdio_state state)
 
 /* ---- handles and lifetime ---- */
 
-static void stdio_close_cb(uv_handle_t *h)
+void stdio_release(struct stdio_conn *c)
 {
-	struct stdio_conn *c = h->data;
-
 	if (--c->open_handles > 0)
 		return;
 	if (!c->discard && c->cbs.on_closed != NULL)
@@ -45,6 +43,11 @@ static void stdio_close_cb(uv_handle_t *h)
 	framer_free(c->framer);
 	stdio_strays_free(c);
 	free(c);
+}
+
+static void stdio_close_cb(uv_handle_t *h)
+{
+	stdio_release(h->data);
 }
 
 static void stdio_close_handle(struct stdio_conn *c, void *handle)
@@ -128,22 +131,29 @@ static bool stdio_group_gone(struct stdio_conn *c)
 	return c->group_gone;
 }
 
+int stdio_ladder_signal(const struct stdio_conn *c)
+{
+	if (c->state == STDIO_STOP_TERM)
+		return SIGTERM;
+	if (c->state == STDIO_STOP_KILL)
+		return SIGKILL;
+	return 0;
+}
+
 /* Done when the group is empty and nothing outside it carries the owner
- * token. The /proc scan runs only once the cheap checks pass, so a stop
- * costs a few scans, not one per recheck. Strays found late get the signal
- * of the step the ladder is on. */
+ * token: known strays are checked here (cheap), and a /proc search that
+ * began after the group went must have found nothing. The search runs
+ * only once the cheap checks pass, so a stop costs a few, not one per
+ * recheck; its result checks the ladder again. */
 static bool stdio_all_gone(struct stdio_conn *c)
 {
 	if (!stdio_group_gone(c))
 		return false;
 	if (stdio_strays_prune(c) > 0)
 		return false;
-	if (stdio_strays_scan(c) == 0)
+	if (c->owner_token[0] == '\0' || c->scan_clean)
 		return true;
-	if (c->state == STDIO_STOP_TERM)
-		stdio_strays_signal(c, SIGTERM);
-	else if (c->state == STDIO_STOP_KILL)
-		stdio_strays_signal(c, SIGKILL);
+	stdio_strays_scan(c);
 	return false;
 }
 
@@ -196,12 +206,13 @@ static void stdio_ladder_timer_cb(uv_timer_t *t)
 static void stdio_escalate(struct stdio_conn *c, int sig, enum stdio_state next)
 {
 	stdio_signal_group(c, sig);
-	/* A child that called setsid() is no longer in the group. */
-	stdio_strays_scan(c);
+	/* A child that called setsid() is no longer in the group: those
+	 * known now get the signal at once, those found later on arrival. */
 	stdio_strays_signal(c, sig);
 	stdio_set_state(c, next);
+	stdio_strays_scan(c);
 	uv_timer_start(&c->ladder_timer, stdio_ladder_timer_cb, c->grace_ms, 0);
-	if (c->group_gone && c->nstrays == 0)
+	if (stdio_all_gone(c))
 		stdio_finish(c);
 }
 
@@ -227,7 +238,10 @@ void stdio_ladder_check(struct stdio_conn *c)
 		stdio_finish(c);
 		return;
 	}
-	if (c->state == STDIO_STOP_STDIN) {
+	/* Until a search says whether anything left the group, there may be
+	 * nothing to signal: its result checks again. */
+	if (c->state == STDIO_STOP_STDIN &&
+	    (!c->group_gone || c->nstrays > 0)) {
 		/* The leader is gone, and nothing else would tell its
 		 * leftovers to go. */
 		stdio_escalate(c, SIGTERM, STDIO_STOP_TERM);

@@ -2,8 +2,8 @@
  * A server's processes outside its process group: anything that left the
  * group (setsid, setpgid) still carries the server's owner token in its
  * environment, so the stop ladder finds it by that token (our uid only,
- * start time checked) and stops it with the group. Owns the conn's list
- * of such strays.
+ * start time checked; the search of /proc runs in the thread pool) and
+ * stops it with the group. Owns the conn's list of such strays.
  */
 #include <errno.h>
 #include <signal.h>
@@ -17,6 +17,7 @@
 #include "transport/stdio_int.h"
 #include "util/log.h"
 #include "util/procfs.h"
+#include "util/xmalloc.h"
 
 uint64_t proc_start_time(pid_t pid)
 {
@@ -83,37 +84,116 @@ static pid_t stdio_strays_ancestor(void)
 	return 0;
 }
 
-size_t stdio_strays_scan(struct stdio_conn *c)
+/* In the thread pool: reads only what the loop does not change while the
+ * scan runs (the owner token, the pid, the scan_* inputs and outputs). */
+static void stdio_scan_work_cb(uv_work_t *req)
 {
-	stdio_strays_free(c);
-	if (c->owner_token[0] == '\0')
-		return 0;
+	struct stdio_conn *c = req->data;
 	const char *values[] = {c->owner_token};
-	struct procfs_owned *found = NULL;
-	size_t n = 0;
+	c->scan_found = NULL;
+	c->scan_nfound = 0;
+	c->scan_rc =
+		procfs_find_by_env(c->scan_uid, c->scan_ancestor, c->owner_name,
+				   values, 1, &c->scan_found, &c->scan_nfound);
+}
+
+static void stdio_scan_start(struct stdio_conn *c);
+
+/* Adds what the scan found to the strays: not the leader (libuv's to
+ * reap), not its group's members (signalled as a group), not one known.
+ * *outside* counts every process found outside the group. */
+static size_t stdio_scan_merge(struct stdio_conn *c, size_t *outside)
+{
+	size_t added = 0;
+	*outside = 0;
+	for (size_t i = 0; i < c->scan_nfound; i++) {
+		const struct procfs_owned *f = &c->scan_found[i];
+		if (f->pid == c->pid || f->pgrp == c->pid)
+			continue;
+		(*outside)++;
+		bool known = false;
+		for (size_t k = 0; !known && k < c->nstrays; k++)
+			known = c->strays[k].pid == f->pid &&
+				c->strays[k].start_time == f->start_time;
+		if (known)
+			continue;
+		c->strays = xrealloc(c->strays,
+				     (c->nstrays + 1) * sizeof *c->strays);
+		c->strays[c->nstrays++] = *f;
+		added++;
+	}
+	return added;
+}
+
+static void stdio_scan_after_cb(uv_work_t *req, int status)
+{
+	struct stdio_conn *c = req->data;
+	c->scanning = false;
+	if (status < 0 && c->scan_rc == 0)
+		c->scan_rc = status;
+	if (c->state != STDIO_CLOSING) {
+		if (c->scan_rc < 0)
+			log_warn("pid %d: cannot look for its processes in "
+				 "/proc: %s",
+				 (int)c->pid, strerror(-c->scan_rc));
+		size_t outside = 0;
+		size_t added = stdio_scan_merge(c, &outside);
+		/* Clean only when nothing at all carries the token. */
+		c->scan_clean =
+			outside == 0 && c->scan_after_group && c->scan_rc == 0;
+		if (added > 0) {
+			log_debug("pid %d: %zu process(es) with its token "
+				  "outside its group",
+				  (int)c->pid, added);
+			int sig = stdio_ladder_signal(c);
+			if (sig)
+				stdio_strays_signal(c, sig);
+		}
+	}
+	free(c->scan_found);
+	c->scan_found = NULL;
+	c->scan_nfound = 0;
+	if (c->state != STDIO_CLOSING) {
+		if (c->scan_again) {
+			c->scan_again = false;
+			stdio_scan_start(c);
+		}
+		stdio_ladder_check(c);
+	}
+	stdio_release(c);
+}
+
+static void stdio_scan_start(struct stdio_conn *c)
+{
+	c->scan_req.data = c;
+	c->scan_uid = geteuid();
 	/* The runtime is a subreaper: whatever a server left behind is
 	 * still below us, so no other process's environment is read. */
-	int rc = procfs_find_by_env(geteuid(), stdio_strays_ancestor(),
-				    c->owner_name, values, 1, &found, &n);
+	c->scan_ancestor = stdio_strays_ancestor();
+	c->scan_after_group = c->group_gone;
+	int rc = uv_queue_work(c->proc.loop, &c->scan_req, stdio_scan_work_cb,
+			       stdio_scan_after_cb);
 	if (rc < 0) {
-		log_warn("pid %d: cannot look for its processes in /proc: %s",
-			 (int)c->pid, strerror(-rc));
-		return 0;
+		log_warn("pid %d: cannot look for its processes: %s",
+			 (int)c->pid, uv_strerror(rc));
+		return;
 	}
-	/* The leader is libuv's to reap, and the group (the leader's
-	 * members) is signalled as a whole. */
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (found[i].pid != c->pid && found[i].pgrp != c->pid)
-			found[k++] = found[i];
+	c->scanning = true;
+	c->open_handles++;
+}
+
+void stdio_strays_scan(struct stdio_conn *c)
+{
+	if (c->owner_token[0] == '\0' || c->state == STDIO_CLOSING)
+		return;
+	if (c->scanning) {
+		/* One that began before the group went proves nothing
+		 * about after. */
+		if (c->group_gone && !c->scan_after_group)
+			c->scan_again = true;
+		return;
 	}
-	c->strays = found;
-	c->nstrays = k;
-	if (k > 0)
-		log_debug("pid %d: %zu process(es) with its token outside its "
-			  "group",
-			  (int)c->pid, k);
-	return k;
+	stdio_scan_start(c);
 }
 
 void stdio_strays_signal(struct stdio_conn *c, int sig)

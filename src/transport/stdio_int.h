@@ -75,6 +75,19 @@ struct stdio_conn {
 	char owner_token[65];
 	struct procfs_owned *strays; /* found outside the group, to stop */
 	size_t nstrays;
+	/* The /proc search runs in the thread pool (it reads every
+	 * process's stat line); while it does, it counts as an open handle. */
+	uv_work_t scan_req;
+	bool scanning;
+	bool scan_again;       /* asked for while one was running */
+	bool scan_after_group; /* the running one began after the group went */
+	bool scan_clean;       /* one that began after the group went found
+				  nothing, and nothing was found since */
+	pid_t scan_ancestor;
+	uid_t scan_uid;
+	int scan_rc;
+	struct procfs_owned *scan_found;
+	size_t scan_nfound;
 };
 
 /* ---- ladder.c ---- */
@@ -85,14 +98,20 @@ void stdio_report_exit(struct stdio_conn *c, int64_t exit_status,
 /* Closes every handle; the conn is freed (after on_closed unless
  * c->discard) once the last close callback has run. */
 void stdio_close_all(struct stdio_conn *c);
+/* One open handle (or scan) fewer; the last frees the conn. */
+void stdio_release(struct stdio_conn *c);
+/* The signal of the ladder's current step, 0 before SIGTERM. */
+int stdio_ladder_signal(const struct stdio_conn *c);
 /* Re-evaluates a stop in progress, e.g. once the leader has been reaped. */
 void stdio_ladder_check(struct stdio_conn *c);
 
 /* ---- proc.c ---- */
 
-/* Looks in /proc for processes of our uid, other than the leader, that carry
- * the conn's owner token; they replace c->strays. Returns how many. */
-size_t stdio_strays_scan(struct stdio_conn *c);
+/* Starts a search of /proc (in the thread pool) for processes of our uid
+ * outside the group that carry the conn's owner token. When it is done they
+ * join c->strays, get the signal of the ladder's current step, and the
+ * ladder is checked again. No-op without an owner token. */
+void stdio_strays_scan(struct stdio_conn *c);
 /* Drops strays that are gone (reaping those that died as our children);
  * returns how many are left. */
 size_t stdio_strays_prune(struct stdio_conn *c);
