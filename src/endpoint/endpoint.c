@@ -20,10 +20,14 @@
 #include "session/hub.h"
 #include "session/session.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
 static void ep_conn_process(struct conn *c);
+static void ep_conn_update_read(struct conn *c);
+static void ep_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b);
+static void ep_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
 
 /* ---- writing ---- */
 
@@ -33,42 +37,73 @@ struct ep_write {
 	char *data;
 };
 
+/* Output held for the connection: queued in libuv and gathered. */
+static size_t ep_conn_pending(const struct conn *c)
+{
+	return c->u.s.write_queue_size + c->out.len;
+}
+
+/* Pipelined requests wait while output is queued; they go on here once
+ * it has drained. */
+static void ep_conn_resume(struct conn *c)
+{
+	if (c->state == CONN_READING && !c->processing && c->in.len > 0 &&
+	    ep_conn_pending(c) <= EP_OUT_LOW)
+		ep_conn_process(c);
+}
+
 static void ep_write_cb(uv_write_t *req, int status)
 {
 	struct ep_write *w = (struct ep_write *)req;
+	struct conn *c = w->c;
 	free(w->data);
 	free(w);
-}
-
-/* Writes what the connection gathered: at once when the socket takes it,
- * else queued in order behind what is already queued. */
-static void ep_conn_flush(struct conn *c)
-{
-	if (c->out.len == 0)
+	if (c->state == CONN_CLOSING)
 		return;
-	uv_buf_t b = uv_buf_init(c->out.data, (unsigned)c->out.len);
-	int n = uv_try_write(&c->u.s, &b, 1);
-	if (n == (int)c->out.len) {
-		buf_reset(&c->out);
-		return;
-	}
-	if (n < 0 && n != UV_EAGAIN) {
-		buf_reset(&c->out);
+	if (status < 0) {
 		ep_conn_close(c);
 		return;
 	}
-	size_t done = n > 0 ? (size_t)n : 0;
+	c->write_ms = clock_now_ms();
+	ep_conn_resume(c);
+}
+
+/* Writes what the connection gathered: at once when the socket takes it,
+ * else queued in order behind what is already queued. Returns 0 or a
+ * libuv error; the caller decides what to do with the connection (never
+ * closed here, so no caller finds it closed behind its back). */
+static int ep_conn_flush(struct conn *c)
+{
+	if (c->out.len == 0)
+		return 0;
+	size_t done = 0;
+	if (c->u.s.write_queue_size == 0) {
+		uv_buf_t b = uv_buf_init(c->out.data, (unsigned)c->out.len);
+		int n = uv_try_write(&c->u.s, &b, 1);
+		if (n == (int)c->out.len) {
+			buf_reset(&c->out);
+			return 0;
+		}
+		if (n < 0 && n != UV_EAGAIN) {
+			buf_reset(&c->out);
+			return n;
+		}
+		done = n > 0 ? (size_t)n : 0;
+		/* The stall clock starts when the queue does. */
+		c->write_ms = clock_now_ms();
+	}
 	struct ep_write *w = xcalloc(1, sizeof *w);
 	w->c = c;
 	w->data = xmalloc(c->out.len - done);
 	memcpy(w->data, c->out.data + done, c->out.len - done);
 	uv_buf_t rest = uv_buf_init(w->data, (unsigned)(c->out.len - done));
 	buf_reset(&c->out);
-	if (uv_write(&w->req, &c->u.s, &rest, 1, ep_write_cb) < 0) {
+	int rc = uv_write(&w->req, &c->u.s, &rest, 1, ep_write_cb);
+	if (rc < 0) {
 		free(w->data);
 		free(w);
-		ep_conn_close(c);
 	}
+	return rc;
 }
 
 static void ep_flush_cb(uv_check_t *h)
@@ -78,22 +113,41 @@ static void ep_flush_cb(uv_check_t *h)
 		struct conn *c = ep->dirty;
 		ep->dirty = c->dirty_next;
 		c->dirty = false;
-		ep_conn_flush(c);
+		if (c->state == CONN_CLOSING)
+			continue;
+		if (ep_conn_flush(c) < 0)
+			ep_conn_close(c);
+		else if (c->over || ep_conn_pending(c) > EP_OUT_CAP)
+			ep_conn_overflow(c);
+		else
+			ep_conn_resume(c); /* may dirty it again: looped */
 	}
 	uv_check_stop(h);
 }
 
-void ep_write(struct conn *c, const char *data, size_t len)
+static void ep_conn_mark_dirty(struct conn *c)
 {
-	if (c->state == CONN_CLOSING || len == 0)
-		return;
-	buf_append(&c->out, data, len);
 	if (!c->dirty) {
 		c->dirty = true;
 		c->dirty_next = c->ep->dirty;
 		c->ep->dirty = c;
 		uv_check_start(&c->ep->flush, ep_flush_cb);
 	}
+}
+
+void ep_write(struct conn *c, const char *data, size_t len)
+{
+	if (c->state == CONN_CLOSING || c->state == CONN_LINGER || len == 0 ||
+	    c->over)
+		return;
+	/* Over the cap the rest is not kept: the flush drops the answer
+	 * (the connection is closed there, outside any caller). */
+	size_t pending = ep_conn_pending(c);
+	if (pending > 0 && pending + len > EP_OUT_CAP)
+		c->over = true;
+	else
+		buf_append(&c->out, data, len);
+	ep_conn_mark_dirty(c);
 }
 
 void ep_write_buf(struct conn *c, struct buf *b)
@@ -151,11 +205,17 @@ static void ep_conn_release_exchange(struct conn *c)
 
 void ep_conn_close(struct conn *c)
 {
+	/* Marked first: whatever runs below (releasing the exchange) and
+	 * calls back in finds it closing. */
 	if (c->state == CONN_CLOSING)
 		return;
-	/* What was answered last (an error, a Connection: close answer)
-	 * still goes out. */
-	ep_conn_flush(c);
+	c->state = CONN_CLOSING;
+	/* What was answered last goes out if the socket takes it now. */
+	if (c->out.len > 0 && c->u.s.write_queue_size == 0) {
+		uv_buf_t b = uv_buf_init(c->out.data, (unsigned)c->out.len);
+		(void)uv_try_write(&c->u.s, &b, 1);
+	}
+	buf_reset(&c->out);
 	if (c->dirty) {
 		struct conn **pp = &c->ep->dirty;
 		while (*pp && *pp != c)
@@ -165,57 +225,97 @@ void ep_conn_close(struct conn *c)
 		c->dirty = false;
 	}
 	ep_conn_release_exchange(c);
-	c->state = CONN_CLOSING;
 	*c->pprev = c->next;
 	if (c->next)
 		c->next->pprev = c->pprev;
 	c->ep->nconns--;
+	if (c->is_unix)
+		c->ep->nconns_unix--;
 	uv_close(&c->u.h, ep_conn_close_cb);
 	uv_close((uv_handle_t *)&c->early_timer, ep_conn_close_cb);
 }
 
-/* The current request is answered: read the next one. */
+void ep_conn_overflow(struct conn *c)
+{
+	if (c->state == CONN_CLOSING)
+		return;
+	if (c->ex && c->sse && !c->standing && exchange_attached(c->ex)) {
+		struct session *s = hub_session_find(c->ep->hub, c->session_id);
+		if (s)
+			session_stream_park(s, c->ex);
+		exchange_detach(c->ex);
+	}
+	log_info("closing a connection whose client reads nothing "
+		 "(%zu bytes waiting)",
+		 ep_conn_pending(c));
+	ep_conn_close(c);
+}
+
 static void ep_linger_timeout_cb(uv_timer_t *t)
 {
 	ep_conn_close(t->data);
 }
 
-/* An answer given before the request was read whole (413, a parse error):
- * send it, stop writing, and read what the client still sends for a
- * while, because closing with unread input would reset the connection and
- * the client would never see the answer. */
-static void ep_conn_linger(struct conn *c)
+/* Every answer is out and the write side is shut: wait a little for the
+ * client to close first. */
+static void ep_shutdown_cb(uv_shutdown_t *req, int status)
 {
-	ep_conn_flush(c);
+	struct conn *c = req->handle->data;
 	if (c->state == CONN_CLOSING)
 		return;
-	c->state = CONN_LINGER;
-	buf_free(&c->in);
-	uv_shutdown(&c->shutdown, &c->u.s, NULL);
+	if (status < 0) {
+		ep_conn_close(c);
+		return;
+	}
+	c->deadline_ms = 0;
 	uv_timer_start(&c->early_timer, ep_linger_timeout_cb, EP_LINGER_MS, 0);
 }
 
+/* The last answer (Connection: close, 413, a parse error) is written:
+ * finish sending it, shut the write side, and read what the client still
+ * sends for a while, because closing with unread input would reset the
+ * connection and the client might never see the answer. */
+static void ep_conn_linger(struct conn *c)
+{
+	c->state = CONN_LINGER;
+	buf_free(&c->in);
+	/* Draining the answer is bounded like a stalled writer. */
+	c->deadline_ms = clock_now_ms() + c->ep->idle_timeout_ms;
+	c->shutdown.data = c;
+	if (ep_conn_flush(c) < 0 ||
+	    uv_shutdown(&c->shutdown, &c->u.s, ep_shutdown_cb) < 0) {
+		ep_conn_close(c);
+		return;
+	}
+	ep_conn_update_read(c);
+}
+
+/* The current request is answered: read the next one. */
 void ep_conn_request_done(struct conn *c)
 {
+	if (c->state == CONN_CLOSING || c->state == CONN_LINGER)
+		return;
 	uv_timer_stop(&c->early_timer);
 	ep_conn_release_exchange(c);
 	c->sse = c->sse_started = c->standing = c->batch = false;
 	c->sent_continue = false;
-	if (c->linger) {
+	if (c->linger || !c->keep_alive || c->close_after) {
 		ep_conn_linger(c);
-		return;
-	}
-	if (!c->keep_alive || c->close_after) {
-		ep_conn_close(c);
 		return;
 	}
 	httpparse_next(c->hp);
 	c->state = CONN_READING;
+	c->idle = c->in.len == 0;
+	c->deadline_ms = clock_now_ms() + (c->idle ? c->ep->idle_timeout_ms
+						   : c->ep->header_timeout_ms);
 	/* A buffer that a large body grew is let go; a small one stays for
 	 * the next request (freeing it each time churns malloc). */
 	if (c->in.len == 0 && c->in.cap > EP_READ_KEEP)
 		buf_free(&c->in);
-	ep_conn_process(c);
+	/* Inside ep_conn_process its loop goes on with the next request;
+	 * else (an answer that came later) start it here. */
+	if (!c->processing)
+		ep_conn_process(c);
 }
 
 /* ---- simple answers ---- */
@@ -296,17 +396,37 @@ void ep_sse_write(struct conn *c, const char *id, const char *data, size_t len,
 
 /* ---- reading ---- */
 
+/* Reads while the connection has room for input: one request's worth.
+ * A client that sends more while it is answered waits (TCP backpressure)
+ * instead of growing the buffer. */
+static void ep_conn_update_read(struct conn *c)
+{
+	if (c->state == CONN_CLOSING)
+		return;
+	bool want = c->state == CONN_LINGER || c->in.len < c->ep->in_cap;
+	if (want && !c->reading) {
+		if (uv_read_start(&c->u.s, ep_alloc_cb, ep_read_cb) == 0)
+			c->reading = true;
+	} else if (!want && c->reading) {
+		uv_read_stop(&c->u.s);
+		c->reading = false;
+	}
+}
+
 static void ep_conn_process(struct conn *c)
 {
-	while (c->state == CONN_READING && c->in.len > 0) {
+	if (c->processing)
+		return;
+	c->processing = true;
+	while (c->state == CONN_READING && c->in.len > 0 &&
+	       ep_conn_pending(c) <= EP_OUT_LOW) {
 		size_t used = 0;
 		enum httpparse_state st =
 			httpparse_feed(c->hp, c->in.data, c->in.len, &used);
 		buf_consume(&c->in, used);
-		switch (st) {
-		case HTTPPARSE_NEED_MORE:
-			return;
-		case HTTPPARSE_HEADERS_DONE: {
+		if (st == HTTPPARSE_NEED_MORE)
+			break;
+		if (st == HTTPPARSE_HEADERS_DONE) {
 			const char *exp = http_request_header(
 				httpparse_request(c->hp), "expect");
 			if (exp && strcasecmp(exp, "100-continue") == 0 &&
@@ -315,29 +435,29 @@ static void ep_conn_process(struct conn *c)
 				ep_write(c, "HTTP/1.1 100 Continue\r\n\r\n",
 					 25);
 			}
-			break;
+			continue;
 		}
-		case HTTPPARSE_DONE:
-			c->state = CONN_BUSY;
+		c->state = CONN_BUSY;
+		c->deadline_ms = 0;
+		if (st == HTTPPARSE_DONE) {
 			ep_handle_request(c);
-			break;
-		case HTTPPARSE_ERROR: {
-			const char *reason;
-			int status = httpparse_error(c->hp, &reason);
-			c->keep_alive = false;
-			c->close_after = true;
-			c->linger = true;
-			c->state = CONN_BUSY;
-			if (status == 413)
-				ep_fail(c, 413, JR_INVALID_REQUEST,
-					"Payload Too Large: the body is over "
-					"the runtime's limit");
-			else
-				ep_fail(c, status, JR_INVALID_REQUEST, reason);
-			return;
+			continue;
 		}
-		}
+		const char *reason;
+		int status = httpparse_error(c->hp, &reason);
+		c->keep_alive = false;
+		c->close_after = true;
+		c->linger = true;
+		if (status == 413)
+			ep_fail(c, 413, JR_INVALID_REQUEST,
+				"Payload Too Large: the body is over "
+				"the runtime's limit");
+		else
+			ep_fail(c, status, JR_INVALID_REQUEST, reason);
+		break;
 	}
+	c->processing = false;
+	ep_conn_update_read(c);
 }
 
 static void ep_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
@@ -355,7 +475,7 @@ static void ep_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 		ep_conn_close(c);
 		return;
 	}
-	if (n == 0)
+	if (n == 0 || c->state == CONN_CLOSING)
 		return;
 	if (c->state == CONN_LINGER) {
 		c->lingered += (size_t)n;
@@ -365,10 +485,53 @@ static void ep_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 	}
 	c->in.len += (size_t)n;
 	c->in.data[c->in.len] = '\0';
-	if (c->state == CONN_READING)
+	if (c->state == CONN_READING) {
+		uint64_t now = clock_now_ms();
+		if (c->idle) {
+			/* A request starts: its head has a deadline. */
+			c->idle = false;
+			c->deadline_ms = now + c->ep->header_timeout_ms;
+		} else if (httpparse_request(c->hp)->url != NULL) {
+			/* A body that keeps coming keeps its request. */
+			c->deadline_ms = now + c->ep->header_timeout_ms;
+		}
 		ep_conn_process(c);
-	else if (c->in.len > (size_t)64 * 1024 * 1024)
-		ep_conn_close(c); /* a client that floods while answered */
+	} else {
+		ep_conn_update_read(c);
+	}
+}
+
+void ep_sweep(struct endpoint *ep, uint64_t now)
+{
+	struct conn *next;
+	for (struct conn *c = ep->conns; c; c = next) {
+		next = c->next;
+		if (c->deadline_ms && now >= c->deadline_ms)
+			ep_conn_close(c);
+		else if (c->u.s.write_queue_size > 0 &&
+			 now - c->write_ms >= ep->idle_timeout_ms)
+			ep_conn_overflow(c);
+	}
+}
+
+static void ep_sweep_cb(uv_timer_t *t)
+{
+	ep_sweep(t->data, clock_now_ms());
+}
+
+/* At the cap, the connection idle the longest makes room: an idle
+ * keep-alive connection costs its client only a reconnect. */
+static bool ep_evict_idle(struct endpoint *ep, bool is_unix)
+{
+	struct conn *oldest = NULL;
+	for (struct conn *c = ep->conns; c; c = c->next)
+		if (c->is_unix == is_unix && c->state == CONN_READING &&
+		    c->idle)
+			oldest = c; /* newest first: the last one is oldest */
+	if (oldest == NULL)
+		return false;
+	ep_conn_close(oldest);
+	return true;
 }
 
 static void ep_accept(struct endpoint *ep, uv_stream_t *server, bool is_unix)
@@ -385,7 +548,10 @@ static void ep_accept(struct endpoint *ep, uv_stream_t *server, bool is_unix)
 	c->early_timer.data = c;
 	c->handles = 2;
 	ep->open_handles++;
-	if (uv_accept(server, &c->u.s) < 0 || ep->nconns >= EP_MAX_CONNS) {
+	size_t used = is_unix ? ep->nconns_unix : ep->nconns - ep->nconns_unix;
+	size_t cap = is_unix ? EP_MAX_UNIX_CONNS : EP_MAX_CONNS;
+	if (uv_accept(server, &c->u.s) < 0 ||
+	    (used >= cap && !ep_evict_idle(ep, is_unix))) {
 		c->state = CONN_CLOSING;
 		uv_close(&c->u.h, ep_conn_close_cb);
 		uv_close((uv_handle_t *)&c->early_timer, ep_conn_close_cb);
@@ -398,13 +564,19 @@ static void ep_accept(struct endpoint *ep, uv_stream_t *server, bool is_unix)
 	buf_init(&c->out);
 	c->state = CONN_READING;
 	c->keep_alive = true;
+	c->idle = true;
+	/* A connection that sends nothing is held no longer than a slow
+	 * request head. */
+	c->deadline_ms = clock_now_ms() + ep->header_timeout_ms;
 	c->pprev = &ep->conns;
 	c->next = ep->conns;
 	if (ep->conns)
 		ep->conns->pprev = &c->next;
 	ep->conns = c;
 	ep->nconns++;
-	uv_read_start(&c->u.s, ep_alloc_cb, ep_read_cb);
+	if (is_unix)
+		ep->nconns_unix++;
+	ep_conn_update_read(c);
 }
 
 static void ep_tcp_connection_cb(uv_stream_t *server, int status)
@@ -419,28 +591,34 @@ static void ep_pipe_connection_cb(uv_stream_t *server, int status)
 		ep_accept(server->data, server, true);
 }
 
-static int ep_bind_tcp(struct endpoint *ep, const char *host, int port)
+static void ep_listener_close_cb(uv_handle_t *h);
+
+/* Binds the listener in slot (a port taken makes the caller try again in
+ * the other slot: the failed handle closes in the background, so the
+ * loop is never run from here). */
+static int ep_bind_tcp(struct endpoint *ep, int slot, const char *host,
+		       int port)
 {
 	struct sockaddr_in addr;
 	int rc = uv_ip4_addr(host, port, &addr);
 	if (rc < 0)
 		return rc;
-	uv_tcp_init(ep->loop, &ep->tcp);
-	ep->tcp.data = ep;
+	uv_tcp_t *t = &ep->tcp_slots[slot];
+	uv_tcp_init(ep->loop, t);
+	t->data = ep;
 	ep->open_handles++;
-	rc = uv_tcp_bind(&ep->tcp, (const struct sockaddr *)&addr, 0);
+	rc = uv_tcp_bind(t, (const struct sockaddr *)&addr, 0);
 	if (rc == 0)
-		rc = uv_listen((uv_stream_t *)&ep->tcp, 511,
-			       ep_tcp_connection_cb);
+		rc = uv_listen((uv_stream_t *)t, 511, ep_tcp_connection_cb);
 	if (rc < 0) {
-		uv_close((uv_handle_t *)&ep->tcp, NULL);
-		ep->open_handles--;
+		uv_close((uv_handle_t *)t, ep_listener_close_cb);
 		return rc;
 	}
+	ep->tcp = t;
 	ep->have_tcp = true;
 	struct sockaddr_storage ss;
 	int len = sizeof ss;
-	uv_tcp_getsockname(&ep->tcp, (struct sockaddr *)&ss, &len);
+	uv_tcp_getsockname(t, (struct sockaddr *)&ss, &len);
 	ep->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	return 0;
 }
@@ -453,25 +631,40 @@ int endpoint_start(uv_loop_t *loop, struct hub *hub,
 	ep->loop = loop;
 	ep->hub = hub;
 	ep->max_body = opts->max_body ? opts->max_body : HTTP_DEFAULT_MAX_BODY;
+	ep->in_cap = ep->max_body + HTTP_MAX_HEAD + EP_READ_CHUNK;
 	ep->sse_close_ms = opts->sse_close_ms;
+	ep->header_timeout_ms = opts->header_timeout_ms
+					? opts->header_timeout_ms
+					: EP_HEADER_TIMEOUT_MS;
+	ep->idle_timeout_ms = opts->idle_timeout_ms ? opts->idle_timeout_ms
+						    : EP_IDLE_TIMEOUT_MS;
 	ep->control = opts->control;
 	ep->control_arg = opts->arg;
 	uv_check_init(loop, &ep->flush);
 	ep->flush.data = ep;
 	ep->open_handles++;
+	uv_timer_init(loop, &ep->sweep);
+	ep->sweep.data = ep;
+	ep->open_handles++;
+	uint64_t tick = ep->header_timeout_ms < ep->idle_timeout_ms
+				? ep->header_timeout_ms
+				: ep->idle_timeout_ms;
+	tick = tick / 4 < EP_SWEEP_MS ? tick / 4 : EP_SWEEP_MS;
+	uv_timer_start(&ep->sweep, ep_sweep_cb, tick ? tick : 1,
+		       tick ? tick : 1);
+	/* Deadlines only: the sweep keeps no loop alive. */
+	uv_unref((uv_handle_t *)&ep->sweep);
 	const char *host = opts->host ? opts->host : "127.0.0.1";
 	int rc;
 	if (opts->port < 0) {
-		rc = ep_bind_tcp(ep, host, EP_DEFAULT_PORT);
+		rc = ep_bind_tcp(ep, 0, host, EP_DEFAULT_PORT);
 		if (rc == UV_EADDRINUSE) {
 			log_info("port %d is taken; using a free port",
 				 EP_DEFAULT_PORT);
-			/* The failed handle must finish closing first. */
-			uv_run(loop, UV_RUN_NOWAIT);
-			rc = ep_bind_tcp(ep, host, 0);
+			rc = ep_bind_tcp(ep, 1, host, 0);
 		}
 	} else {
-		rc = ep_bind_tcp(ep, host, opts->port);
+		rc = ep_bind_tcp(ep, 0, host, opts->port);
 	}
 	if (rc < 0) {
 		*err = xasprintf("cannot listen on %s:%d: %s", host,
@@ -502,8 +695,9 @@ int endpoint_start(uv_loop_t *loop, struct hub *hub,
 	*out = ep;
 	return 0;
 fail:
+	/* Freed once its handles have closed, when the caller runs the
+	 * loop (it must, before closing it). */
 	endpoint_free(ep);
-	uv_run(loop, UV_RUN_NOWAIT);
 	return rc;
 }
 
@@ -526,7 +720,7 @@ void endpoint_stop_accepting(struct endpoint *ep)
 {
 	if (ep->have_tcp) {
 		ep->have_tcp = false;
-		uv_close((uv_handle_t *)&ep->tcp, ep_listener_close_cb);
+		uv_close((uv_handle_t *)ep->tcp, ep_listener_close_cb);
 	}
 	if (ep->have_pipe) {
 		ep->have_pipe = false;
@@ -550,6 +744,7 @@ void endpoint_free(struct endpoint *ep)
 	while (ep->conns)
 		ep_conn_close(ep->conns);
 	uv_close((uv_handle_t *)&ep->flush, ep_listener_close_cb);
+	uv_close((uv_handle_t *)&ep->sweep, ep_listener_close_cb);
 	if (ep->open_handles == 0) {
 		free(ep->socket_path);
 		free(ep);

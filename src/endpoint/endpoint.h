@@ -13,7 +13,18 @@
 #include <stdint.h>
 #include <uv.h>
 
+/* TCP connections; at the cap the longest-idle keep-alive one is closed
+ * to make room, and refused only when none is idle. */
 #define EP_MAX_CONNS 4096
+/* The Unix socket has its own budget, so a TCP flood never locks out the
+ * CLI (status, stop). */
+#define EP_MAX_UNIX_CONNS 64
+/* A request's head must arrive within this from its first byte (or from
+ * the connection), and its body must keep coming at least this often. */
+#define EP_HEADER_TIMEOUT_MS 10000
+/* A keep-alive connection between requests, and a writer whose client
+ * takes nothing, are closed after this long. */
+#define EP_IDLE_TIMEOUT_MS 60000
 #define EP_DEFAULT_PORT 7345
 
 struct endpoint;
@@ -28,6 +39,8 @@ struct endpoint_opts {
 	/* Close a POST's SSE answer on purpose after this many ms (the client
 	 * resumes with Last-Event-ID); 0: never. */
 	uint64_t sse_close_ms;
+	/* 0: EP_HEADER_TIMEOUT_MS and EP_IDLE_TIMEOUT_MS. */
+	uint64_t header_timeout_ms, idle_timeout_ms;
 	/* Control requests, accepted on the Unix socket only:
 	 * POST /control/stop ("shutdown"), /control/reload ("reload"),
 	 * /control/servers/NAME/stop and .../restart ("stop", "restart",

@@ -23,19 +23,37 @@ struct session;
 #define EP_READ_KEEP (64 * 1024)
 #define EP_MAX_BATCH 100
 #define EP_SSE_RETRY_MS 1000
+/* Output a connection may hold (its queued writes plus what waits for the
+ * end of the loop turn). Over it, the client is not reading: an SSE
+ * answer is dropped (parked; the client resumes with Last-Event-ID),
+ * anything else is closed. One message larger than the cap still goes
+ * out when nothing else is queued. */
+#define EP_OUT_CAP ((size_t)8 * 1024 * 1024)
+/* Pipelined requests wait while more output than this is queued, so a
+ * client that sends and never reads stalls instead of growing memory. */
+#define EP_OUT_LOW ((size_t)256 * 1024)
+/* How often deadlines are checked (the clock decides, this only wakes). */
+#define EP_SWEEP_MS 500
 
 struct endpoint {
 	uv_loop_t *loop;
 	struct hub *hub;
-	uv_tcp_t tcp;
+	uv_tcp_t tcp_slots[2]; /* the second for a fallback port */
+	uv_tcp_t *tcp;
 	uv_pipe_t pipe;
 	bool have_tcp, have_pipe;
 	int port;
 	char *socket_path;
 	size_t max_body;
 	uint64_t sse_close_ms;
+	uint64_t header_timeout_ms, idle_timeout_ms;
+	/* Input one connection may hold: one whole request (head and
+	 * body); past it, reading stops until the request is answered. */
+	size_t in_cap;
 	struct conn *conns;
-	size_t nconns;
+	size_t nconns;	    /* all connections */
+	size_t nconns_unix; /* of which on the Unix socket (own budget) */
+	uv_timer_t sweep;   /* header, idle and stalled-writer deadlines */
 	unsigned open_handles;
 	bool freeing;
 	bool draining;
@@ -99,12 +117,28 @@ struct conn {
 	bool prime_pending; /* the SSE priming event is still to be sent */
 	char prime_id[24];
 	int handles; /* open libuv handles of this conn */
+
+	/* Limits. */
+	bool reading;	 /* uv_read_start is in effect */
+	bool processing; /* inside ep_conn_process (no recursion) */
+	bool idle;	 /* between requests, nothing of the next one yet */
+	bool over;	 /* output went over EP_OUT_CAP: dropped at flush */
+	uint64_t deadline_ms; /* header or idle deadline; 0: none */
+	uint64_t write_ms;    /* last progress of queued writes */
 };
 
 /* endpoint.c: connections, writing and simple answers */
 void ep_write(struct conn *c, const char *data, size_t len);
 void ep_write_buf(struct conn *c, struct buf *b);
+/* Closes at once (what the socket does not take now is dropped).
+ * Idempotent: any path may call it, once or more. */
 void ep_conn_close(struct conn *c);
+/* Closes a connection whose client stopped reading: a POST's SSE stream is
+ * parked first, so its calls go on and the client can resume it. */
+void ep_conn_overflow(struct conn *c);
+/* Closes connections past their deadline (header, idle, stalled writes)
+ * at time now; the sweep timer calls it with clock_now_ms(). */
+void ep_sweep(struct endpoint *ep, uint64_t now);
 /* The current request is answered: read the next one. */
 void ep_conn_request_done(struct conn *c);
 void ep_respond(struct conn *c, int status, const char *ctype, const char *body,

@@ -31,8 +31,30 @@ enum httpparse_phase {
  * continues across feeds from the start of the next header. */
 enum httpparse_hpiece { HP_NONE, HP_FIELD, HP_VALUE };
 
+/* Our own check of chunked framing over the bytes the library took: the
+ * library, built lenient, skips the CRLF after chunk data unchecked. */
+enum httpparse_chunk {
+	CK_SIZE,
+	CK_EXT,
+	CK_SIZE_LF,
+	CK_DATA,
+	CK_DATA_CR,
+	CK_DATA_LF,
+	CK_TRAILER_START,
+	CK_TRAILER,
+	CK_END_LF,
+	CK_END,
+};
+
 struct httpparse {
 	http_parser hp;
+	struct buf head;   /* the head, gathered until it ends */
+	size_t head_scan;  /* head bytes known not to end it */
+	bool head_started; /* the request line has begun */
+	bool chunked;	   /* the body is chunked: framing checked */
+	enum httpparse_chunk ck;
+	uint64_t ck_left; /* chunk data bytes still to come */
+	bool ck_digits;	  /* a size digit was seen */
 	size_t max_body;
 	enum httpparse_phase phase;
 	bool headers_complete;
@@ -153,6 +175,36 @@ static enum http_method httpparse_map_method(unsigned m)
 	}
 }
 
+/* Headers that mean one thing: two of them are two readings of the
+ * request (RFC 9112 says 400 for two Hosts), and which one a check sees
+ * must not be a matter of order. */
+static bool httpparse_has_duplicate(const struct http_request *r)
+{
+	static const char *const single[] = {
+		"host",
+		"origin",
+		"content-type",
+		"content-length",
+		"mcp-session-id",
+		"mcp-protocol-version",
+		"last-event-id",
+		"transfer-encoding",
+		NULL,
+	};
+	for (size_t i = 0; i < r->nheaders; i++) {
+		bool is_single = false;
+		for (int k = 0; single[k]; k++)
+			if (strcmp(r->headers[i].name, single[k]) == 0)
+				is_single = true;
+		if (!is_single)
+			continue;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(r->headers[j].name, r->headers[i].name) == 0)
+				return true;
+	}
+	return false;
+}
+
 static int httpparse_headers_complete_cb(http_parser *hp)
 {
 	struct httpparse *p = hp->data;
@@ -162,6 +214,10 @@ static int httpparse_headers_complete_cb(http_parser *hp)
 		httpparse_commit_header(p);
 	p->hpiece = HP_NONE;
 	p->headers_complete = true;
+	if (httpparse_has_duplicate(r))
+		return httpparse_fail(p, 400,
+				      "a single-valued header is "
+				      "repeated");
 
 	r->method = httpparse_map_method(hp->method);
 	r->http_major = hp->http_major;
@@ -182,6 +238,8 @@ static int httpparse_headers_complete_cb(http_parser *hp)
 		return httpparse_fail(p, 501, "upgrade not supported");
 
 	bool chunked = (hp->flags & F_CHUNKED) != 0;
+	p->chunked = chunked;
+	p->ck = CK_SIZE;
 	bool has_length = (hp->flags & F_CONTENTLENGTH) &&
 			  hp->content_length != ULLONG_MAX;
 	if (!chunked && has_length && hp->content_length > p->max_body)
@@ -256,6 +314,13 @@ static void httpparse_clear_request(struct httpparse *p)
 	p->hpiece = HP_NONE;
 	p->header_bytes = 0;
 	p->phase = PHASE_HEADERS;
+	buf_reset(&p->head);
+	p->head_scan = 0;
+	p->head_started = false;
+	p->chunked = false;
+	p->ck = CK_SIZE;
+	p->ck_left = 0;
+	p->ck_digits = false;
 }
 
 struct httpparse *httpparse_new(size_t max_body)
@@ -266,6 +331,7 @@ struct httpparse *httpparse_new(size_t max_body)
 	buf_init(&p->field);
 	buf_init(&p->value);
 	buf_init(&p->body);
+	buf_init(&p->head);
 	http_parser_init(&p->hp, HTTP_REQUEST);
 	p->hp.data = p;
 	p->phase = PHASE_HEADERS;
@@ -281,6 +347,7 @@ void httpparse_free(struct httpparse *p)
 	buf_free(&p->field);
 	buf_free(&p->value);
 	buf_free(&p->body);
+	buf_free(&p->head);
 	free(p);
 }
 
@@ -297,6 +364,181 @@ static enum httpparse_state httpparse_check(struct httpparse *p)
 	return HTTPPARSE_ERROR;
 }
 
+/* Where the head in p->head ends (just past its empty line), or 0 when
+ * it has not ended yet. Resumes where the last look stopped. */
+static size_t httpparse_head_end(struct httpparse *p)
+{
+	const char *d = p->head.data;
+	size_t len = p->head.len, i = p->head_scan;
+	for (; i < len; i++) {
+		if (d[i] != '\n')
+			continue;
+		if (i + 1 < len && d[i + 1] == '\n')
+			return i + 2;
+		if (i + 2 < len && d[i + 1] == '\r' && d[i + 2] == '\n')
+			return i + 3;
+		if (i + 2 >= len)
+			break; /* undecided until more comes */
+	}
+	p->head_scan = i;
+	return 0;
+}
+
+/* Bytes no head may hold, checked as they come so garbage is refused at
+ * once, not when the head limit is reached; each byte is judged alone, so
+ * the answer does not depend on the split either. */
+static bool httpparse_head_bytes_ok(struct httpparse *p, size_t from)
+{
+	const unsigned char *d = (const unsigned char *)p->head.data;
+	for (size_t i = from; i < p->head.len; i++) {
+		unsigned char ch = d[i];
+		if ((ch < 0x20 && ch != '\r' && ch != '\n' && ch != '\t') ||
+		    ch == 0x7f)
+			return false;
+		/* The request line starts with a method (after any empty
+		 * lines). */
+		if (!p->head_started && ch != '\r' && ch != '\n') {
+			if (ch < 'A' || ch > 'Z')
+				return false;
+			p->head_started = true;
+		}
+	}
+	return true;
+}
+
+/* One step of the chunked-framing check; false on bad framing. */
+static bool httpparse_chunk_byte(struct httpparse *p, char ch)
+{
+	switch (p->ck) {
+	case CK_SIZE: {
+		int v = ch >= '0' && ch <= '9'	 ? ch - '0'
+			: ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+			: ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+						 : -1;
+		if (v >= 0) {
+			if (p->ck_left > (UINT64_MAX >> 4))
+				return false;
+			p->ck_left = p->ck_left * 16 + (uint64_t)v;
+			p->ck_digits = true;
+			return true;
+		}
+		if (!p->ck_digits)
+			return false;
+		if (ch == ';' || ch == ' ' || ch == '\t')
+			p->ck = CK_EXT;
+		else if (ch == '\r')
+			p->ck = CK_SIZE_LF;
+		else
+			return false;
+		return true;
+	}
+	case CK_EXT:
+		if (ch == '\r')
+			p->ck = CK_SIZE_LF;
+		return ch != '\n';
+	case CK_SIZE_LF:
+		if (ch != '\n')
+			return false;
+		p->ck_digits = false;
+		p->ck = p->ck_left ? CK_DATA : CK_TRAILER_START;
+		return true;
+	case CK_DATA:
+		if (--p->ck_left == 0)
+			p->ck = CK_DATA_CR;
+		return true;
+	case CK_DATA_CR:
+		p->ck = CK_DATA_LF;
+		return ch == '\r';
+	case CK_DATA_LF:
+		p->ck = CK_SIZE;
+		return ch == '\n';
+	case CK_TRAILER_START:
+		p->ck = ch == '\r' ? CK_END_LF : CK_TRAILER;
+		return ch != '\n';
+	case CK_TRAILER:
+		if (ch == '\n')
+			p->ck = CK_TRAILER_START;
+		return true;
+	case CK_END_LF:
+		p->ck = CK_END;
+		return ch == '\n';
+	case CK_END:
+		return false;
+	}
+	return false;
+}
+
+static bool httpparse_chunk_check(struct httpparse *p, const char *d,
+				  size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (p->ck == CK_DATA && p->ck_left > 1) {
+			/* Skip the data in one step. */
+			size_t skip = p->ck_left - 1 < len - i
+					      ? (size_t)(p->ck_left - 1)
+					      : len - i;
+			p->ck_left -= skip;
+			i += skip - 1;
+			continue;
+		}
+		if (!httpparse_chunk_byte(p, d[i]))
+			return false;
+	}
+	return true;
+}
+
+/* The head is whole (or over its limit): parsed in one piece, so any
+ * split gives the same answer. end is its length in p->head, old how
+ * much of it earlier feeds gave. */
+static enum httpparse_state httpparse_feed_head(struct httpparse *p, size_t end,
+						size_t old, size_t *consumed)
+{
+	const char *d = p->head.data;
+	for (size_t i = 0; i < end; i++)
+		if (d[i] == '\r' && (i + 1 == end || d[i + 1] != '\n')) {
+			httpparse_fail(p, 400, "bare CR in the request head");
+			return httpparse_check(p);
+		}
+	size_t n = http_parser_execute(&p->hp, &httpparse_settings, d, end);
+	enum http_errno e = HTTP_PARSER_ERRNO(&p->hp);
+	if (p->err_status || (e != HPE_OK && e != HPE_PAUSED))
+		return httpparse_check(p);
+	if (p->headers_pending) {
+		/* Paused on the final LF of the headers, which the library has
+		 * not counted yet: let it take that byte so the body starts
+		 * right after the head. */
+		p->headers_pending = false;
+		p->phase = PHASE_BODY;
+		http_parser_pause(&p->hp, 0);
+		if (n < end)
+			n += http_parser_execute(&p->hp, &httpparse_settings,
+						 d + n, 1);
+		if (p->err_status || HTTP_PARSER_ERRNO(&p->hp) != HPE_OK)
+			return httpparse_check(p);
+	}
+	if (p->phase == PHASE_HEADERS && end >= HTTP_MAX_HEAD) {
+		/* Over the limit and still no end: too large. */
+		httpparse_fail(p, 431, "request headers too large");
+		return httpparse_check(p);
+	}
+	if (n != end) {
+		/* The library saw the head end elsewhere than we did: the
+		 * request has two readings. */
+		httpparse_fail(p, 400, "malformed request head");
+		return httpparse_check(p);
+	}
+	*consumed = end - old;
+	if (p->phase == PHASE_DONE)
+		return HTTPPARSE_DONE;
+	if (p->phase == PHASE_BODY)
+		return HTTPPARSE_HEADERS_DONE;
+	/* Only empty lines before a request line: start over. */
+	buf_reset(&p->head);
+	p->head_scan = 0;
+	p->head_started = false;
+	return HTTPPARSE_NEED_MORE;
+}
+
 enum httpparse_state httpparse_feed(struct httpparse *p, const char *data,
 				    size_t len, size_t *consumed)
 {
@@ -309,30 +551,37 @@ enum httpparse_state httpparse_feed(struct httpparse *p, const char *data,
 	if (len == 0)
 		return HTTPPARSE_NEED_MORE;
 
+	if (p->phase == PHASE_HEADERS) {
+		size_t old = p->head.len;
+		size_t take =
+			HTTP_MAX_HEAD - old < len ? HTTP_MAX_HEAD - old : len;
+		buf_append(&p->head, data, take);
+		if (!httpparse_head_bytes_ok(p, old)) {
+			httpparse_fail(p, 400,
+				       "invalid character in the "
+				       "request head");
+			return httpparse_check(p);
+		}
+		size_t end = httpparse_head_end(p);
+		if (end == 0 && p->head.len < HTTP_MAX_HEAD) {
+			*consumed = take;
+			return HTTPPARSE_NEED_MORE;
+		}
+		return httpparse_feed_head(p, end ? end : p->head.len, old,
+					   consumed);
+	}
+
 	size_t n = http_parser_execute(&p->hp, &httpparse_settings, data, len);
 	enum http_errno e = HTTP_PARSER_ERRNO(&p->hp);
 	if (p->err_status || (e != HPE_OK && e != HPE_PAUSED))
 		return httpparse_check(p);
-	if (p->phase == PHASE_DONE) {
-		*consumed = n;
-		return HTTPPARSE_DONE;
-	}
-	if (p->headers_pending) {
-		/* Paused on the final LF of the headers, which the library has
-		 * not counted yet: let it take that byte so the body starts
-		 * at *consumed. */
-		p->headers_pending = false;
-		p->phase = PHASE_BODY;
-		http_parser_pause(&p->hp, 0);
-		if (n < len)
-			n += http_parser_execute(&p->hp, &httpparse_settings,
-						 data + n, 1);
-		if (p->err_status || HTTP_PARSER_ERRNO(&p->hp) != HPE_OK)
-			return httpparse_check(p);
-		*consumed = n;
-		return HTTPPARSE_HEADERS_DONE;
+	if (p->chunked && !httpparse_chunk_check(p, data, n)) {
+		httpparse_fail(p, 400, "invalid chunk framing");
+		return httpparse_check(p);
 	}
 	*consumed = n;
+	if (p->phase == PHASE_DONE)
+		return HTTPPARSE_DONE;
 	return HTTPPARSE_NEED_MORE;
 }
 

@@ -13,6 +13,11 @@
 #define HTTP_MAX_HEADER_BYTES (32 * 1024) /* all names + values */
 #define HTTP_MAX_HEADERS 64
 #define HTTP_DEFAULT_MAX_BODY (4 * 1024 * 1024)
+/* The raw head (request line, headers, separators) is read whole before it
+ * is parsed, so its status never depends on how it was split; a head that
+ * has not ended within this many bytes is refused with 431. */
+#define HTTP_MAX_HEAD                                                          \
+	(HTTP_MAX_URL + HTTP_MAX_HEADER_BYTES + 8 * HTTP_MAX_HEADERS + 1024)
 
 enum http_method {
 	HTTP_M_OTHER,
@@ -54,7 +59,9 @@ struct httpparse *httpparse_new(size_t max_body);
 void httpparse_free(struct httpparse *p);
 
 /* Feeds bytes; *consumed says how many were used (the rest belongs to the
- * next request, feed it again after httpparse_next). */
+ * next request, feed it again after httpparse_next). Strict where the
+ * library is lenient: a bare CR in the head, a second Host, Origin or other
+ * single-valued header, and chunk data not followed by CRLF are errors. */
 enum httpparse_state httpparse_feed(struct httpparse *p, const char *data,
 				    size_t len, size_t *consumed);
 /* The request, valid after HEADERS_DONE (no body yet) or DONE. */
