@@ -380,7 +380,11 @@ static void ep_handle_post(struct conn *c, const struct http_request *req)
 	}
 	c->session_id = xstrdup(session_id(s));
 	c->batch = batch;
-	c->sse = streams && !batch;
+	/* A batch that forwards calls is answered as a stream too: a
+	 * server's request or progress during one of its calls (sampling,
+	 * elicitation) needs a way to the client, and the 2025-03-26 spec
+	 * lets a batch be answered by one response event per request. */
+	c->sse = streams;
 	c->collected = batch ? json_array() : NULL;
 	c->ex = exchange_new(&ep_exchange_ops, c, (unsigned)nrequests);
 	struct exchange *ex = c->ex;
@@ -398,13 +402,22 @@ static void ep_handle_post(struct conn *c, const struct http_request *req)
 }
 
 /* A GET with Last-Event-ID resumes the stream that event belongs to:
- * what was missed is replayed, then the stream goes on here. */
-static bool ep_resume(struct conn *c, struct session *s, const char *last)
+ * what was missed is replayed, then the stream goes on here. Returns 0,
+ * -ENOENT (an unknown id: a new standing stream instead) or -EBUSY
+ * (answered: the stream is still held by another connection). */
+static int ep_resume(struct conn *c, struct session *s, const char *last)
 {
 	struct exchange *ex = NULL;
 	json_t *events = NULL;
-	if (session_stream_resume(s, last, &ex, &events) < 0)
-		return false;
+	int rc = session_stream_resume(s, last, &ex, &events);
+	if (rc == -EBUSY) {
+		ep_fail(c, 409, JR_INVALID_REQUEST,
+			"Conflict: that stream is still open on another "
+			"connection; close it before resuming");
+		return rc;
+	}
+	if (rc < 0)
+		return rc;
 	ep_sse_start(c);
 	size_t i;
 	json_t *ev;
@@ -421,16 +434,17 @@ static bool ep_resume(struct conn *c, struct session *s, const char *last)
 		/* That stream has ended: everything was in the replay. */
 		ep_write(c, "0\r\n\r\n", 5);
 		ep_conn_request_done(c);
-		return true;
+		return 0;
 	}
 	c->ex = ex;
 	c->standing = exchange_standing(ex);
-	exchange_rebind(ex, &ep_exchange_ops, c);
+	/* Checked free by the resume above, on this same turn. */
+	(void)exchange_rebind(ex, &ep_exchange_ops, c);
 	if (c->standing)
 		session_set_stream(s, ex);
 	else
 		ep_arm_early_close(c);
-	return true;
+	return 0;
 }
 
 static void ep_handle_get(struct conn *c, const struct http_request *req)
@@ -448,7 +462,7 @@ static void ep_handle_get(struct conn *c, const struct http_request *req)
 	c->session_id = xstrdup(session_id(s));
 	c->sse = true;
 	const char *last = http_request_header(req, "last-event-id");
-	if (last && ep_resume(c, s, last))
+	if (last && ep_resume(c, s, last) != -ENOENT)
 		return;
 	c->standing = true;
 	c->ex = exchange_new(&ep_exchange_ops, c, 0);

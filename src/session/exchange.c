@@ -1,6 +1,7 @@
 /* One stream of messages to a client, detached when its HTTP side ends. */
 #include "session/exchange.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #include "util/xmalloc.h"
@@ -76,10 +77,12 @@ void exchange_send(struct exchange *ex, json_t *msg)
 	if (ex->record) {
 		char id[32];
 		size_t len = 0;
-		const char *data =
-			ex->record(ex->rctx, ex->stream, msg, NULL, &len, id);
+		char *spill = NULL;
+		const char *data = ex->record(ex->rctx, ex->stream, msg, NULL,
+					      &len, id, &spill);
 		if (ex->attached)
 			ex->ops->deliver(ex->ctx, msg, id, data, len);
+		free(spill);
 	} else if (ex->attached) {
 		ex->ops->deliver(ex->ctx, msg, NULL, NULL, 0);
 	}
@@ -92,10 +95,12 @@ void exchange_send_text(struct exchange *ex, char *text, size_t len,
 {
 	if (ex->record) {
 		char id[32];
-		const char *data =
-			ex->record(ex->rctx, ex->stream, NULL, text, &len, id);
+		char *spill = NULL;
+		const char *data = ex->record(ex->rctx, ex->stream, NULL, text,
+					      &len, id, &spill);
 		if (ex->attached)
 			ex->ops->deliver(ex->ctx, NULL, id, data, len);
+		free(spill);
 	} else {
 		if (ex->attached)
 			ex->ops->deliver(ex->ctx, NULL, NULL, text, len);
@@ -123,12 +128,15 @@ void exchange_detach(struct exchange *ex)
 	ex->attached = false;
 }
 
-void exchange_rebind(struct exchange *ex, const struct exchange_ops *ops,
-		     void *ctx)
+int exchange_rebind(struct exchange *ex, const struct exchange_ops *ops,
+		    void *ctx)
 {
+	if (ex->attached)
+		return -EBUSY;
 	ex->ops = ops;
 	ex->ctx = ctx;
 	ex->attached = true;
+	return 0;
 }
 
 bool exchange_attached(const struct exchange *ex)

@@ -28,11 +28,13 @@ struct exchange_ops {
 
 /* Numbers and keeps a message as an event of stream: text (taken, len
  * bytes) when not NULL, else msg serialized. Writes the event id into id
- * (at least 24 bytes) and returns the text, which stays owned by the
- * recorder; *len gets its length. */
+ * (at least 24 bytes) and returns the text to deliver; *len gets its
+ * length. The text stays owned by the recorder, unless the recorder did
+ * not keep it (an event over its bound): then *spill is set and the
+ * caller frees it after delivery. */
 typedef const char *(*exchange_record_fn)(void *rctx, uint64_t stream,
 					  json_t *msg, char *text, size_t *len,
-					  char *id);
+					  char *id, char **spill);
 
 /* expected: how many responses end it; 0 for a standing stream. Returns
  * with one reference, the endpoint's. */
@@ -61,9 +63,10 @@ void exchange_skip(struct exchange *ex);
 void exchange_end(struct exchange *ex);
 /* The HTTP side is gone (or done): nothing is delivered any more. */
 void exchange_detach(struct exchange *ex);
-/* A new HTTP side takes over a detached exchange (a resumed stream). */
-void exchange_rebind(struct exchange *ex, const struct exchange_ops *ops,
-		     void *ctx);
+/* A new HTTP side takes over a detached exchange (a resumed stream).
+ * -EBUSY when another HTTP side still holds it: a stream has one owner. */
+int exchange_rebind(struct exchange *ex, const struct exchange_ops *ops,
+		    void *ctx);
 bool exchange_attached(const struct exchange *ex);
 /* Every expected response was sent (never true for a standing stream). */
 bool exchange_finished(const struct exchange *ex);

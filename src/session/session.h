@@ -85,7 +85,8 @@ void session_stream_prime(struct session *s, struct exchange *ex, char *id);
 void session_stream_park(struct session *s, struct exchange *ex);
 /* Resuming after last_event_id: *events gets the events to replay (array
  * of {"id","data"}), *ex the exchange that goes on (a reference; NULL when
- * that stream has ended). -ENOENT when the id is not known any more. */
+ * that stream has ended). -ENOENT when the id is not known any more,
+ * -EBUSY when another connection still holds that stream. */
 int session_stream_resume(struct session *s, const char *last_event_id,
 			  struct exchange **ex, json_t **events);
 /* Cancels calls of streams parked for too long. */

@@ -15,6 +15,7 @@
 #include "session/session_int.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/jsonscan.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
@@ -60,8 +61,42 @@ static struct stream_rec *session_stream_by_no(struct session *s, uint64_t no)
 	return NULL;
 }
 
+/* What the ring keeps of an event over its byte bound: for a response,
+ * an error with the same id, so a client that resumes learns the answer
+ * was lost instead of waiting for it; else nothing (an empty event, not
+ * replayed). The ring's bound holds without exception. */
+static char *session_ring_stub(json_t *msg, const char *text, size_t len,
+			       size_t *stub_len)
+{
+	static const char *const keys[] = {"id", "method"};
+	struct jsonscan_span sp[2] = {{0, 0}, {0, 0}};
+	char *id = NULL;
+	if (msg) {
+		json_t *jid = json_object_get(msg, "id");
+		if (jid && json_object_get(msg, "method") == NULL)
+			id = json_dumps(jid, JSON_COMPACT | JSON_ENCODE_ANY);
+	} else if (jsonscan_members(text, len, keys, 2, sp) == 0 &&
+		   sp[0].len > 0 && sp[1].len == 0) {
+		id = xstrndup(text + sp[0].off, sp[0].len);
+	}
+	if (id == NULL) {
+		*stub_len = 0;
+		return xstrdup("");
+	}
+	char *stub = xasprintf(
+		"{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":%d,"
+		"\"message\":\"The answer (%zu bytes) was larger than the "
+		"replay buffer keeps and was lost with the connection; "
+		"send the request again\"}}",
+		id, JR_INTERNAL_ERROR, len);
+	free(id);
+	*stub_len = strlen(stub);
+	return stub;
+}
+
 static const char *session_record_cb(void *rctx, uint64_t stream, json_t *msg,
-				     char *text, size_t *len, char *id)
+				     char *text, size_t *len, char *id,
+				     char **spill)
 {
 	struct session *s = rctx;
 	char *data = text;
@@ -69,8 +104,18 @@ static const char *session_record_cb(void *rctx, uint64_t stream, json_t *msg,
 		data = json_dumps(msg, JSON_COMPACT);
 		*len = strlen(data);
 	}
+	char *keep = data;
+	size_t keep_len = *len;
+	if (keep_len > SESSION_RING_BYTES) {
+		/* Delivered live, but kept only as its stub; the caller
+		 * frees the text once delivered. */
+		keep = session_ring_stub(msg, data, *len, &keep_len);
+		*spill = data;
+	}
 	uint64_t n;
-	const char *kept = session_ring_push(s, stream, data, *len, &n);
+	const char *kept = session_ring_push(s, stream, keep, keep_len, &n);
+	if (*spill)
+		kept = data;
 	struct stream_rec *r = session_stream_by_no(s, stream);
 	if (r)
 		r->last_id = n;
@@ -175,6 +220,12 @@ int session_stream_resume(struct session *s, const char *last_event_id,
 	}
 	if (stream == 0)
 		return -ENOENT;
+	/* A stream another connection still holds is not taken from it:
+	 * two connections would share one exchange, and the old one's
+	 * close would end the new one's calls. */
+	for (struct stream_rec *r = s->streams; r; r = r->next)
+		if (r->no == stream && exchange_attached(r->ex))
+			return -EBUSY;
 	json_t *out = json_array();
 	for (size_t i = 0; i < s->ring_count; i++) {
 		struct ring_ev *ev =
