@@ -756,3 +756,113 @@ Test(httpparse, random_input_never_crashes)
 	cr_assert_gt(counts[HTTPPARSE_ERROR], 100);
 	cr_assert_gt(counts[HTTPPARSE_NEED_MORE], 100);
 }
+
+/* The same error, with the same status, however the bytes are split. */
+static void tp_expect_error_any_split(const char *s, size_t len, int status)
+{
+	static const size_t steps[] = {1, 2, 3, 7, 64, 0};
+	for (int i = 0; steps[i] || i == 5; i++) {
+		size_t step = steps[i] ? steps[i] : len;
+		struct httpparse *p = httpparse_new(HTTP_DEFAULT_MAX_BODY);
+		struct tp_run r = tp_drive(p, s, len, step);
+		cr_assert_eq(r.st, HTTPPARSE_ERROR, "step %zu: state %d", step,
+			     r.st);
+		const char *reason = NULL;
+		cr_assert_eq(httpparse_error(p, &reason), status,
+			     "step %zu: status %d (%s)", step,
+			     httpparse_error(p, &reason), reason);
+		httpparse_free(p);
+		if (steps[i] == 0)
+			break;
+	}
+}
+
+Test(httpparse, second_host_or_origin_is_refused)
+{
+	const char *host = "GET / HTTP/1.1\r\nHost: localhost\r\n"
+			   "Host: evil.example\r\n\r\n";
+	tp_expect_error_any_split(host, strlen(host), 400);
+	const char *origin = "GET / HTTP/1.1\r\nOrigin: http://localhost\r\n"
+			     "Origin: http://evil.example\r\n\r\n";
+	tp_expect_error_any_split(origin, strlen(origin), 400);
+	const char *sid = "GET / HTTP/1.1\r\nMcp-Session-Id: a\r\n"
+			  "mcp-session-id: b\r\n\r\n";
+	tp_expect_error_any_split(sid, strlen(sid), 400);
+	/* Headers that may repeat still do. */
+	struct httpparse *p = httpparse_new(100);
+	const char *ok = "GET / HTTP/1.1\r\nAccept: a\r\nAccept: b\r\n\r\n";
+	struct tp_run r = tp_drive_str(p, ok, strlen(ok));
+	cr_assert_eq(r.st, HTTPPARSE_DONE);
+	httpparse_free(p);
+}
+
+Test(httpparse, bare_cr_in_the_head_is_refused)
+{
+	/* Lenient parsing read this as `origin: ...`. */
+	const char *s = "GET / HTTP/1.1\r\nX:\rXOrigin: http://evil\r\n\r\n";
+	tp_expect_error_any_split(s, strlen(s), 400);
+	const char *end = "GET / HTTP/1.1\r\nHost: a\r\r\n\r\n";
+	tp_expect_error_any_split(end, strlen(end), 400);
+}
+
+Test(httpparse, chunk_framing_is_checked)
+{
+	const char *longer = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+			     "\r\n2\r\nabcdef\r\n0\r\n\r\n";
+	tp_expect_error_any_split(longer, strlen(longer), 400);
+	const char *no_crlf =
+		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+		"\r\n2\r\nab0\r\n\r\n";
+	tp_expect_error_any_split(no_crlf, strlen(no_crlf), 400);
+	const char *bare = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+			   "\r\n2\rXab\r\n0\r\n\r\n";
+	tp_expect_error_any_split(bare, strlen(bare), 400);
+	/* Good framing with an extension and a trailer, in any split. */
+	const char *good = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+			   "\r\n3;x=y\r\nabc\r\n2\r\nde\r\n0\r\nT: v\r\n\r\n";
+	for (size_t step = 1; step <= strlen(good); step++) {
+		struct httpparse *p = httpparse_new(100);
+		struct tp_run r = tp_drive_str(p, good, step);
+		cr_assert_eq(r.st, HTTPPARSE_DONE, "step %zu", step);
+		cr_assert_str_eq(httpparse_request(p)->body, "abcde");
+		httpparse_free(p);
+	}
+}
+
+Test(httpparse, status_does_not_depend_on_the_split)
+{
+	/* The fuzzer's case: 400 whole, 431 byte by byte before. */
+	struct buf b;
+	buf_init(&b);
+	buf_puts(&b, "GET / HTTP/1.1\r\n");
+	for (int i = 0; i < 64; i++)
+		buf_puts(&b, "g:\n");
+	buf_puts(&b, "o\xef\r\n\r\n");
+	struct httpparse *p = httpparse_new(100);
+	struct tp_run whole = tp_drive(p, b.data, b.len, b.len);
+	int want = httpparse_error(p, NULL);
+	cr_assert_eq(whole.st, HTTPPARSE_ERROR);
+	httpparse_free(p);
+	tp_expect_error_any_split(b.data, b.len, want);
+	/* A head that never ends: 431 at the head limit, in any split. */
+	buf_reset(&b);
+	buf_puts(&b, "GET / HTTP/1.1\r\n");
+	while (b.len < HTTP_MAX_HEAD + 100)
+		buf_puts(
+			&b,
+			"X-A: bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\r\n");
+	tp_expect_error_any_split(b.data, b.len, 431);
+	buf_free(&b);
+}
+
+Test(httpparse, garbage_is_refused_at_once)
+{
+	/* No need to wait for the head's end to refuse what no head has. */
+	struct httpparse *p = httpparse_new(100);
+	size_t c;
+	cr_assert_eq(httpparse_feed(p, "\x01", 1, &c), HTTPPARSE_ERROR);
+	httpparse_free(p);
+	p = httpparse_new(100);
+	cr_assert_eq(httpparse_feed(p, "get ", 4, &c), HTTPPARSE_ERROR);
+	httpparse_free(p);
+}
