@@ -65,6 +65,11 @@ static void ep_write_cb(uv_write_t *req, int status)
 		return;
 	}
 	c->write_ms = clock_now_ms();
+	/* While output waited, the client could not be expected to send:
+	 * the head of a request behind it gets its full time from now. */
+	if (c->state == CONN_READING && !c->idle &&
+	    c->u.s.write_queue_size == 0)
+		c->deadline_ms = c->write_ms + c->ep->header_timeout_ms;
 	ep_conn_resume(c);
 }
 
@@ -418,12 +423,20 @@ static void ep_conn_process(struct conn *c)
 	if (c->processing)
 		return;
 	c->processing = true;
-	while (c->state == CONN_READING && c->in.len > 0 &&
+	while (c->state == CONN_READING && (c->in.len > 0 || c->lent_len > 0) &&
 	       ep_conn_pending(c) <= EP_OUT_LOW) {
+		/* Buffered input first; lent bytes only come when none is. */
+		bool own = c->in.len > 0;
 		size_t used = 0;
 		enum httpparse_state st =
-			httpparse_feed(c->hp, c->in.data, c->in.len, &used);
-		buf_consume(&c->in, used);
+			httpparse_feed(c->hp, own ? c->in.data : c->lent,
+				       own ? c->in.len : c->lent_len, &used);
+		if (own) {
+			buf_consume(&c->in, used);
+		} else {
+			c->lent += used;
+			c->lent_len -= used;
+		}
 		if (st == HTTPPARSE_NEED_MORE)
 			break;
 		if (st == HTTPPARSE_HEADERS_DONE) {
@@ -460,12 +473,14 @@ static void ep_conn_process(struct conn *c)
 	ep_conn_update_read(c);
 }
 
+/* Every connection reads into the endpoint's one buffer (libuv reads one
+ * stream at a time and hands the bytes over at once), so a connection
+ * holds no read buffer of its own while it waits. */
 static void ep_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
 	struct conn *c = h->data;
-	buf_reserve(&c->in, EP_READ_CHUNK);
-	b->base = c->in.data + c->in.len;
-	b->len = EP_READ_CHUNK;
+	b->base = c->ep->rbuf;
+	b->len = sizeof c->ep->rbuf;
 }
 
 static void ep_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
@@ -481,24 +496,38 @@ static void ep_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 		c->lingered += (size_t)n;
 		if (c->lingered > EP_LINGER_BYTES)
 			ep_conn_close(c);
-		return; /* thrown away: the buffer is reused */
+		return; /* thrown away */
 	}
-	c->in.len += (size_t)n;
-	c->in.data[c->in.len] = '\0';
-	if (c->state == CONN_READING) {
-		uint64_t now = clock_now_ms();
-		if (c->idle) {
-			/* A request starts: its head has a deadline. */
-			c->idle = false;
-			c->deadline_ms = now + c->ep->header_timeout_ms;
-		} else if (httpparse_request(c->hp)->url != NULL) {
-			/* A body that keeps coming keeps its request. */
-			c->deadline_ms = now + c->ep->header_timeout_ms;
-		}
-		ep_conn_process(c);
-	} else {
-		ep_conn_update_read(c);
+	if (c->state != CONN_READING || c->in.len > 0 || c->processing) {
+		/* Kept for later, within the input cap. */
+		buf_append(&c->in, b->base, (size_t)n);
+		if (c->state == CONN_READING)
+			ep_conn_process(c);
+		else
+			ep_conn_update_read(c);
+		return;
 	}
+	uint64_t now = clock_now_ms();
+	if (c->idle) {
+		/* A request starts: its head has a deadline. */
+		c->idle = false;
+		c->deadline_ms = now + c->ep->header_timeout_ms;
+	} else if (httpparse_request(c->hp)->url != NULL) {
+		/* A body that keeps coming keeps its request. */
+		c->deadline_ms = now + c->ep->header_timeout_ms;
+	}
+	/* The common case: parsed straight from the shared buffer, and only
+	 * what the parser leaves (pipelined bytes behind a request that is
+	 * answered later) is copied. */
+	c->lent = b->base;
+	c->lent_len = (size_t)n;
+	ep_conn_process(c);
+	if (c->lent_len > 0 &&
+	    (c->state == CONN_READING || c->state == CONN_BUSY))
+		buf_append(&c->in, c->lent, c->lent_len);
+	c->lent = NULL;
+	c->lent_len = 0;
+	ep_conn_update_read(c);
 }
 
 void ep_sweep(struct endpoint *ep, uint64_t now)
@@ -506,7 +535,9 @@ void ep_sweep(struct endpoint *ep, uint64_t now)
 	struct conn *next;
 	for (struct conn *c = ep->conns; c; c = next) {
 		next = c->next;
-		if (c->deadline_ms && now >= c->deadline_ms)
+		/* Output still queued: the stalled-writer rule applies. */
+		if (c->deadline_ms && now >= c->deadline_ms &&
+		    c->u.s.write_queue_size == 0)
 			ep_conn_close(c);
 		else if (c->u.s.write_queue_size > 0 &&
 			 now - c->write_ms >= ep->idle_timeout_ms)
@@ -523,14 +554,23 @@ static void ep_sweep_cb(uv_timer_t *t)
  * keep-alive connection costs its client only a reconnect. */
 static bool ep_evict_idle(struct endpoint *ep, bool is_unix)
 {
-	struct conn *oldest = NULL;
-	for (struct conn *c = ep->conns; c; c = c->next)
-		if (c->is_unix == is_unix && c->state == CONN_READING &&
-		    c->idle)
-			oldest = c; /* newest first: the last one is oldest */
-	if (oldest == NULL)
+	/* Else the oldest one still sending its request: at the cap, the
+	 * slowest senders are the likeliest to be holding slots on purpose,
+	 * and a connection being answered is never cut for a newcomer. */
+	struct conn *idle = NULL, *reading = NULL;
+	for (struct conn *c = ep->conns; c; c = c->next) {
+		if (c->is_unix != is_unix || c->state != CONN_READING)
+			continue;
+		/* Newest first: the last match is the oldest. */
+		if (c->idle)
+			idle = c;
+		else
+			reading = c;
+	}
+	struct conn *victim = idle ? idle : reading;
+	if (victim == NULL)
 		return false;
-	ep_conn_close(oldest);
+	ep_conn_close(victim);
 	return true;
 }
 
@@ -631,7 +671,9 @@ int endpoint_start(uv_loop_t *loop, struct hub *hub,
 	ep->loop = loop;
 	ep->hub = hub;
 	ep->max_body = opts->max_body ? opts->max_body : HTTP_DEFAULT_MAX_BODY;
-	ep->in_cap = ep->max_body + HTTP_MAX_HEAD + EP_READ_CHUNK;
+	/* The parser holds the request it reads (its body up to max_body);
+	 * this is what may wait behind it: the next request's head. */
+	ep->in_cap = HTTP_MAX_HEAD + sizeof ep->rbuf;
 	ep->sse_close_ms = opts->sse_close_ms;
 	ep->header_timeout_ms = opts->header_timeout_ms
 					? opts->header_timeout_ms

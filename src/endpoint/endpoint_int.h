@@ -18,7 +18,6 @@
 
 struct session;
 
-#define EP_READ_CHUNK 4096
 /* A read buffer grown past this by a large body is let go afterwards. */
 #define EP_READ_KEEP (64 * 1024)
 #define EP_MAX_BATCH 100
@@ -64,6 +63,7 @@ struct endpoint {
 	 * after every callback of that turn has run. */
 	uv_check_t flush;
 	struct conn *dirty;
+	char rbuf[64 * 1024]; /* every read lands here first */
 };
 
 /* Who is at the other end of a TCP connection (auth.c), learnt once. */
@@ -125,6 +125,9 @@ struct conn {
 	bool over;	 /* output went over EP_OUT_CAP: dropped at flush */
 	uint64_t deadline_ms; /* header or idle deadline; 0: none */
 	uint64_t write_ms;    /* last progress of queued writes */
+	const char *lent;     /* unparsed bytes in the endpoint's read buffer,
+				 during a read callback only */
+	size_t lent_len;
 };
 
 /* endpoint.c: connections, writing and simple answers */
