@@ -51,6 +51,8 @@ struct httpparse {
 	struct buf head;   /* the head, gathered until it ends */
 	size_t head_scan;  /* head bytes known not to end it */
 	bool head_started; /* the request line has begun */
+	unsigned singles;  /* single-valued headers seen (bits) */
+	bool repeated;	   /* one of them came twice */
 	bool chunked;	   /* the body is chunked: framing checked */
 	enum httpparse_chunk ck;
 	uint64_t ck_left; /* chunk data bytes still to come */
@@ -75,6 +77,45 @@ static int httpparse_fail(struct httpparse *p, int status, const char *reason)
 	return -1;
 }
 
+/* Headers that mean one thing: two of them are two readings of the
+ * request (RFC 9112 says 400 for two Hosts), and which one a check sees
+ * must not be a matter of order. Their bit in p->singles, or 0. */
+static unsigned httpparse_single_bit(const char *name, size_t len)
+{
+	/* By length first: most headers fall through at once. */
+	const char *want;
+	unsigned bit;
+	switch (len) {
+	case 4:
+		want = "host", bit = 1;
+		break;
+	case 6:
+		want = "origin", bit = 2;
+		break;
+	case 12:
+		want = "content-type", bit = 4;
+		break;
+	case 13:
+		want = "last-event-id", bit = 8;
+		break;
+	case 14:
+		if (name[0] == 'm')
+			want = "mcp-session-id", bit = 16;
+		else
+			want = "content-length", bit = 32;
+		break;
+	case 17:
+		want = "transfer-encoding", bit = 64;
+		break;
+	case 20:
+		want = "mcp-protocol-version", bit = 128;
+		break;
+	default:
+		return 0;
+	}
+	return memcmp(name, want, len) == 0 ? bit : 0;
+}
+
 static void httpparse_commit_header(struct httpparse *p)
 {
 	struct http_request *r = &p->req;
@@ -95,6 +136,10 @@ static void httpparse_commit_header(struct httpparse *p)
 	}
 	while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
 		vlen--;
+	unsigned bit = httpparse_single_bit(name, strlen(name));
+	if (p->singles & bit)
+		p->repeated = true;
+	p->singles |= bit;
 	r->headers[r->nheaders].name = name;
 	r->headers[r->nheaders].value = xstrndup(v, vlen);
 	r->nheaders++;
@@ -175,36 +220,6 @@ static enum http_method httpparse_map_method(unsigned m)
 	}
 }
 
-/* Headers that mean one thing: two of them are two readings of the
- * request (RFC 9112 says 400 for two Hosts), and which one a check sees
- * must not be a matter of order. */
-static bool httpparse_has_duplicate(const struct http_request *r)
-{
-	static const char *const single[] = {
-		"host",
-		"origin",
-		"content-type",
-		"content-length",
-		"mcp-session-id",
-		"mcp-protocol-version",
-		"last-event-id",
-		"transfer-encoding",
-		NULL,
-	};
-	for (size_t i = 0; i < r->nheaders; i++) {
-		bool is_single = false;
-		for (int k = 0; single[k]; k++)
-			if (strcmp(r->headers[i].name, single[k]) == 0)
-				is_single = true;
-		if (!is_single)
-			continue;
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(r->headers[j].name, r->headers[i].name) == 0)
-				return true;
-	}
-	return false;
-}
-
 static int httpparse_headers_complete_cb(http_parser *hp)
 {
 	struct httpparse *p = hp->data;
@@ -214,7 +229,7 @@ static int httpparse_headers_complete_cb(http_parser *hp)
 		httpparse_commit_header(p);
 	p->hpiece = HP_NONE;
 	p->headers_complete = true;
-	if (httpparse_has_duplicate(r))
+	if (p->repeated)
 		return httpparse_fail(p, 400,
 				      "a single-valued header is "
 				      "repeated");
@@ -317,6 +332,8 @@ static void httpparse_clear_request(struct httpparse *p)
 	buf_reset(&p->head);
 	p->head_scan = 0;
 	p->head_started = false;
+	p->singles = 0;
+	p->repeated = false;
 	p->chunked = false;
 	p->ck = CK_SIZE;
 	p->ck_left = 0;
@@ -370,38 +387,38 @@ static size_t httpparse_head_end(struct httpparse *p)
 {
 	const char *d = p->head.data;
 	size_t len = p->head.len, i = p->head_scan;
-	for (; i < len; i++) {
-		if (d[i] != '\n')
-			continue;
+	while (i < len) {
+		const char *lf = memchr(d + i, '\n', len - i);
+		if (lf == NULL) {
+			i = len;
+			break;
+		}
+		i = (size_t)(lf - d);
 		if (i + 1 < len && d[i + 1] == '\n')
 			return i + 2;
 		if (i + 2 < len && d[i + 1] == '\r' && d[i + 2] == '\n')
 			return i + 3;
 		if (i + 2 >= len)
 			break; /* undecided until more comes */
+		i++;
 	}
 	p->head_scan = i;
 	return 0;
 }
 
-/* Bytes no head may hold, checked as they come so garbage is refused at
- * once, not when the head limit is reached; each byte is judged alone, so
- * the answer does not depend on the split either. */
-static bool httpparse_head_bytes_ok(struct httpparse *p, size_t from)
+/* Garbage is refused at once, not when the head limit is reached: a
+ * request line starts with a method (after any empty lines). Judged by
+ * one byte, so the answer does not depend on the split either; the rest
+ * is the library's, on the whole head. */
+static bool httpparse_head_start_ok(struct httpparse *p, size_t from)
 {
-	const unsigned char *d = (const unsigned char *)p->head.data;
-	for (size_t i = from; i < p->head.len; i++) {
-		unsigned char ch = d[i];
-		if ((ch < 0x20 && ch != '\r' && ch != '\n' && ch != '\t') ||
-		    ch == 0x7f)
+	const char *d = p->head.data;
+	for (size_t i = from; i < p->head.len && !p->head_started; i++) {
+		if (d[i] == '\r' || d[i] == '\n')
+			continue;
+		if (d[i] < 'A' || d[i] > 'Z')
 			return false;
-		/* The request line starts with a method (after any empty
-		 * lines). */
-		if (!p->head_started && ch != '\r' && ch != '\n') {
-			if (ch < 'A' || ch > 'Z')
-				return false;
-			p->head_started = true;
-		}
+		p->head_started = true;
 	}
 	return true;
 }
@@ -494,11 +511,13 @@ static enum httpparse_state httpparse_feed_head(struct httpparse *p, size_t end,
 						size_t old, size_t *consumed)
 {
 	const char *d = p->head.data;
-	for (size_t i = 0; i < end; i++)
-		if (d[i] == '\r' && (i + 1 == end || d[i + 1] != '\n')) {
+	for (const char *cr = memchr(d, '\r', end); cr;
+	     cr = memchr(cr + 1, '\r', end - (size_t)(cr + 1 - d))) {
+		if ((size_t)(cr - d) + 1 == end || cr[1] != '\n') {
 			httpparse_fail(p, 400, "bare CR in the request head");
 			return httpparse_check(p);
 		}
+	}
 	size_t n = http_parser_execute(&p->hp, &httpparse_settings, d, end);
 	enum http_errno e = HTTP_PARSER_ERRNO(&p->hp);
 	if (p->err_status || (e != HPE_OK && e != HPE_PAUSED))
@@ -556,7 +575,7 @@ enum httpparse_state httpparse_feed(struct httpparse *p, const char *data,
 		size_t take =
 			HTTP_MAX_HEAD - old < len ? HTTP_MAX_HEAD - old : len;
 		buf_append(&p->head, data, take);
-		if (!httpparse_head_bytes_ok(p, old)) {
+		if (!httpparse_head_start_ok(p, old)) {
 			httpparse_fail(p, 400,
 				       "invalid character in the "
 				       "request head");
