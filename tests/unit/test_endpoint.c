@@ -1,6 +1,6 @@
 /*
  * The endpoint's connection handling on a real loop and real sockets, with
- * no hub (paths other than /mcp need none) and a fake clock for deadlines:
+ * a hub that serves nothing and a fake clock for deadlines:
  * close after a reset, idempotent close, header and idle timeouts, the
  * output cap, the Unix socket's own budget, and the fallback port taken
  * without running the loop from inside it.
@@ -20,8 +20,10 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "config/config.h"
 #include "endpoint/endpoint.h"
 #include "endpoint/endpoint_int.h"
+#include "session/hub.h"
 #include "util/clock.h"
 
 #define T_HEADER_MS 1000
@@ -30,6 +32,7 @@
 static uint64_t fake_now;
 static uv_loop_t loop;
 static struct endpoint *ep;
+static struct hub *hub;
 static char sock_path[108];
 
 static uint64_t t_clock(void)
@@ -42,6 +45,10 @@ static void t_setup(void)
 	fake_now = 1000000;
 	clock_set_source(t_clock);
 	uv_loop_init(&loop);
+	const char *text = "{\"mcpServers\":{}}";
+	struct config *cfg = config_parse(text, strlen(text), "/tmp/t.json");
+	cr_assert_null(cfg->fatal);
+	hub = hub_new(&loop, cfg, "/tmp", NULL, NULL);
 	snprintf(sock_path, sizeof sock_path, "/tmp/mcpv-ep-test-%d.sock",
 		 (int)getpid());
 	struct endpoint_opts o = {
@@ -51,12 +58,13 @@ static void t_setup(void)
 		.idle_timeout_ms = T_IDLE_MS,
 	};
 	char *err = NULL;
-	cr_assert_eq(endpoint_start(&loop, NULL, &o, &ep, &err), 0, "%s", err);
+	cr_assert_eq(endpoint_start(&loop, hub, &o, &ep, &err), 0, "%s", err);
 }
 
 static void t_teardown(void)
 {
 	endpoint_free(ep);
+	hub_free(hub);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	cr_assert_eq(uv_loop_close(&loop), 0);
 	clock_set_source(NULL);
@@ -328,7 +336,7 @@ static void t_start_cb(uv_timer_t *t)
 {
 	struct endpoint_opts o = {.port = -1};
 	char *err = NULL;
-	ep2_rc = endpoint_start(&loop, NULL, &o, &ep2, &err);
+	ep2_rc = endpoint_start(&loop, hub, &o, &ep2, &err);
 	free(err);
 	uv_close((uv_handle_t *)t, NULL);
 }
