@@ -75,7 +75,7 @@ static char *session_ring_stub(json_t *msg, const char *text, size_t len,
 		json_t *jid = json_object_get(msg, "id");
 		if (jid && json_object_get(msg, "method") == NULL)
 			id = json_dumps(jid, JSON_COMPACT | JSON_ENCODE_ANY);
-	} else if (jsonscan_members(text, len, keys, 2, sp) == 0 &&
+	} else if (jsonscan_members(text, len, keys, 2, sp) >= 0 &&
 		   sp[0].len > 0 && sp[1].len == 0) {
 		id = xstrndup(text + sp[0].off, sp[0].len);
 	}
