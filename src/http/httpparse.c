@@ -383,10 +383,9 @@ static enum httpparse_state httpparse_check(struct httpparse *p)
 
 /* Where the head in p->head ends (just past its empty line), or 0 when
  * it has not ended yet. Resumes where the last look stopped. */
-static size_t httpparse_head_end(struct httpparse *p)
+static size_t httpparse_head_end(const char *d, size_t len, size_t *scan)
 {
-	const char *d = p->head.data;
-	size_t len = p->head.len, i = p->head_scan;
+	size_t i = *scan;
 	while (i < len) {
 		const char *lf = memchr(d + i, '\n', len - i);
 		if (lf == NULL) {
@@ -402,7 +401,7 @@ static size_t httpparse_head_end(struct httpparse *p)
 			break; /* undecided until more comes */
 		i++;
 	}
-	p->head_scan = i;
+	*scan = i;
 	return 0;
 }
 
@@ -410,10 +409,10 @@ static size_t httpparse_head_end(struct httpparse *p)
  * request line starts with a method (after any empty lines). Judged by
  * one byte, so the answer does not depend on the split either; the rest
  * is the library's, on the whole head. */
-static bool httpparse_head_start_ok(struct httpparse *p, size_t from)
+static bool httpparse_head_start_ok(struct httpparse *p, const char *d,
+				    size_t len)
 {
-	const char *d = p->head.data;
-	for (size_t i = from; i < p->head.len && !p->head_started; i++) {
+	for (size_t i = 0; i < len && !p->head_started; i++) {
 		if (d[i] == '\r' || d[i] == '\n')
 			continue;
 		if (d[i] < 'A' || d[i] > 'Z')
@@ -507,10 +506,10 @@ static bool httpparse_chunk_check(struct httpparse *p, const char *d,
 /* The head is whole (or over its limit): parsed in one piece, so any
  * split gives the same answer. end is its length in p->head, old how
  * much of it earlier feeds gave. */
-static enum httpparse_state httpparse_feed_head(struct httpparse *p, size_t end,
+static enum httpparse_state httpparse_feed_head(struct httpparse *p,
+						const char *d, size_t end,
 						size_t old, size_t *consumed)
 {
-	const char *d = p->head.data;
 	for (const char *cr = memchr(d, '\r', end); cr;
 	     cr = memchr(cr + 1, '\r', end - (size_t)(cr + 1 - d))) {
 		if ((size_t)(cr - d) + 1 == end || cr[1] != '\n') {
@@ -574,19 +573,32 @@ enum httpparse_state httpparse_feed(struct httpparse *p, const char *data,
 		size_t old = p->head.len;
 		size_t take =
 			HTTP_MAX_HEAD - old < len ? HTTP_MAX_HEAD - old : len;
-		buf_append(&p->head, data, take);
-		if (!httpparse_head_start_ok(p, old)) {
+		if (!httpparse_head_start_ok(p, data, take)) {
 			httpparse_fail(p, 400,
 				       "invalid character in the "
 				       "request head");
 			return httpparse_check(p);
 		}
-		size_t end = httpparse_head_end(p);
+		if (old == 0) {
+			/* The common case, a whole head in one piece: parsed
+			 * where it lies. */
+			size_t end =
+				httpparse_head_end(data, take, &p->head_scan);
+			if (end)
+				return httpparse_feed_head(p, data, end, 0,
+							   consumed);
+		}
+		/* Else gathered; the look resumes where it stopped (the copy
+		 * starts at the same offset when old is 0). */
+		buf_append(&p->head, data, take);
+		size_t end = httpparse_head_end(p->head.data, p->head.len,
+						&p->head_scan);
 		if (end == 0 && p->head.len < HTTP_MAX_HEAD) {
 			*consumed = take;
 			return HTTPPARSE_NEED_MORE;
 		}
-		return httpparse_feed_head(p, end ? end : p->head.len, old,
+		return httpparse_feed_head(p, p->head.data,
+					   end ? end : p->head.len, old,
 					   consumed);
 	}
 
