@@ -132,6 +132,22 @@ static bool ep_host_is_loopback(const char *host, size_t len)
 	return false;
 }
 
+/* Host is a loopback name and at most a port: nothing after it, so no
+ * other reader can take `localhost:80@evil.example` for another host. */
+static bool ep_host_ok(const char *host)
+{
+	size_t len =
+		host[0] == '[' ? strcspn(host, "]") + 1 : strcspn(host, ":");
+	if (!ep_host_is_loopback(host, len))
+		return false;
+	const char *rest = host + len;
+	if (*rest == '\0')
+		return true;
+	if (*rest++ != ':' || *rest == '\0')
+		return false;
+	return strspn(rest, "0123456789") == strlen(rest);
+}
+
 /* Origin, when sent, must be a loopback page: anything else may be a
  * web page trying DNS rebinding. */
 static bool ep_origin_ok(const char *origin)
@@ -489,10 +505,7 @@ void ep_handle_request(struct conn *c)
 		return;
 	if (!c->is_unix) {
 		const char *host = http_request_header(req, "host");
-		size_t hlen = host ? (host[0] == '[' ? strcspn(host, "]") + 1
-						     : strcspn(host, ":"))
-				   : 0;
-		if (host && !ep_host_is_loopback(host, hlen)) {
+		if (host && !ep_host_ok(host)) {
 			ep_fail(c, 403, JR_INVALID_REQUEST,
 				"Forbidden: Host is not a loopback name");
 			return;

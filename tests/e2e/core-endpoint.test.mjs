@@ -131,7 +131,7 @@ test('R1: resets after Connection: close (and a CLI killed while the runtime was
 	});
 });
 
-test('finding 15: a second Host or Origin, a bare CR and bad chunk framing are refused, however split', {
+test('finding 15: a second Host or Origin, a Host with more than a port, a bare CR and bad chunk framing are refused, however split', {
 	timeout: 30_000,
 }, async (t) => {
 	await withRuntime(t, SERVERS, async (rt) => {
@@ -151,6 +151,16 @@ test('finding 15: a second Host or Origin, a bare CR and bad chunk framing are r
 			]),
 			400,
 			'two Origins',
+		);
+		for (const h of ['localhost:80@evil.example', '[::1]evil', 'localhost:'])
+			assert.equal(
+				await statusOf(p, [`${get}Host: ${h}\r\n\r\n`]),
+				403,
+				`Host: ${h}`,
+			);
+		assert.equal(
+			await statusOf(p, [`${get}Host: 127.0.0.1:7345\r\n\r\n`]),
+			404,
 		);
 		assert.equal(
 			await statusOf(p, [`${get}X:\rXOrigin: http://evil.example\r\n\r\n`]),
