@@ -310,7 +310,7 @@ void ep_conn_request_done(struct conn *c)
 	}
 	httpparse_next(c->hp);
 	c->state = CONN_READING;
-	c->idle = c->in.len == 0;
+	c->idle = c->in.len == 0 && c->lent_len == 0;
 	c->deadline_ms = clock_now_ms() + (c->idle ? c->ep->idle_timeout_ms
 						   : c->ep->header_timeout_ms);
 	/* A buffer that a large body grew is let go; a small one stays for

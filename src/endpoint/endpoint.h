@@ -18,7 +18,7 @@
 #define EP_MAX_CONNS 4096
 /* The Unix socket has its own budget, so a TCP flood never locks out the
  * CLI (status, stop). */
-#define EP_MAX_UNIX_CONNS 64
+#define EP_MAX_UNIX_CONNS 256
 /* A request's head must arrive within this from its first byte (or from
  * the connection), and its body must keep coming at least this often. */
 #define EP_HEADER_TIMEOUT_MS 10000

@@ -57,6 +57,7 @@ struct httpparse {
 	enum httpparse_chunk ck;
 	uint64_t ck_left; /* chunk data bytes still to come */
 	bool ck_digits;	  /* a size digit was seen */
+	bool ck_bad;	  /* the framing broke at the end of the last scan */
 	size_t max_body;
 	enum httpparse_phase phase;
 	bool headers_complete;
@@ -338,6 +339,7 @@ static void httpparse_clear_request(struct httpparse *p)
 	p->ck = CK_SIZE;
 	p->ck_left = 0;
 	p->ck_digits = false;
+	p->ck_bad = false;
 }
 
 struct httpparse *httpparse_new(size_t max_body)
@@ -484,23 +486,31 @@ static bool httpparse_chunk_byte(struct httpparse *p, char ch)
 	return false;
 }
 
-static bool httpparse_chunk_check(struct httpparse *p, const char *d,
-				  size_t len)
+/* How many of d[0..len) the chunked framing allows, checked before the
+ * library sees them: it stops at a bad byte (p->ck_bad) or at the body's
+ * end. The library then parses only that much, so whichever error comes
+ * first in the bytes wins, however they were split. */
+static size_t httpparse_chunk_scan(struct httpparse *p, const char *d,
+				   size_t len)
 {
-	for (size_t i = 0; i < len; i++) {
+	size_t i = 0;
+	while (i < len && p->ck != CK_END) {
 		if (p->ck == CK_DATA && p->ck_left > 1) {
 			/* Skip the data in one step. */
 			size_t skip = p->ck_left - 1 < len - i
 					      ? (size_t)(p->ck_left - 1)
 					      : len - i;
 			p->ck_left -= skip;
-			i += skip - 1;
+			i += skip;
 			continue;
 		}
-		if (!httpparse_chunk_byte(p, d[i]))
-			return false;
+		if (!httpparse_chunk_byte(p, d[i])) {
+			p->ck_bad = true;
+			return i;
+		}
+		i++;
 	}
-	return true;
+	return i;
 }
 
 /* The head is whole (or over its limit): parsed in one piece, so any
@@ -602,11 +612,15 @@ enum httpparse_state httpparse_feed(struct httpparse *p, const char *data,
 					   consumed);
 	}
 
-	size_t n = http_parser_execute(&p->hp, &httpparse_settings, data, len);
-	enum http_errno e = HTTP_PARSER_ERRNO(&p->hp);
-	if (p->err_status || (e != HPE_OK && e != HPE_PAUSED))
-		return httpparse_check(p);
-	if (p->chunked && !httpparse_chunk_check(p, data, n)) {
+	size_t lim = p->chunked ? httpparse_chunk_scan(p, data, len) : len;
+	size_t n = 0;
+	if (lim > 0) {
+		n = http_parser_execute(&p->hp, &httpparse_settings, data, lim);
+		enum http_errno e = HTTP_PARSER_ERRNO(&p->hp);
+		if (p->err_status || (e != HPE_OK && e != HPE_PAUSED))
+			return httpparse_check(p);
+	}
+	if (p->ck_bad && p->phase != PHASE_DONE) {
 		httpparse_fail(p, 400, "invalid chunk framing");
 		return httpparse_check(p);
 	}

@@ -853,6 +853,12 @@ Test(httpparse, status_does_not_depend_on_the_split)
 			"X-A: bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\r\n");
 	tp_expect_error_any_split(b.data, b.len, 431);
 	buf_free(&b);
+	/* The fuzzer again: a bad byte in one chunk size and a too large
+	 * next chunk were 413 whole and 400 split; the first error in the
+	 * bytes wins. */
+	const char *ck = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+			 "5\xcf\r\nhello\r\nFFFFFFF\r\n";
+	tp_expect_error_any_split(ck, strlen(ck), 400);
 }
 
 Test(httpparse, garbage_is_refused_at_once)
