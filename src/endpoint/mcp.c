@@ -241,7 +241,11 @@ static struct session *ep_session_for(struct conn *c,
 
 /* The common case, a single tools/call of a known tool with nothing to
  * rewrite but its name, goes on without a jansson parse or serialisation:
- * scanned, checked, and forwarded as text. True when it was taken. */
+ * scanned, checked, and forwarded as text. True when it was taken. The
+ * scan accepts only text jansson accepts, and only objects whose members
+ * every reader finds alike at the two levels read here (no escaped or
+ * repeated names): anything else takes the general path, which parses
+ * once and forwards what it parsed. */
 static bool ep_text_call(struct conn *c, const struct http_request *req)
 {
 	static const char *const keys[] = {"jsonrpc", "id", "method", "params"};
@@ -250,13 +254,14 @@ static bool ep_text_call(struct conn *c, const struct http_request *req)
 	const char *body = req->body;
 	size_t len = req->body_len;
 	if (c->ep->draining || len == 0 ||
-	    jsonscan_members(body, len, keys, 4, sp) < 0 || sp[0].len != 5 ||
-	    memcmp(body + sp[0].off, "\"2.0\"", 5) != 0 || sp[2].len != 12 ||
+	    jsonscan_members_unique(body, len, keys, 4, sp) < 0 ||
+	    sp[0].len != 5 || memcmp(body + sp[0].off, "\"2.0\"", 5) != 0 ||
+	    sp[2].len != 12 ||
 	    memcmp(body + sp[2].off, "\"tools/call\"", 12) != 0 ||
 	    sp[3].len == 0 || body[sp[3].off] != '{' || sp[1].len == 0)
 		return false;
 	const char *params = body + sp[3].off;
-	if (jsonscan_members(params, sp[3].len, pkeys, 2, pp) < 0 ||
+	if (jsonscan_members_unique(params, sp[3].len, pkeys, 2, pp) < 0 ||
 	    pp[1].len != 0 || pp[0].len < 2 || params[pp[0].off] != '"' ||
 	    memchr(params + pp[0].off, '\\', pp[0].len) != NULL)
 		return false;

@@ -24,8 +24,84 @@ static bool jscan_hex(char c)
 	       (c >= 'A' && c <= 'F');
 }
 
-/* A string at j->i; *plain says whether it had no escapes. UTF-8 validity
- * is the framer's; control characters are refused here. */
+/* The value of the four hex digits at p. */
+static unsigned jscan_hex4(const char *p)
+{
+	unsigned v = 0;
+	for (int k = 0; k < 4; k++) {
+		char c = p[k];
+		v = v * 16 + (unsigned)(c <= '9'   ? c - '0'
+					: c <= 'F' ? c - 'A' + 10
+						   : c - 'a' + 10);
+	}
+	return v;
+}
+
+/* One UTF-8 sequence of 2 to 4 bytes at j->i, as jansson accepts it: no
+ * overlong forms, no surrogates, nothing past U+10FFFF. */
+static int jscan_utf8(struct jscan *j)
+{
+	const unsigned char *p = (const unsigned char *)j->s + j->i;
+	unsigned char c = p[0];
+	size_t n;
+	unsigned v;
+	if (c >= 0xC2 && c <= 0xDF) {
+		n = 2;
+		v = c & 0x1F;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		n = 3;
+		v = c & 0x0F;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		n = 4;
+		v = c & 0x07;
+	} else {
+		return -1;
+	}
+	if (j->len - j->i < n)
+		return -1;
+	for (size_t k = 1; k < n; k++) {
+		if ((p[k] & 0xC0) != 0x80)
+			return -1;
+		v = (v << 6) | (p[k] & 0x3F);
+	}
+	if ((n == 3 && v < 0x800) || (n == 4 && v < 0x10000) || v > 0x10FFFF ||
+	    (v >= 0xD800 && v <= 0xDFFF))
+		return -1;
+	j->i += n;
+	return 0;
+}
+
+/* A \u escape at j->i (the backslash), with its low surrogate when it is
+ * a high one. \u0000 and unpaired surrogates are refused, as jansson does
+ * by default. */
+static int jscan_uescape(struct jscan *j)
+{
+	if (j->len - j->i < 6)
+		return -1;
+	for (int k = 2; k < 6; k++)
+		if (!jscan_hex(j->s[j->i + k]))
+			return -1;
+	unsigned v = jscan_hex4(j->s + j->i + 2);
+	j->i += 6;
+	if (v == 0 || (v >= 0xDC00 && v <= 0xDFFF))
+		return -1;
+	if (v < 0xD800 || v > 0xDBFF)
+		return 0;
+	if (j->len - j->i < 6 || j->s[j->i] != '\\' || j->s[j->i + 1] != 'u')
+		return -1;
+	for (int k = 2; k < 6; k++)
+		if (!jscan_hex(j->s[j->i + k]))
+			return -1;
+	unsigned lo = jscan_hex4(j->s + j->i + 2);
+	if (lo < 0xDC00 || lo > 0xDFFF)
+		return -1;
+	j->i += 6;
+	return 0;
+}
+
+/* A string at j->i; *plain says whether it had no escapes. Refused as
+ * jansson refuses it: control characters, invalid UTF-8, \u0000 and
+ * unpaired surrogates. */
 static int jscan_string(struct jscan *j, bool *plain)
 {
 	if (j->i >= j->len || j->s[j->i] != '"')
@@ -40,18 +116,19 @@ static int jscan_string(struct jscan *j, bool *plain)
 		}
 		if (c < 0x20)
 			return -1;
+		if (c >= 0x80) {
+			if (jscan_utf8(j) < 0)
+				return -1;
+			continue;
+		}
 		if (c == '\\') {
 			*plain = false;
 			if (j->i + 1 >= j->len)
 				return -1;
 			char e = j->s[j->i + 1];
 			if (e == 'u') {
-				if (j->i + 5 >= j->len)
+				if (jscan_uescape(j) < 0)
 					return -1;
-				for (int k = 2; k < 6; k++)
-					if (!jscan_hex(j->s[j->i + k]))
-						return -1;
-				j->i += 6;
 				continue;
 			}
 			if (strchr("\"\\/bfnrt", e) == NULL || e == '\0')
@@ -64,40 +141,83 @@ static int jscan_string(struct jscan *j, bool *plain)
 	return -1;
 }
 
+/* Digits from j->i on; how many. */
+static size_t jscan_digits(struct jscan *j)
+{
+	size_t d = j->i;
+	while (j->i < j->len && j->s[j->i] >= '0' && j->s[j->i] <= '9')
+		j->i++;
+	return j->i - d;
+}
+
+/* Whether an integer of these digits (no sign, no leading zero) fits an
+ * int64, as jansson's strtoll must. */
+static bool jscan_int_fits(const char *d, size_t n, bool neg)
+{
+	if (n != 19)
+		return n < 19;
+	return memcmp(d, neg ? "9223372036854775808" : "9223372036854775807",
+		      19) <= 0;
+}
+
+/* A number, refused where jansson refuses it: an integer beyond int64, a
+ * real that overflows a double. Reals of 1e308 and up are refused too (a
+ * few of those are finite; the caller's full parse takes them). */
 static int jscan_number(struct jscan *j)
 {
-	size_t start = j->i;
-	if (j->i < j->len && j->s[j->i] == '-')
+	bool neg = false;
+	if (j->i < j->len && j->s[j->i] == '-') {
+		neg = true;
 		j->i++;
+	}
 	if (j->i >= j->len)
 		return -1;
+	size_t int_at = j->i, nint;
 	if (j->s[j->i] == '0') {
 		j->i++;
+		nint = 1;
 	} else if (j->s[j->i] >= '1' && j->s[j->i] <= '9') {
-		while (j->i < j->len && j->s[j->i] >= '0' && j->s[j->i] <= '9')
-			j->i++;
+		nint = jscan_digits(j);
 	} else {
 		return -1;
 	}
+	size_t frac_at = 0, nfrac = 0;
 	if (j->i < j->len && j->s[j->i] == '.') {
 		j->i++;
-		size_t d = j->i;
-		while (j->i < j->len && j->s[j->i] >= '0' && j->s[j->i] <= '9')
-			j->i++;
-		if (j->i == d)
+		frac_at = j->i;
+		if ((nfrac = jscan_digits(j)) == 0)
 			return -1;
 	}
+	bool has_exp = false, exp_neg = false;
+	long long exp = 0;
 	if (j->i < j->len && (j->s[j->i] == 'e' || j->s[j->i] == 'E')) {
+		has_exp = true;
 		j->i++;
 		if (j->i < j->len && (j->s[j->i] == '+' || j->s[j->i] == '-'))
-			j->i++;
+			exp_neg = j->s[j->i++] == '-';
 		size_t d = j->i;
-		while (j->i < j->len && j->s[j->i] >= '0' && j->s[j->i] <= '9')
-			j->i++;
-		if (j->i == d)
+		if (jscan_digits(j) == 0)
 			return -1;
+		for (size_t k = d; k < j->i && exp < 1000000000000000LL; k++)
+			exp = exp * 10 + (j->s[k] - '0');
+		if (exp_neg)
+			exp = -exp;
 	}
-	return j->i > start ? 0 : -1;
+	if (frac_at == 0 && !has_exp)
+		return jscan_int_fits(j->s + int_at, nint, neg) ? 0 : -1;
+	/* The power of ten of the first significant digit. */
+	long long mag;
+	if (j->s[int_at] != '0') {
+		mag = (long long)nint - 1;
+	} else {
+		size_t z = 0;
+		while (z < nfrac && j->s[frac_at + z] == '0')
+			z++;
+		if (z == nfrac)
+			return 0; /* zero, whatever its exponent */
+		mag = -(long long)z - 1;
+	}
+	return mag + exp < 308 ? 0 : -1;
 }
 
 static int jscan_value(struct jscan *j, int depth);
@@ -135,10 +255,14 @@ static int jscan_array(struct jscan *j, int depth)
 	}
 }
 
-/* An object; when keys is set, the spans of its members are reported. */
+/* An object; when keys is set, the spans of its members are reported.
+ * unique: refused when a member name has escapes or comes twice, so that
+ * every reader finds the same members. */
 static int jscan_object(struct jscan *j, int depth, const char *const *keys,
-			size_t n, struct jsonscan_span *spans)
+			size_t n, struct jsonscan_span *spans, bool unique)
 {
+	struct jsonscan_span names[JSONSCAN_MAX_UNIQUE];
+	size_t nnames = 0;
 	j->i++; /* '{' */
 	jscan_ws(j);
 	if (j->i < j->len && j->s[j->i] == '}') {
@@ -152,6 +276,17 @@ static int jscan_object(struct jscan *j, int depth, const char *const *keys,
 		if (jscan_string(j, &plain) < 0)
 			return -1;
 		size_t klen = j->i - 1 - kstart;
+		if (unique) {
+			if (!plain || nnames == JSONSCAN_MAX_UNIQUE)
+				return -1;
+			for (size_t k = 0; k < nnames; k++)
+				if (names[k].len == klen &&
+				    memcmp(j->s + names[k].off, j->s + kstart,
+					   klen) == 0)
+					return -1;
+			names[nnames].off = kstart;
+			names[nnames++].len = klen;
+		}
 		jscan_ws(j);
 		if (j->i >= j->len || j->s[j->i] != ':')
 			return -1;
@@ -190,7 +325,7 @@ static int jscan_value(struct jscan *j, int depth)
 	bool plain;
 	switch (j->s[j->i]) {
 	case '{':
-		return jscan_object(j, depth, NULL, 0, NULL);
+		return jscan_object(j, depth, NULL, 0, NULL, false);
 	case '[':
 		return jscan_array(j, depth);
 	case '"':
@@ -206,8 +341,8 @@ static int jscan_value(struct jscan *j, int depth)
 	}
 }
 
-int jsonscan_members(const char *text, size_t len, const char *const *keys,
-		     size_t n, struct jsonscan_span *spans)
+static int jsonscan_top(const char *text, size_t len, const char *const *keys,
+			size_t n, struct jsonscan_span *spans, bool unique)
 {
 	struct jscan j = {text, len, 0};
 	for (size_t k = 0; k < n; k++)
@@ -215,10 +350,23 @@ int jsonscan_members(const char *text, size_t len, const char *const *keys,
 	jscan_ws(&j);
 	if (j.i >= j.len || j.s[j.i] != '{')
 		return -1;
-	if (jscan_object(&j, 1, keys, n, spans) < 0)
+	if (jscan_object(&j, 1, keys, n, spans, unique) < 0)
 		return -1;
 	jscan_ws(&j);
 	return j.i == j.len ? 0 : -1;
+}
+
+int jsonscan_members(const char *text, size_t len, const char *const *keys,
+		     size_t n, struct jsonscan_span *spans)
+{
+	return jsonscan_top(text, len, keys, n, spans, false);
+}
+
+int jsonscan_members_unique(const char *text, size_t len,
+			    const char *const *keys, size_t n,
+			    struct jsonscan_span *spans)
+{
+	return jsonscan_top(text, len, keys, n, spans, true);
 }
 
 bool jsonscan_int(const char *text, const struct jsonscan_span *span,
