@@ -36,7 +36,11 @@ static void serve_usage(FILE *f)
 		   "--api-key-file FILE: bearer keys, one a line, that let "
 		   "other users'\n"
 		   "clients in over TCP (the file must be private: chmod "
-		   "600).\n");
+		   "600).\n"
+		   "--max-sessions N: at most N sessions (default 1024); at "
+		   "the cap the one\n"
+		   "idle longest ends, and initialize gets 503 when all are "
+		   "busy.\n");
 }
 
 int cmd_serve(int argc, char **argv)
@@ -51,6 +55,7 @@ int cmd_serve(int argc, char **argv)
 		{"grace", required_argument, NULL, 'g'},
 		{"session-timeout", required_argument, NULL, 'T'},
 		{"api-key-file", required_argument, NULL, 'K'},
+		{"max-sessions", required_argument, NULL, 'M'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -113,6 +118,18 @@ int cmd_serve(int argc, char **argv)
 		case 'K':
 			key_file = optarg;
 			break;
+		case 'M': {
+			char *end;
+			unsigned long long v = strtoull(optarg, &end, 10);
+			if (*end || *optarg == '\0' || v == 0 || v > 1000000) {
+				fprintf(stderr,
+					"mcpvisor serve: --max-sessions "
+					"takes 1 to 1000000\n");
+				return CLI_USAGE;
+			}
+			o.max_sessions = (size_t)v;
+			break;
+		}
 		case 'h':
 			serve_usage(stdout);
 			return CLI_OK;

@@ -202,6 +202,17 @@ static void ep_handle_initialize(struct conn *c, json_t *msg,
 	struct session *s;
 	json_t *result = hub_initialize(c->ep->hub, jr_params(msg), space, &s);
 	free(space);
+	if (result == NULL) {
+		/* At the session cap with every session busy. */
+		json_t *err = jr_error(jr_id(msg), JR_SERVER_UNAVAILABLE,
+				       "Too many sessions: every session is "
+				       "busy; end one (DELETE) or retry later",
+				       NULL);
+		ep_respond_json(c, 503, err, "Retry-After: 1\r\n");
+		json_decref(err);
+		ep_conn_request_done(c);
+		return;
+	}
 	json_t *resp = jr_result(jr_id(msg), result);
 	char *extra = xasprintf("Mcp-Session-Id: %s\r\n", session_id(s));
 	ep_respond_json(c, 200, resp, extra);

@@ -318,6 +318,7 @@ int runtime_serve(const struct runtime_opts *opts)
 		hub_set_page_size(rt.hub, opts->page_size);
 	if (opts->session_timeout_ms)
 		hub_set_session_timeout(rt.hub, opts->session_timeout_ms);
+	hub_set_max_sessions(rt.hub, opts->max_sessions);
 	uv_timer_init(rt.loop, &rt.grace);
 	rt.grace.data = &rt;
 	struct endpoint_opts eo = {

@@ -18,6 +18,7 @@ struct runtime_opts {
 	uint64_t sse_close_ms; /* close long SSE answers on purpose; 0: never */
 	uint64_t grace_ms;     /* drain grace; 0: the config's (or 10 s) */
 	uint64_t session_timeout_ms; /* 0: the default (30 min) */
+	size_t max_sessions;	     /* 0: the default (1024) */
 };
 
 /* Runs until SIGTERM/SIGINT or a stop request. Returns the exit code. */

@@ -44,6 +44,9 @@ static void session_call_finish(struct call *c)
 	c->next->prev = c->prev;
 	c->next = c->prev = c;
 	struct hub *hub = c->session->hub;
+	if (c->token)
+		hub_token_drop(hub, c->token, c);
+	c->token = 0;
 	bool leased = c->leased;
 	c->leased = false;
 	if (leased)
@@ -118,10 +121,14 @@ static uint64_t session_next_order(void)
 	return ++order;
 }
 
-static char *session_call_token(struct session *s, struct call *c)
+/* The progress token the server sees for c: opaque, mapped back by the
+ * hub; dropped when the call finishes. */
+static json_t *session_call_token(struct session *s, struct call *c)
 {
-	return xasprintf(SESSION_TOKEN_PREFIX "%s-%llu", s->id,
-			 (unsigned long long)c->seq);
+	char text[HUB_TOKEN_LEN + 1];
+	c->token = hub_token_add(s->hub, c);
+	hub_token_format(c->token, text);
+	return json_string(text);
 }
 
 /* What the model is told when a server cannot take a request: what
@@ -197,11 +204,9 @@ static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 		json_t *params = c->params;
 		c->params = NULL;
 		if (c->progress_token) {
-			char *tok = session_call_token(c->session, c);
 			json_t *meta = json_object_get(params, "_meta");
 			json_object_set_new(meta, "progressToken",
-					    json_string(tok));
-			free(tok);
+					    session_call_token(c->session, c));
 		}
 		id = instance_request_text(inst, c->method, params,
 					   session_call_reply_cb,
@@ -738,29 +743,15 @@ void session_call_cancel(struct call *c, const char *reason)
 	session_call_finish(c);
 }
 
-bool session_route_progress(struct session *s, json_t *msg)
+void session_call_progress(struct call *c, struct instance *inst, json_t *msg)
 {
-	json_t *params = jr_params(msg);
-	const char *tok =
-		json_string_value(json_object_get(params, "progressToken"));
-	size_t plen = strlen(SESSION_TOKEN_PREFIX);
-	if (tok == NULL || strncmp(tok, SESSION_TOKEN_PREFIX, plen) != 0 ||
-	    strncmp(tok + plen, s->id, SESSION_ID_LEN) != 0 ||
-	    tok[plen + SESSION_ID_LEN] != '-')
-		return false;
-	unsigned long long seq =
-		strtoull(tok + plen + SESSION_ID_LEN + 1, NULL, 10);
-	for (struct call *c = s->calls.next; c != &s->calls; c = c->next) {
-		if (c->seq != seq || c->progress_token == NULL)
-			continue;
-		json_t *out = json_deep_copy(msg);
-		json_object_set(json_object_get(out, "params"), "progressToken",
-				c->progress_token);
-		exchange_send(c->ex, out);
-		json_decref(out);
-		return true;
-	}
-	return true;
+	if (c->done || c->inst != inst || c->progress_token == NULL)
+		return;
+	json_t *out = json_deep_copy(msg);
+	json_object_set(json_object_get(out, "params"), "progressToken",
+			c->progress_token);
+	exchange_send(c->ex, out);
+	json_decref(out);
 }
 
 struct call *session_newest_call_on(struct session *s, struct instance *inst)

@@ -15,12 +15,16 @@
 #include "session/session_int.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/hmap.h"
 #include "util/log.h"
+#include "util/random.h"
 #include "util/sha256.h"
 #include "util/xmalloc.h"
 
+/* Every session is on one list (for walks) and in the map by a hash of
+ * its id (for the lookup each request makes). */
 struct hub_entry {
-	struct hub_entry *next;
+	struct hub_entry *next, *prev;
 	struct session *s;
 };
 
@@ -32,7 +36,13 @@ struct hub {
 	size_t page_size;
 	struct hub_entry *sessions;
 	size_t nsessions;
+	struct hmap by_id; /* hmap_hash_str(id) -> hub_entry */
+	size_t max_sessions;
 	uint64_t session_timeout_ms;
+	/* Progress tokens given to servers: opaque values mapped back to
+	 * their call (the session id never leaves the runtime). */
+	struct hmap tokens;
+	uint64_t token_key, token_seq;
 	uv_timer_t sweep;
 	void (*quiet_fn)(void *arg);
 	void *quiet_arg;
@@ -40,15 +50,61 @@ struct hub {
 
 #define HUB_SWEEP_MS 5000
 
+/* ---- progress tokens ---- */
+
+uint64_t hub_token_add(struct hub *hub, struct call *c)
+{
+	uint64_t tok;
+	/* A bijection of a counter: unique, and telling nothing. */
+	do
+		tok = hmap_mix(hub->token_key ^ ++hub->token_seq);
+	while (tok == 0);
+	hmap_put(&hub->tokens, tok, c);
+	return tok;
+}
+
+void hub_token_drop(struct hub *hub, uint64_t tok, struct call *c)
+{
+	hmap_del(&hub->tokens, tok, c);
+}
+
+void hub_token_format(uint64_t tok, char *out)
+{
+	snprintf(out, HUB_TOKEN_LEN + 1, HUB_TOKEN_PREFIX "%016llx",
+		 (unsigned long long)tok);
+}
+
+/* The call a progress token of ours names, or NULL. */
+static struct call *hub_token_call(struct hub *hub, const char *text)
+{
+	size_t plen = strlen(HUB_TOKEN_PREFIX);
+	if (text == NULL || strlen(text) != HUB_TOKEN_LEN ||
+	    strncmp(text, HUB_TOKEN_PREFIX, plen) != 0)
+		return NULL;
+	uint64_t tok = 0;
+	for (const char *p = text + plen; *p; p++) {
+		int d = *p >= '0' && *p <= '9'	 ? *p - '0'
+			: *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
+						 : -1;
+		if (d < 0)
+			return NULL;
+		tok = tok << 4 | (uint64_t)d;
+	}
+	struct hmap_node *n = hmap_first(&hub->tokens, tok);
+	return n ? n->val : NULL;
+}
+
 static void hub_inst_notification_cb(void *ctx, struct instance *inst,
 				     json_t *msg)
 {
 	struct hub *hub = ctx;
 	const char *method = jr_method(msg);
 	if (strcmp(method, "notifications/progress") == 0) {
-		for (struct hub_entry *e = hub->sessions; e; e = e->next)
-			if (session_route_progress(e->s, msg))
-				return;
+		const char *tok = json_string_value(
+			json_object_get(jr_params(msg), "progressToken"));
+		struct call *c = hub_token_call(hub, tok);
+		if (c)
+			session_call_progress(c, inst, msg);
 		return;
 	}
 	if (strcmp(method, "notifications/cancelled") == 0) {
@@ -68,6 +124,12 @@ static void hub_inst_notification_cb(void *ctx, struct instance *inst,
 	}
 }
 
+/* A request of a server for a client (sampling, elicitation, roots) goes
+ * to the session whose call caused it, and to no other: over stdio the
+ * likeliest cause is ranked across sessions (see session_cause_rank); a
+ * request no call caused can only be the owner's of a per-session
+ * instance. When that session cannot answer, the server gets an error (or,
+ * for roots, which the runtime always advertises, an empty list). */
 static void hub_inst_request_cb(void *ctx, struct instance *inst, json_t *msg)
 {
 	struct hub *hub = ctx;
@@ -83,8 +145,7 @@ static void hub_inst_request_cb(void *ctx, struct instance *inst, json_t *msg)
 	for (struct hub_entry *e = hub->sessions; e; e = e->next) {
 		unsigned asked;
 		uint64_t order;
-		if ((cap && !session_client_has(e->s, cap)) ||
-		    !session_cause_rank(e->s, inst, &asked, &order))
+		if (!session_cause_rank(e->s, inst, &asked, &order))
 			continue;
 		if (target == NULL || asked < best_asked ||
 		    (asked == best_asked && order < best_order)) {
@@ -94,21 +155,28 @@ static void hub_inst_request_cb(void *ctx, struct instance *inst, json_t *msg)
 		}
 	}
 	for (struct hub_entry *e = hub->sessions; e && !target; e = e->next)
-		if (cap && session_client_has(e->s, cap) &&
-		    session_has_stream(e->s) && session_uses(e->s, inst))
+		if (session_owns(e->s, inst))
 			target = e->s;
-	if (target) {
+	bool roots = cap && strcmp(cap, "roots") == 0;
+	if (target &&
+	    (cap == NULL || (session_client_has(target, cap) &&
+			     (!roots || session_roots_for(target, inst))))) {
 		session_forward_server_request(target, inst, msg);
 		return;
 	}
-	if (cap && strcmp(cap, "roots") == 0) {
+	if (roots) {
+		/* app servers are everyone's: they get no client's roots. */
 		instance_respond(inst, jr_id(msg), json_pack("{s:[]}", "roots"),
 				 NULL);
 		return;
 	}
-	char *text = xasprintf("No connected client session can answer %s "
-			       "for server \"%s\"",
-			       method, instance_name(inst));
+	char *text = target ? xasprintf("The client whose call on server "
+					"\"%s\" asked does not support %s",
+					instance_name(inst), method)
+			    : xasprintf("No call of a client session is "
+					"waiting on server \"%s\", so no "
+					"client can answer %s",
+					instance_name(inst), method);
 	instance_respond(
 		inst, jr_id(msg), NULL,
 		json_pack("{s:i,s:s}", "code",
@@ -152,13 +220,23 @@ static const struct instance_cbs hub_instance_cbs = {
 	.on_state = hub_inst_state_cb,
 };
 
+/* Idle means no request in flight and no lease held: a busy session's
+ * idle time starts again now, so it is measured from its last request's
+ * end (to within one sweep). */
 static void hub_sweep_cb(uv_timer_t *t)
 {
 	struct hub *hub = t->data;
+	hub_sweep(hub);
+}
+
+void hub_sweep(struct hub *hub)
+{
 	uint64_t now = clock_now_ms();
 	struct hub_entry *e = hub->sessions;
 	while (e) {
 		struct hub_entry *next = e->next;
+		if (session_busy(e->s))
+			session_touch(e->s, now);
 		if (hub->session_timeout_ms > 0 &&
 		    now - session_last_seen(e->s) >= hub->session_timeout_ms &&
 		    !session_has_stream(e->s)) {
@@ -184,6 +262,12 @@ struct hub *hub_new(uv_loop_t *loop, struct config *cfg, const char *app_dir,
 	hub->app_dir = xstrdup(app_dir);
 	hub->page_size = ROUTER_DEFAULT_PAGE;
 	hub->session_timeout_ms = HUB_DEFAULT_SESSION_TIMEOUT_MS;
+	hub->max_sessions = HUB_DEFAULT_MAX_SESSIONS;
+	hmap_init(&hub->by_id);
+	hmap_init(&hub->tokens);
+	char key[17];
+	random_hex(key, 8);
+	hub->token_key = strtoull(key, NULL, 16);
 	hub->pool = pool_new(loop, &hub_instance_cbs, hub, journal, cache);
 	if (cfg->idle_timeout_ms >= 0)
 		pool_set_idle_ms(hub->pool, (uint64_t)cfg->idle_timeout_ms);
@@ -198,6 +282,11 @@ void hub_set_session_timeout(struct hub *hub, uint64_t ms)
 	hub->session_timeout_ms = ms;
 }
 
+void hub_set_max_sessions(struct hub *hub, size_t n)
+{
+	hub->max_sessions = n ? n : HUB_DEFAULT_MAX_SESSIONS;
+}
+
 static void hub_sweep_close_cb(uv_handle_t *h)
 {
 	free(h->data);
@@ -207,12 +296,15 @@ void hub_free(struct hub *hub)
 {
 	if (hub == NULL)
 		return;
+	/* Nothing finds a session that is going. */
+	hmap_free(&hub->by_id);
 	while (hub->sessions) {
 		struct hub_entry *e = hub->sessions;
 		hub->sessions = e->next;
 		session_free(e->s);
 		free(e);
 	}
+	hmap_free(&hub->tokens);
 	pool_free(hub->pool);
 	config_free(hub->cfg);
 	free(hub->app_dir);
@@ -375,15 +467,53 @@ void hub_set_page_size(struct hub *hub, size_t n)
 	hub->page_size = n;
 }
 
+/* At the cap, the session to make room: the one idle longest, never one
+ * with a request in flight; one with a GET stream only when no other is
+ * left (its client is still listening). NULL when all are busy. */
+static struct session *hub_evictable(struct hub *hub)
+{
+	struct session *best = NULL;
+	bool best_stream = true;
+	for (struct hub_entry *e = hub->sessions; e; e = e->next) {
+		if (session_busy(e->s))
+			continue;
+		bool stream = session_has_stream(e->s);
+		if (best == NULL || (best_stream && !stream) ||
+		    (stream == best_stream &&
+		     session_last_seen(e->s) < session_last_seen(best))) {
+			best = e->s;
+			best_stream = stream;
+		}
+	}
+	return best;
+}
+
 json_t *hub_initialize(struct hub *hub, json_t *params, const char *space,
 		       struct session **out)
 {
+	*out = NULL;
+	if (hub->nsessions >= hub->max_sessions) {
+		struct session *old = hub_evictable(hub);
+		if (old == NULL) {
+			log_warn("initialize refused: %zu sessions, all busy "
+				 "(the cap is %zu)",
+				 hub->nsessions, hub->max_sessions);
+			return NULL;
+		}
+		log_info("session %.8s ended to make room (%zu sessions, the "
+			 "cap)",
+			 session_id(old), hub->nsessions);
+		hub_session_end(hub, old);
+	}
 	struct session *s = session_new(hub, space, params);
 	struct hub_entry *e = xcalloc(1, sizeof *e);
 	e->s = s;
 	e->next = hub->sessions;
+	if (hub->sessions)
+		hub->sessions->prev = e;
 	hub->sessions = e;
 	hub->nsessions++;
+	hmap_put(&hub->by_id, hmap_hash_str(session_id(s)), e);
 	*out = s;
 	const char *cname = json_string_value(
 		json_object_get(json_object_get(params, "clientInfo"), "name"));
@@ -403,32 +533,46 @@ json_t *hub_initialize(struct hub *hub, json_t *params, const char *space,
 			 "named server__tool.");
 }
 
+static struct hub_entry *hub_entry_find(struct hub *hub, const char *id,
+					uint64_t h)
+{
+	for (struct hmap_node *n = hmap_first(&hub->by_id, h); n;
+	     n = hmap_next(n)) {
+		struct hub_entry *e = n->val;
+		if (strcmp(session_id(e->s), id) == 0)
+			return e;
+	}
+	return NULL;
+}
+
 struct session *hub_session_find(struct hub *hub, const char *id)
 {
-	for (struct hub_entry *e = hub->sessions; e; e = e->next)
-		if (strcmp(session_id(e->s), id) == 0)
-			return e->s;
-	return NULL;
+	struct hub_entry *e = hub_entry_find(hub, id, hmap_hash_str(id));
+	return e ? e->s : NULL;
 }
 
 void hub_session_end(struct hub *hub, struct session *s)
 {
-	for (struct hub_entry **pp = &hub->sessions; *pp; pp = &(*pp)->next) {
-		if ((*pp)->s != s)
-			continue;
-		struct hub_entry *e = *pp;
-		*pp = e->next;
-		hub->nsessions--;
-		log_info("session %.8s ended", session_id(s));
-		char *id = xstrdup(session_id(s));
-		session_free(s);
-		free(e);
-		/* Instances nobody uses any longer close at once. */
-		pool_session_gone(hub->pool, id);
-		free(id);
-		hub_check_quiet(hub);
+	uint64_t h = hmap_hash_str(session_id(s));
+	struct hub_entry *e = hub_entry_find(hub, session_id(s), h);
+	if (e == NULL || e->s != s)
 		return;
-	}
+	hmap_del(&hub->by_id, h, e);
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		hub->sessions = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	hub->nsessions--;
+	log_info("session %.8s ended", session_id(s));
+	char *id = xstrdup(session_id(s));
+	session_free(s);
+	free(e);
+	/* Instances nobody uses any longer close at once. */
+	pool_session_gone(hub->pool, id);
+	free(id);
+	hub_check_quiet(hub);
 }
 
 size_t hub_session_count(const struct hub *hub)

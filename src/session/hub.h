@@ -17,19 +17,28 @@
 
 struct hub;
 struct session;
+struct call;
 
 struct journal;
 struct toolcache;
 
 #define HUB_DEFAULT_SESSION_TIMEOUT_MS (30 * 60 * 1000)
 #define HUB_LABEL_LEN 6
+/* Sessions at most; at the cap the one idle longest makes room. */
+#define HUB_DEFAULT_MAX_SESSIONS 1024
 
 /* Takes ownership of cfg. app_dir: where app-scoped servers start.
  * journal and cache may be NULL and stay the caller's. */
 struct hub *hub_new(uv_loop_t *loop, struct config *cfg, const char *app_dir,
 		    struct journal *journal, struct toolcache *cache);
-/* Sessions idle this long are dropped (0: never). */
+/* Sessions idle this long are dropped (0: never). Idle means no request
+ * in flight and no lease held, measured from the end of the last one. */
 void hub_set_session_timeout(struct hub *hub, uint64_t ms);
+/* At most n sessions (0: the default). An initialize at the cap ends the
+ * session idle longest; when every session is busy it is refused. */
+void hub_set_max_sessions(struct hub *hub, size_t n);
+/* Ends expired sessions now (a timer does it every few seconds). */
+void hub_sweep(struct hub *hub);
 /* Takes ownership of cfg: servers whose settings are unchanged keep
  * running; removed or changed ones close. Returns how many closed. */
 unsigned hub_reload(struct hub *hub, struct config *cfg);
@@ -55,13 +64,25 @@ size_t hub_page_size(const struct hub *hub);
 void hub_set_page_size(struct hub *hub, size_t n);
 
 /* Answers an initialize: a new session and the result to send. space may
- * be NULL. */
+ * be NULL. NULL (and *out NULL) when the cap is reached and every session
+ * is busy: the caller refuses with 503. */
 json_t *hub_initialize(struct hub *hub, json_t *params, const char *space,
 		       struct session **out);
+/* O(1): a hash of the id. */
 struct session *hub_session_find(struct hub *hub, const char *id);
 /* Ends a session (DELETE): its calls are cancelled upstream. */
 void hub_session_end(struct hub *hub, struct session *s);
 size_t hub_session_count(const struct hub *hub);
+
+/* Progress tokens sent to servers in place of the client's: opaque
+ * (nothing of the session in them), unique in this runtime, and mapped
+ * back to their call in O(1). */
+#define HUB_TOKEN_PREFIX "mcpv-"
+#define HUB_TOKEN_LEN (5 + 16)
+uint64_t hub_token_add(struct hub *hub, struct call *c);
+void hub_token_drop(struct hub *hub, uint64_t tok, struct call *c);
+/* Writes the token's text (HUB_TOKEN_LEN + 1 bytes) to out. */
+void hub_token_format(uint64_t tok, char *out);
 
 /* How much a status shows. Every level shows sessions by a label (a
  * digest of the id), never by id; server stderr and errors are masked. */

@@ -100,6 +100,16 @@ uint64_t session_last_seen(const struct session *s)
 	return s->last_seen_ms;
 }
 
+bool session_busy(const struct session *s)
+{
+	return s->calls.next != &s->calls || s->refs > 1 || s->upstream;
+}
+
+void session_touch(struct session *s, uint64_t now_ms)
+{
+	s->last_seen_ms = now_ms;
+}
+
 void session_scope_ctx(const struct session *s, struct pool_scope_ctx *sc)
 {
 	sc->session_id = s->id;
@@ -237,6 +247,21 @@ bool session_uses(struct session *s, struct instance *inst)
 	struct pool_scope_ctx sc;
 	session_scope_ctx(s, &sc);
 	return pool_instance_find(hub_pool(s->hub), session_key(s, sv)) == inst;
+}
+
+bool session_owns(const struct session *s, struct instance *inst)
+{
+	const struct server_config *sv = session_server(s, instance_name(inst));
+	return sv &&
+	       (sv->scope == SCOPE_SESSION ||
+		(sv->scope == SCOPE_SPACE && s->space == NULL)) &&
+	       strcmp(session_key(s, sv), instance_key(inst)) == 0;
+}
+
+bool session_roots_for(const struct session *s, struct instance *inst)
+{
+	const struct server_config *sv = session_server(s, instance_name(inst));
+	return sv && sv->scope != SCOPE_APP;
 }
 
 /* ---- answering ---- */

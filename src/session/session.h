@@ -95,9 +95,23 @@ void session_sweep(struct session *s, uint64_t now_ms);
 /* Whether the session's scope resolves server name to inst. */
 bool session_uses(struct session *s, struct instance *inst);
 
-/* Server messages the hub routes here; msg borrowed. Return true when the
- * session took the message. */
-bool session_route_progress(struct session *s, json_t *msg);
+struct call;
+/* A server's progress notification (msg borrowed) for call c, whose
+ * token the hub found: sent to the client under the client's own token.
+ * Ignored unless it came from c's instance. */
+void session_call_progress(struct call *c, struct instance *inst, json_t *msg);
+/* Whether the session has a request in flight or holds a lease (a list
+ * gather under way): it is not idle, whatever its last request's age. */
+bool session_busy(const struct session *s);
+/* Its idle time starts again at now. */
+void session_touch(struct session *s, uint64_t now_ms);
+/* Whether inst is this session's own (a session-scoped instance, or a
+ * space one of a session without a space): its requests without a cause
+ * can only be for this session. */
+bool session_owns(const struct session *s, struct instance *inst);
+/* Whether inst's server may be shown this session's roots: not an app
+ * server, which is everyone's and has no roots. */
+bool session_roots_for(const struct session *s, struct instance *inst);
 /* Over stdio a server's request carries no link to the call that caused
  * it: the likeliest cause is the call on inst asked least so far, then the
  * oldest (each call that asks its client once, in order, is matched

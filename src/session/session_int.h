@@ -17,8 +17,6 @@
 #include "session/exchange.h"
 #include "session/session.h"
 
-#define SESSION_TOKEN_PREFIX "mcpv-"
-
 /* A client request forwarded to one server. */
 struct call {
 	struct call *next, *prev;
@@ -32,6 +30,7 @@ struct call {
 	struct instance *inst;
 	int64_t server_id;	/* 0 until sent */
 	json_t *progress_token; /* the client's, or NULL */
+	uint64_t token;		/* ours for it, sent to the server; 0: none */
 	uint64_t seq;
 	uint64_t order; /* across all sessions: which call came first */
 	unsigned asked; /* requests of the server routed to this call */
