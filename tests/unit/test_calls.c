@@ -1,0 +1,201 @@
+/*
+ * Routing of what servers send back: a server's request reaches only the
+ * session whose call caused it (or fails back to the server), app servers
+ * get no roots, and progress comes back to its own call under the client's
+ * token while servers only ever see opaque ones. Fake clock, real loop,
+ * the demo fixture server.
+ */
+#include "hub_fixture.h"
+
+TestSuite(calls, .init = fx_setup, .fini = fx_teardown, .timeout = 30);
+
+static char *tool_call(int id, const char *tool, const char *args)
+{
+	char *t;
+	if (asprintf(&t,
+		     "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+		     "\"params\":{\"name\":\"%s\",\"arguments\":%s}}",
+		     id, tool, args) < 0)
+		abort();
+	return t;
+}
+
+/* Calls tool in s and waits for its answer; asserts no server request
+ * came on its stream. */
+static struct fx_req *call_and_wait(struct session *s, const char *tool,
+				    const char *args)
+{
+	char *t = tool_call(7, tool, args);
+	struct fx_req *r = fx_send(s, t);
+	free(t);
+	cr_assert(fx_run_until(fx_answered, r), "%s answered", tool);
+	return r;
+}
+
+/* A client with sampling and roots that listens on a standing stream. */
+struct rich {
+	struct session *s;
+	struct fx_capture stream;
+	struct exchange *ex;
+};
+
+static void rich_open(struct rich *a)
+{
+	a->s = fx_open("{\"sampling\":{},\"roots\":{\"listChanged\":true}}");
+	a->stream.msgs = json_array();
+	a->ex = exchange_new(&fx_ops, &a->stream, 0);
+	session_set_stream(a->s, a->ex);
+}
+
+static void rich_close(struct rich *a)
+{
+	exchange_unref(a->ex);
+	json_decref(a->stream.msgs);
+}
+
+/* P3: a plain client's call on a shared server asks for sampling and
+ * roots; the rich client connected beside it is never asked. */
+Test(calls, server_requests_never_reach_another_session)
+{
+	struct rich a;
+	rich_open(&a);
+	/* A uses the shared instance too. */
+	fx_req_free(call_and_wait(a.s, "shared__echo", "{\"text\":\"hi\"}"));
+	struct session *b = fx_open(NULL);
+
+	struct fx_req *r =
+		call_and_wait(b, "shared__sample", "{\"prompt\":\"B asks\"}");
+	json_t *resp = fx_response(r);
+	cr_assert(json_is_true(json_object_get(json_object_get(resp, "result"),
+					       "isError")),
+		  "the server got an error back");
+	cr_assert(strstr(fx_text(resp), "does not support"), "%s",
+		  fx_text(resp));
+	fx_req_free(r);
+
+	r = call_and_wait(b, "shared__roots", "{}");
+	cr_assert_str_eq(fx_text(fx_response(r)), "[]");
+	fx_req_free(r);
+	cr_assert_eq(json_array_size(a.stream.msgs), 0,
+		     "A was asked nothing: %s",
+		     json_dumps(a.stream.msgs, JSON_COMPACT));
+	rich_close(&a);
+}
+
+/* app servers are everyone's: even a client with roots is not asked. */
+Test(calls, app_servers_get_no_roots)
+{
+	struct rich a;
+	rich_open(&a);
+	struct fx_req *r = call_and_wait(a.s, "shared__roots", "{}");
+	cr_assert_null(fx_server_request(r));
+	cr_assert_str_eq(fx_text(fx_response(r)), "[]");
+	fx_req_free(r);
+	cr_assert_eq(json_array_size(a.stream.msgs), 0);
+	rich_close(&a);
+}
+
+static bool fx_asked(void *arg)
+{
+	return fx_server_request(arg) != NULL;
+}
+
+/* The session whose call asks is asked, on that call's stream, and its
+ * answer goes back to the server. */
+Test(calls, the_causing_session_is_asked)
+{
+	struct rich a;
+	rich_open(&a);
+	char *t = tool_call(3, "demo__roots", "{}");
+	struct fx_req *r = fx_send(a.s, t);
+	free(t);
+	cr_assert(fx_run_until(fx_asked, r));
+	json_t *q = fx_server_request(r);
+	cr_assert_str_eq(json_string_value(json_object_get(q, "method")),
+			 "roots/list");
+	char *answer;
+	if (asprintf(&answer,
+		     "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{\"roots\":"
+		     "[{\"uri\":\"file:///projA\"}]}}",
+		     json_string_value(json_object_get(q, "id"))) < 0)
+		abort();
+	json_t *m = json_loads(answer, 0, NULL);
+	free(answer);
+	session_handle(a.s, m, NULL);
+	json_decref(m);
+	cr_assert(fx_run_until(fx_answered, r));
+	cr_assert(strstr(fx_text(fx_response(r)), "file:///projA"));
+	fx_req_free(r);
+	cr_assert_eq(json_array_size(a.stream.msgs), 0);
+	rich_close(&a);
+}
+
+/* Progress tokens: unique, opaque, keyed per runtime. */
+Test(calls, progress_tokens_are_opaque_and_unique)
+{
+	struct hub *other = hub_new(
+		&fx_loop,
+		config_parse("{\"mcpServers\":{}}", 17, "/tmp/other.json"),
+		"/tmp", NULL, NULL);
+	enum { N = 5000 };
+	static char seen[N][HUB_TOKEN_LEN + 1];
+	int fake;
+	for (int i = 0; i < N; i++) {
+		uint64_t tok = hub_token_add(fx_hub, (struct call *)&fake);
+		cr_assert_neq(tok, 0);
+		hub_token_format(tok, seen[i]);
+		cr_assert_eq(strlen(seen[i]), HUB_TOKEN_LEN);
+		for (int k = i - 1; k >= 0 && k >= i - 50; k--)
+			cr_assert_str_neq(seen[i], seen[k]);
+		hub_token_drop(fx_hub, tok, (struct call *)&fake);
+	}
+	char a[HUB_TOKEN_LEN + 1], b[HUB_TOKEN_LEN + 1];
+	uint64_t ta = hub_token_add(fx_hub, (struct call *)&fake);
+	uint64_t tb = hub_token_add(other, (struct call *)&fake);
+	hub_token_format(ta, a);
+	hub_token_format(tb, b);
+	cr_assert_str_neq(a, b, "each runtime has its own key");
+	hub_token_drop(fx_hub, ta, (struct call *)&fake);
+	hub_token_drop(other, tb, (struct call *)&fake);
+	hub_free(other);
+}
+
+static int count_progress(struct fx_req *r, const char *token)
+{
+	int n = 0;
+	size_t i;
+	json_t *m;
+	json_array_foreach(r->cap.msgs, i, m)
+	{
+		const char *meth =
+			json_string_value(json_object_get(m, "method"));
+		if (meth && strcmp(meth, "notifications/progress") == 0) {
+			const char *t = json_string_value(json_object_get(
+				json_object_get(m, "params"), "progressToken"));
+			cr_assert_str_eq(t, token);
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Two sessions on one shared server use the same client token at once:
+ * each call gets its own progress, under the client's token. */
+Test(calls, progress_comes_back_to_its_own_call)
+{
+	struct session *a = fx_open(NULL), *b = fx_open(NULL);
+	const char *text =
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+		"\"params\":{\"name\":\"shared__sleep\",\"arguments\":{\"ms\":"
+		"%d},\"_meta\":{\"progressToken\":\"tok\"}}}";
+	char ta[256], tb[256];
+	snprintf(ta, sizeof ta, text, 350);
+	snprintf(tb, sizeof tb, text, 50);
+	struct fx_req *ra = fx_send(a, ta), *rb = fx_send(b, tb);
+	cr_assert(fx_run_until(fx_answered, ra));
+	cr_assert(fx_run_until(fx_answered, rb));
+	cr_assert_geq(count_progress(ra, "tok"), 2, "A's progress");
+	cr_assert_leq(count_progress(rb, "tok"), 1, "B's only");
+	fx_req_free(ra);
+	fx_req_free(rb);
+}
