@@ -161,7 +161,14 @@ static void hub_inst_request_cb(void *ctx, struct instance *inst, json_t *msg)
 	if (target &&
 	    (cap == NULL || (session_client_has(target, cap) &&
 			     (!roots || session_roots_for(target, inst))))) {
-		session_forward_server_request(target, inst, msg);
+		if (session_forward_server_request(target, inst, msg))
+			return;
+		instance_respond(
+			inst, jr_id(msg), NULL,
+			json_pack("{s:i,s:s}", "code", JR_INTERNAL_ERROR,
+				  "message",
+				  "The client session is not listening (no "
+				  "open stream) and cannot answer"));
 		return;
 	}
 	if (roots) {

@@ -102,7 +102,7 @@ uint64_t session_last_seen(const struct session *s)
 
 bool session_busy(const struct session *s)
 {
-	return s->calls.next != &s->calls || s->refs > 1 || s->upstream;
+	return s->calls.next != &s->calls || s->refs > 1;
 }
 
 void session_touch(struct session *s, uint64_t now_ms)
@@ -434,12 +434,20 @@ bool session_cause_rank(struct session *s, struct instance *inst,
 	return true;
 }
 
-void session_forward_server_request(struct session *s, struct instance *inst,
+bool session_forward_server_request(struct session *s, struct instance *inst,
 				    json_t *msg)
 {
-	/* The newest call on inst caused it, as far as can be told; its
-	 * stream is still open because the call waits for its answer. */
+	/* The call that caused it, as far as can be told; its stream is
+	 * still open because the call waits for its answer. Without one, the
+	 * standing stream; without that, nowhere (the hub answers the
+	 * server). */
 	struct call *cause = session_cause_on(s, inst);
+	struct exchange *ex =
+		cause ? cause->ex
+		      : (s->stream && exchange_attached(s->stream) ? s->stream
+								   : NULL);
+	if (ex == NULL)
+		return false;
 	if (cause)
 		cause->asked++;
 	struct upstream_req *u = xcalloc(1, sizeof *u);
@@ -452,14 +460,11 @@ void session_forward_server_request(struct session *s, struct instance *inst,
 	s->upstream = u;
 	json_t *out = json_deep_copy(msg);
 	json_object_set_new(out, "id", json_string(u->client_id));
-	u->ex = cause ? cause->ex
-		      : (s->stream && exchange_attached(s->stream) ? s->stream
-								   : NULL);
-	if (u->ex) {
-		exchange_ref(u->ex);
-		exchange_send(u->ex, out);
-	}
+	u->ex = ex;
+	exchange_ref(u->ex);
+	exchange_send(u->ex, out);
 	json_decref(out);
+	return true;
 }
 
 static void session_upstream_free(struct upstream_req *u)

@@ -124,8 +124,9 @@ bool session_cause_rank(struct session *s, struct instance *inst,
 void session_route_related(struct session *s, struct instance *inst,
 			   json_t *msg);
 /* A request from inst's server for the client (sampling, elicitation,
- * roots/list), sent on the stream of the call that caused it. */
-void session_forward_server_request(struct session *s, struct instance *inst,
+ * roots/list), sent on the stream of the call that caused it, else on the
+ * standing stream. False when neither is open (nothing was sent). */
+bool session_forward_server_request(struct session *s, struct instance *inst,
 				    json_t *msg);
 /* The server cancels a request it sent this session's client: the id is
  * mapped back. True when it was this session's. */
