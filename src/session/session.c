@@ -326,15 +326,12 @@ static void session_client_response(struct session *s, json_t *msg)
 		return;
 	}
 	*pp = u->next;
+	/* The instance that asked, if this session still resolves to it:
+	 * keys compared first, one pool lookup after. */
 	struct instance *inst = NULL;
-	for (size_t i = 0; i < s->nsrv && inst == NULL; i++) {
-		struct pool_scope_ctx sc;
-		session_scope_ctx(s, &sc);
-		struct instance *cand =
-			pool_instance_find(hub_pool(s->hub), s->keys[i]);
-		if (cand && strcmp(instance_key(cand), u->inst_key) == 0)
-			inst = cand;
-	}
+	for (size_t i = 0; i < s->nsrv && inst == NULL; i++)
+		if (strcmp(s->keys[i], u->inst_key) == 0)
+			inst = pool_instance_find(hub_pool(s->hub), s->keys[i]);
 	if (inst) {
 		json_t *error = json_object_get(msg, "error");
 		json_t *result = json_object_get(msg, "result");
