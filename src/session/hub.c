@@ -128,8 +128,11 @@ static void hub_inst_notification_cb(void *ctx, struct instance *inst,
  * to the session whose call caused it, and to no other: over stdio the
  * likeliest cause is ranked across sessions (see session_cause_rank); a
  * request no call caused can only be the owner's of a per-session
- * instance. When that session cannot answer, the server gets an error (or,
- * for roots, which the runtime always advertises, an empty list). */
+ * instance. The capability does not pick the cause (a session that could
+ * answer is not thereby the one that asked): a wrong guess fails the
+ * request instead of showing one client another's. When that session
+ * cannot answer, the server gets an error (or, for roots, which the
+ * runtime always advertises, an empty list). */
 static void hub_inst_request_cb(void *ctx, struct instance *inst, json_t *msg)
 {
 	struct hub *hub = ctx;

@@ -9,6 +9,7 @@ struct jscan {
 	const char *s;
 	size_t len;
 	size_t i;
+	bool strict; /* values as jansson takes them (see the header) */
 };
 
 static void jscan_ws(struct jscan *j)
@@ -71,9 +72,9 @@ static int jscan_utf8(struct jscan *j)
 	return 0;
 }
 
-/* A \u escape at j->i (the backslash), with its low surrogate when it is
- * a high one. \u0000 and unpaired surrogates are refused, as jansson does
- * by default. */
+/* A \u escape at j->i (the backslash). Strict: with its low surrogate
+ * when it is a high one, and \u0000 and unpaired surrogates refused, as
+ * jansson does by default. */
 static int jscan_uescape(struct jscan *j)
 {
 	if (j->len - j->i < 6)
@@ -83,6 +84,8 @@ static int jscan_uescape(struct jscan *j)
 			return -1;
 	unsigned v = jscan_hex4(j->s + j->i + 2);
 	j->i += 6;
+	if (!j->strict)
+		return 0;
 	if (v == 0 || (v >= 0xDC00 && v <= 0xDFFF))
 		return -1;
 	if (v < 0xD800 || v > 0xDBFF)
@@ -99,9 +102,9 @@ static int jscan_uescape(struct jscan *j)
 	return 0;
 }
 
-/* A string at j->i; *plain says whether it had no escapes. Refused as
- * jansson refuses it: control characters, invalid UTF-8, \u0000 and
- * unpaired surrogates. */
+/* A string at j->i; *plain says whether it had no escapes. Control
+ * characters are refused; strict, also what else jansson refuses: invalid
+ * UTF-8, \u0000 and unpaired surrogates. */
 static int jscan_string(struct jscan *j, bool *plain)
 {
 	if (j->i >= j->len || j->s[j->i] != '"')
@@ -116,7 +119,7 @@ static int jscan_string(struct jscan *j, bool *plain)
 		}
 		if (c < 0x20)
 			return -1;
-		if (c >= 0x80) {
+		if (c >= 0x80 && j->strict) {
 			if (jscan_utf8(j) < 0)
 				return -1;
 			continue;
@@ -160,9 +163,10 @@ static bool jscan_int_fits(const char *d, size_t n, bool neg)
 		      19) <= 0;
 }
 
-/* A number, refused where jansson refuses it: an integer beyond int64, a
- * real that overflows a double. Reals of 1e308 and up are refused too (a
- * few of those are finite; the caller's full parse takes them). */
+/* A number. Strict, also refused where jansson refuses it: an integer
+ * beyond int64, a real that overflows a double. Reals of 1e308 and up are
+ * refused too (a few of those are finite; the caller's full parse takes
+ * them). */
 static int jscan_number(struct jscan *j)
 {
 	bool neg = false;
@@ -203,6 +207,8 @@ static int jscan_number(struct jscan *j)
 		if (exp_neg)
 			exp = -exp;
 	}
+	if (!j->strict)
+		return 0;
 	if (frac_at == 0 && !has_exp)
 		return jscan_int_fits(j->s + int_at, nint, neg) ? 0 : -1;
 	/* The power of ten of the first significant digit. */
@@ -342,15 +348,15 @@ static int jscan_value(struct jscan *j, int depth)
 }
 
 static int jsonscan_top(const char *text, size_t len, const char *const *keys,
-			size_t n, struct jsonscan_span *spans, bool unique)
+			size_t n, struct jsonscan_span *spans, bool strict)
 {
-	struct jscan j = {text, len, 0};
+	struct jscan j = {text, len, 0, strict};
 	for (size_t k = 0; k < n; k++)
 		spans[k].off = spans[k].len = 0;
 	jscan_ws(&j);
 	if (j.i >= j.len || j.s[j.i] != '{')
 		return -1;
-	if (jscan_object(&j, 1, keys, n, spans, unique) < 0)
+	if (jscan_object(&j, 1, keys, n, spans, strict) < 0)
 		return -1;
 	jscan_ws(&j);
 	return j.i == j.len ? 0 : -1;
@@ -362,7 +368,7 @@ int jsonscan_members(const char *text, size_t len, const char *const *keys,
 	return jsonscan_top(text, len, keys, n, spans, false);
 }
 
-int jsonscan_members_unique(const char *text, size_t len,
+int jsonscan_members_strict(const char *text, size_t len,
 			    const char *const *keys, size_t n,
 			    struct jsonscan_span *spans)
 {

@@ -18,23 +18,25 @@ struct jsonscan_span {
 };
 
 /* Scans text, which must be one JSON object (whitespace around it is
- * allowed), validating every value as jansson does by default (so text
- * the scan accepts, jansson parses: UTF-8, no \u0000, paired surrogates,
- * integers within int64, reals that do not overflow; a few finite reals
- * from 1e308 up are refused), and reports the spans of the members
- * named in keys[0..n) (plain names; a member whose name has escapes never
- * matches). A name met twice reports its last value, as jansson keeps.
- * Returns 0, or -1 when the text is not one valid object within
- * JSONSCAN_MAX_DEPTH. */
+ * allowed), validating every value's syntax, and reports the spans of the
+ * members named in keys[0..n) (plain names; a member whose name has
+ * escapes never matches). A name met twice reports its last value, as
+ * jansson keeps. Returns 0, or -1 when the text is not one valid object
+ * within JSONSCAN_MAX_DEPTH. Bytes of strings are not checked as UTF-8
+ * (a server's lines are passed on to clients that read them alike). */
 int jsonscan_members(const char *text, size_t len, const char *const *keys,
 		     size_t n, struct jsonscan_span *spans);
 
-/* The same, and -1 as well when a member name of the object (not of
- * nested ones) has escapes or comes twice, or the object has more than
- * JSONSCAN_MAX_UNIQUE members: text whose members at this level every
- * reader finds alike (an escaped "n\u0061me" is "name" to jansson). */
+/* The same, for text from a client that will be forwarded unparsed: -1
+ * as well for whatever jansson refuses by default (invalid UTF-8,
+ * \u0000, unpaired surrogates, integers beyond int64, reals that
+ * overflow; a few finite reals from 1e308 up are refused too), and when a
+ * member name of this object (not of nested ones) has escapes or comes
+ * twice, or it has more than JSONSCAN_MAX_UNIQUE members: text that
+ * jansson parses, and whose members at this level every reader finds
+ * alike (an escaped "n\u0061me" is "name" to jansson). */
 #define JSONSCAN_MAX_UNIQUE 16
-int jsonscan_members_unique(const char *text, size_t len,
+int jsonscan_members_strict(const char *text, size_t len,
 			    const char *const *keys, size_t n,
 			    struct jsonscan_span *spans);
 
