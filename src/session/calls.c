@@ -13,6 +13,7 @@
 #include "router/router.h"
 #include "session/hub.h"
 #include "session/session_int.h"
+#include "session/tokens.h"
 #include "trust/trust.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -45,7 +46,7 @@ static void session_call_finish(struct call *c)
 	c->next = c->prev = c;
 	struct hub *hub = c->session->hub;
 	if (c->token)
-		hub_token_drop(hub, c->token, c);
+		tokens_drop(hub_tokens(hub), c->token, c);
 	c->token = 0;
 	bool leased = c->leased;
 	c->leased = false;
@@ -125,9 +126,9 @@ static uint64_t session_next_order(void)
  * hub; dropped when the call finishes. */
 static json_t *session_call_token(struct session *s, struct call *c)
 {
-	char text[HUB_TOKEN_LEN + 1];
-	c->token = hub_token_add(s->hub, c);
-	hub_token_format(c->token, text);
+	char text[TOKENS_LEN + 1];
+	c->token = tokens_add(hub_tokens(s->hub), c);
+	tokens_format(c->token, text);
 	return json_string(text);
 }
 

@@ -13,11 +13,11 @@
 #include "router/router.h"
 #include "session/session.h"
 #include "session/session_int.h"
+#include "session/tokens.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/hmap.h"
 #include "util/log.h"
-#include "util/random.h"
 #include "util/sha256.h"
 #include "util/xmalloc.h"
 
@@ -39,10 +39,7 @@ struct hub {
 	struct hmap by_id; /* hmap_hash_str(id) -> hub_entry */
 	size_t max_sessions;
 	uint64_t session_timeout_ms;
-	/* Progress tokens given to servers: opaque values mapped back to
-	 * their call (the session id never leaves the runtime). */
-	struct hmap tokens;
-	uint64_t token_key, token_seq;
+	struct tokens tokens; /* progress tokens given to servers -> call */
 	uv_timer_t sweep;
 	void (*quiet_fn)(void *arg);
 	void *quiet_arg;
@@ -50,48 +47,9 @@ struct hub {
 
 #define HUB_SWEEP_MS 5000
 
-/* ---- progress tokens ---- */
-
-uint64_t hub_token_add(struct hub *hub, struct call *c)
+struct tokens *hub_tokens(struct hub *hub)
 {
-	uint64_t tok;
-	/* A bijection of a counter: unique, and telling nothing. */
-	do
-		tok = hmap_mix(hub->token_key ^ ++hub->token_seq);
-	while (tok == 0);
-	hmap_put(&hub->tokens, tok, c);
-	return tok;
-}
-
-void hub_token_drop(struct hub *hub, uint64_t tok, struct call *c)
-{
-	hmap_del(&hub->tokens, tok, c);
-}
-
-void hub_token_format(uint64_t tok, char *out)
-{
-	snprintf(out, HUB_TOKEN_LEN + 1, HUB_TOKEN_PREFIX "%016llx",
-		 (unsigned long long)tok);
-}
-
-/* The call a progress token of ours names, or NULL. */
-static struct call *hub_token_call(struct hub *hub, const char *text)
-{
-	size_t plen = strlen(HUB_TOKEN_PREFIX);
-	if (text == NULL || strlen(text) != HUB_TOKEN_LEN ||
-	    strncmp(text, HUB_TOKEN_PREFIX, plen) != 0)
-		return NULL;
-	uint64_t tok = 0;
-	for (const char *p = text + plen; *p; p++) {
-		int d = *p >= '0' && *p <= '9'	 ? *p - '0'
-			: *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
-						 : -1;
-		if (d < 0)
-			return NULL;
-		tok = tok << 4 | (uint64_t)d;
-	}
-	struct hmap_node *n = hmap_first(&hub->tokens, tok);
-	return n ? n->val : NULL;
+	return &hub->tokens;
 }
 
 static void hub_inst_notification_cb(void *ctx, struct instance *inst,
@@ -102,7 +60,7 @@ static void hub_inst_notification_cb(void *ctx, struct instance *inst,
 	if (strcmp(method, "notifications/progress") == 0) {
 		const char *tok = json_string_value(
 			json_object_get(jr_params(msg), "progressToken"));
-		struct call *c = hub_token_call(hub, tok);
+		struct call *c = tokens_find(&hub->tokens, tok);
 		if (c)
 			session_call_progress(c, inst, msg);
 		return;
@@ -274,10 +232,7 @@ struct hub *hub_new(uv_loop_t *loop, struct config *cfg, const char *app_dir,
 	hub->session_timeout_ms = HUB_DEFAULT_SESSION_TIMEOUT_MS;
 	hub->max_sessions = HUB_DEFAULT_MAX_SESSIONS;
 	hmap_init(&hub->by_id);
-	hmap_init(&hub->tokens);
-	char key[17];
-	random_hex(key, 8);
-	hub->token_key = strtoull(key, NULL, 16);
+	tokens_init(&hub->tokens);
 	hub->pool = pool_new(loop, &hub_instance_cbs, hub, journal, cache);
 	if (cfg->idle_timeout_ms >= 0)
 		pool_set_idle_ms(hub->pool, (uint64_t)cfg->idle_timeout_ms);
@@ -314,7 +269,7 @@ void hub_free(struct hub *hub)
 		session_free(e->s);
 		free(e);
 	}
-	hmap_free(&hub->tokens);
+	tokens_free(&hub->tokens);
 	pool_free(hub->pool);
 	config_free(hub->cfg);
 	free(hub->app_dir);

@@ -17,7 +17,7 @@
 
 struct hub;
 struct session;
-struct call;
+struct tokens;
 
 struct journal;
 struct toolcache;
@@ -74,15 +74,8 @@ struct session *hub_session_find(struct hub *hub, const char *id);
 void hub_session_end(struct hub *hub, struct session *s);
 size_t hub_session_count(const struct hub *hub);
 
-/* Progress tokens sent to servers in place of the client's: opaque
- * (nothing of the session in them), unique in this runtime, and mapped
- * back to their call in O(1). */
-#define HUB_TOKEN_PREFIX "mcpv-"
-#define HUB_TOKEN_LEN (5 + 16)
-uint64_t hub_token_add(struct hub *hub, struct call *c);
-void hub_token_drop(struct hub *hub, uint64_t tok, struct call *c);
-/* Writes the token's text (HUB_TOKEN_LEN + 1 bytes) to out. */
-void hub_token_format(uint64_t tok, char *out);
+/* The progress tokens given to servers for calls (session/tokens.h). */
+struct tokens *hub_tokens(struct hub *hub);
 
 /* How much a status shows. Every level shows sessions by a label (a
  * digest of the id), never by id; server stderr and errors are masked. */

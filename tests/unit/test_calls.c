@@ -6,6 +6,7 @@
  * the demo fixture server.
  */
 #include "hub_fixture.h"
+#include "session/tokens.h"
 
 TestSuite(calls, .init = fx_setup, .fini = fx_teardown, .timeout = 30);
 
@@ -130,34 +131,37 @@ Test(calls, the_causing_session_is_asked)
 	rich_close(&a);
 }
 
-/* Progress tokens: unique, opaque, keyed per runtime. */
+/* Progress tokens: unique, opaque, keyed per runtime, dropped for good. */
 Test(calls, progress_tokens_are_opaque_and_unique)
 {
-	struct hub *other = hub_new(
-		&fx_loop,
-		config_parse("{\"mcpServers\":{}}", 17, "/tmp/other.json"),
-		"/tmp", NULL, NULL);
+	struct tokens t, other;
+	tokens_init(&t);
+	tokens_init(&other);
 	enum { N = 5000 };
-	static char seen[N][HUB_TOKEN_LEN + 1];
+	static char seen[N][TOKENS_LEN + 1];
 	int fake;
 	for (int i = 0; i < N; i++) {
-		uint64_t tok = hub_token_add(fx_hub, (struct call *)&fake);
+		uint64_t tok = tokens_add(&t, &fake);
 		cr_assert_neq(tok, 0);
-		hub_token_format(tok, seen[i]);
-		cr_assert_eq(strlen(seen[i]), HUB_TOKEN_LEN);
+		tokens_format(tok, seen[i]);
+		cr_assert_eq(strlen(seen[i]), TOKENS_LEN);
+		cr_assert_eq(tokens_find(&t, seen[i]), &fake);
 		for (int k = i - 1; k >= 0 && k >= i - 50; k--)
 			cr_assert_str_neq(seen[i], seen[k]);
-		hub_token_drop(fx_hub, tok, (struct call *)&fake);
+		tokens_drop(&t, tok, &fake);
+		cr_assert_null(tokens_find(&t, seen[i]), "dropped");
 	}
-	char a[HUB_TOKEN_LEN + 1], b[HUB_TOKEN_LEN + 1];
-	uint64_t ta = hub_token_add(fx_hub, (struct call *)&fake);
-	uint64_t tb = hub_token_add(other, (struct call *)&fake);
-	hub_token_format(ta, a);
-	hub_token_format(tb, b);
+	char a[TOKENS_LEN + 1], b[TOKENS_LEN + 1];
+	uint64_t ta = tokens_add(&t, &fake), tb = tokens_add(&other, &fake);
+	tokens_format(ta, a);
+	tokens_format(tb, b);
 	cr_assert_str_neq(a, b, "each runtime has its own key");
-	hub_token_drop(fx_hub, ta, (struct call *)&fake);
-	hub_token_drop(other, tb, (struct call *)&fake);
-	hub_free(other);
+	cr_assert_null(tokens_find(&t, b));
+	cr_assert_null(tokens_find(&t, "mcpv-0123456789abcdef-1"));
+	cr_assert_null(tokens_find(&t, "mcpv-0123456789ABCDEF"));
+	cr_assert_null(tokens_find(&t, NULL));
+	tokens_free(&t);
+	tokens_free(&other);
 }
 
 static int count_progress(struct fx_req *r, const char *token)
