@@ -1,8 +1,8 @@
 /*
  * One client session: its identity, the servers it resolves, and the MCP
- * messages it takes from its client (dispatch) and from servers (requests
- * routed back to it). Lists live in lists.c, calls in calls.c, numbered
- * streams in streams.c.
+ * messages it takes from its client (dispatch) and from servers (progress,
+ * notifications and requests routed back to it and its calls). Lists live
+ * in lists.c, calls in calls.c, numbered streams in streams.c.
  */
 #include "session/session.h"
 
@@ -418,6 +418,52 @@ void session_exchange_gone(struct session *s, struct exchange *ex)
 			session_call_cancel(c, "client disconnected");
 		c = next;
 	}
+}
+
+/* ---- what servers send back, routed to a call ---- */
+
+void session_call_progress(struct call *c, struct instance *inst, json_t *msg)
+{
+	if (c->done || c->inst != inst || c->progress_token == NULL)
+		return;
+	json_t *out = json_deep_copy(msg);
+	json_object_set(json_object_get(out, "params"), "progressToken",
+			c->progress_token);
+	exchange_send(c->ex, out);
+	json_decref(out);
+}
+
+struct call *session_newest_call_on(struct session *s, struct instance *inst)
+{
+	for (struct call *c = s->calls.prev; c != &s->calls; c = c->prev)
+		if (c->inst == inst && c->server_id > 0 &&
+		    exchange_attached(c->ex))
+			return c;
+	return NULL;
+}
+
+struct call *session_cause_on(struct session *s, struct instance *inst)
+{
+	struct call *best = NULL;
+	for (struct call *c = s->calls.next; c != &s->calls; c = c->next) {
+		if (c->inst != inst || c->server_id <= 0 ||
+		    !exchange_attached(c->ex))
+			continue;
+		if (best == NULL || c->asked < best->asked ||
+		    (c->asked == best->asked && c->order < best->order))
+			best = c;
+	}
+	return best;
+}
+
+void session_route_related(struct session *s, struct instance *inst,
+			   json_t *msg)
+{
+	struct call *c = session_newest_call_on(s, inst);
+	if (c)
+		exchange_send(c->ex, msg);
+	else
+		session_notify(s, msg);
 }
 
 bool session_cause_rank(struct session *s, struct instance *inst,
