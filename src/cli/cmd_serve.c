@@ -13,7 +13,10 @@ static void serve_usage(FILE *f)
 {
 	fprintf(f, "usage: mcpvisor serve [--config FILE] [--port N] "
 		   "[--home DIR] [--log-level LEVEL]\n"
-		   "       [--api-key-file FILE]\n"
+		   "                      [--grace DURATION] "
+		   "[--session-timeout DURATION]\n"
+		   "                      [--sse-close-after MS] "
+		   "[--api-key-file FILE]\n"
 		   "\n"
 		   "Runs the runtime in the foreground: a Streamable HTTP MCP "
 		   "endpoint at\n"
@@ -36,7 +39,11 @@ static void serve_usage(FILE *f)
 		   "--api-key-file FILE: bearer keys, one a line, that let "
 		   "other users'\n"
 		   "clients in over TCP (the file must be private: chmod "
-		   "600).\n");
+		   "600).\n"
+		   "One runtime per home: a second serve on the same home "
+		   "exits 2, naming the\n"
+		   "running one. Without --config: HOME/mcp.json, or "
+		   "$XDG_CONFIG_HOME/mcpvisor/mcp.json.\n");
 }
 
 int cmd_serve(int argc, char **argv)
