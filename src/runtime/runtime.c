@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -24,6 +25,11 @@
 #include "util/log.h"
 #include "util/paths.h"
 #include "util/xmalloc.h"
+
+/* How long a second serve waits for the first one's endpoint, to name it:
+ * 40 x 50 ms. */
+#define CLAIM_NAME_TRIES 40
+#define CLAIM_NAME_NS (50 * 1000 * 1000)
 
 struct runtime {
 	uv_loop_t *loop;
@@ -226,15 +232,25 @@ static int runtime_claim_home(struct runtime *rt, const char *home)
 	long holder = 0;
 	rt->lock_fd = runtime_lock_take(rt->paths.lock_file, &holder);
 	if (rt->lock_fd == -EWOULDBLOCK) {
+		/* Started together with it: give it a moment to open its
+		 * endpoint, so the message can name it. */
 		struct runtime_info other;
-		int found = runtime_info_read(home, &other);
+		int found;
+		for (int i = 0;
+		     (found = runtime_info_read(home, &other)) == -EAGAIN &&
+		     i < CLAIM_NAME_TRIES;
+		     i++) {
+			runtime_info_free(&other);
+			struct timespec ts = {0, CLAIM_NAME_NS};
+			nanosleep(&ts, NULL);
+		}
 		fprintf(stderr,
 			"mcpvisor: a runtime already runs on this home (pid "
 			"%ld, %s); stop it with `mcpvisor stop` or use "
 			"another --home\n",
-			holder,
+			found == 0 ? other.pid : holder,
 			found == 0 && other.url ? other.url
-						: "endpoint not up yet");
+						: "endpoint not open yet");
 		runtime_info_free(&other);
 		return 2;
 	}
