@@ -43,7 +43,9 @@ static void check_print_server(json_t *d)
 	const char *name = json_string_value(json_object_get(d, "name"));
 	const char *err = json_string_value(json_object_get(d, "error"));
 	if (err) {
-		printf("%-16s error: %s\n", name ? name : "?", err);
+		/* The message itself goes to stderr with the others. */
+		printf("%-16s invalid (see the error on stderr)\n",
+		       name ? name : "?");
 		return;
 	}
 	printf("%-16s %-6s scope %-8s", name,

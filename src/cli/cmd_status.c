@@ -28,7 +28,10 @@ static void status_print_idle_server(const char *name, const char *scope,
 	json_t *last = json_object_get(sv, "lastFailure");
 	const char *reason = json_string_value(json_object_get(last, "reason"));
 	if (state == NULL)
-		state = last ? "failed" : "not running";
+		state = last ? "failed"
+			: json_is_true(json_object_get(sv, "disabled"))
+				? "disabled"
+				: "not running";
 	printf("%-16s %-12s scope %s\n", name, state, scope);
 	if (reason)
 		printf("    reason: %s\n", reason);

@@ -31,15 +31,6 @@ static void call_usage(FILE *f)
 		   "reports an error.\n");
 }
 
-static int cli_print_error(const char *what, json_t *resp)
-{
-	json_t *err = json_object_get(resp, "error");
-	const char *msg = json_string_value(json_object_get(err, "message"));
-	fprintf(stderr, "mcpvisor: %s failed: %s\n", what,
-		msg ? msg : "(no message)");
-	return CLI_FAILED;
-}
-
 /* The stderr lines of a failure, indented, at most a few. */
 static void tools_print_stderr(const char *tail)
 {
@@ -50,6 +41,19 @@ static void tools_print_stderr(const char *tail)
 		fprintf(stderr, "    stderr: %.*s\n", len, p);
 		p = eol ? eol + 1 : p + len;
 	}
+}
+
+/* The error, and the server's stderr lines when the error carries them
+ * (a server that failed to start says why there, e.g. a missing key). */
+static int cli_print_error(const char *what, json_t *resp)
+{
+	json_t *err = json_object_get(resp, "error");
+	const char *msg = json_string_value(json_object_get(err, "message"));
+	fprintf(stderr, "mcpvisor: %s failed: %s\n", what,
+		msg ? msg : "(no message)");
+	tools_print_stderr(json_string_value(
+		json_object_get(json_object_get(err, "data"), "stderr")));
+	return CLI_FAILED;
 }
 
 /* Prints why a server offers no working tools; true when it failed (a

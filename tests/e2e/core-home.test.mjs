@@ -261,6 +261,10 @@ test('home: tools reports failed servers; tools NOSUCH, check, status, help', {
 		assert.match(r.stderr, /server "crashy" failed: .*exited with code 7/);
 		assert.match(r.stderr, /boom: missing API_KEY/);
 
+		r = await rt.cli(['call', 'crashy__any', '{}']);
+		assert.equal(r.code, 1, r.stderr);
+		assert.match(r.stderr, /crashy.*exited with code 7[^]*stderr: boom: missing API_KEY/);
+
 		r = await rt.cli(['tools', 'demo']);
 		assert.equal(r.code, 0, r.stderr);
 		r = await rt.cli(['tools', 'nosuch']);

@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "runtime/runtime.h"
@@ -140,4 +142,16 @@ Test(runtime, the_runtime_file_is_removed_only_by_the_process_it_names)
 Test(runtime, a_socket_that_answers_is_seen)
 {
 	cr_assert_not(runtime_socket_answers(rtt_p.socket_path));
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	strcpy(addr.sun_path, rtt_p.socket_path);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+	cr_assert_not(runtime_socket_answers(rtt_p.socket_path),
+		      "bound but not listening: nobody answers");
+	cr_assert_eq(listen(fd, 4), 0);
+	cr_assert(runtime_socket_answers(rtt_p.socket_path));
+	close(fd);
+	/* Left behind by a dead runtime: clear removes it. */
+	cr_assert_eq(runtime_info_clear(rtt_home), 0);
+	cr_assert_eq(access(rtt_p.socket_path, F_OK), -1);
 }
