@@ -137,6 +137,11 @@ int runtime_info_read(const char *home, struct runtime_info *info)
 	if (fd >= 0)
 		close(fd);
 	paths_free(&p);
+	/* Not locked but its socket answers: a runtime from before the
+	 * lock (the binary was upgraded under it). What a dead runtime left
+	 * never answers. */
+	if (!held && rc == 0 && runtime_socket_answers(info->socket))
+		return 0;
 	if (!held)
 		return rc == 0 ? -ESRCH : -ENOENT;
 	if (rc < 0 || holder == 0 || info->pid != holder) {
@@ -183,13 +188,15 @@ int runtime_info_clear(const char *home)
 	int fd;
 	/* Held shared while we remove, so no runtime starts and writes its
 	 * file in between. */
-	if (runtime_lock_probe(p.lock_file, &holder, &fd)) {
+	if (runtime_lock_probe(p.lock_file, &holder, &fd) ||
+	    runtime_socket_answers(p.socket_path)) {
+		if (fd >= 0)
+			close(fd);
 		paths_free(&p);
 		return -EBUSY;
 	}
 	unlink(p.runtime_file);
-	if (!runtime_socket_answers(p.socket_path))
-		unlink(p.socket_path);
+	unlink(p.socket_path);
 	if (fd >= 0)
 		close(fd);
 	paths_free(&p);

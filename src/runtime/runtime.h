@@ -34,7 +34,9 @@ struct runtime_info {
 };
 
 /* Finds the runtime of home. The home's lock decides whether one runs, not
- * the pid in the file (a pid may be reused). Returns 0 with info filled;
+ * the pid in the file (a pid may be reused); a runtime file whose socket
+ * answers without the lock is a runtime from before it (an upgraded binary)
+ * and counts as running. Returns 0 with info filled;
  * -ENOENT when no runtime holds the home; -ESRCH when none does but a
  * runtime file is left (stale; info has what it says); -EAGAIN when one
  * holds the home but has no endpoint yet, or no more (starting, stopping;
@@ -42,8 +44,8 @@ struct runtime_info {
  * private (info.error says why). */
 int runtime_info_read(const char *home, struct runtime_info *info);
 void runtime_info_free(struct runtime_info *info);
-/* Removes a stale runtime file (and a socket nobody answers on) while no
- * runtime holds the home. 0, or -EBUSY when a runtime holds it. */
+/* Removes a stale runtime file and socket while no runtime holds the home
+ * and nothing answers on the socket. 0, or -EBUSY when a runtime runs. */
 int runtime_info_clear(const char *home);
 
 /* The home's lock file: taken by runtime_serve before anything in the home

@@ -150,8 +150,19 @@ Test(runtime, a_socket_that_answers_is_seen)
 		      "bound but not listening: nobody answers");
 	cr_assert_eq(listen(fd, 4), 0);
 	cr_assert(runtime_socket_answers(rtt_p.socket_path));
+	/* A runtime from before the lock: its socket answers, so it runs,
+	 * and stop never removes its file. */
+	rtt_write_file((long)getppid());
+	struct runtime_info info;
+	cr_assert_eq(runtime_info_read(rtt_home, &info), 0);
+	runtime_info_free(&info);
+	cr_assert_eq(runtime_info_clear(rtt_home), -EBUSY);
+	cr_assert_eq(access(rtt_p.runtime_file, F_OK), 0);
 	close(fd);
-	/* Left behind by a dead runtime: clear removes it. */
+	/* Left behind by a dead runtime: stale, and clear removes both. */
+	cr_assert_eq(runtime_info_read(rtt_home, &info), -ESRCH);
+	runtime_info_free(&info);
 	cr_assert_eq(runtime_info_clear(rtt_home), 0);
 	cr_assert_eq(access(rtt_p.socket_path, F_OK), -1);
+	cr_assert_eq(access(rtt_p.runtime_file, F_OK), -1);
 }
