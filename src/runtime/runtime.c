@@ -291,13 +291,18 @@ int runtime_serve(const struct runtime_opts *opts)
 	rt.config_path = config_path;
 	struct config *cfg = config_load_file(config_path);
 	if (cfg->fatal) {
-		fprintf(stderr, "mcpvisor: %s\n", cfg->fatal);
+		fprintf(stderr, "mcpvisor: %s%s\n", cfg->fatal,
+			opts->config ? ""
+				     : " (the default config: pass --config "
+				       "FILE, or create it)");
 		config_free(cfg);
 		runtime_release(&rt);
 		return 2;
 	}
 	runtime_log_config(cfg);
-	size_t nservers = cfg->nservers;
+	size_t nservers = cfg->nservers, nbad = 0;
+	for (size_t i = 0; i < nservers; i++)
+		nbad += cfg->servers[i].error != NULL;
 	rt.grace_ms = opts->grace_ms ? opts->grace_ms
 		      : cfg->shutdown_grace_ms > 0
 			      ? (uint64_t)cfg->shutdown_grace_ms
@@ -384,10 +389,15 @@ int runtime_serve(const struct runtime_opts *opts)
 	uv_signal_start(&rt.sigint, runtime_signal_cb, SIGINT);
 	uv_signal_start(&rt.sighup, runtime_signal_cb, SIGHUP);
 
-	printf("mcpvisor: serving %zu server%s from %s\n"
-	       "mcpvisor: endpoint http://127.0.0.1:%d/mcp\n"
+	if (nbad)
+		printf("mcpvisor: serving %zu of %zu servers from %s (%zu "
+		       "with config errors, above)\n",
+		       nservers - nbad, nservers, config_path, nbad);
+	else
+		printf("mcpvisor: serving %zu server%s from %s\n", nservers,
+		       nservers == 1 ? "" : "s", config_path);
+	printf("mcpvisor: endpoint http://127.0.0.1:%d/mcp\n"
 	       "mcpvisor: socket %s\n",
-	       nservers, nservers == 1 ? "" : "s", config_path,
 	       endpoint_port(rt.ep), rt.paths.socket_path);
 	if (rt.asked_port)
 		printf("mcpvisor: port %d was taken, so another port was "

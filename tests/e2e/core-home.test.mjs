@@ -245,7 +245,9 @@ test('home: tools reports failed servers; tools NOSUCH, check, status, help', {
 		args: ['-c', "echo 'boom: missing API_KEY' >&2; exit 7"],
 		scope: 'app',
 	};
-	await withRuntime(t, { demo: demo(), crashy }, async (rt) => {
+	const broken = { command: 42, scope: 'app' };
+	await withRuntime(t, { demo: demo(), crashy, broken }, async (rt) => {
+		assert.match(rt.stdoutText, /serving 2 of 3 servers .*\(1 with config errors/);
 		let r = await rt.cli(['status']);
 		assert.equal(r.code, 0, r.stderr);
 		assert.ok(r.stdout.includes(`endpoint ${rt.url}`), r.stdout);
@@ -260,6 +262,7 @@ test('home: tools reports failed servers; tools NOSUCH, check, status, help', {
 		);
 		assert.match(r.stderr, /server "crashy" failed: .*exited with code 7/);
 		assert.match(r.stderr, /boom: missing API_KEY/);
+		assert.match(r.stderr, /server "broken" has a config error/);
 
 		r = await rt.cli(['call', 'crashy__any', '{}']);
 		assert.equal(r.code, 1, r.stderr);
@@ -269,19 +272,21 @@ test('home: tools reports failed servers; tools NOSUCH, check, status, help', {
 		assert.equal(r.code, 0, r.stderr);
 		r = await rt.cli(['tools', 'nosuch']);
 		assert.equal(r.code, 2, r.stderr);
-		assert.match(r.stderr, /no server named "nosuch" \(servers: demo, crashy\)/);
+		assert.match(r.stderr, /no server named "nosuch" \(servers: demo, crashy, broken\)/);
 		assert.equal(r.stdout, '');
 		r = await rt.cli(['tools', 'demo', 'extra']);
 		assert.equal(r.code, 2, r.stderr);
 		assert.match(r.stderr, /unexpected argument "extra"/);
 
 		r = await runCli(['check', rt.configPath]);
-		assert.equal(r.code, 0, r.stderr);
+		assert.equal(r.code, 2, r.stderr);
 		assert.doesNotMatch(r.stdout, /^\s*[[{]/, 'text, not JSON');
 		assert.match(r.stdout, /^crashy\s+stdio\s+scope app\s+sh -c 'echo/m);
+		assert.match(r.stdout, /^broken\s+invalid/m);
+		assert.match(r.stderr, /server "broken": field "command"/);
 		r = await runCli(['check', rt.configPath, '--json']);
-		assert.equal(r.code, 0, r.stderr);
-		assert.equal(JSON.parse(r.stdout).servers.length, 2);
+		assert.equal(r.code, 2, r.stderr);
+		assert.equal(JSON.parse(r.stdout).servers.length, 3);
 
 		r = await runCli(['serve', '--help']);
 		assert.equal(r.code, 0);
