@@ -95,8 +95,12 @@ static bool tools_report_server(json_t *sv)
 			strcmp(state, "failed") == 0 ? "failed"
 						     : "needs authorization",
 			err ? err : "(no reason given)");
-		tools_print_stderr(
-			json_string_value(json_object_get(in, "stderr")));
+		const char *tail =
+			json_string_value(json_object_get(in, "stderr"));
+		if (tail == NULL)
+			tail = json_string_value(json_object_get(
+				json_object_get(in, "lastFailure"), "stderr"));
+		tools_print_stderr(tail);
 		failed = true;
 	}
 	/* A space's server the user has not allowed lists no tools: not a
@@ -232,9 +236,10 @@ int cmd_tools(int argc, char **argv)
 	if (rc == CLI_OK)
 		rc = tools_list_all(c, all);
 	/* Status while this session still holds what the list started: a
-	 * server that failed to start is there, with its reason. */
+	 * server that failed to start is there, with its reason. Verbose:
+	 * the stderr lines (secrets masked) are in that view only. */
 	if (rc == CLI_OK)
-		rc = client_get_json(c, "/status", &st);
+		rc = client_get_json(c, "/status?verbose=1", &st);
 	client_close(c);
 	if (rc == CLI_OK) {
 		tools_print(all, server, o.json);
