@@ -27,8 +27,8 @@
 #include "util/xmalloc.h"
 
 /* How long a second serve waits for the first one's endpoint, to name it:
- * 40 x 50 ms. */
-#define CLAIM_NAME_TRIES 40
+ * 100 x 50 ms, longer than a start that reconciles a journal (about 2 s). */
+#define CLAIM_NAME_TRIES 100
 #define CLAIM_NAME_NS (50 * 1000 * 1000)
 
 struct runtime {
