@@ -191,14 +191,12 @@ static int client_write_all(int fd, const char *p, size_t n, int ms)
 	while (n) {
 		int ready = client_wait(fd, POLLOUT, ms);
 		if (ready <= 0)
-			return ready == 0 ? -ETIMEDOUT : -1;
+			return ready == 0 ? -ETIMEDOUT : -errno;
 		ssize_t w = send(fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (w < 0 && errno == EAGAIN)
-			continue;
-		if (w < 0 && errno == EINTR)
+		if (w < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;
 		if (w <= 0)
-			return -1;
+			return w < 0 ? -errno : -EPIPE;
 		p += w;
 		n -= (size_t)w;
 	}
@@ -262,7 +260,7 @@ static int client_exchange(struct client *c, const char *req, size_t len,
 	while (rc == 0) {
 		int ready = client_wait(fd, POLLIN, c->timeout_ms);
 		if (ready < 0) {
-			rc = -EIO;
+			rc = -errno;
 			break;
 		}
 		if (ready == 0) {
