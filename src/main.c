@@ -47,7 +47,7 @@ int main(int argc, char **argv)
 		main_usage(stdout);
 		return CLI_OK;
 	}
-	if (strcmp(cmd, "--version") == 0) {
+	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
 		printf("mcpvisor 0.1.0\n");
 		return CLI_OK;
 	}

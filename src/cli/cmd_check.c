@@ -1,13 +1,17 @@
 /* `mcpvisor check`: validate a config and show how each server resolves,
  * secrets masked. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "config/config.h"
 #include "trust/trust.h"
 #include "util/paths.h"
+#include "util/xmalloc.h"
 
 static void check_usage(FILE *f)
 {
@@ -18,6 +22,31 @@ static void check_usage(FILE *f)
 		   "resolves, one per line, with env and header values "
 		   "masked; --json prints\n"
 		   "the whole resolution. Exits 2 when anything is wrong.\n");
+}
+
+/* Whether the server's command can run: an executable file, or a name
+ * found in the server's PATH (its env's, else ours). Only a note: the
+ * runtime may run with another PATH. */
+static bool check_command_found(const struct server_config *sv)
+{
+	if (strchr(sv->command, '/'))
+		return access(sv->command, X_OK) == 0;
+	const char *path = getenv("PATH");
+	for (size_t i = 0; i < sv->nenv; i++)
+		if (strcmp(sv->env[i].key, "PATH") == 0)
+			path = sv->env[i].value;
+	bool found = false;
+	char *dirs = xstrdup(path ? path : "/usr/bin:/bin");
+	for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d && !found;
+	     d = strtok_r(NULL, ":", &save)) {
+		char *full = xasprintf("%s/%s", d, sv->command);
+		struct stat st;
+		found = stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
+			access(full, X_OK) == 0;
+		free(full);
+	}
+	free(dirs);
+	return found;
 }
 
 /* One argument as a shell would need it written. */
@@ -141,6 +170,17 @@ int cmd_check(int argc, char **argv)
 					"it is valid, but mcpvisor does not "
 					"serve url servers yet (only stdio)\n",
 					sv->name);
+			else if (sv->command && !check_command_found(sv))
+				fprintf(stderr,
+					"note: server \"%s\": command \"%s\" "
+					"%s\n",
+					sv->name, sv->command,
+					strchr(sv->command, '/')
+						? "is not an executable file; "
+						  "it will fail to start"
+						: "is not in PATH; it will "
+						  "fail to start unless the "
+						  "runtime has another PATH");
 		}
 		printf("%s: %zu server(s), %d with errors\n", file,
 		       cfg->nservers, bad);

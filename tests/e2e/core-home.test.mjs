@@ -287,6 +287,17 @@ test('home: tools reports failed servers; tools NOSUCH, check, status, help', {
 		r = await runCli(['check', rt.configPath, '--json']);
 		assert.equal(r.code, 2, r.stderr);
 		assert.equal(JSON.parse(r.stdout).servers.length, 3);
+		// A command that is not there is named before anything starts.
+		const missing = path.join(rt.home, 'missing.json');
+		await fsp.writeFile(missing, JSON.stringify({ mcpServers: {
+			a: { command: 'mcpv-no-such-command' },
+			b: { command: '/nonexistent/bin/x' },
+		} }));
+		r = await runCli(['check', missing]);
+		assert.equal(r.code, 0, r.stderr);
+		assert.match(r.stderr, /"a": command "mcpv-no-such-command" is not in PATH/);
+		assert.match(r.stderr, /"b": command "\/nonexistent\/bin\/x" is not an executable file/);
+		assert.equal((await runCli(['version'])).stdout, 'mcpvisor 0.1.0\n');
 
 		r = await runCli(['serve', '--help']);
 		assert.equal(r.code, 0);
