@@ -10,9 +10,10 @@ import path from 'node:path';
 import { test } from 'node:test';
 
 import {
+	DEMO,
 	DEMO_TOOLS,
 	MCPVISOR,
-	Runtime,
+	RawClient,
 	demo,
 	makeHome,
 	procStat,
@@ -332,5 +333,39 @@ test('home: status says when port 7345 was taken', { timeout: 20_000 }, async ()
 		});
 	} finally {
 		squat.close();
+	}
+});
+
+// Own files are read without following symlinks, but a space's .mcp.json
+// may be a link (dotfiles): it is read through it and still needs allowing.
+test('home: a symlinked .mcp.json in a space is untrusted until allowed', {
+	timeout: 20_000,
+}, async (t) => {
+	const space = await makeHome('mcpvisor-space-link-');
+	const ran = path.join(space, 'ran.txt');
+	await fsp.writeFile(path.join(space, 'real.json'), JSON.stringify({
+		mcpServers: {
+			lnk: { command: '/bin/sh', args: ['-c', `echo x > ${ran}; exec ${DEMO} --name lnk`] },
+		},
+	}));
+	await fsp.symlink(path.join(space, 'real.json'), path.join(space, '.mcp.json'));
+	try {
+		await withRuntime(t, { demo: demo() }, async (rt) => {
+			const c = new RawClient(`${rt.url}?space=${space}`);
+			await c.initialize();
+			const tools = (await c.listAll()).map((x) => x.name);
+			assert.ok(!tools.some((n) => n.startsWith('lnk__')), tools.join(' '));
+			assert.ok(!fs.existsSync(ran), 'the linked space command never ran');
+			const st = await rt.cli(['status']);
+			assert.match(st.stdout, /lnk\s+untrusted/, st.stdout);
+			assert.equal((await rt.cli(['allow', space])).code, 0);
+			await c.close();
+			const c2 = new RawClient(`${rt.url}?space=${space}`);
+			await c2.initialize();
+			assert.ok((await c2.listAll()).some((x) => x.name === 'lnk__echo'), 'allowed');
+			await c2.close();
+		});
+	} finally {
+		await fsp.rm(space, { recursive: true, force: true });
 	}
 });
