@@ -19,25 +19,33 @@ static void status_usage(FILE *f)
 		   "stderr. -v adds pids, keys and the socket.\n");
 }
 
-/* The lines of a server with no instance: why it is not running, when
- * anything says so, else that it is not running now. */
+/* The lines of a server with no instance: why it is not running (its
+ * last failure, kept after its instance is gone), else that it is not
+ * running now. */
 static void status_print_idle_server(const char *name, const char *scope,
 				     json_t *sv)
 {
-	const char *state = json_string_value(json_object_get(sv, "state"));
-	json_t *last = json_object_get(sv, "lastFailure");
-	const char *reason = json_string_value(json_object_get(last, "reason"));
-	if (state == NULL)
-		state = last ? "failed"
-			: json_is_true(json_object_get(sv, "disabled"))
-				? "disabled"
-				: "not running";
-	printf("%-16s %-12s scope %s\n", name, state, scope);
-	if (reason)
-		printf("    reason: %s\n", reason);
-	const char *tail = json_string_value(json_object_get(last, "stderr"));
-	if (tail && tail[0])
-		printf("    stderr: %s\n", tail);
+	json_t *lf = json_object_get(sv, "lastFailure");
+	/* Not "failed": the failure may be old, and a later start may have
+	 * gone well; "last failed" says what it was. */
+	const char *state = json_is_true(json_object_get(sv, "disabled"))
+				    ? "disabled"
+				    : "not running";
+	printf("%-16s %-12s scope %s", name, state, scope);
+	if (lf)
+		printf(" (last failed: %s)",
+		       json_string_value(json_object_get(lf, "reason")));
+	printf("\n");
+	/* Its stderr (secrets masked) is only in the verbose view. */
+	const char *err = json_string_value(json_object_get(lf, "stderr"));
+	if (err && err[0]) {
+		printf("    stderr:\n");
+		for (const char *p = err; *p;) {
+			size_t n = strcspn(p, "\n");
+			printf("      %.*s\n", (int)n, p);
+			p += n + (p[n] == '\n');
+		}
+	}
 }
 
 static void status_print_text(json_t *st, const struct client *c, int verbose)
@@ -84,26 +92,6 @@ static void status_print_text(json_t *st, const struct client *c, int verbose)
 			printf("%-16s stopped by `mcpvisor stop`; `mcpvisor "
 			       "restart %s` starts it again\n",
 			       name, name);
-		json_t *lf = json_object_get(sv, "lastFailure");
-		if (json_array_size(insts) == 0 && lf) {
-			/* Gone, but it failed: say why (a failed start is
-			 * otherwise invisible once its session ended). */
-			printf("%-16s %-10s scope %s (last failed: %s)\n", name,
-			       "stopped", scope,
-			       json_string_value(
-				       json_object_get(lf, "reason")));
-			const char *err = json_string_value(
-				json_object_get(lf, "stderr"));
-			if (err && err[0]) {
-				printf("    stderr:\n");
-				for (const char *p = err; *p;) {
-					size_t n = strcspn(p, "\n");
-					printf("      %.*s\n", (int)n, p);
-					p += n + (p[n] == '\n');
-				}
-			}
-			continue;
-		}
 		if (json_array_size(insts) == 0) {
 			if (!held)
 				status_print_idle_server(name, scope, sv);

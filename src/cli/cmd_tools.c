@@ -56,8 +56,9 @@ static int cli_print_error(const char *what, json_t *resp)
 	return CLI_FAILED;
 }
 
-/* Prints why a server offers no working tools; true when it failed (a
- * server stopped by the user is only noted). */
+/* Prints why a server offers no working tools; true when it failed now,
+ * in this session's list (a server stopped by the user or not allowed is
+ * only noted; a server's lastFailure is history, not this list's). */
 static bool tools_report_server(json_t *sv)
 {
 	const char *name = json_string_value(json_object_get(sv, "name"));
@@ -110,17 +111,6 @@ static bool tools_report_server(json_t *sv)
 		fprintf(stderr, "%-32s untrusted (space %s): run `%s`\n", name,
 			json_string_value(json_object_get(sv, "space")), cmd);
 		return failed;
-	}
-	/* A failure kept after its instance is gone. */
-	json_t *last = json_object_get(sv, "lastFailure");
-	if (!failed && last) {
-		const char *reason =
-			json_string_value(json_object_get(last, "reason"));
-		fprintf(stderr, "mcpvisor: server \"%s\" failed: %s\n", name,
-			reason ? reason : "(no reason given)");
-		tools_print_stderr(
-			json_string_value(json_object_get(last, "stderr")));
-		failed = true;
 	}
 	return failed;
 }
