@@ -26,7 +26,11 @@ static void main_usage(FILE *f)
 		"  allow     trust a space's .mcp.json (--revoke: no longer)\n"
 		"\n"
 		"Every command takes --home DIR (or MCPVISOR_HOME) and "
-		"--help.\n");
+		"--help. The terminal\n"
+		"commands give up on a runtime that says nothing for "
+		"MCPVISOR_TIMEOUT (10s).\n"
+		"Exit codes: 0 done, 1 failed, 2 bad arguments or config, 3 "
+		"no runtime is running.\n");
 }
 
 int main(int argc, char **argv)
@@ -43,7 +47,7 @@ int main(int argc, char **argv)
 		main_usage(stdout);
 		return CLI_OK;
 	}
-	if (strcmp(cmd, "--version") == 0) {
+	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
 		printf("mcpvisor 0.1.0\n");
 		return CLI_OK;
 	}

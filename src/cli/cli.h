@@ -6,6 +6,7 @@
 #define MCPV_CLI_H
 
 #include <jansson.h>
+#include <stdio.h>
 
 /* Exit codes shared by every subcommand. */
 #define CLI_OK 0
@@ -23,11 +24,43 @@ int cmd_restart(int argc, char **argv);
 int cmd_reload(int argc, char **argv);
 int cmd_allow(int argc, char **argv);
 
+/* The options every command repeats, parsed once (cli/common.c). */
+#define CLI_OPT_JSON 1u	   /* --json */
+#define CLI_OPT_VERBOSE 2u /* -v, --verbose */
+#define CLI_OPT_FORCE 4u   /* --force */
+
+struct cli_spec {
+	const char *name; /* for messages: "tools" */
+	void (*usage)(FILE *);
+	unsigned opts;		/* CLI_OPT_* beyond --home and --help */
+	int min_args, max_args; /* positional arguments */
+};
+
+struct cli_common {
+	const char *home; /* --home DIR; NULL: MCPVISOR_HOME or XDG */
+	int json, verbose, force;
+	char **args; /* the positional arguments */
+	int nargs;
+};
+
+/* Parses --home, --help and the options spec allows, and checks the
+ * number of positional arguments. Returns -1 to go on, else the exit code
+ * (usage printed). */
+int cli_parse_common(int argc, char **argv, const struct cli_spec *spec,
+		     struct cli_common *o);
+
 struct client;
 
 /* Finds the runtime of home (NULL: MCPVISOR_HOME or XDG). On failure
- * returns a CLI_* code with a message printed. */
+ * returns a CLI_* code with a message printed. Every request after it is
+ * bounded by MCPVISOR_TIMEOUT (default 10 s) of silence; an MCP request
+ * whose runtime still answers a second connection waits on (a long call). */
 int client_open(const char *home, struct client **out);
+/* The pid of the runtime the client talks to, its Unix socket, and the
+ * port it asked for when that was taken (else 0). */
+long client_pid(const struct client *c);
+const char *client_socket(const struct client *c);
+int client_asked_port(const struct client *c);
 /* Ends the MCP session, if any, and frees. */
 void client_close(struct client *c);
 /* GET path on the socket; *out gets the JSON body. 0 or CLI_FAILED. */

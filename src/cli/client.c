@@ -2,8 +2,14 @@
  * A small blocking MCP client for the terminal: HTTP/1.1 over the runtime's
  * Unix socket (one connection per request), JSON or SSE answers. It needs
  * no HTTP library, so the runtime binary carries none it does not use.
+ * Every wait is bounded: a runtime that says nothing for the timeout is
+ * asked on a second connection whether it still answers at all (a long
+ * tool call is fine; a frozen runtime is reported, never waited on).
  */
 #include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,17 +17,26 @@
 
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "config/config.h"
 #include "jsonrpc/jsonrpc.h"
 #include "runtime/runtime.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/xmalloc.h"
 
 #define CLIENT_MAX_BODY (64 * 1024 * 1024)
+#define CLIENT_TIMEOUT_MS 10000
+#define CLIENT_POLL_NS (50 * 1000 * 1000)
 
 struct client {
+	long pid;
+	int asked_port; /* the default port, when it was taken */
+	int timeout_ms;
+	bool frozen; /* gave up on it: ask it for nothing more */
 	char *socket;
 	char *session;
 	long next_id;
@@ -48,19 +63,71 @@ static char *client_header(struct client *c, const char *name)
 	return NULL;
 }
 
+/* MCPVISOR_TIMEOUT (a duration: "10s", "1500ms") or 10 s. */
+static int client_timeout_ms(void)
+{
+	const char *v = getenv("MCPVISOR_TIMEOUT");
+	if (v == NULL || v[0] == '\0')
+		return CLIENT_TIMEOUT_MS;
+	json_t *j = json_string(v);
+	int64_t ms = 0;
+	int rc = config_parse_duration(j, &ms);
+	json_decref(j);
+	if (rc < 0 || ms <= 0 || ms > INT32_MAX) {
+		fprintf(stderr,
+			"mcpvisor: MCPVISOR_TIMEOUT=%s is not a duration; "
+			"using %d s\n",
+			v, CLIENT_TIMEOUT_MS / 1000);
+		return CLIENT_TIMEOUT_MS;
+	}
+	return (int)ms;
+}
+
 int client_open(const char *home, struct client **out)
 {
+	int timeout_ms = client_timeout_ms();
+	uint64_t deadline = clock_now_ms() + (uint64_t)timeout_ms;
 	struct runtime_info info;
-	int rc = runtime_info_read(home, &info);
-	if (rc < 0 || info.socket == NULL) {
+	int rc;
+	/* A runtime that holds the home but has no endpoint yet is starting
+	 * (reconciling a journal) or stopping: wait for either, bounded. */
+	while ((rc = runtime_info_read(home, &info)) == -EAGAIN &&
+	       clock_now_ms() < deadline) {
+		runtime_info_free(&info);
+		struct timespec ts = {0, CLIENT_POLL_NS};
+		nanosleep(&ts, NULL);
+	}
+	if (rc == -EPERM) {
+		fprintf(stderr, "mcpvisor: %s\n", info.error);
+		runtime_info_free(&info);
+		return CLI_FAILED;
+	}
+	if (rc == -EAGAIN) {
 		fprintf(stderr,
-			"mcpvisor: no runtime is running%s; start one with "
-			"`mcpvisor serve`\n",
-			rc == -ESRCH ? " (its runtime file is stale)" : "");
+			"mcpvisor: the runtime (pid %ld) holds this home but "
+			"did not open its endpoint within %g s\n",
+			info.pid, timeout_ms / 1000.0);
+		runtime_info_free(&info);
+		return CLI_FAILED;
+	}
+	if (rc < 0) {
+		if (rc == -ESRCH)
+			fprintf(stderr,
+				"mcpvisor: no runtime is running (the "
+				"runtime file of pid %ld is stale); start "
+				"one with `mcpvisor serve`\n",
+				info.pid);
+		else
+			fprintf(stderr,
+				"mcpvisor: no runtime is running; start one "
+				"with `mcpvisor serve`\n");
 		runtime_info_free(&info);
 		return CLI_NO_RUNTIME;
 	}
 	struct client *c = xcalloc(1, sizeof *c);
+	c->pid = info.pid;
+	c->asked_port = info.asked_port;
+	c->timeout_ms = timeout_ms;
 	c->socket = xstrdup(info.socket);
 	runtime_info_free(&info);
 	c->next_id = 1;
@@ -68,6 +135,21 @@ int client_open(const char *home, struct client **out)
 	buf_init(&c->headers);
 	*out = c;
 	return CLI_OK;
+}
+
+long client_pid(const struct client *c)
+{
+	return c->pid;
+}
+
+int client_asked_port(const struct client *c)
+{
+	return c->asked_port;
+}
+
+const char *client_socket(const struct client *c)
+{
+	return c->socket;
 }
 
 static int client_connect(struct client *c)
@@ -79,22 +161,42 @@ static int client_connect(struct client *c)
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	/* A Unix connect waits only while the listen queue is full; bound
+	 * that wait too. */
+	struct timeval tv = {c->timeout_ms / 1000,
+			     (c->timeout_ms % 1000) * 1000};
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 	if (connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
-		int e = errno;
+		int e = errno == EINPROGRESS ? ETIMEDOUT : errno;
 		close(fd);
-		return -e;
+		return -(e == EAGAIN ? ETIMEDOUT : e);
 	}
 	return fd;
 }
 
-static int client_write_all(int fd, const char *p, size_t n)
+/* Waits up to ms for events on fd: 1 ready, 0 timed out, -1 error. */
+static int client_wait(int fd, short events, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = events};
+	for (;;) {
+		int n = poll(&p, 1, ms);
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n < 0 ? -1 : n;
+	}
+}
+
+static int client_write_all(int fd, const char *p, size_t n, int ms)
 {
 	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
+		int ready = client_wait(fd, POLLOUT, ms);
+		if (ready <= 0)
+			return ready == 0 ? -ETIMEDOUT : -errno;
+		ssize_t w = send(fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;
 		if (w <= 0)
-			return -1;
+			return w < 0 ? -errno : -EPIPE;
 		p += w;
 		n -= (size_t)w;
 	}
@@ -127,20 +229,73 @@ static int client_dechunk(const char *p, size_t n, struct buf *out)
 	}
 }
 
+static int client_exchange(struct client *c, const char *req, size_t len,
+			   struct buf *raw, bool probe);
+
+/* Whether the runtime still answers at all: GET /status on a second
+ * connection within the timeout. */
+static bool client_alive(struct client *c)
+{
+	static const char req[] = "GET /status HTTP/1.1\r\nHost: localhost\r\n"
+				  "Connection: close\r\n\r\n";
+	struct buf raw;
+	buf_init(&raw);
+	int rc = client_exchange(c, req, sizeof req - 1, &raw, false);
+	bool ok =
+		rc == 0 && raw.len > 12 && strncmp(raw.data, "HTTP/1.", 7) == 0;
+	buf_free(&raw);
+	return ok;
+}
+
+/* Sends req on a fresh connection and reads the answer to its end into
+ * raw. Silence for the timeout ends it with -ETIMEDOUT, unless probe and
+ * the runtime still answers a second connection (a long call: wait on). */
+static int client_exchange(struct client *c, const char *req, size_t len,
+			   struct buf *raw, bool probe)
+{
+	int fd = client_connect(c);
+	if (fd < 0)
+		return fd;
+	int rc = client_write_all(fd, req, len, c->timeout_ms);
+	while (rc == 0) {
+		int ready = client_wait(fd, POLLIN, c->timeout_ms);
+		if (ready < 0) {
+			rc = -errno;
+			break;
+		}
+		if (ready == 0) {
+			if (probe && client_alive(c))
+				continue;
+			rc = -ETIMEDOUT;
+			break;
+		}
+		buf_reserve(raw, 65536);
+		ssize_t r = read(fd, raw->data + raw->len, 65536);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r < 0) {
+			rc = -errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		raw->len += (size_t)r;
+		raw->data[raw->len] = '\0';
+		if (raw->len > CLIENT_MAX_BODY)
+			rc = -EFBIG;
+	}
+	close(fd);
+	return rc;
+}
+
 /* One HTTP exchange on a fresh connection (Connection: close, read to the
  * end); *status gets the HTTP status, c->headers and c->body the rest. */
-static int client_http(struct client *c, const char *method, const char *path,
-		       const char *body, long *status)
+static int client_http_ex(struct client *c, const char *method,
+			  const char *path, const char *body, long *status,
+			  bool probe)
 {
 	buf_reset(&c->body);
 	buf_reset(&c->headers);
-	int fd = client_connect(c);
-	if (fd < 0) {
-		fprintf(stderr,
-			"mcpvisor: cannot reach the runtime at %s: %s\n",
-			c->socket, strerror(-fd));
-		return CLI_FAILED;
-	}
 	struct buf req;
 	buf_init(&req);
 	buf_printf(&req,
@@ -156,27 +311,29 @@ static int client_http(struct client *c, const char *method, const char *path,
 	buf_puts(&req, "\r\n");
 	if (body)
 		buf_puts(&req, body);
-	int rc = client_write_all(fd, req.data, req.len);
-	buf_free(&req);
 	struct buf raw;
 	buf_init(&raw);
-	while (rc == 0) {
-		buf_reserve(&raw, 65536);
-		ssize_t r = read(fd, raw.data + raw.len, 65536);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			rc = -1;
-			break;
-		}
-		if (r == 0)
-			break;
-		raw.len += (size_t)r;
-		raw.data[raw.len] = '\0';
-		if (raw.len > CLIENT_MAX_BODY)
-			rc = -1;
+	int rc = c->frozen ? -ETIMEDOUT
+			   : client_exchange(c, req.data, req.len, &raw, probe);
+	buf_free(&req);
+	if (rc == -ETIMEDOUT) {
+		c->frozen = true;
+		fprintf(stderr,
+			"mcpvisor: the runtime at pid %ld did not answer "
+			"within %g s; it may be frozen (a stopped process "
+			"continues with `kill -CONT %ld`)\n",
+			c->pid, c->timeout_ms / 1000.0, c->pid);
+		buf_free(&raw);
+		return CLI_FAILED;
 	}
-	close(fd);
+	if (rc < 0 && raw.len == 0) {
+		fprintf(stderr,
+			"mcpvisor: cannot reach the runtime (pid %ld) at %s: "
+			"%s\n",
+			c->pid, c->socket, strerror(-rc));
+		buf_free(&raw);
+		return CLI_FAILED;
+	}
 	const char *eoh = raw.data ? strstr(raw.data, "\r\n\r\n") : NULL;
 	if (rc < 0 || eoh == NULL ||
 	    sscanf(raw.data, "HTTP/1.%*d %ld", status) != 1) {
@@ -212,7 +369,7 @@ static int client_http(struct client *c, const char *method, const char *path,
 int client_get_json(struct client *c, const char *path, json_t **out)
 {
 	long status = 0;
-	if (client_http(c, "GET", path, NULL, &status) != CLI_OK)
+	if (client_http_ex(c, "GET", path, NULL, &status, false) != CLI_OK)
 		return CLI_FAILED;
 	json_error_t jerr;
 	*out = json_loadb(c->body.data ? c->body.data : "", c->body.len, 0,
@@ -232,7 +389,7 @@ int client_post(struct client *c, const char *path, long *status, json_t **body)
 	*status = 0;
 	if (body)
 		*body = NULL;
-	if (client_http(c, "POST", path, "", status) != CLI_OK)
+	if (client_http_ex(c, "POST", path, "", status, false) != CLI_OK)
 		return CLI_FAILED;
 	if (body)
 		*body = json_loadb(c->body.data ? c->body.data : "",
@@ -286,7 +443,7 @@ static int client_rpc(struct client *c, const char *method, json_t *params,
 	char *text = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
 	long status = 0;
-	int rc = client_http(c, "POST", "/mcp", text, &status);
+	int rc = client_http_ex(c, "POST", "/mcp", text, &status, true);
 	free(text);
 	if (rc != CLI_OK)
 		return rc;
@@ -337,7 +494,7 @@ int client_request(struct client *c, const char *method, json_t *params,
 		char *text = json_dumps(note, JSON_COMPACT);
 		json_decref(note);
 		long status;
-		rc = client_http(c, "POST", "/mcp", text, &status);
+		rc = client_http_ex(c, "POST", "/mcp", text, &status, true);
 		free(text);
 		if (rc != CLI_OK)
 			return rc;
@@ -349,9 +506,9 @@ void client_close(struct client *c)
 {
 	if (c == NULL)
 		return;
-	if (c->session) {
+	if (c->session && !c->frozen) {
 		long status;
-		client_http(c, "DELETE", "/mcp", NULL, &status);
+		client_http_ex(c, "DELETE", "/mcp", NULL, &status, false);
 	}
 	buf_free(&c->body);
 	buf_free(&c->headers);

@@ -1,14 +1,17 @@
 /* `mcpvisor check`: validate a config and show how each server resolves,
  * secrets masked. */
-#include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "config/config.h"
 #include "trust/trust.h"
 #include "util/paths.h"
+#include "util/xmalloc.h"
 
 static void check_usage(FILE *f)
 {
@@ -16,50 +19,117 @@ static void check_usage(FILE *f)
 		   "\n"
 		   "Validates a config (default: the global one) and prints "
 		   "how each server\n"
-		   "resolves, with env and header values masked. Exits 2 when "
-		   "anything is wrong.\n");
+		   "resolves, one per line, with env and header values "
+		   "masked; --json prints\n"
+		   "the whole resolution. Exits 2 when anything is wrong.\n");
+}
+
+/* Whether the server's command can run: an executable file, or a name
+ * found in the server's PATH (its env's, else ours). Only a note: the
+ * runtime may run with another PATH. */
+static bool check_command_found(const struct server_config *sv)
+{
+	if (strchr(sv->command, '/'))
+		return access(sv->command, X_OK) == 0;
+	const char *path = getenv("PATH");
+	for (size_t i = 0; i < sv->nenv; i++)
+		if (strcmp(sv->env[i].key, "PATH") == 0)
+			path = sv->env[i].value;
+	bool found = false;
+	char *dirs = xstrdup(path ? path : "/usr/bin:/bin");
+	for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d && !found;
+	     d = strtok_r(NULL, ":", &save)) {
+		char *full = xasprintf("%s/%s", d, sv->command);
+		struct stat st;
+		found = stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
+			access(full, X_OK) == 0;
+		free(full);
+	}
+	free(dirs);
+	return found;
+}
+
+/* One argument as a shell would need it written. */
+static void check_print_arg(const char *a)
+{
+	if (a[0] && strpbrk(a, " \t\"'\\$`") == NULL) {
+		printf(" %s", a);
+		return;
+	}
+	printf(" '");
+	for (const char *p = a; *p; p++)
+		if (*p == '\'')
+			printf("'\\''");
+		else
+			putchar(*p);
+	printf("'");
+}
+
+/* name, kind and scope, then what runs (command and args, or the url),
+ * then the names of env and header values (never the values). */
+static void check_print_server(json_t *d)
+{
+	const char *name = json_string_value(json_object_get(d, "name"));
+	const char *err = json_string_value(json_object_get(d, "error"));
+	if (err) {
+		/* The message itself goes to stderr with the others. */
+		printf("%-16s invalid (see the error on stderr)\n",
+		       name ? name : "?");
+		return;
+	}
+	printf("%-16s %-6s scope %-8s", name,
+	       json_string_value(json_object_get(d, "kind")),
+	       json_string_value(json_object_get(d, "scope")));
+	const char *url = json_string_value(json_object_get(d, "url"));
+	if (url) {
+		printf(" %s", url);
+	} else {
+		printf(" %s", json_string_value(json_object_get(d, "command")));
+		size_t i;
+		json_t *a;
+		json_array_foreach(json_object_get(d, "args"), i, a)
+			check_print_arg(json_string_value(a));
+	}
+	if (json_is_true(json_object_get(d, "disabled")))
+		printf("  (disabled)");
+	printf("\n");
+	static const char *const kv[] = {"env", "headers"};
+	for (size_t k = 0; k < 2; k++) {
+		json_t *o = json_object_get(d, kv[k]);
+		if (json_object_size(o) == 0)
+			continue;
+		printf("%-16s %s:", "", kv[k]);
+		const char *key;
+		json_t *v;
+		json_object_foreach(o, key, v)
+			printf(" %s=%s", key, json_string_value(v));
+		printf("\n");
+	}
 }
 
 int cmd_check(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"json", no_argument, NULL, 'j'},
-		{"home", required_argument, NULL, 'H'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	const char *home = NULL;
-	int json = 0, ch;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "jH:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'j':
-			json = 1;
-			break;
-		case 'H':
-			home = optarg;
-			break;
-		case 'h':
-			check_usage(stdout);
-			return CLI_OK;
-		default:
-			check_usage(stderr);
-			return CLI_USAGE;
-		}
-	}
+	static const struct cli_spec spec = {"check", check_usage, CLI_OPT_JSON,
+					     0, 1};
+	struct cli_common o = {0};
+	int rc = cli_parse_common(argc, argv, &spec, &o);
+	if (rc >= 0)
+		return rc;
+	const char *home = o.home;
+	int json = o.json;
 	struct paths p;
 	paths_resolve(&p, home);
-	const char *file = optind < argc ? argv[optind] : p.config_file;
+	const char *file = o.nargs ? o.args[0] : p.config_file;
 	/* A space's file is shown as the runtime would take it: untrusted
 	 * until allowed. */
 	const char *base = strrchr(file, '/');
 	struct config *cfg = strcmp(base ? base + 1 : file, ".mcp.json") == 0
 				     ? trust_load_space(p.state_dir, file, NULL)
 				     : config_load_file(file);
-	paths_free(&p);
 	if (cfg->fatal) {
 		fprintf(stderr, "mcpvisor check: %s\n", cfg->fatal);
 		config_free(cfg);
+		paths_free(&p);
 		return CLI_USAGE;
 	}
 	int bad = 0;
@@ -75,17 +145,17 @@ int cmd_check(int argc, char **argv)
 		for (size_t i = 0; i < cfg->nwarnings; i++)
 			json_array_append_new(warn,
 					      json_string(cfg->warnings[i]));
-		json_t *o =
+		json_t *out =
 			json_pack("{s:s,s:o,s:o,s:b}", "file", file, "servers",
 				  servers, "warnings", warn, "ok", bad == 0);
-		char *s = json_dumps(o, JSON_INDENT(2));
+		char *s = json_dumps(out, JSON_INDENT(2));
 		printf("%s\n", s);
 		free(s);
-		json_decref(o);
+		json_decref(out);
 	} else {
-		char *s = json_dumps(servers, JSON_INDENT(2));
-		printf("%s\n", s);
-		free(s);
+		size_t k;
+		json_t *d;
+		json_array_foreach(servers, k, d) check_print_server(d);
 		json_decref(servers);
 		for (size_t i = 0; i < cfg->nwarnings; i++)
 			fprintf(stderr, "warning: %s\n", cfg->warnings[i]);
@@ -100,10 +170,22 @@ int cmd_check(int argc, char **argv)
 					"it is valid, but mcpvisor does not "
 					"serve url servers yet (only stdio)\n",
 					sv->name);
+			else if (sv->command && !check_command_found(sv))
+				fprintf(stderr,
+					"note: server \"%s\": command \"%s\" "
+					"%s\n",
+					sv->name, sv->command,
+					strchr(sv->command, '/')
+						? "is not an executable file; "
+						  "it will fail to start"
+						: "is not in PATH; it will "
+						  "fail to start unless the "
+						  "runtime has another PATH");
 		}
 		printf("%s: %zu server(s), %d with errors\n", file,
 		       cfg->nservers, bad);
 	}
 	config_free(cfg);
+	paths_free(&p); /* file may be its config_file */
 	return bad ? CLI_USAGE : CLI_OK;
 }

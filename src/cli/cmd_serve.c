@@ -13,7 +13,10 @@ static void serve_usage(FILE *f)
 {
 	fprintf(f, "usage: mcpvisor serve [--config FILE] [--port N] "
 		   "[--home DIR] [--log-level LEVEL]\n"
-		   "       [--api-key-file FILE]\n"
+		   "                      [--grace DURATION] "
+		   "[--session-timeout DURATION]\n"
+		   "                      [--sse-close-after MS] "
+		   "[--api-key-file FILE]\n"
 		   "\n"
 		   "Runs the runtime in the foreground: a Streamable HTTP MCP "
 		   "endpoint at\n"
@@ -40,7 +43,11 @@ static void serve_usage(FILE *f)
 		   "--max-sessions N: at most N sessions (default 1024); at "
 		   "the cap the one\n"
 		   "idle longest ends, and initialize gets 503 when all are "
-		   "busy.\n");
+		   "busy.\n"
+		   "One runtime per home: a second serve on the same home "
+		   "exits 2, naming the\n"
+		   "running one. Without --config: HOME/mcp.json, or "
+		   "$XDG_CONFIG_HOME/mcpvisor/mcp.json.\n");
 }
 
 int cmd_serve(int argc, char **argv)

@@ -1,5 +1,4 @@
 /* `mcpvisor status`: every server and instance, as a table or JSON. */
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,23 +8,59 @@
 
 static void status_usage(FILE *f)
 {
-	fprintf(f,
-		"usage: mcpvisor status [--json] [-v] [--home DIR]\n"
-		"\n"
-		"Shows each configured server and its instances: state "
-		"(stopped, starting,\n"
-		"running, idle, failed, needs_auth), scope, sessions holding "
-		"it, calls in\n"
-		"flight and the last error with the server's stderr. -v "
-		"adds pids and keys.\n");
+	fprintf(f, "usage: mcpvisor status [--json] [-v] [--home DIR]\n"
+		   "\n"
+		   "Shows the runtime's endpoint and each configured server "
+		   "with its instances:\n"
+		   "state (not running, starting, running, idle, failed, "
+		   "needs_auth), scope,\n"
+		   "sessions holding it, calls in flight and the last error "
+		   "with the server's\n"
+		   "stderr. -v adds pids, keys and the socket.\n");
 }
 
-static void status_print_text(json_t *st, int verbose)
+/* The lines of a server with no instance: why it is not running (its
+ * last failure, kept after its instance is gone), else that it is not
+ * running now. */
+static void status_print_idle_server(const char *name, const char *scope,
+				     json_t *sv)
 {
-	printf("runtime pid %lld, port %lld, %lld session(s)\n",
+	json_t *lf = json_object_get(sv, "lastFailure");
+	/* Not "failed": the failure may be old, and a later start may have
+	 * gone well; "last failed" says what it was. */
+	const char *state = json_is_true(json_object_get(sv, "disabled"))
+				    ? "disabled"
+				    : "not running";
+	printf("%-16s %-12s scope %s", name, state, scope);
+	if (lf)
+		printf(" (last failed: %s)",
+		       json_string_value(json_object_get(lf, "reason")));
+	printf("\n");
+	/* Its stderr (secrets masked) is only in the verbose view. */
+	const char *err = json_string_value(json_object_get(lf, "stderr"));
+	if (err && err[0]) {
+		printf("    stderr:\n");
+		for (const char *p = err; *p;) {
+			size_t n = strcspn(p, "\n");
+			printf("      %.*s\n", (int)n, p);
+			p += n + (p[n] == '\n');
+		}
+	}
+}
+
+static void status_print_text(json_t *st, const struct client *c, int verbose)
+{
+	printf("runtime pid %lld, endpoint http://127.0.0.1:%lld/mcp, %lld "
+	       "session(s)\n",
 	       json_integer_value(json_object_get(st, "pid")),
 	       json_integer_value(json_object_get(st, "port")),
 	       json_integer_value(json_object_get(st, "sessions")));
+	if (client_asked_port(c))
+		printf("  (port %d was taken when it started, so it chose "
+		       "another)\n",
+		       client_asked_port(c));
+	if (verbose)
+		printf("  socket %s\n", client_socket(c));
 	size_t i;
 	json_t *sv;
 	json_array_foreach(json_object_get(st, "servers"), i, sv)
@@ -52,33 +87,14 @@ static void status_print_text(json_t *st, int verbose)
 			printf("%-16s config error: %s\n", name, cerr);
 			continue;
 		}
-		if (json_is_true(json_object_get(sv, "stoppedByUser")))
+		bool held = json_is_true(json_object_get(sv, "stoppedByUser"));
+		if (held)
 			printf("%-16s stopped by `mcpvisor stop`; `mcpvisor "
 			       "restart %s` starts it again\n",
 			       name, name);
-		json_t *lf = json_object_get(sv, "lastFailure");
-		if (json_array_size(insts) == 0 && lf) {
-			/* Gone, but it failed: say why (a failed start is
-			 * otherwise invisible once its session ended). */
-			printf("%-16s %-10s scope %s (last failed: %s)\n", name,
-			       "stopped", scope,
-			       json_string_value(
-				       json_object_get(lf, "reason")));
-			const char *err = json_string_value(
-				json_object_get(lf, "stderr"));
-			if (err && err[0]) {
-				printf("    stderr:\n");
-				for (const char *p = err; *p;) {
-					size_t n = strcspn(p, "\n");
-					printf("      %.*s\n", (int)n, p);
-					p += n + (p[n] == '\n');
-				}
-			}
-			continue;
-		}
 		if (json_array_size(insts) == 0) {
-			printf("%-16s %-10s scope %s (not started)\n", name,
-			       "stopped", scope);
+			if (!held)
+				status_print_idle_server(name, scope, sv);
 			continue;
 		}
 		size_t j;
@@ -97,7 +113,7 @@ static void status_print_text(json_t *st, int verbose)
 				json_object_get(in, "holders"));
 			bool idle = strcmp(state, "running") == 0 &&
 				    holders_n == 0 && inflight == 0;
-			printf("%-16s %-10s scope %s, %lld tool(s), %zu "
+			printf("%-16s %-12s scope %s, %lld tool(s), %zu "
 			       "session(s), %lld call(s) in flight",
 			       name, idle ? "idle" : state, scope, ntools,
 			       holders, inflight);
@@ -146,51 +162,26 @@ static void status_print_text(json_t *st, int verbose)
 
 int cmd_status(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"json", no_argument, NULL, 'j'},
-		{"verbose", no_argument, NULL, 'v'},
-		{"home", required_argument, NULL, 'H'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	const char *home = NULL;
-	int json = 0, verbose = 0, ch;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "jvH:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'j':
-			json = 1;
-			break;
-		case 'v':
-			verbose = 1;
-			break;
-		case 'H':
-			home = optarg;
-			break;
-		case 'h':
-			status_usage(stdout);
-			return CLI_OK;
-		default:
-			status_usage(stderr);
-			return CLI_USAGE;
-		}
-	}
+	static const struct cli_spec spec = {
+		"status", status_usage, CLI_OPT_JSON | CLI_OPT_VERBOSE, 0, 0};
+	struct cli_common o = {0};
+	int rc = cli_parse_common(argc, argv, &spec, &o);
+	if (rc >= 0)
+		return rc;
 	struct client *c;
-	int rc = client_open(home, &c);
-	if (rc != CLI_OK)
+	if ((rc = client_open(o.home, &c)) != CLI_OK)
 		return rc;
 	json_t *st = NULL;
-	rc = client_get_json(c, verbose ? "/status?verbose=1" : "/status", &st);
-	client_close(c);
-	if (rc != CLI_OK)
-		return rc;
-	if (json) {
+	rc = client_get_json(c, o.verbose ? "/status?verbose=1" : "/status",
+			     &st);
+	if (rc == CLI_OK && o.json) {
 		char *s = json_dumps(st, JSON_INDENT(2) | JSON_SORT_KEYS);
 		printf("%s\n", s);
 		free(s);
-	} else {
-		status_print_text(st, verbose);
+	} else if (rc == CLI_OK) {
+		status_print_text(st, c, o.verbose);
 	}
+	client_close(c);
 	json_decref(st);
-	return CLI_OK;
+	return rc;
 }

@@ -1,14 +1,14 @@
 /* `mcpvisor stop`, `restart` and `reload`: the explicit controls, sent to
  * the runtime through its Unix socket. */
 #include <errno.h>
-#include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "runtime/runtime.h"
+#include "util/paths.h"
 #include "util/xmalloc.h"
 
 #define STOP_WAIT_MS 60000
@@ -47,41 +47,6 @@ static void reload_usage(FILE *f)
 		   "close.\n");
 }
 
-struct control_opts {
-	const char *home;
-	int force;
-};
-
-static int control_parse(int argc, char **argv, struct control_opts *o,
-			 void (*usage)(FILE *))
-{
-	static const struct option longopts[] = {
-		{"home", required_argument, NULL, 'H'},
-		{"force", no_argument, NULL, 'f'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	int ch;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "H:fh", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'H':
-			o->home = optarg;
-			break;
-		case 'f':
-			o->force = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return CLI_OK;
-		default:
-			usage(stderr);
-			return CLI_USAGE;
-		}
-	}
-	return -1;
-}
-
 /* Sends one control request and prints the runtime's answer. */
 static int control_send(const char *home, const char *path)
 {
@@ -102,15 +67,42 @@ static int control_send(const char *home, const char *path)
 	return status == 200 ? CLI_OK : status == 404 ? CLI_USAGE : CLI_FAILED;
 }
 
+/* Waits until no runtime holds the home: the runtime is not our child,
+ * and its pid could be reused, but its lock is released only at its end. */
+static int stop_wait(const char *home, long pid)
+{
+	struct paths p;
+	paths_resolve(&p, home);
+	int rc = CLI_FAILED;
+	for (int waited = 0; waited < STOP_WAIT_MS; waited += 20) {
+		long holder;
+		if (!runtime_lock_probe(p.lock_file, &holder, NULL)) {
+			printf("mcpvisor: runtime %ld stopped\n", pid);
+			rc = CLI_OK;
+			break;
+		}
+		struct timespec ts = {0, 20 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	if (rc != CLI_OK)
+		fprintf(stderr,
+			"mcpvisor: runtime %ld is still running after %d s\n",
+			pid, STOP_WAIT_MS / 1000);
+	paths_free(&p);
+	return rc;
+}
+
 int cmd_stop(int argc, char **argv)
 {
-	struct control_opts o = {0};
-	int rc = control_parse(argc, argv, &o, stop_usage);
+	static const struct cli_spec spec = {"stop", stop_usage, CLI_OPT_FORCE,
+					     0, 1};
+	struct cli_common o = {0};
+	int rc = cli_parse_common(argc, argv, &spec, &o);
 	if (rc >= 0)
 		return rc;
-	if (optind < argc) {
-		char *path = xasprintf("/control/servers/%s/stop%s",
-				       argv[optind], o.force ? "?force=1" : "");
+	if (o.nargs) {
+		char *path = xasprintf("/control/servers/%s/stop%s", o.args[0],
+				       o.force ? "?force=1" : "");
 		rc = control_send(o.home, path);
 		free(path);
 		return rc;
@@ -118,38 +110,38 @@ int cmd_stop(int argc, char **argv)
 	struct runtime_info info;
 	rc = runtime_info_read(o.home, &info);
 	long pid = info.pid;
+	if (rc == -EPERM)
+		fprintf(stderr, "mcpvisor: %s\n", info.error);
 	runtime_info_free(&info);
-	if (rc < 0) {
+	if (rc == -EPERM)
+		return CLI_FAILED;
+	if (rc == -ESRCH && runtime_info_clear(o.home) == 0) {
+		/* What a runtime killed with SIGKILL leaves: nothing holds
+		 * the home, so its file only misleads. */
+		fprintf(stderr,
+			"mcpvisor: no runtime is running; removed the runtime "
+			"file that pid %ld left\n",
+			pid);
+		return CLI_NO_RUNTIME;
+	}
+	if (rc == -ENOENT || rc == -ESRCH) {
 		fprintf(stderr, "mcpvisor: no runtime is running\n");
 		return CLI_NO_RUNTIME;
 	}
 	if ((rc = control_send(o.home, "/control/stop")) != CLI_OK)
 		return rc;
-	/* The runtime is not our child: watch its pid until it is gone. */
-	for (int waited = 0; waited < STOP_WAIT_MS; waited += 20) {
-		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
-			printf("mcpvisor: runtime %ld stopped\n", pid);
-			return CLI_OK;
-		}
-		struct timespec ts = {0, 20 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
-	fprintf(stderr, "mcpvisor: runtime %ld is still running after %d s\n",
-		pid, STOP_WAIT_MS / 1000);
-	return CLI_FAILED;
+	return stop_wait(o.home, pid);
 }
 
 int cmd_restart(int argc, char **argv)
 {
-	struct control_opts o = {0};
-	int rc = control_parse(argc, argv, &o, restart_usage);
+	static const struct cli_spec spec = {"restart", restart_usage,
+					     CLI_OPT_FORCE, 1, 1};
+	struct cli_common o = {0};
+	int rc = cli_parse_common(argc, argv, &spec, &o);
 	if (rc >= 0)
 		return rc;
-	if (optind >= argc) {
-		restart_usage(stderr);
-		return CLI_USAGE;
-	}
-	char *path = xasprintf("/control/servers/%s/restart%s", argv[optind],
+	char *path = xasprintf("/control/servers/%s/restart%s", o.args[0],
 			       o.force ? "?force=1" : "");
 	rc = control_send(o.home, path);
 	free(path);
@@ -158,8 +150,9 @@ int cmd_restart(int argc, char **argv)
 
 int cmd_reload(int argc, char **argv)
 {
-	struct control_opts o = {0};
-	int rc = control_parse(argc, argv, &o, reload_usage);
+	static const struct cli_spec spec = {"reload", reload_usage, 0, 0, 0};
+	struct cli_common o = {0};
+	int rc = cli_parse_common(argc, argv, &spec, &o);
 	if (rc >= 0)
 		return rc;
 	return control_send(o.home, "/control/reload");

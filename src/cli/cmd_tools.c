@@ -1,6 +1,5 @@
 /* `mcpvisor tools` and `mcpvisor call`: the runtime as an MCP client sees
  * it. */
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +15,10 @@ static void tools_usage(FILE *f)
 	fprintf(f, "usage: mcpvisor tools [SERVER] [--json] [--home DIR]\n"
 		   "\n"
 		   "Lists the tools clients see, by the names they see "
-		   "(server__tool).\n");
+		   "(server__tool), and\n"
+		   "on stderr each server that failed, with the reason and "
+		   "its stderr. Exits 1\n"
+		   "when a server failed, 2 when SERVER is not configured.\n");
 }
 
 static void call_usage(FILE *f)
@@ -29,87 +31,95 @@ static void call_usage(FILE *f)
 		   "reports an error.\n");
 }
 
-struct cli_common {
-	const char *home;
-	int json;
-};
-
-/* Parses --home, --json, --help; returns -1 to go on, else an exit code. */
-static int cli_parse_common(int argc, char **argv, struct cli_common *o,
-			    void (*usage)(FILE *))
+/* The stderr lines of a failure, indented, at most a few. */
+static void tools_print_stderr(const char *tail)
 {
-	static const struct option longopts[] = {
-		{"json", no_argument, NULL, 'j'},
-		{"home", required_argument, NULL, 'H'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	int ch;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "jH:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'j':
-			o->json = 1;
-			break;
-		case 'H':
-			o->home = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return CLI_OK;
-		default:
-			usage(stderr);
-			return CLI_USAGE;
-		}
+	int shown = 0;
+	for (const char *p = tail; p && *p && shown < 3; shown++) {
+		const char *eol = strchr(p, '\n');
+		int len = eol ? (int)(eol - p) : (int)strlen(p);
+		fprintf(stderr, "    stderr: %.*s\n", len, p);
+		p = eol ? eol + 1 : p + len;
 	}
-	return -1;
 }
 
+/* The error, and the server's stderr lines when the error carries them
+ * (a server that failed to start says why there, e.g. a missing key). */
 static int cli_print_error(const char *what, json_t *resp)
 {
 	json_t *err = json_object_get(resp, "error");
 	const char *msg = json_string_value(json_object_get(err, "message"));
 	fprintf(stderr, "mcpvisor: %s failed: %s\n", what,
 		msg ? msg : "(no message)");
+	tools_print_stderr(json_string_value(
+		json_object_get(json_object_get(err, "data"), "stderr")));
 	return CLI_FAILED;
 }
 
-/* Servers of a space's .mcp.json that the user has not allowed list no
- * tools: say which, and what allows them (on stderr, after the list). */
-static void tools_note_untrusted(struct client *c, const char *server)
+/* Prints why a server offers no working tools; true when it failed now,
+ * in this session's list (a server stopped by the user or not allowed is
+ * only noted; a server's lastFailure is history, not this list's). */
+static bool tools_report_server(json_t *sv)
 {
-	json_t *st = NULL;
-	if (client_get_json(c, "/status", &st) != CLI_OK)
-		return;
+	const char *name = json_string_value(json_object_get(sv, "name"));
+	const char *cerr =
+		json_string_value(json_object_get(sv, "configError"));
+	if (cerr) {
+		fprintf(stderr,
+			"mcpvisor: server \"%s\" has a config error: "
+			"%s\n",
+			name, cerr);
+		return true;
+	}
+	if (json_is_true(json_object_get(sv, "disabled")))
+		return false;
+	if (json_is_true(json_object_get(sv, "stoppedByUser"))) {
+		fprintf(stderr,
+			"mcpvisor: server \"%s\" is stopped by `mcpvisor "
+			"stop`; `mcpvisor restart %s` starts it again\n",
+			name, name);
+		return false;
+	}
+	bool failed = false;
 	size_t i;
-	json_t *sv;
-	json_array_foreach(json_object_get(st, "servers"), i, sv)
+	json_t *in;
+	json_array_foreach(json_object_get(sv, "instances"), i, in)
 	{
-		const char *name =
-			json_string_value(json_object_get(sv, "name"));
-		const char *cmd =
-			json_string_value(json_object_get(sv, "untrusted"));
-		if (cmd == NULL || name == NULL ||
-		    (server && strcmp(server, name) != 0))
+		const char *state =
+			json_string_value(json_object_get(in, "state"));
+		if (state == NULL || (strcmp(state, "failed") != 0 &&
+				      strcmp(state, "needs_auth") != 0))
 			continue;
+		const char *err =
+			json_string_value(json_object_get(in, "error"));
+		fprintf(stderr, "mcpvisor: server \"%s\" %s: %s\n", name,
+			strcmp(state, "failed") == 0 ? "failed"
+						     : "needs authorization",
+			err ? err : "(no reason given)");
+		const char *tail =
+			json_string_value(json_object_get(in, "stderr"));
+		if (tail == NULL)
+			tail = json_string_value(json_object_get(
+				json_object_get(in, "lastFailure"), "stderr"));
+		tools_print_stderr(tail);
+		failed = true;
+	}
+	/* A space's server the user has not allowed lists no tools: not a
+	 * failure, but say what allows it. */
+	const char *cmd = json_string_value(json_object_get(sv, "untrusted"));
+	if (cmd) {
 		fprintf(stderr, "%-32s untrusted (space %s): run `%s`\n", name,
 			json_string_value(json_object_get(sv, "space")), cmd);
+		return failed;
 	}
-	json_decref(st);
+	return failed;
 }
 
-int cmd_tools(int argc, char **argv)
+/* Every page of tools/list in this client's session. */
+static int tools_list_all(struct client *c, json_t *all)
 {
-	struct cli_common o = {0};
-	int rc = cli_parse_common(argc, argv, &o, tools_usage);
-	if (rc >= 0)
-		return rc;
-	const char *server = optind < argc ? argv[optind] : NULL;
-	struct client *c;
-	if ((rc = client_open(o.home, &c)) != CLI_OK)
-		return rc;
-	json_t *all = json_array();
 	char *cursor = NULL;
+	int rc = CLI_OK;
 	for (int page = 0; page < TOOLS_MAX_PAGES; page++) {
 		json_t *params = json_object();
 		if (cursor)
@@ -137,60 +147,122 @@ int cmd_tools(int argc, char **argv)
 			break;
 	}
 	free(cursor);
-	if (rc == CLI_OK && !o.json)
-		tools_note_untrusted(c, server);
+	return rc;
+}
+
+/* True (and says so, naming the servers there are) when status has no
+ * server named name. */
+static bool tools_no_such(json_t *servers, const char *name)
+{
+	size_t i;
+	json_t *sv;
+	json_array_foreach(servers, i, sv)
+	{
+		const char *n = json_string_value(json_object_get(sv, "name"));
+		if (n && strcmp(n, name) == 0)
+			return false;
+	}
+	fprintf(stderr, "mcpvisor tools: no server named \"%s\"", name);
+	json_array_foreach(servers, i, sv)
+		fprintf(stderr, "%s%s", i ? ", " : " (servers: ",
+			json_string_value(json_object_get(sv, "name")));
+	fprintf(stderr, "%s\n", json_array_size(servers) ? ")" : "");
+	return true;
+}
+
+static void tools_print(json_t *all, const char *server, int json)
+{
+	json_t *shown = json_array();
+	size_t i;
+	json_t *t;
+	size_t plen = server ? strlen(server) : 0;
+	json_array_foreach(all, i, t)
+	{
+		const char *name =
+			json_string_value(json_object_get(t, "name"));
+		if (server &&
+		    (name == NULL || strncmp(name, server, plen) != 0 ||
+		     strncmp(name + plen, ROUTER_SEP, 2) != 0))
+			continue;
+		json_array_append(shown, t);
+	}
+	if (json) {
+		char *s = json_dumps(shown, JSON_INDENT(2));
+		printf("%s\n", s);
+		free(s);
+	} else {
+		json_array_foreach(shown, i, t)
+		{
+			const char *d = json_string_value(
+				json_object_get(t, "description"));
+			printf("%-32s %s\n",
+			       json_string_value(json_object_get(t, "name")),
+			       d ? d : "");
+		}
+	}
+	json_decref(shown);
+}
+
+int cmd_tools(int argc, char **argv)
+{
+	static const struct cli_spec spec = {"tools", tools_usage, CLI_OPT_JSON,
+					     0, 1};
+	struct cli_common o = {0};
+	int rc = cli_parse_common(argc, argv, &spec, &o);
+	if (rc >= 0)
+		return rc;
+	const char *server = o.nargs ? o.args[0] : NULL;
+	struct client *c;
+	if ((rc = client_open(o.home, &c)) != CLI_OK)
+		return rc;
+	json_t *all = json_array();
+	json_t *st = NULL;
+	/* An unknown SERVER is known from status before anything starts. */
+	if (server && (rc = client_get_json(c, "/status", &st)) == CLI_OK &&
+	    tools_no_such(json_object_get(st, "servers"), server))
+		rc = CLI_USAGE;
+	json_decref(st);
+	st = NULL;
+	if (rc == CLI_OK)
+		rc = tools_list_all(c, all);
+	/* Status while this session still holds what the list started: a
+	 * server that failed to start is there, with its reason. Verbose:
+	 * the stderr lines (secrets masked) are in that view only. */
+	if (rc == CLI_OK)
+		rc = client_get_json(c, "/status?verbose=1", &st);
 	client_close(c);
 	if (rc == CLI_OK) {
-		json_t *shown = json_array();
+		tools_print(all, server, o.json);
 		size_t i;
-		json_t *t;
-		size_t plen = server ? strlen(server) : 0;
-		json_array_foreach(all, i, t)
+		json_t *sv;
+		json_array_foreach(json_object_get(st, "servers"), i, sv)
 		{
-			const char *name =
-				json_string_value(json_object_get(t, "name"));
-			if (server &&
-			    (strncmp(name, server, plen) != 0 ||
-			     strncmp(name + plen, ROUTER_SEP, 2) != 0))
+			const char *n =
+				json_string_value(json_object_get(sv, "name"));
+			if (server && (n == NULL || strcmp(n, server) != 0))
 				continue;
-			json_array_append(shown, t);
+			if (tools_report_server(sv))
+				rc = CLI_FAILED;
 		}
-		if (o.json) {
-			char *s = json_dumps(shown, JSON_INDENT(2));
-			printf("%s\n", s);
-			free(s);
-		} else {
-			json_array_foreach(shown, i, t)
-			{
-				const char *d = json_string_value(
-					json_object_get(t, "description"));
-				printf("%-32s %s\n",
-				       json_string_value(
-					       json_object_get(t, "name")),
-				       d ? d : "");
-			}
-		}
-		json_decref(shown);
 	}
+	json_decref(st);
 	json_decref(all);
 	return rc;
 }
 
 int cmd_call(int argc, char **argv)
 {
+	static const struct cli_spec spec = {"call", call_usage, CLI_OPT_JSON,
+					     1, 2};
 	struct cli_common o = {0};
-	int rc = cli_parse_common(argc, argv, &o, call_usage);
+	int rc = cli_parse_common(argc, argv, &spec, &o);
 	if (rc >= 0)
 		return rc;
-	if (optind >= argc || argc - optind > 2) {
-		call_usage(stderr);
-		return CLI_USAGE;
-	}
-	const char *tool = argv[optind];
+	const char *tool = o.args[0];
 	json_t *args = NULL;
-	if (optind + 1 < argc) {
+	if (o.nargs > 1) {
 		json_error_t jerr;
-		args = json_loads(argv[optind + 1], 0, &jerr);
+		args = json_loads(o.args[1], 0, &jerr);
 		if (!json_is_object(args)) {
 			fprintf(stderr,
 				"mcpvisor call: the arguments must be a JSON "

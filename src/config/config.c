@@ -387,7 +387,8 @@ struct config *config_load_file(const char *path)
 {
 	char *text = NULL;
 	size_t len = 0;
-	int rc = fsutil_read_file(path, CONFIG_MAX_FILE_BYTES, &text, &len);
+	int rc =
+		fsutil_read_user_file(path, CONFIG_MAX_FILE_BYTES, &text, &len);
 	if (rc == 0) {
 		struct config *cfg = config_parse(text, len, path);
 		free(text);

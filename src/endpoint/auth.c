@@ -62,7 +62,7 @@ int auth_keys_load_file(const char *path, char **err)
 	}
 	char *text = NULL;
 	size_t len = 0;
-	int rc = fsutil_read_file(path, AUTH_MAX_KEY_FILE, &text, &len);
+	int rc = fsutil_read_user_file(path, AUTH_MAX_KEY_FILE, &text, &len);
 	if (rc < 0) {
 		*err = xasprintf("cannot read the API key file %s: %s", path,
 				 strerror(-rc));

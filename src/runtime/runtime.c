@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -25,7 +26,10 @@
 #include "util/paths.h"
 #include "util/xmalloc.h"
 
-#define RUNTIME_FILE_MAX (64 * 1024)
+/* How long a second serve waits for the first one's endpoint, to name it:
+ * 100 x 50 ms, longer than a start that reconciles a journal (about 2 s). */
+#define CLAIM_NAME_TRIES 100
+#define CLAIM_NAME_NS (50 * 1000 * 1000)
 
 struct runtime {
 	uv_loop_t *loop;
@@ -38,6 +42,8 @@ struct runtime {
 	uv_signal_t sigterm, sigint, sighup;
 	uv_timer_t grace;
 	uint64_t grace_ms;
+	int lock_fd;	/* the home's lock, held for life */
+	int asked_port; /* the default port, when it was taken */
 	bool stopping;
 	bool finished;
 	int exit_code;
@@ -65,7 +71,7 @@ static void runtime_finish(struct runtime *rt)
 	rt->hub = NULL;
 	endpoint_free(rt->ep);
 	rt->ep = NULL;
-	unlink(rt->paths.runtime_file);
+	runtime_file_remove_own(rt->paths.runtime_file);
 	/* The signal handlers stay, unreferenced, until the servers are gone:
 	 * a second SIGTERM must not kill the runtime before its children. */
 	uv_unref((uv_handle_t *)&rt->sigterm);
@@ -103,7 +109,7 @@ static void runtime_stop(struct runtime *rt, const char *why)
 		 (unsigned long long)rt->grace_ms);
 	endpoint_stop_accepting(rt->ep);
 	endpoint_set_draining(rt->ep);
-	unlink(rt->paths.runtime_file);
+	runtime_file_remove_own(rt->paths.runtime_file);
 	uv_timer_start(&rt->grace, runtime_grace_cb, rt->grace_ms, 0);
 	hub_when_quiet(rt->hub, runtime_quiet_cb, rt);
 }
@@ -178,6 +184,9 @@ static int runtime_write_file(struct runtime *rt, const char *config_path)
 			  "config", config_path, "version", "0.1.0");
 	char *url = xasprintf("http://127.0.0.1:%d/mcp", port);
 	json_object_set_new(o, "url", json_string(url));
+	if (rt->asked_port)
+		json_object_set_new(o, "askedPort",
+				    json_integer(rt->asked_port));
 	free(url);
 	char *s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
 	json_decref(o);
@@ -185,42 +194,6 @@ static int runtime_write_file(struct runtime *rt, const char *config_path)
 		fsutil_write_atomic(rt->paths.runtime_file, s, strlen(s), 0600);
 	free(s);
 	return rc;
-}
-
-int runtime_info_read(const char *home, struct runtime_info *info)
-{
-	struct paths p;
-	paths_resolve(&p, home);
-	char *text = NULL;
-	int rc =
-		fsutil_read_file(p.runtime_file, RUNTIME_FILE_MAX, &text, NULL);
-	paths_free(&p);
-	memset(info, 0, sizeof *info);
-	if (rc < 0)
-		return rc;
-	json_t *o = json_loads(text, 0, NULL);
-	free(text);
-	if (!json_is_object(o)) {
-		json_decref(o);
-		return -EINVAL;
-	}
-	info->pid = (long)json_integer_value(json_object_get(o, "pid"));
-	info->port = (int)json_integer_value(json_object_get(o, "port"));
-	const char *url = json_string_value(json_object_get(o, "url"));
-	const char *sock = json_string_value(json_object_get(o, "socket"));
-	info->url = url ? xstrdup(url) : NULL;
-	info->socket = sock ? xstrdup(sock) : NULL;
-	json_decref(o);
-	if (info->pid <= 0 || (kill((pid_t)info->pid, 0) < 0 && errno == ESRCH))
-		return -ESRCH;
-	return 0;
-}
-
-void runtime_info_free(struct runtime_info *info)
-{
-	free(info->url);
-	free(info->socket);
-	memset(info, 0, sizeof *info);
 }
 
 static void runtime_log_config(const struct config *cfg)
@@ -234,30 +207,82 @@ static void runtime_log_config(const struct config *cfg)
 				  cfg->servers[i].error);
 }
 
+/* What runtime_serve holds outside its loop: the paths, the trust room's
+ * state folder and the lock. */
+static void runtime_release(struct runtime *rt)
+{
+	trust_clear_state_dir();
+	if (rt->lock_fd >= 0)
+		close(rt->lock_fd);
+	rt->lock_fd = -1;
+	paths_free(&rt->paths);
+}
+
+/* Makes the home ours before anything in it is read: private folders, then
+ * the lock that makes this the home's only runtime (held until exit, so
+ * the journal has one writer). Returns 0 or the exit code. */
+static int runtime_claim_home(struct runtime *rt, const char *home)
+{
+	char *err = NULL;
+	if (paths_create(&rt->paths, &err) < 0) {
+		fprintf(stderr, "mcpvisor: %s\n", err);
+		free(err);
+		return 1;
+	}
+	long holder = 0;
+	rt->lock_fd = runtime_lock_take(rt->paths.lock_file, &holder);
+	if (rt->lock_fd == -EWOULDBLOCK) {
+		/* Started together with it: give it a moment to open its
+		 * endpoint, so the message can name it. */
+		struct runtime_info other;
+		int found;
+		for (int i = 0;
+		     (found = runtime_info_read(home, &other)) == -EAGAIN &&
+		     i < CLAIM_NAME_TRIES;
+		     i++) {
+			runtime_info_free(&other);
+			struct timespec ts = {0, CLAIM_NAME_NS};
+			nanosleep(&ts, NULL);
+		}
+		fprintf(stderr,
+			"mcpvisor: a runtime already runs on this home (pid "
+			"%ld, %s); stop it with `mcpvisor stop` or use "
+			"another --home\n",
+			found == 0 ? other.pid : holder,
+			found == 0 && other.url ? other.url
+						: "endpoint not open yet");
+		runtime_info_free(&other);
+		return 2;
+	}
+	if (rt->lock_fd < 0) {
+		fprintf(stderr, "mcpvisor: cannot lock %s: %s\n",
+			rt->paths.lock_file, strerror(-rt->lock_fd));
+		return 1;
+	}
+	/* Another home whose runtime folder is this one: its socket answers,
+	 * and it must not be taken from it. */
+	if (runtime_socket_answers(rt->paths.socket_path)) {
+		fprintf(stderr,
+			"mcpvisor: another runtime answers on %s (a home "
+			"that shares this runtime folder); stop it or use "
+			"another --home\n",
+			rt->paths.socket_path);
+		return 2;
+	}
+	return 0;
+}
+
 int runtime_serve(const struct runtime_opts *opts)
 {
 	struct runtime rt;
 	memset(&rt, 0, sizeof rt);
+	rt.lock_fd = -1;
 	paths_resolve(&rt.paths, opts->home);
-	int rc = paths_create(&rt.paths);
-	if (rc < 0) {
-		fprintf(stderr, "mcpvisor: cannot create %s: %s\n",
-			rt.paths.runtime_dir, strerror(-rc));
-		paths_free(&rt.paths);
-		return 1;
+	int rc = runtime_claim_home(&rt, opts->home);
+	if (rc != 0) {
+		runtime_release(&rt);
+		return rc;
 	}
-	struct runtime_info other;
-	if (runtime_info_read(opts->home, &other) == 0 &&
-	    other.pid != getpid()) {
-		fprintf(stderr,
-			"mcpvisor: a runtime already runs (pid %ld, %s); stop "
-			"it with `mcpvisor stop` or use another --home\n",
-			other.pid, other.url ? other.url : "?");
-		runtime_info_free(&other);
-		paths_free(&rt.paths);
-		return 1;
-	}
-	runtime_info_free(&other);
 	/* Spaces' .mcp.json files run only as this home's store allows. */
 	trust_set_state_dir(rt.paths.state_dir);
 
@@ -266,13 +291,18 @@ int runtime_serve(const struct runtime_opts *opts)
 	rt.config_path = config_path;
 	struct config *cfg = config_load_file(config_path);
 	if (cfg->fatal) {
-		fprintf(stderr, "mcpvisor: %s\n", cfg->fatal);
+		fprintf(stderr, "mcpvisor: %s%s\n", cfg->fatal,
+			opts->config ? ""
+				     : " (the default config: pass --config "
+				       "FILE, or create it)");
 		config_free(cfg);
-		paths_free(&rt.paths);
+		runtime_release(&rt);
 		return 2;
 	}
 	runtime_log_config(cfg);
-	size_t nservers = cfg->nservers;
+	size_t nservers = cfg->nservers, nbad = 0;
+	for (size_t i = 0; i < nservers; i++)
+		nbad += cfg->servers[i].error != NULL;
 	rt.grace_ms = opts->grace_ms ? opts->grace_ms
 		      : cfg->shutdown_grace_ms > 0
 			      ? (uint64_t)cfg->shutdown_grace_ms
@@ -343,9 +373,11 @@ int runtime_serve(const struct runtime_opts *opts)
 		toolcache_free(rt.cache);
 		uv_loop_close(rt.loop);
 		free(rt.loop);
-		paths_free(&rt.paths);
+		runtime_release(&rt);
 		return 1;
 	}
+	if (opts->port < 0 && endpoint_port(rt.ep) != EP_DEFAULT_PORT)
+		rt.asked_port = EP_DEFAULT_PORT;
 	rc = runtime_write_file(&rt, config_path);
 	if (rc < 0)
 		log_warn("cannot write %s: %s", rt.paths.runtime_file,
@@ -358,11 +390,20 @@ int runtime_serve(const struct runtime_opts *opts)
 	uv_signal_start(&rt.sigint, runtime_signal_cb, SIGINT);
 	uv_signal_start(&rt.sighup, runtime_signal_cb, SIGHUP);
 
-	printf("mcpvisor: serving %zu server%s from %s\n"
-	       "mcpvisor: endpoint http://127.0.0.1:%d/mcp\n"
+	if (nbad)
+		printf("mcpvisor: serving %zu of %zu servers from %s (%zu "
+		       "with config errors, above)\n",
+		       nservers - nbad, nservers, config_path, nbad);
+	else
+		printf("mcpvisor: serving %zu server%s from %s\n", nservers,
+		       nservers == 1 ? "" : "s", config_path);
+	printf("mcpvisor: endpoint http://127.0.0.1:%d/mcp\n"
 	       "mcpvisor: socket %s\n",
-	       nservers, nservers == 1 ? "" : "s", config_path,
 	       endpoint_port(rt.ep), rt.paths.socket_path);
+	if (rt.asked_port)
+		printf("mcpvisor: port %d was taken, so another port was "
+		       "chosen; clients set to %d must use the one above\n",
+		       rt.asked_port, rt.asked_port);
 	fflush(stdout);
 
 	uv_run(rt.loop, UV_RUN_DEFAULT);
@@ -386,8 +427,8 @@ int runtime_serve(const struct runtime_opts *opts)
 	}
 	journal_free(rt.journal);
 	toolcache_free(rt.cache);
-	paths_free(&rt.paths);
-	trust_clear_state_dir();
+	/* The lock goes last: the journal above was this home's until now. */
+	runtime_release(&rt);
 	log_info("stopped%s", rt.exit_code ? " (not everything settled)" : "");
 	return rt.exit_code;
 }

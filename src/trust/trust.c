@@ -139,7 +139,7 @@ struct config *trust_load_space(const char *state_dir, const char *file,
 		state_dir = trust_runtime_dir;
 	char *text = NULL;
 	size_t len = 0;
-	if (fsutil_read_file(file, CONFIG_MAX_FILE_BYTES, &text, &len) < 0)
+	if (fsutil_read_user_file(file, CONFIG_MAX_FILE_BYTES, &text, &len) < 0)
 		return config_load_file(file); /* its error, worded once */
 	char hash[SHA256_HEX_BYTES];
 	sha256_hex(text, len, hash);
@@ -186,7 +186,8 @@ int trust_allow(const char *state_dir, const char *dir, char **msg)
 			       TRUST_SPACE_FILE);
 	char *text = NULL;
 	size_t len = 0;
-	int rc = fsutil_read_file(file, CONFIG_MAX_FILE_BYTES, &text, &len);
+	int rc =
+		fsutil_read_user_file(file, CONFIG_MAX_FILE_BYTES, &text, &len);
 	if (rc < 0) {
 		*msg = rc == -ENOENT ? xasprintf("%s has no %s: nothing to "
 						 "allow",

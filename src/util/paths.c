@@ -1,4 +1,4 @@
-/* Resolution and creation of mcpvisor's private directories. */
+/* Resolution, creation and checks of mcpvisor's private directories. */
 #include "util/paths.h"
 
 #include <stdlib.h>
@@ -44,16 +44,27 @@ void paths_resolve(struct paths *p, const char *home)
 	}
 	p->runtime_file = xasprintf("%s/runtime.json", p->runtime_dir);
 	p->socket_path = xasprintf("%s/mcpvisor.sock", p->runtime_dir);
+	p->lock_file = xasprintf("%s/runtime.lock", p->state_dir);
 }
 
-int paths_create(const struct paths *p)
+int paths_create(const struct paths *p, char **err)
 {
 	int rc;
-	if ((rc = fsutil_mkdir_p(p->state_dir, 0700)) < 0)
+	if ((rc = fsutil_private_dir(p->state_dir, true, err)) < 0)
 		return rc;
-	if ((rc = fsutil_mkdir_p(p->cache_dir, 0700)) < 0)
+	if ((rc = fsutil_private_dir(p->cache_dir, true, err)) < 0)
 		return rc;
-	return fsutil_mkdir_p(p->runtime_dir, 0700);
+	return fsutil_private_dir(p->runtime_dir, true, err);
+}
+
+int paths_check(const struct paths *p, char **err)
+{
+	/* A client trusts runtime.json for where to send requests (tool
+	 * arguments, secrets among them): only from a folder of ours. */
+	int rc = fsutil_private_dir(p->runtime_dir, false, err);
+	if (rc < 0)
+		return rc;
+	return fsutil_private_dir(p->state_dir, false, err);
 }
 
 void paths_free(struct paths *p)
@@ -64,5 +75,6 @@ void paths_free(struct paths *p)
 	free(p->config_file);
 	free(p->runtime_file);
 	free(p->socket_path);
+	free(p->lock_file);
 	memset(p, 0, sizeof *p);
 }

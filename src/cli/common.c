@@ -1,0 +1,74 @@
+/* The options every subcommand shares: --home, --help, --json, -v and
+ * --force, with one check of the positional arguments. */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "cli/cli.h"
+
+int cli_parse_common(int argc, char **argv, const struct cli_spec *spec,
+		     struct cli_common *o)
+{
+	static const struct option all[] = {
+		{"home", required_argument, NULL, 'H'},
+		{"help", no_argument, NULL, 'h'},
+		{"json", no_argument, NULL, 'j'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"force", no_argument, NULL, 'f'},
+		{NULL, 0, NULL, 0},
+	};
+	/* Only the options this command takes: another is a usage error. */
+	struct option longopts[sizeof all / sizeof all[0]];
+	char shortopts[16] = "H:h";
+	size_t n = 0, k = 3;
+	for (size_t i = 0; all[i].name; i++) {
+		unsigned bit = all[i].val == 'j'   ? CLI_OPT_JSON
+			       : all[i].val == 'v' ? CLI_OPT_VERBOSE
+			       : all[i].val == 'f' ? CLI_OPT_FORCE
+						   : 0;
+		if (bit && !(spec->opts & bit))
+			continue;
+		longopts[n++] = all[i];
+		if (all[i].val == 'v')
+			shortopts[k++] = 'v';
+	}
+	longopts[n] = (struct option){NULL, 0, NULL, 0};
+	shortopts[k] = '\0';
+	int ch;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) !=
+	       -1) {
+		switch (ch) {
+		case 'H':
+			o->home = optarg;
+			break;
+		case 'j':
+			o->json = 1;
+			break;
+		case 'v':
+			o->verbose = 1;
+			break;
+		case 'f':
+			o->force = 1;
+			break;
+		case 'h':
+			spec->usage(stdout);
+			return CLI_OK;
+		default:
+			spec->usage(stderr);
+			return CLI_USAGE;
+		}
+	}
+	o->args = argv + optind;
+	o->nargs = argc - optind;
+	if (o->nargs > spec->max_args) {
+		fprintf(stderr, "mcpvisor %s: unexpected argument \"%s\"\n\n",
+			spec->name, o->args[spec->max_args]);
+		spec->usage(stderr);
+		return CLI_USAGE;
+	}
+	if (o->nargs < spec->min_args) {
+		spec->usage(stderr);
+		return CLI_USAGE;
+	}
+	return -1;
+}
