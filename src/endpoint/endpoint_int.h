@@ -115,7 +115,7 @@ struct conn {
 	struct conn *dirty_next;
 	bool dirty;
 	bool prime_pending; /* the SSE priming event is still to be sent */
-	char prime_id[24];
+	char prime_id[EXCHANGE_EVENT_ID_MAX];
 	int handles; /* open libuv handles of this conn */
 
 	/* Limits. */

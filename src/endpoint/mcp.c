@@ -296,6 +296,7 @@ static bool ep_text_call(struct conn *c, const struct http_request *req)
 	c->ex = exchange_new(&ep_exchange_ops, c, 1);
 	struct exchange *ex = c->ex;
 	exchange_ref(ex);
+	exchange_expect(ex, id, "tools/call");
 	ep_sse_open(c, s);
 	ep_arm_early_close(c);
 	session_call_text(s, &rt, id, params, sp[3].len, pp[0].off, pp[0].len,
@@ -427,7 +428,10 @@ static void ep_handle_post(struct conn *c, const struct http_request *req)
 	}
 	for (size_t i = 0; i < n; i++) {
 		json_t *m = batch ? json_array_get(body, i) : body;
-		session_handle(s, m, jr_id(m) && jr_method(m) ? ex : NULL);
+		bool request = jr_id(m) && jr_method(m);
+		if (request)
+			exchange_expect(ex, jr_id(m), jr_method(m));
+		session_handle(s, m, request ? ex : NULL);
 	}
 	exchange_unref(ex);
 	json_decref(body);

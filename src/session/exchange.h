@@ -26,15 +26,30 @@ struct exchange_ops {
 	void (*finish)(void *ctx);
 };
 
+/* The longest event id a recorder writes, with its NUL. */
+#define EXCHANGE_EVENT_ID_MAX 48
+
 /* Numbers and keeps a message as an event of stream: text (taken, len
  * bytes) when not NULL, else msg serialized. Writes the event id into id
- * (at least 24 bytes) and returns the text to deliver; *len gets its
- * length. The text stays owned by the recorder, unless the recorder did
- * not keep it (an event over its bound): then *spill is set and the
- * caller frees it after delivery. */
+ * (EXCHANGE_EVENT_ID_MAX bytes) and its number into *event, and returns
+ * the text to deliver; *len gets its length. The text stays owned by the
+ * recorder, unless the recorder did not keep it (an event over its
+ * bound): then *spill is set and the caller frees it after delivery. */
 typedef const char *(*exchange_record_fn)(void *rctx, uint64_t stream,
 					  json_t *msg, char *text, size_t *len,
-					  char *id, char **spill);
+					  char *id, uint64_t *event,
+					  char **spill);
+
+/* A request the exchange answers. Kept with the exchange (its id and one
+ * bit of its method, not its answer) so a client that resumes a stream
+ * late can be told of an answer it can no longer get, instead of waiting
+ * for it. */
+struct exchange_req {
+	json_t *id;
+	bool safe;	/* changes nothing (jr_method_is_idempotent) */
+	bool answered;	/* an answer was sent (skipped ones never are) */
+	uint64_t event; /* the recorded event that carried it; 0: none */
+};
 
 /* expected: how many responses end it; 0 for a standing stream. Returns
  * with one reference, the endpoint's. */
@@ -47,6 +62,16 @@ void exchange_set_recorder(struct exchange *ex, exchange_record_fn fn,
 			   void *rctx, uint64_t stream);
 void exchange_clear_recorder(struct exchange *ex);
 uint64_t exchange_stream(const struct exchange *ex);
+
+/* Registers a request the exchange answers (id borrowed; method tells
+ * whether it changes anything). At most as many as the exchange expects;
+ * an answer sent into it is matched to its request by id. */
+void exchange_expect(struct exchange *ex, json_t *id, const char *method);
+/* The registered requests, in order (n of them). */
+const struct exchange_req *exchange_reqs(const struct exchange *ex, size_t *n);
+/* Bytes the registered requests hold: what keeping the exchange's record
+ * after it ended costs. 0 when none were registered. */
+size_t exchange_footprint(const struct exchange *ex);
 
 /* Delivers msg (borrowed) unless detached, recording it first; a response
  * counts toward the expected ones, and the last one finishes the exchange

@@ -21,6 +21,9 @@
 #define SESSION_RING_EVENTS 256
 #define SESSION_RING_BYTES (512 * 1024)
 #define SESSION_MAX_STREAMS 64
+/* What the request records of ended streams may hold (their ids), so a
+ * client resuming one late is told of answers it can no longer get. */
+#define SESSION_REQ_BYTES (64 * 1024)
 /* How long a stream closed on purpose waits for its client to resume. */
 #define SESSION_PARK_MS (60 * 1000)
 
@@ -77,15 +80,20 @@ void session_notify(struct session *s, json_t *msg);
 /* Numbers and keeps every message of ex from now on, so a client can
  * resume it. Returns the stream number. */
 uint64_t session_stream_open(struct session *s, struct exchange *ex);
-/* The priming event of ex's stream: an id (written to id, >= 24 bytes)
- * and no data. */
+/* The priming event of ex's stream: an id (written to id,
+ * EXCHANGE_EVENT_ID_MAX bytes) and no data. Event ids are "S-N", the
+ * stream and the event's number in the session. */
 void session_stream_prime(struct session *s, struct exchange *ex, char *id);
 /* ex's HTTP side was closed on purpose (the client will come back with
  * Last-Event-ID): its calls keep running for SESSION_PARK_MS. */
 void session_stream_park(struct session *s, struct exchange *ex);
 /* Resuming after last_event_id: *events gets the events to replay (array
- * of {"id","data"}), *ex the exchange that goes on (a reference; NULL when
- * that stream has ended). -ENOENT when the id is not known any more,
+ * of {"id","data"}; "id" absent for an event of no number), *ex the
+ * exchange that goes on (a reference; NULL when that stream has ended).
+ * A request of the stream whose answer came after last_event_id but is no
+ * longer kept (the ring let it go, or never held it whole), or that an
+ * ended stream never answered, gets an error answer in its place, so the
+ * client never waits for it. -ENOENT when the id is not known any more,
  * -EBUSY when another connection still holds that stream. */
 int session_stream_resume(struct session *s, const char *last_event_id,
 			  struct exchange **ex, json_t **events);

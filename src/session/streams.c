@@ -13,9 +13,7 @@
 #include "router/router.h"
 #include "session/hub.h"
 #include "session/session_int.h"
-#include "util/buf.h"
 #include "util/clock.h"
-#include "util/jsonscan.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
@@ -61,42 +59,18 @@ static struct stream_rec *session_stream_by_no(struct session *s, uint64_t no)
 	return NULL;
 }
 
-/* What the ring keeps of an event over its byte bound: for a response,
- * an error with the same id, so a client that resumes learns the answer
- * was lost instead of waiting for it; else nothing (an empty event, not
- * replayed). The ring's bound holds without exception. */
-static char *session_ring_stub(json_t *msg, const char *text, size_t len,
-			       size_t *stub_len)
+/* A stream's event id names the stream too ("S-N": stream S, event N of
+ * the session), so a client that comes back after its last event left the
+ * ring still finds its stream, and is told what it can no longer get. */
+static void session_event_id(char *id, uint64_t stream, uint64_t n)
 {
-	static const char *const keys[] = {"id", "method"};
-	struct jsonscan_span sp[2] = {{0, 0}, {0, 0}};
-	char *id = NULL;
-	if (msg) {
-		json_t *jid = json_object_get(msg, "id");
-		if (jid && json_object_get(msg, "method") == NULL)
-			id = json_dumps(jid, JSON_COMPACT | JSON_ENCODE_ANY);
-	} else if (jsonscan_members(text, len, keys, 2, sp) >= 0 &&
-		   sp[0].len > 0 && sp[1].len == 0) {
-		id = xstrndup(text + sp[0].off, sp[0].len);
-	}
-	if (id == NULL) {
-		*stub_len = 0;
-		return xstrdup("");
-	}
-	char *stub = xasprintf(
-		"{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":%d,"
-		"\"message\":\"The answer (%zu bytes) was larger than the "
-		"replay buffer keeps and was lost with the connection; "
-		"send the request again\"}}",
-		id, JR_INTERNAL_ERROR, len);
-	free(id);
-	*stub_len = strlen(stub);
-	return stub;
+	snprintf(id, EXCHANGE_EVENT_ID_MAX, "%llu-%llu",
+		 (unsigned long long)stream, (unsigned long long)n);
 }
 
 static const char *session_record_cb(void *rctx, uint64_t stream, json_t *msg,
 				     char *text, size_t *len, char *id,
-				     char **spill)
+				     uint64_t *event, char **spill)
 {
 	struct session *s = rctx;
 	char *data = text;
@@ -107,9 +81,12 @@ static const char *session_record_cb(void *rctx, uint64_t stream, json_t *msg,
 	char *keep = data;
 	size_t keep_len = *len;
 	if (keep_len > SESSION_RING_BYTES) {
-		/* Delivered live, but kept only as its stub; the caller
-		 * frees the text once delivered. */
-		keep = session_ring_stub(msg, data, *len, &keep_len);
+		/* Delivered live, but the ring keeps only its number, so the
+		 * bound holds without exception; an answer's request knows
+		 * the number, and a resume tells the client it was lost.
+		 * The caller frees the text once delivered. */
+		keep = xstrdup("");
+		keep_len = 0;
 		*spill = data;
 	}
 	uint64_t n;
@@ -119,7 +96,8 @@ static const char *session_record_cb(void *rctx, uint64_t stream, json_t *msg,
 	struct stream_rec *r = session_stream_by_no(s, stream);
 	if (r)
 		r->last_id = n;
-	buf_fmt_u64(id, n);
+	session_event_id(id, stream, n);
+	*event = n;
 	return kept;
 }
 
@@ -137,23 +115,32 @@ static bool session_stream_in_ring(struct session *s, struct stream_rec *r)
 	return s->ring_count > 0 && r->last_id >= s->ring[s->ring_head].id;
 }
 
-/* Forgets streams nobody can resume any more: ended and out of the
- * ring, or too many. */
+/* Forgets streams nobody can resume any more. One a connection holds or
+ * that is parked stays. One that answers requests stays after it ended,
+ * newest first, within SESSION_MAX_STREAMS and SESSION_REQ_BYTES of
+ * request records: that record is what tells a client resuming late that
+ * an answer is lost, so it outlives the events in the ring. One without
+ * requests (a standing stream) stays while it has events in the ring. */
 void session_streams_prune(struct session *s)
 {
+	unsigned kept = 0;
+	size_t bytes = 0;
 	struct stream_rec **pp = &s->streams;
 	while (*pp) {
 		struct stream_rec *r = *pp;
-		bool over = s->nstreams > SESSION_MAX_STREAMS &&
-			    exchange_finished(r->ex);
-		bool gone = (exchange_finished(r->ex) ||
-			     !exchange_attached(r->ex)) &&
-			    r->parked_ms == 0 && !session_stream_in_ring(s, r);
-		if (over || gone) {
+		size_t cost = exchange_footprint(r->ex);
+		bool drop = false;
+		if (r->parked_ms == 0 && !exchange_attached(r->ex))
+			drop = kept >= SESSION_MAX_STREAMS ||
+			       (cost ? bytes + cost > SESSION_REQ_BYTES
+				     : !session_stream_in_ring(s, r));
+		if (drop) {
 			*pp = r->next;
 			s->nstreams--;
 			session_stream_free(r);
 		} else {
+			kept++;
+			bytes += cost;
 			pp = &r->next;
 		}
 	}
@@ -183,7 +170,7 @@ void session_stream_prime(struct session *s, struct exchange *ex, char *id)
 	struct stream_rec *r = session_stream_by_no(s, exchange_stream(ex));
 	if (r)
 		r->last_id = n;
-	buf_fmt_u64(id, n);
+	session_event_id(id, exchange_stream(ex), n);
 }
 
 static struct stream_rec *session_stream_find(struct session *s,
@@ -202,53 +189,139 @@ void session_stream_park(struct session *s, struct exchange *ex)
 		r->parked_ms = clock_now_ms();
 }
 
-int session_stream_resume(struct session *s, const char *last_event_id,
-			  struct exchange **ex, json_t **events)
+/* "S-N" (see session_event_id). */
+static bool session_parse_event_id(const char *text, uint64_t *stream,
+				   uint64_t *n)
 {
 	char *end;
-	unsigned long long last = strtoull(last_event_id, &end, 10);
-	if (*last_event_id == '\0' || *end != '\0')
-		return -ENOENT;
-	uint64_t stream = 0;
+	if (*text < '0' || *text > '9')
+		return false;
+	unsigned long long a = strtoull(text, &end, 10);
+	if (*end != '-' || end[1] < '0' || end[1] > '9')
+		return false;
+	unsigned long long b = strtoull(end + 1, &end, 10);
+	if (*end != '\0')
+		return false;
+	*stream = a;
+	*n = b;
+	return true;
+}
+
+/* Whether event n can still be replayed: in the ring (whose ids are
+ * consecutive) and kept whole. */
+static bool session_ring_replays(struct session *s, uint64_t n)
+{
+	if (s->ring_count == 0 || n < s->ring[s->ring_head].id)
+		return false;
+	uint64_t k = n - s->ring[s->ring_head].id;
+	if (k >= s->ring_count)
+		return false;
+	return s->ring[(s->ring_head + k) % SESSION_RING_EVENTS].len > 0;
+}
+
+/* The answer a client gets in place of one it can no longer have: its
+ * answer was dropped (lost), or it was stopped before it had one. */
+static char *session_stand_in(const struct exchange_req *q, bool lost)
+{
+	char *m = xasprintf(
+		"%s; %s.",
+		lost ? "The answer was dropped because the client did not "
+		       "read it in time, and it is no longer kept for replay"
+		     : "The request was stopped before it was answered, "
+		       "because its stream was closed and not resumed in "
+		       "time",
+		q->safe ? "the request changes nothing and can be sent again"
+			: "it may or may not have taken effect, so check "
+			  "before retrying");
+	json_t *err = jr_error(q->id, JR_SERVER_UNAVAILABLE, m,
+			       json_pack("{s:b,s:b}", "answerDropped", lost,
+					 "retrySafe", q->safe));
+	free(m);
+	char *text = json_dumps(err, JSON_COMPACT);
+	json_decref(err);
+	return text;
+}
+
+struct replay_ev {
+	uint64_t n; /* UINT64_MAX: no event of its own, goes last */
+	const char *data;
+	size_t len;
+	char *own;
+};
+
+static int replay_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct replay_ev *)a)->n;
+	uint64_t y = ((const struct replay_ev *)b)->n;
+	return x < y ? -1 : x > y;
+}
+
+/* What a client that saw the stream up to event last gets: the stream's
+ * events after it that the ring still has, and for each request whose
+ * answer came after it but is not among them, an error in its place; for
+ * a stream that ended, the same for each request never answered. */
+static json_t *session_replay(struct session *s, struct stream_rec *r,
+			      uint64_t last)
+{
+	size_t nq;
+	const struct exchange_req *qs = exchange_reqs(r->ex, &nq);
+	bool ended = exchange_finished(r->ex);
+	struct replay_ev *evs = xcalloc(s->ring_count + nq + 1, sizeof *evs);
+	size_t k = 0;
 	for (size_t i = 0; i < s->ring_count; i++) {
 		struct ring_ev *ev =
 			&s->ring[(s->ring_head + i) % SESSION_RING_EVENTS];
-		if (ev->id == last) {
-			stream = ev->stream;
-			break;
-		}
+		if (ev->stream == r->no && ev->id > last && ev->len > 0)
+			evs[k++] = (struct replay_ev){ev->id, ev->data, ev->len,
+						      NULL};
 	}
-	if (stream == 0)
+	for (size_t i = 0; i < nq; i++) {
+		const struct exchange_req *q = &qs[i];
+		bool lost = q->answered && q->event > last &&
+			    !session_ring_replays(s, q->event);
+		if (!lost && (q->answered || !ended))
+			continue;
+		char *t = session_stand_in(q, lost);
+		evs[k++] = (struct replay_ev){lost ? q->event : UINT64_MAX, t,
+					      strlen(t), t};
+	}
+	qsort(evs, k, sizeof *evs, replay_cmp);
+	json_t *out = json_array();
+	for (size_t i = 0; i < k; i++) {
+		json_t *ev =
+			json_pack("{s:s%}", "data", evs[i].data, evs[i].len);
+		if (evs[i].n != UINT64_MAX) {
+			char id[EXCHANGE_EVENT_ID_MAX];
+			session_event_id(id, r->no, evs[i].n);
+			json_object_set_new(ev, "id", json_string(id));
+		}
+		json_array_append_new(out, ev);
+		free(evs[i].own);
+	}
+	free(evs);
+	return out;
+}
+
+int session_stream_resume(struct session *s, const char *last_event_id,
+			  struct exchange **ex, json_t **events)
+{
+	uint64_t stream, last;
+	if (!session_parse_event_id(last_event_id, &stream, &last))
+		return -ENOENT;
+	struct stream_rec *r = session_stream_by_no(s, stream);
+	if (r == NULL || last > r->last_id)
 		return -ENOENT;
 	/* A stream another connection still holds is not taken from it:
 	 * two connections would share one exchange, and the old one's
 	 * close would end the new one's calls. */
-	for (struct stream_rec *r = s->streams; r; r = r->next)
-		if (r->no == stream && exchange_attached(r->ex))
-			return -EBUSY;
-	json_t *out = json_array();
-	for (size_t i = 0; i < s->ring_count; i++) {
-		struct ring_ev *ev =
-			&s->ring[(s->ring_head + i) % SESSION_RING_EVENTS];
-		if (ev->stream != stream || ev->id <= last || ev->len == 0)
-			continue;
-		char id[24];
-		snprintf(id, sizeof id, "%llu", (unsigned long long)ev->id);
-		json_array_append_new(out,
-				      json_pack("{s:s,s:s%}", "id", id, "data",
-						ev->data, ev->len));
-	}
-	*events = out;
+	if (exchange_attached(r->ex))
+		return -EBUSY;
+	*events = session_replay(s, r, last);
 	*ex = NULL;
-	for (struct stream_rec *r = s->streams; r; r = r->next) {
-		if (r->no != stream)
-			continue;
-		r->parked_ms = 0;
-		if (!exchange_finished(r->ex)) {
-			exchange_ref(r->ex);
-			*ex = r->ex;
-		}
-		break;
+	r->parked_ms = 0;
+	if (!exchange_finished(r->ex)) {
+		exchange_ref(r->ex);
+		*ex = r->ex;
 	}
 	return 0;
 }
