@@ -32,6 +32,7 @@
 #define DEMO_MAX_NAME 128
 #define DEMO_MAX_EXTRA_TOOLS 1000
 #define DEMO_MAX_PAGE_SIZE 10000
+#define DEMO_MAX_ECHO_REPEAT 100000
 #define DEMO_MAX_PENDING 1024 /* sleeps and client requests in flight */
 #define DEMO_MAX_COUNT_FILE (16 * 1024 * 1024)
 #define DEMO_MAX_STDERR_LINES 100000
@@ -64,6 +65,7 @@ struct demo_opts {
 	int64_t stderr_lines;
 	int64_t page_size; /* 0: no pagination */
 	int64_t extra_tools;
+	int64_t echo_repeat; /* echo answers its text this many times */
 };
 
 /* A `sleep` call waiting for its deadline. */
@@ -400,8 +402,22 @@ static json_t *demo_progress_token(json_t *params)
 static void demo_tool_echo(json_t *id, json_t *args, json_t *params)
 {
 	const char *text = json_string_value(json_object_get(args, "text"));
+	size_t len = text ? strlen(text) : 0;
+	char *many = NULL;
 
+	/* An answer far larger than a request can be (a test of what a
+	 * client that stops reading costs the runtime). */
+	if (text && demo.o.echo_repeat > 1) {
+		many = malloc(len * (size_t)demo.o.echo_repeat + 1);
+		if (!many)
+			abort();
+		for (int64_t i = 0; i < demo.o.echo_repeat; i++)
+			memcpy(many + (size_t)i * len, text, len);
+		many[len * (size_t)demo.o.echo_repeat] = '\0';
+		text = many;
+	}
 	demo_call_reply(id, demo_text_result(text, false));
+	free(many);
 }
 
 static void demo_tool_add(json_t *id, json_t *args, json_t *params)
@@ -1623,7 +1639,7 @@ static void demo_usage(FILE *out)
 	      "    [--slow-start MS] [--ignore-sigterm] [--grandchild]\n"
 	      "    [--spawn-setsid-child]\n"
 	      "    [--auth-fail] [--garbage] [--stderr-lines N]\n"
-	      "    [--page-size N] [--tools N]\n"
+	      "    [--page-size N] [--tools N] [--echo-repeat N]\n"
 	      "A demo MCP server on stdio, and mcpvisor's test fixture.\n",
 	      out);
 }
@@ -1663,6 +1679,7 @@ static bool demo_takes_value(const char *flag)
 		"--stderr-lines",
 		"--page-size",
 		"--tools",
+		"--echo-repeat",
 	};
 
 	for (size_t i = 0; i < DEMO_NELEM(flags); i++)
@@ -1740,6 +1757,9 @@ static void demo_parse_args(int argc, char **argv, struct demo_opts *o)
 		} else if (strcmp(f, "--tools") == 0) {
 			o->extra_tools =
 				demo_parse_num(f, v, 0, DEMO_MAX_EXTRA_TOOLS);
+		} else if (strcmp(f, "--echo-repeat") == 0) {
+			o->echo_repeat =
+				demo_parse_num(f, v, 1, DEMO_MAX_ECHO_REPEAT);
 		}
 		i++;
 	}
