@@ -423,15 +423,18 @@ static void ep_handle_post(struct conn *c, const struct http_request *req)
 	struct exchange *ex = c->ex;
 	exchange_ref(ex);
 	if (c->sse) {
+		/* Its requests, before its stream opens (exchange_expect). */
+		for (size_t i = 0; i < n; i++) {
+			json_t *m = batch ? json_array_get(body, i) : body;
+			if (jr_id(m) && jr_method(m))
+				exchange_expect(ex, jr_id(m), jr_method(m));
+		}
 		ep_sse_open(c, s);
 		ep_arm_early_close(c);
 	}
 	for (size_t i = 0; i < n; i++) {
 		json_t *m = batch ? json_array_get(body, i) : body;
-		bool request = jr_id(m) && jr_method(m);
-		if (request)
-			exchange_expect(ex, jr_id(m), jr_method(m));
-		session_handle(s, m, request ? ex : NULL);
+		session_handle(s, m, jr_id(m) && jr_method(m) ? ex : NULL);
 	}
 	exchange_unref(ex);
 	json_decref(body);

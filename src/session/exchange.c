@@ -20,6 +20,7 @@ struct exchange {
 	uint64_t stream;
 	struct exchange_req *reqs; /* room for as many as were expected */
 	size_t nreqs, maxreqs;
+	struct exchange_req one; /* the room when one is expected */
 	size_t footprint;
 };
 
@@ -48,7 +49,8 @@ void exchange_unref(struct exchange *ex)
 		return;
 	for (size_t i = 0; i < ex->nreqs; i++)
 		json_decref(ex->reqs[i].id);
-	free(ex->reqs);
+	if (ex->reqs != &ex->one)
+		free(ex->reqs);
 	free(ex);
 }
 
@@ -57,9 +59,12 @@ void exchange_expect(struct exchange *ex, json_t *id, const char *method)
 	if (id == NULL || ex->nreqs >= ex->maxreqs)
 		return;
 	if (ex->reqs == NULL)
-		ex->reqs = xcalloc(ex->maxreqs, sizeof *ex->reqs);
+		ex->reqs = ex->maxreqs == 1
+				   ? &ex->one
+				   : xcalloc(ex->maxreqs, sizeof *ex->reqs);
 	struct exchange_req *q = &ex->reqs[ex->nreqs++];
-	q->id = json_deep_copy(id);
+	/* Ids are never changed once parsed: shared, not copied. */
+	q->id = json_incref(id);
 	q->safe = method && jr_method_is_idempotent(method);
 	ex->footprint += sizeof *q + 16 +
 			 (json_is_string(id) ? json_string_length(id) : 0);

@@ -65,7 +65,8 @@ uint64_t exchange_stream(const struct exchange *ex);
 
 /* Registers a request the exchange answers (id borrowed; method tells
  * whether it changes anything). At most as many as the exchange expects;
- * an answer sent into it is matched to its request by id. */
+ * an answer sent into it is matched to its request by id. All of them
+ * before a recorder (session_stream_open) counts what they cost. */
 void exchange_expect(struct exchange *ex, json_t *id, const char *method);
 /* The registered requests, in order (n of them). */
 const struct exchange_req *exchange_reqs(const struct exchange *ex, size_t *n);

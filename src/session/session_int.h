@@ -66,6 +66,7 @@ struct stream_rec {
 	struct exchange *ex; /* reference */
 	uint64_t parked_ms;  /* 0: not parked */
 	uint64_t last_id;    /* its newest event, 0: none yet */
+	size_t cost;	     /* its exchange's request records (footprint) */
 };
 
 struct session {
@@ -93,6 +94,7 @@ struct session {
 	size_t ring_head, ring_count, ring_bytes;
 	struct stream_rec *streams;
 	unsigned nstreams;
+	size_t streams_cost;	 /* the cost of every stream record */
 	struct exchange *stream; /* standing GET stream, reference */
 	struct upstream_req *upstream;
 	/* What the client was last shown, so list_changed is sent only when

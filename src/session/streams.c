@@ -101,8 +101,9 @@ static const char *session_record_cb(void *rctx, uint64_t stream, json_t *msg,
 	return kept;
 }
 
-static void session_stream_free(struct stream_rec *r)
+static void session_stream_free(struct session *s, struct stream_rec *r)
 {
+	s->streams_cost -= r->cost;
 	exchange_clear_recorder(r->ex);
 	exchange_unref(r->ex);
 	free(r);
@@ -128,19 +129,18 @@ void session_streams_prune(struct session *s)
 	struct stream_rec **pp = &s->streams;
 	while (*pp) {
 		struct stream_rec *r = *pp;
-		size_t cost = exchange_footprint(r->ex);
 		bool drop = false;
 		if (r->parked_ms == 0 && !exchange_attached(r->ex))
 			drop = kept >= SESSION_MAX_STREAMS ||
-			       (cost ? bytes + cost > SESSION_REQ_BYTES
-				     : !session_stream_in_ring(s, r));
+			       (r->cost ? bytes + r->cost > SESSION_REQ_BYTES
+					: !session_stream_in_ring(s, r));
 		if (drop) {
 			*pp = r->next;
 			s->nstreams--;
-			session_stream_free(r);
+			session_stream_free(s, r);
 		} else {
 			kept++;
-			bytes += cost;
+			bytes += r->cost;
 			pp = &r->next;
 		}
 	}
@@ -148,13 +148,16 @@ void session_streams_prune(struct session *s)
 
 uint64_t session_stream_open(struct session *s, struct exchange *ex)
 {
-	/* Pruning walks every record: it runs when they reach twice the
+	/* Pruning walks every record: it runs when they reach twice a
 	 * bound and brings them back to it (the sweep prunes too). */
-	if (s->nstreams >= 2 * SESSION_MAX_STREAMS)
+	if (s->nstreams >= 2 * SESSION_MAX_STREAMS ||
+	    s->streams_cost > 2 * SESSION_REQ_BYTES)
 		session_streams_prune(s);
 	struct stream_rec *r = xcalloc(1, sizeof *r);
 	r->no = ++s->next_stream;
 	r->ex = ex;
+	r->cost = exchange_footprint(ex);
+	s->streams_cost += r->cost;
 	exchange_ref(ex);
 	r->next = s->streams;
 	s->streams = r;
@@ -377,7 +380,7 @@ void session_streams_destroy(struct session *s)
 	while (s->streams) {
 		struct stream_rec *r = s->streams;
 		s->streams = r->next;
-		session_stream_free(r);
+		session_stream_free(s, r);
 	}
 	while (s->ring_count)
 		session_ring_drop_oldest(s);

@@ -333,6 +333,10 @@ Test(streams, records_of_ended_streams_stay_bounded)
 		json_decref(ids[0]);
 		json_decref(cap.msgs);
 		cr_assert_leq(sess->nstreams, 2 * SESSION_MAX_STREAMS);
+		/* Between prunes too: over twice the budget, opening one
+		 * prunes first. */
+		cr_assert_leq(sess->streams_cost,
+			      2 * SESSION_REQ_BYTES + 16 * 1024);
 	}
 	free(long_id);
 	session_streams_prune(sess);
@@ -341,5 +345,6 @@ Test(streams, records_of_ended_streams_stay_bounded)
 	for (struct stream_rec *r = sess->streams; r; r = r->next)
 		bytes += exchange_footprint(r->ex);
 	cr_assert_leq(bytes, SESSION_REQ_BYTES);
+	cr_assert_eq(bytes, sess->streams_cost);
 	cr_assert_gt(sess->nstreams, 0, "the newest are kept");
 }
