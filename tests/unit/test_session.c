@@ -257,7 +257,7 @@ Test(session, replay_ring_resumes_after_an_event)
 	struct capture cap = {json_array(), 0};
 	struct exchange *ex = exchange_new(&capture_ops, &cap, 2);
 	session_stream_open(sess, ex);
-	char prime[24];
+	char prime[EXCHANGE_EVENT_ID_MAX];
 	session_stream_prime(sess, ex, prime);
 	json_t *note = jr_notification("notifications/progress", NULL);
 	exchange_send(ex, note);
