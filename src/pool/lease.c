@@ -4,17 +4,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool/keymap.h"
 #include "util/xmalloc.h"
 
 struct lease_member {
 	char *session_id;
 	unsigned requests;
+	size_t index; /* in m[] */
 };
 
+/* Members in an array (for walks) and by session id (for the lookup of
+ * every acquire and release: an app instance may have a thousand). */
 struct lease_set {
-	struct lease_member *m;
+	struct lease_member **m;
 	size_t n, cap;
+	struct keymap by_id;
 	unsigned holders;
+	unsigned requests;
 	uint64_t idle_since;
 };
 
@@ -29,19 +35,19 @@ void lease_set_free(struct lease_set *ls)
 {
 	if (ls == NULL)
 		return;
-	for (size_t i = 0; i < ls->n; i++)
-		free(ls->m[i].session_id);
+	for (size_t i = 0; i < ls->n; i++) {
+		free(ls->m[i]->session_id);
+		free(ls->m[i]);
+	}
 	free(ls->m);
+	keymap_free(&ls->by_id);
 	free(ls);
 }
 
 static struct lease_member *lease_find(const struct lease_set *ls,
 				       const char *session_id)
 {
-	for (size_t i = 0; i < ls->n; i++)
-		if (strcmp(ls->m[i].session_id, session_id) == 0)
-			return &ls->m[i];
-	return NULL;
+	return keymap_get(&ls->by_id, session_id);
 }
 
 static struct lease_member *lease_add(struct lease_set *ls,
@@ -54,9 +60,11 @@ static struct lease_member *lease_add(struct lease_set *ls,
 		ls->cap = ls->cap ? ls->cap * 2 : 4;
 		ls->m = xrealloc(ls->m, ls->cap * sizeof *ls->m);
 	}
-	m = &ls->m[ls->n++];
+	m = xcalloc(1, sizeof *m);
 	m->session_id = xstrdup(session_id);
-	m->requests = 0;
+	m->index = ls->n;
+	ls->m[ls->n++] = m;
+	keymap_put(&ls->by_id, m->session_id, m);
 	return m;
 }
 
@@ -68,6 +76,7 @@ void lease_join(struct lease_set *ls, const char *session_id)
 bool lease_take(struct lease_set *ls, const char *session_id)
 {
 	struct lease_member *m = lease_add(ls, session_id);
+	ls->requests++;
 	if (m->requests++ > 0)
 		return false;
 	return ls->holders++ == 0;
@@ -78,6 +87,7 @@ bool lease_drop(struct lease_set *ls, const char *session_id, uint64_t now_ms)
 	struct lease_member *m = lease_find(ls, session_id);
 	if (m == NULL || m->requests == 0)
 		return false;
+	ls->requests--;
 	if (--m->requests > 0)
 		return false;
 	if (--ls->holders > 0)
@@ -92,8 +102,13 @@ bool lease_leave(struct lease_set *ls, const char *session_id, uint64_t now_ms)
 	if (m == NULL)
 		return false;
 	bool was_holding = m->requests > 0;
+	ls->requests -= m->requests;
+	keymap_del(&ls->by_id, session_id);
+	struct lease_member *last = ls->m[--ls->n];
+	ls->m[m->index] = last;
+	last->index = m->index;
 	free(m->session_id);
-	*m = ls->m[--ls->n];
+	free(m);
 	if (!was_holding)
 		return false;
 	if (--ls->holders > 0)
@@ -114,10 +129,7 @@ unsigned lease_holders(const struct lease_set *ls)
 
 unsigned lease_requests(const struct lease_set *ls)
 {
-	unsigned n = 0;
-	for (size_t i = 0; i < ls->n; i++)
-		n += ls->m[i].requests;
-	return n;
+	return ls->requests;
 }
 
 bool lease_is_member(const struct lease_set *ls, const char *session_id)
@@ -146,9 +158,19 @@ json_t *lease_describe(const struct lease_set *ls)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; i < ls->n; i++)
-		json_array_append_new(a,
-				      json_pack("{s:s,s:i}", "session",
-						ls->m[i].session_id, "requests",
-						(int)ls->m[i].requests));
+		json_array_append_new(a, json_pack("{s:s,s:i}", "session",
+						   ls->m[i]->session_id,
+						   "requests",
+						   (int)ls->m[i]->requests));
 	return a;
+}
+
+const char *lease_member_at(const struct lease_set *ls, size_t i,
+			    unsigned *requests)
+{
+	if (i >= ls->n)
+		return NULL;
+	if (requests)
+		*requests = ls->m[i]->requests;
+	return ls->m[i]->session_id;
 }

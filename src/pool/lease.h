@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct lease_set;
@@ -44,6 +45,11 @@ bool lease_idle_due(const struct lease_set *ls, uint64_t now_ms,
 		    uint64_t idle_ms);
 /* Restarts the idle clock (a fresh start with nobody holding it). */
 void lease_touch(struct lease_set *ls, uint64_t now_ms);
+
+/* The i-th member's session id (order changes as members leave), or NULL
+ * past the end; *requests (may be NULL) gets its requests in flight. */
+const char *lease_member_at(const struct lease_set *ls, size_t i,
+			    unsigned *requests);
 
 /* ["session id", ...] of the members; holders get "(n requests)". */
 json_t *lease_describe(const struct lease_set *ls);

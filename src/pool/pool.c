@@ -11,6 +11,7 @@
 #include <sys/random.h>
 
 #include "journal/journal.h"
+#include "pool/keymap.h"
 #include "pool/lease.h"
 #include "toolcache/toolcache.h"
 #include "util/clock.h"
@@ -19,7 +20,7 @@
 #include "util/xmalloc.h"
 
 struct pool_entry {
-	struct pool_entry *next;
+	struct pool_entry *next, *prev;
 	struct pool *pool;
 	struct instance *inst;
 	char *name;
@@ -28,8 +29,25 @@ struct pool_entry {
 	struct lease_set *leases;
 	uint64_t idle_ms;
 	uv_timer_t idle_timer;
-	unsigned live; /* server processes not yet gone */
-	bool closing;  /* closed; kept until its processes are gone */
+	unsigned live;	  /* server processes not yet gone */
+	bool per_session; /* its key names one session: it ends with it */
+	bool closing;	  /* closed; kept until its processes are gone */
+};
+
+/* Lists the tool cache knows for a server that a session would run alone,
+ * offered without making an instance (and copying an environment) for
+ * every session that merely lists them. */
+struct pool_ghost {
+	struct pool_ghost *next; /* of the same session */
+	char *key;
+	char *session_id;
+	json_t *lists;
+};
+
+/* One tool cache file, read once. */
+struct pool_cached {
+	char *name;
+	json_t *lists; /* NULL: not in the cache */
 };
 
 struct pool_held {
@@ -45,13 +63,19 @@ struct pool {
 	struct toolcache *cache;
 	uint64_t idle_ms;
 	struct pool_entry *entries; /* oldest first */
-	struct pool_held *held;	    /* servers stopped on purpose */
-	unsigned nclosing;	    /* closed entries not yet freed */
-	char salt[65];		    /* for fingerprints of secrets */
+	struct pool_entry *last;
+	struct keymap by_key;	 /* instance key -> entry */
+	struct keymap ghosts;	 /* instance key -> pool_ghost */
+	struct keymap ghosts_of; /* session id -> its first pool_ghost */
+	struct keymap cached;	 /* cache name -> pool_cached */
+	struct pool_held *held;	 /* servers stopped on purpose */
+	unsigned nclosing;	 /* closed entries not yet freed */
+	char salt[65];		 /* for fingerprints of secrets */
 	bool freeing;
 };
 
 static void pool_entry_destroy(struct pool_entry *e);
+static void pool_cached_set(struct pool *pool, const char *name, json_t *lists);
 
 static struct pool_entry *pool_entry_of(struct instance *inst)
 {
@@ -61,6 +85,15 @@ static struct pool_entry *pool_entry_of(struct instance *inst)
 /* ---- idle ---- */
 
 static void pool_idle_arm(struct pool_entry *e);
+static void pool_entry_close(struct pool_entry *e, const char *why);
+
+/* Whether the instance has no process and none coming. */
+static bool pool_entry_at_rest(const struct pool_entry *e)
+{
+	enum instance_state st = instance_state(e->inst);
+	return st == INSTANCE_STOPPED || st == INSTANCE_FAILED ||
+	       st == INSTANCE_NEEDS_AUTH;
+}
 
 static void pool_idle_cb(uv_timer_t *t)
 {
@@ -70,6 +103,12 @@ static void pool_idle_cb(uv_timer_t *t)
 		return;
 	if (!lease_idle_due(e->leases, now, e->idle_ms)) {
 		pool_idle_arm(e);
+		return;
+	}
+	/* Kept warm after its last session, and now idle: nothing is left
+	 * to keep (its lists are in the tool cache). */
+	if (lease_members(e->leases) == 0) {
+		pool_entry_close(e, "idle, and no session uses it");
 		return;
 	}
 	enum instance_state st = instance_state(e->inst);
@@ -120,8 +159,10 @@ static void pool_inst_state_cb(void *ctx, struct instance *inst,
 	/* A server that fails to start drops its cached tools. */
 	if (from == INSTANCE_STARTING &&
 	    (to == INSTANCE_FAILED || to == INSTANCE_NEEDS_AUTH) &&
-	    e->pool->cache && e->cache_name)
+	    e->pool->cache && e->cache_name) {
 		toolcache_drop(e->pool->cache, e->cache_name);
+		pool_cached_set(e->pool, e->cache_name, NULL);
+	}
 	if (e->pool->cbs.on_state)
 		e->pool->cbs.on_state(e->pool->ctx, inst, from, to);
 }
@@ -136,6 +177,7 @@ static void pool_inst_lists_cb(void *ctx, struct instance *inst)
 		if (rc < 0)
 			log_warn("instance %s: could not cache its lists: %s",
 				 e->name, strerror(-rc));
+		pool_cached_set(e->pool, e->cache_name, rc < 0 ? NULL : lists);
 		json_decref(lists);
 	}
 	if (e->pool->cbs.on_lists)
@@ -259,9 +301,50 @@ static char *pool_cache_name(struct pool *pool, const struct server_config *s,
 	json_object_set_new(
 		key, "connection",
 		config_server_identity(s, true, toolcache_salt(pool->cache)));
+	/* A server may offer other tools to a client that can answer
+	 * sampling or elicitation: one file per capability set. */
+	json_t *caps = sc->client_caps_json
+			       ? json_loads(sc->client_caps_json, 0, NULL)
+			       : NULL;
+	json_object_set_new(key, "clientCapabilities",
+			    caps ? caps : json_object());
 	char *name = toolcache_name(key);
 	json_decref(key);
 	return name;
+}
+
+/* The lists of a cache file, read from disk once (borrowed, NULL when
+ * absent). */
+static json_t *pool_cached_lists(struct pool *pool, const char *name)
+{
+	struct pool_cached *c = keymap_get(&pool->cached, name);
+	if (c == NULL) {
+		c = xcalloc(1, sizeof *c);
+		c->name = xstrdup(name);
+		c->lists = toolcache_load(pool->cache, name);
+		keymap_put(&pool->cached, c->name, c);
+	}
+	return c->lists;
+}
+
+/* A cache file was written (lists) or dropped (NULL). */
+static void pool_cached_set(struct pool *pool, const char *name, json_t *lists)
+{
+	struct pool_cached *c = keymap_get(&pool->cached, name);
+	if (c == NULL) {
+		c = xcalloc(1, sizeof *c);
+		c->name = xstrdup(name);
+		keymap_put(&pool->cached, c->name, c);
+	}
+	json_decref(c->lists);
+	c->lists = json_incref(lists);
+}
+
+static bool pool_key_per_session(const struct server_config *s,
+				 const struct pool_scope_ctx *sc)
+{
+	return s->scope == SCOPE_SESSION ||
+	       (s->scope == SCOPE_SPACE && sc->space == NULL);
 }
 
 char *pool_server_ident(const struct server_config *s)
@@ -274,20 +357,9 @@ char *pool_server_ident(const struct server_config *s)
 
 /* ---- entries ---- */
 
-static struct pool_entry *pool_find_key(struct pool *pool, const char *key,
-					struct pool_entry ***link)
+static struct pool_entry *pool_find_key(struct pool *pool, const char *key)
 {
-	struct pool_entry **pp = &pool->entries;
-	for (; *pp; pp = &(*pp)->next) {
-		if (strcmp(instance_key((*pp)->inst), key) == 0) {
-			if (link)
-				*link = pp;
-			return *pp;
-		}
-	}
-	if (link)
-		*link = pp;
-	return NULL;
+	return keymap_get(&pool->by_key, key);
 }
 
 struct pool *pool_new(uv_loop_t *loop, const struct instance_cbs *cbs,
@@ -317,8 +389,126 @@ void pool_set_idle_ms(struct pool *pool, uint64_t ms)
 
 struct instance *pool_instance_find(struct pool *pool, const char *key)
 {
-	struct pool_entry *e = pool_find_key(pool, key, NULL);
+	struct pool_entry *e = pool_find_key(pool, key);
 	return e ? e->inst : NULL;
+}
+
+/* ---- lists without an instance ---- */
+
+static void pool_ghost_free(struct pool_ghost *g)
+{
+	free(g->key);
+	free(g->session_id);
+	json_decref(g->lists);
+	free(g);
+}
+
+static void pool_ghosts_drop(struct pool *pool, const char *session_id)
+{
+	struct pool_ghost *g = keymap_del(&pool->ghosts_of, session_id);
+	while (g) {
+		struct pool_ghost *next = g->next;
+		keymap_del(&pool->ghosts, g->key);
+		pool_ghost_free(g);
+		g = next;
+	}
+}
+
+/* An instance is made for key: its ghost (if any) goes. */
+static void pool_ghost_forget(struct pool *pool, const char *key)
+{
+	struct pool_ghost *g = keymap_get(&pool->ghosts, key);
+	if (g == NULL)
+		return;
+	struct pool_ghost *first = keymap_get(&pool->ghosts_of, g->session_id);
+	keymap_del(&pool->ghosts, key);
+	if (first == g) {
+		keymap_del(&pool->ghosts_of, g->session_id);
+		if (g->next)
+			keymap_put(&pool->ghosts_of, g->next->session_id,
+				   g->next);
+	} else {
+		while (first->next != g)
+			first = first->next;
+		first->next = g->next;
+	}
+	pool_ghost_free(g);
+}
+
+static void pool_ghosts_free_all(struct pool *pool)
+{
+	/* Each session's chain from its head; the maps go last. */
+	for (size_t i = 0; i < pool->ghosts_of.cap; i++) {
+		struct pool_ghost *g = pool->ghosts_of.slots[i].val;
+		while (g) {
+			struct pool_ghost *next = g->next;
+			pool_ghost_free(g);
+			g = next;
+		}
+	}
+	keymap_free(&pool->ghosts_of);
+	keymap_free(&pool->ghosts);
+	for (size_t i = 0; i < pool->cached.cap; i++) {
+		struct pool_cached *c = pool->cached.slots[i].val;
+		if (c == NULL)
+			continue;
+		free(c->name);
+		json_decref(c->lists);
+		free(c);
+	}
+	keymap_free(&pool->cached);
+}
+
+json_t *pool_lists_known(struct pool *pool, const struct server_config *s,
+			 const struct pool_scope_ctx *sc, const char *key)
+{
+	if (pool_find_key(pool, key) || pool->cache == NULL ||
+	    !pool_key_per_session(s, sc))
+		return NULL;
+	struct pool_ghost *g = keymap_get(&pool->ghosts, key);
+	if (g)
+		return g->lists;
+	char *name = pool_cache_name(pool, s, sc);
+	json_t *lists = pool_cached_lists(pool, name);
+	free(name);
+	if (lists == NULL)
+		return NULL;
+	g = xcalloc(1, sizeof *g);
+	g->key = xstrdup(key);
+	g->session_id = xstrdup(sc->session_id);
+	g->lists = json_incref(lists);
+	g->next = keymap_get(&pool->ghosts_of, sc->session_id);
+	keymap_put(&pool->ghosts, g->key, g);
+	keymap_put(&pool->ghosts_of, g->session_id, g);
+	return g->lists;
+}
+
+json_t *pool_lists_offered(struct pool *pool, const char *key,
+			   enum instance_list which)
+{
+	static const char *const names[INSTANCE_NLISTS] = {
+		"tools", "prompts", "resources", "resourceTemplates"};
+	struct pool_entry *e = pool_find_key(pool, key);
+	if (e)
+		return instance_list(e->inst, which);
+	struct pool_ghost *g = keymap_get(&pool->ghosts, key);
+	return g ? json_object_get(g->lists, names[which]) : NULL;
+}
+
+void pool_foreach_member(struct pool *pool, struct instance *inst,
+			 bool holders_only,
+			 void (*fn)(void *arg, const char *session_id),
+			 void *arg)
+{
+	(void)pool;
+	struct pool_entry *e = pool_entry_of(inst);
+	if (e == NULL || e->leases == NULL)
+		return;
+	unsigned requests;
+	const char *id;
+	for (size_t i = 0; (id = lease_member_at(e->leases, i, &requests)); i++)
+		if (!holders_only || requests > 0)
+			fn(arg, id);
 }
 
 static void pool_entry_close_cb(uv_handle_t *h)
@@ -343,10 +533,18 @@ static void pool_entry_destroy(struct pool_entry *e)
 /* Closes an entry's instance at once and forgets it; the entry itself
  * lives until the instance's processes are gone (the journal hears of
  * it). */
-static void pool_entry_close(struct pool_entry **link, const char *why)
+static void pool_entry_close(struct pool_entry *e, const char *why)
 {
-	struct pool_entry *e = *link;
-	*link = e->next;
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		e->pool->entries = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		e->pool->last = e->prev;
+	e->next = e->prev = NULL;
+	keymap_del(&e->pool->by_key, instance_key(e->inst));
 	e->closing = true;
 	e->pool->nclosing++;
 	uv_timer_stop(&e->idle_timer);
@@ -361,8 +559,7 @@ struct instance *pool_instance_for(struct pool *pool,
 				   const struct pool_scope_ctx *sc,
 				   const char *key_in)
 {
-	struct pool_entry **tail;
-	struct pool_entry *e = pool_find_key(pool, key_in, &tail);
+	struct pool_entry *e = pool_find_key(pool, key_in);
 	if (e) {
 		lease_join(e->leases, sc->session_id);
 		return e->inst;
@@ -383,6 +580,7 @@ struct instance *pool_instance_for(struct pool *pool,
 	};
 	e = xcalloc(1, sizeof *e);
 	e->pool = pool;
+	e->per_session = pool_key_per_session(s, sc);
 	e->name = xstrdup(s->name);
 	e->ident = pool_server_ident(s);
 	e->leases = lease_set_new(clock_now_ms());
@@ -392,16 +590,21 @@ struct instance *pool_instance_for(struct pool *pool,
 	e->idle_timer.data = e;
 	e->inst = instance_new(pool->loop, &spec, &pool_instance_cbs, e);
 	instance_set_data(e->inst, e);
+	pool_ghost_forget(pool, key);
 	e->cache_name = pool_cache_name(pool, s, sc);
 	if (e->cache_name) {
-		json_t *lists = toolcache_load(pool->cache, e->cache_name);
-		if (lists) {
+		json_t *lists = pool_cached_lists(pool, e->cache_name);
+		if (lists)
 			instance_seed_lists(e->inst, lists);
-			json_decref(lists);
-		}
 	}
 	lease_join(e->leases, sc->session_id);
-	*tail = e;
+	e->prev = pool->last;
+	if (pool->last)
+		pool->last->next = e;
+	else
+		pool->entries = e;
+	pool->last = e;
+	keymap_put(&pool->by_key, instance_key(e->inst), e);
 	log_debug("new instance %s", public_key);
 	free(key);
 	free(public_key);
@@ -431,18 +634,33 @@ void pool_release(struct pool *pool, struct instance *inst,
 
 void pool_session_gone(struct pool *pool, const char *session_id)
 {
-	struct pool_entry **pp = &pool->entries;
-	while (*pp) {
-		struct pool_entry *e = *pp;
-		bool member = lease_is_member(e->leases, session_id);
-		if (member &&
-		    lease_leave(e->leases, session_id, clock_now_ms()))
-			pool_idle_arm(e);
-		if (member && lease_members(e->leases) == 0) {
-			pool_entry_close(pp, "no session uses it");
+	pool_ghosts_drop(pool, session_id);
+	struct pool_entry *next;
+	for (struct pool_entry *e = pool->entries; e; e = next) {
+		next = e->next;
+		if (!lease_is_member(e->leases, session_id))
+			continue;
+		bool unheld =
+			lease_leave(e->leases, session_id, clock_now_ms());
+		if (lease_members(e->leases) > 0) {
+			if (unheld)
+				pool_idle_arm(e);
 			continue;
 		}
-		pp = &e->next;
+		/* An instance of this session alone ends with it; a shared
+		 * one (app, space) stays warm for its idle time, so that the
+		 * next session (each CLI call is one) finds it running. */
+		if (e->per_session) {
+			pool_entry_close(e, "its session ended");
+		} else if (pool_entry_at_rest(e)) {
+			pool_entry_close(e, "no session uses it");
+		} else {
+			if (unheld)
+				pool_idle_arm(e);
+			log_info("instance %s: no session uses it; kept for "
+				 "%llu ms",
+				 e->name, (unsigned long long)e->idle_ms);
+		}
 	}
 }
 
@@ -452,15 +670,13 @@ unsigned pool_reload(struct pool *pool,
 		     void *arg)
 {
 	unsigned closed = 0;
-	struct pool_entry **pp = &pool->entries;
-	while (*pp) {
-		struct pool_entry *e = *pp;
+	struct pool_entry *next;
+	for (struct pool_entry *e = pool->entries; e; e = next) {
+		next = e->next;
 		if (!wanted(arg, e->name, e->ident)) {
-			pool_entry_close(pp, "removed or changed by a reload");
+			pool_entry_close(e, "removed or changed by a reload");
 			closed++;
-			continue;
 		}
-		pp = &e->next;
 	}
 	/* Explicit stops of servers that no longer exist are forgotten. */
 	struct pool_held **hp = &pool->held;
@@ -585,7 +801,9 @@ void pool_free(struct pool *pool)
 	if (pool == NULL)
 		return;
 	while (pool->entries)
-		pool_entry_close(&pool->entries, "runtime stopping");
+		pool_entry_close(pool->entries, "runtime stopping");
+	keymap_free(&pool->by_key);
+	pool_ghosts_free_all(pool);
 	while (pool->held) {
 		struct pool_held *h = pool->held;
 		pool->held = h->next;

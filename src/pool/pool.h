@@ -2,9 +2,11 @@
  * The pool: instances by canonical key, who uses and holds them (leases),
  * their idle timers, the ownership journal of their processes and the tool
  * cache of their lists. It creates an instance the first time a key is
- * asked for, closes it at once when no session uses it any longer, after
- * the idle timeout when nobody holds it, and when its server's settings
- * change. Knows nothing of JSON-RPC beyond passing messages on.
+ * asked for. A session's own instance closes when its session ends; a
+ * shared one (app, space) stays for the idle timeout after its last
+ * session; any instance closes after the idle timeout when nobody holds
+ * it, and at once when its server is removed or its settings change.
+ * Knows nothing of JSON-RPC beyond passing messages on.
  */
 #ifndef MCPV_POOL_H
 #define MCPV_POOL_H
@@ -57,14 +59,34 @@ struct instance *pool_instance_for(struct pool *pool,
 /* The existing instance of key, or NULL. Starts nothing. */
 struct instance *pool_instance_find(struct pool *pool, const char *key);
 
+/* The lists the tool cache knows for a server this session would run
+ * alone (session scope, or space scope without a space), offered without
+ * making an instance: borrowed, valid until the session is gone; NULL when
+ * the key has an instance, the scope is shared or nothing is cached. */
+json_t *pool_lists_known(struct pool *pool, const struct server_config *s,
+			 const struct pool_scope_ctx *sc, const char *key);
+/* What key offers for list which: its instance's list, or the lists
+ * pool_lists_known found for it (borrowed), or NULL. */
+json_t *pool_lists_offered(struct pool *pool, const char *key,
+			   enum instance_list which);
+
+/* Calls fn with the session id of each session that uses inst (joined
+ * it), or only of those with a request in flight on it (holders_only).
+ * fn must not change inst's leases. */
+void pool_foreach_member(struct pool *pool, struct instance *inst,
+			 bool holders_only,
+			 void (*fn)(void *arg, const char *session_id),
+			 void *arg);
+
 /* A request of session_id runs on inst: it holds the instance. */
 void pool_acquire(struct pool *pool, struct instance *inst,
 		  const char *session_id);
 /* That request ended. */
 void pool_release(struct pool *pool, struct instance *inst,
 		  const char *session_id);
-/* The session ended: it leaves every instance in one step; instances that
- * nobody uses any longer close at once. */
+/* The session ended: it leaves every instance in one step. Its own
+ * instances close at once; shared ones nobody uses any longer stay for
+ * their idle time (at once when not running). */
 void pool_session_gone(struct pool *pool, const char *session_id);
 /* The connection identity of s as the pool compares it. Caller frees. */
 char *pool_server_ident(const struct server_config *s);

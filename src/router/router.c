@@ -40,6 +40,9 @@ json_t *router_aggregate(const struct router_view *views, size_t n,
 			 enum instance_list which)
 {
 	json_t *out = json_array();
+	/* Names (or uris) already taken, by hash: each item is checked once,
+	 * not against every item before it. */
+	json_t *taken = json_object();
 	const char *key = router_name_key(which);
 	bool by_uri = which == INSTANCE_RESOURCES;
 	for (size_t v = 0; v < n; v++) {
@@ -61,17 +64,18 @@ json_t *router_aggregate(const struct router_view *views, size_t n,
 			 * name: the first owner of either keeps it. */
 			const char *uri =
 				json_string_value(json_object_get(item, "uri"));
-			bool dup =
-				by_uri && uri
-					? router_list_has(out, "uri", uri)
-					: (!by_uri &&
-					   router_list_has(out, key, exposed));
-			if (!dup)
+			const char *id = by_uri ? uri : exposed;
+			bool dup = id && json_object_get(taken, id) != NULL;
+			if (!dup) {
 				json_array_append(out, copy);
+				if (id)
+					json_object_set(taken, id, json_true());
+			}
 			json_decref(copy);
 			free(exposed);
 		}
 	}
+	json_decref(taken);
 	return out;
 }
 

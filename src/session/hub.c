@@ -52,6 +52,50 @@ struct tokens *hub_tokens(struct hub *hub)
 	return &hub->tokens;
 }
 
+/* The sessions that use an instance: taken from its leases (not by
+ * asking every session), and gathered before any is told, so that telling
+ * one cannot change the walk. */
+struct hub_fanout {
+	struct hub *hub;
+	struct session **s;
+	size_t n, cap;
+	struct session *local[16];
+};
+
+static void hub_fanout_add_cb(void *arg, const char *session_id)
+{
+	struct hub_fanout *f = arg;
+	struct session *s = hub_session_find(f->hub, session_id);
+	if (s == NULL)
+		return;
+	if (f->n == f->cap) {
+		size_t cap = f->cap * 2;
+		struct session **grown = xcalloc(cap, sizeof *grown);
+		memcpy(grown, f->s, f->n * sizeof *grown);
+		if (f->s != f->local)
+			free(f->s);
+		f->s = grown;
+		f->cap = cap;
+	}
+	f->s[f->n++] = s;
+}
+
+static void hub_fanout_collect(struct hub *hub, struct instance *inst,
+			       struct hub_fanout *f)
+{
+	f->hub = hub;
+	f->s = f->local;
+	f->n = 0;
+	f->cap = sizeof f->local / sizeof f->local[0];
+	pool_foreach_member(hub->pool, inst, false, hub_fanout_add_cb, f);
+}
+
+static void hub_fanout_done(struct hub_fanout *f)
+{
+	if (f->s != f->local)
+		free(f->s);
+}
+
 static void hub_inst_notification_cb(void *ctx, struct instance *inst,
 				     json_t *msg)
 {
@@ -71,15 +115,20 @@ static void hub_inst_notification_cb(void *ctx, struct instance *inst,
 				return;
 		return;
 	}
+	/* The rest goes to the sessions that use the instance: its lease
+	 * members, not every session asked in turn. */
+	struct hub_fanout f;
+	hub_fanout_collect(hub, inst, &f);
 	bool related = strcmp(method, "notifications/message") == 0;
-	for (struct hub_entry *e = hub->sessions; e; e = e->next) {
-		if (!session_uses(e->s, inst))
+	for (size_t i = 0; i < f.n; i++) {
+		if (!session_uses(f.s[i], inst))
 			continue;
 		if (related)
-			session_route_related(e->s, inst, msg);
+			session_route_related(f.s[i], inst, msg);
 		else
-			session_notify(e->s, msg);
+			session_notify(f.s[i], msg);
 	}
+	hub_fanout_done(&f);
 }
 
 /* A request of a server for a client (sampling, elicitation, roots) goes
@@ -156,9 +205,12 @@ static void hub_inst_request_cb(void *ctx, struct instance *inst, json_t *msg)
 static void hub_inst_lists_cb(void *ctx, struct instance *inst)
 {
 	struct hub *hub = ctx;
-	for (struct hub_entry *e = hub->sessions; e; e = e->next)
-		if (session_uses(e->s, inst))
-			session_lists_changed(e->s, inst);
+	struct hub_fanout f;
+	hub_fanout_collect(hub, inst, &f);
+	for (size_t i = 0; i < f.n; i++)
+		if (session_uses(f.s[i], inst))
+			session_lists_changed(f.s[i], inst);
+	hub_fanout_done(&f);
 }
 
 static void hub_check_quiet(struct hub *hub)

@@ -40,10 +40,14 @@ void session_views_build(struct session *s, struct session_views *sv)
 		sv->insts[k] = inst;
 		for (int w = 0; w < INSTANCE_NLISTS; w++) {
 			sv->v[w][k].prefix = srv->prefix;
+			/* Without an instance, what the tool cache knows
+			 * of a server this session alone would run. */
 			sv->v[w][k].items =
 				inst ? instance_list(inst,
 						     (enum instance_list)w)
-				     : NULL;
+				     : pool_lists_offered(
+					       hub_pool(s->hub), s->keys[i],
+					       (enum instance_list)w);
 			/* The model sees direct servers' tools and prompts;
 			 * resources stay the client's to read, unless hidden
 			 * servers should not show at all. */
@@ -117,6 +121,10 @@ void session_gather_only(struct session *s, const struct server_config *only,
 		const struct server_config *srv = s->srv[i];
 		if ((only && srv != only) || !session_server_usable(srv) ||
 		    pool_server_held_stopped(pool, srv->name))
+			continue;
+		/* Lists of a server of this session alone, known from the
+		 * tool cache, need no instance until it is called. */
+		if (pool_lists_known(pool, srv, &sc, s->keys[i]))
 			continue;
 		struct instance *inst =
 			pool_instance_for(pool, srv, &sc, s->keys[i]);

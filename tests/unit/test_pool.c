@@ -11,8 +11,12 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include <ftw.h>
+
 #include "config/config.h"
+#include "pool/keymap.h"
 #include "pool/pool.h"
+#include "toolcache/toolcache.h"
 #include "util/clock.h"
 
 #define POOL_TEST_IDLE_MS 100
@@ -38,15 +42,22 @@ static void pool_test_setup(void)
 	cr_assert_not_null(getcwd(cwd, sizeof cwd));
 	snprintf(path, sizeof path, "%s/build/san/demo-server", cwd);
 	char *text;
+	/* One server per scope: demo (app), solo (session), room (space). */
+	const char *b = bin ? bin : path;
 	if (asprintf(&text,
-		     "{\"idleTimeout\":%d,\"mcpServers\":{\"demo\":{"
-		     "\"command\":\"%s\",\"scope\":\"app\"}}}",
-		     POOL_TEST_IDLE_MS, bin ? bin : path) < 0)
+		     "{\"idleTimeout\":%d,\"mcpServers\":{"
+		     "\"demo\":{\"command\":\"%s\",\"scope\":\"app\"},"
+		     "\"solo\":{\"command\":\"%s\",\"scope\":\"session\"},"
+		     "\"room\":{\"command\":\"%s\",\"scope\":\"space\"}"
+		     "}}",
+		     POOL_TEST_IDLE_MS, b, b, b) < 0)
 		abort();
 	cfg = config_parse(text, strlen(text), "/tmp/pool-test.json");
 	free(text);
 	cr_assert_null(cfg->fatal);
-	cr_assert_null(cfg->servers[0].error, "%s", cfg->servers[0].error);
+	for (size_t i = 0; i < cfg->nservers; i++)
+		cr_assert_null(cfg->servers[i].error, "%s",
+			       cfg->servers[i].error);
 	fake_now = 1000000;
 	clock_set_source(pool_test_clock);
 	uv_loop_init(&loop);
@@ -194,18 +205,302 @@ Test(pool, the_timer_is_early_by_the_clock_and_waits_again)
 	cr_assert(pool_test_run_until(pool_test_is_stopped, inst));
 }
 
-Test(pool, a_session_gone_closes_what_only_it_used_at_once)
+/* Starts server srv as seen from ctx, for session ctx->session_id, and
+ * ends that request (the session still uses it). */
+static struct instance *pool_test_start_as(size_t srv,
+					   const struct pool_scope_ctx *ctx)
 {
-	struct instance *inst = pool_test_start();
+	char *key = pool_instance_key(&cfg->servers[srv], ctx, NULL);
+	struct instance *inst =
+		pool_instance_for(pool, &cfg->servers[srv], ctx, key);
+	free(key);
+	int ready = 0;
+	pool_acquire(pool, inst, ctx->session_id);
+	instance_ensure(inst, pool_test_ready_cb, &ready);
+	while (ready == 0)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert_eq(ready, 1, "%s starts", cfg->servers[srv].name);
+	pool_release(pool, inst, ctx->session_id);
+	return inst;
+}
+
+static bool pool_test_found(size_t srv, const struct pool_scope_ctx *ctx)
+{
+	char *key = pool_instance_key(&cfg->servers[srv], ctx, NULL);
+	bool found = pool_instance_find(pool, key) != NULL;
+	free(key);
+	return found;
+}
+
+static const char *pool_test_key_of;
+static bool pool_test_forgotten(struct instance *inst)
+{
+	(void)inst;
+	return pool_instance_find(pool, pool_test_key_of) == NULL;
+}
+
+/* The lifetime rules when the last session of an instance ends (seed
+ * 003): a shared instance (app, space) stays warm for the idle time, so
+ * the next session (each `mcpvisor call` is one) finds the same process;
+ * one that only its session could use closes at once. */
+static const struct {
+	const char *what;
+	size_t srv;
+	const char *space;
+	bool kept;
+} pool_test_last_session[] = {
+	{"app", 0, NULL, true},
+	{"space with a folder", 2, "/tmp", true},
+	{"space without a folder (private)", 2, NULL, false},
+	{"session", 1, NULL, false},
+};
+
+Test(pool, the_last_session_ending_keeps_shared_instances_warm)
+{
+	for (size_t t = 0; t < sizeof pool_test_last_session /
+				       sizeof pool_test_last_session[0];
+	     t++) {
+		size_t srv = pool_test_last_session[t].srv;
+		const char *what = pool_test_last_session[t].what;
+		struct pool_scope_ctx a = {
+			"sa", pool_test_last_session[t].space, "/tmp", NULL};
+		struct pool_scope_ctx b = {
+			"sb", pool_test_last_session[t].space, "/tmp", NULL};
+		struct instance *inst = pool_test_start_as(srv, &a);
+		pid_t pid = instance_pid(inst);
+		pool_session_gone(pool, "sa");
+		uv_run(&loop, UV_RUN_NOWAIT);
+		cr_assert_eq(pool_test_found(srv, &a),
+			     pool_test_last_session[t].kept, "%s: %s", what,
+			     pool_test_last_session[t].kept ? "kept"
+							    : "closed");
+		if (!pool_test_last_session[t].kept) {
+			cr_assert_not(pool_test_found(srv, &b));
+			while (kill(pid, 0) == 0)
+				uv_run(&loop, UV_RUN_ONCE);
+			continue;
+		}
+		/* The next session finds the same process. */
+		struct instance *again = pool_test_start_as(srv, &b);
+		cr_assert_eq(again, inst, "%s: the same instance", what);
+		cr_assert_eq(instance_pid(again), pid, "%s: the same pid",
+			     what);
+		pool_session_gone(pool, "sb");
+		/* Short of the idle time it stays; then it goes, and is
+		 * forgotten, since no session uses it. */
+		fake_now += POOL_TEST_IDLE_MS - 1;
+		pool_test_let_timer_fire(inst);
+		cr_assert(pool_test_found(srv, &a), "%s: not yet", what);
+		fake_now += 1;
+		char *key = pool_instance_key(&cfg->servers[srv], &a, NULL);
+		pool_test_key_of = key;
+		cr_assert(pool_test_run_until(pool_test_forgotten, NULL),
+			  "%s: closed after the idle time", what);
+		free(key);
+		while (kill(pid, 0) == 0)
+			uv_run(&loop, UV_RUN_ONCE);
+	}
+}
+
+static bool pool_test_reload_wanted_none(void *arg, const char *name,
+					 const char *ident)
+{
+	(void)arg;
+	(void)name;
+	(void)ident;
+	return false;
+}
+
+Test(pool, a_reload_closes_a_kept_instance_at_once)
+{
+	struct instance *inst = pool_test_start_as(0, &sc);
+	pid_t pid = instance_pid(inst);
+	pool_session_gone(pool, "s1");
+	cr_assert(pool_test_found(0, &sc), "kept warm");
+	cr_assert_eq(pool_reload(pool, pool_test_reload_wanted_none, NULL), 1);
+	cr_assert_not(pool_test_found(0, &sc), "closed at once");
+	while (kill(pid, 0) == 0)
+		uv_run(&loop, UV_RUN_ONCE);
+}
+
+Test(pool, a_session_gone_closes_its_own_instance_at_once)
+{
+	struct pool_scope_ctx own = {"s1", NULL, "/tmp", NULL};
+	char *key = pool_instance_key(&cfg->servers[1], &own, NULL);
+	struct instance *inst =
+		pool_instance_for(pool, &cfg->servers[1], &own, key);
+	int ready = 0;
+	pool_acquire(pool, inst, "s1");
+	instance_ensure(inst, pool_test_ready_cb, &ready);
+	while (ready == 0)
+		uv_run(&loop, UV_RUN_ONCE);
 	pid_t pid = instance_pid(inst);
 	/* Its request is cut short with the session: one step. */
 	pool_session_gone(pool, "s1");
 	uv_run(&loop, UV_RUN_NOWAIT);
 	cr_assert_eq(pool_requests(pool), 0, "no stale lease");
-	char *key = pool_instance_key(&cfg->servers[0], &sc, NULL);
 	cr_assert_null(pool_instance_find(pool, key), "forgotten at once");
 	free(key);
 	/* The process goes with the stop ladder, in real time. */
 	uv_run(&loop, UV_RUN_DEFAULT);
 	cr_assert(kill(pid, 0) < 0, "its process is gone");
+}
+
+static void pool_test_collect_cb(void *arg, const char *session_id)
+{
+	json_array_append_new(arg, json_string(session_id));
+}
+
+Test(pool, members_and_holders_of_an_instance)
+{
+	struct instance *inst = pool_test_start();
+	struct pool_scope_ctx other = {"s2", NULL, "/tmp", NULL};
+	char *key = pool_instance_key(&cfg->servers[0], &other, NULL);
+	cr_assert_eq(pool_instance_for(pool, &cfg->servers[0], &other, key),
+		     inst, "app scope: one instance");
+	free(key);
+	json_t *all = json_array(), *holders = json_array();
+	pool_foreach_member(pool, inst, false, pool_test_collect_cb, all);
+	pool_foreach_member(pool, inst, true, pool_test_collect_cb, holders);
+	cr_assert_eq(json_array_size(all), 2);
+	cr_assert_eq(json_array_size(holders), 1);
+	cr_assert_str_eq(json_string_value(json_array_get(holders, 0)), "s1");
+	json_decref(all);
+	json_decref(holders);
+	pool_release(pool, inst, "s1");
+}
+
+/* ---- lists from the tool cache ---- */
+
+static char pool_test_dir[64];
+
+static int pool_test_rm_cb(const char *path, const struct stat *st, int flag,
+			   struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* The pool over a fresh tool cache. */
+static struct toolcache *pool_test_with_cache(void)
+{
+	strcpy(pool_test_dir, "/tmp/mcpv-pool-XXXXXX");
+	cr_assert_not_null(mkdtemp(pool_test_dir));
+	struct toolcache *tc;
+	cr_assert_eq(toolcache_open(pool_test_dir, &tc), 0);
+	pool_free(pool);
+	struct instance_cbs cbs = {0};
+	pool = pool_new(&loop, &cbs, NULL, NULL, tc);
+	pool_set_idle_ms(pool, POOL_TEST_IDLE_MS);
+	return tc;
+}
+
+static void pool_test_cache_done(struct toolcache *tc)
+{
+	pool_free(pool);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	toolcache_free(tc);
+	nftw(pool_test_dir, pool_test_rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+	struct instance_cbs cbs = {0};
+	pool = pool_new(&loop, &cbs, NULL, NULL, NULL);
+}
+
+#define POOL_TEST_PLAIN "{\"roots\":{\"listChanged\":true}}"
+#define POOL_TEST_RICH "{\"roots\":{\"listChanged\":true},\"sampling\":{}}"
+
+Test(pool, cached_lists_are_kept_per_capability_set)
+{
+	struct toolcache *tc = pool_test_with_cache();
+	/* A client that can answer sampling fills the cache of solo. */
+	struct pool_scope_ctx rich = {"r1", NULL, "/tmp", POOL_TEST_RICH};
+	struct instance *inst = pool_test_start_as(1, &rich);
+	cr_assert_not_null(instance_list(inst, INSTANCE_TOOLS));
+	pool_session_gone(pool, "r1");
+	static const struct {
+		const char *id, *caps;
+		bool offered;
+	} cases[] = {
+		{"p1", POOL_TEST_PLAIN, false},
+		{"p2", NULL, false},
+		{"r2", POOL_TEST_RICH, true},
+	};
+	for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+		struct pool_scope_ctx c = {cases[t].id, NULL, "/tmp",
+					   cases[t].caps};
+		char *key = pool_instance_key(&cfg->servers[1], &c, NULL);
+		json_t *known =
+			pool_lists_known(pool, &cfg->servers[1], &c, key);
+		cr_assert_eq(known != NULL, cases[t].offered,
+			     "%s: the rich client's list %s", cases[t].id,
+			     cases[t].offered ? "offered" : "not offered");
+		free(key);
+	}
+	pool_test_cache_done(tc);
+}
+
+Test(pool, cached_lists_make_no_instance_per_session)
+{
+	struct toolcache *tc = pool_test_with_cache();
+	struct pool_scope_ctx first = {"f1", NULL, "/tmp", NULL};
+	pool_test_start_as(1, &first);
+	pool_session_gone(pool, "f1");
+	char id[16];
+	for (int i = 0; i < 50; i++) {
+		snprintf(id, sizeof id, "g%d", i);
+		struct pool_scope_ctx c = {id, NULL, "/tmp", NULL};
+		char *key = pool_instance_key(&cfg->servers[1], &c, NULL);
+		cr_assert_not_null(
+			pool_lists_known(pool, &cfg->servers[1], &c, key));
+		json_t *tools = pool_lists_offered(pool, key, INSTANCE_TOOLS);
+		cr_assert(json_array_size(tools) > 0);
+		cr_assert_null(pool_instance_find(pool, key),
+			       "no instance made to list");
+		free(key);
+		if (i % 2)
+			pool_session_gone(pool, id);
+	}
+	/* A call makes the instance, seeded with the same lists. */
+	struct pool_scope_ctx c = {"g0", NULL, "/tmp", NULL};
+	char *key = pool_instance_key(&cfg->servers[1], &c, NULL);
+	struct instance *inst =
+		pool_instance_for(pool, &cfg->servers[1], &c, key);
+	cr_assert(instance_lists_known(inst));
+	cr_assert_eq(instance_state(inst), INSTANCE_STOPPED);
+	free(key);
+	pool_test_cache_done(tc);
+}
+
+/* ---- the map behind every lookup ---- */
+
+Test(pool, keymap_puts_finds_and_deletes)
+{
+	struct keymap m;
+	keymap_init(&m);
+	enum { N = 500 };
+	static char keys[N][32];
+	for (int i = 0; i < N; i++) {
+		/* Long shared prefixes, as canonical keys have. */
+		snprintf(keys[i], sizeof keys[i], "{\"connection\":%d}", i);
+		keymap_put(&m, keys[i], keys[i]);
+	}
+	cr_assert_eq(keymap_count(&m), N);
+	static const struct {
+		int from, step;
+	} dels[] = {{0, 3}, {1, 7}, {2, 2}};
+	bool gone[N] = {false};
+	for (size_t d = 0; d < sizeof dels / sizeof dels[0]; d++) {
+		for (int i = dels[d].from; i < N; i += dels[d].step) {
+			void *v = keymap_del(&m, keys[i]);
+			cr_assert_eq(v, gone[i] ? NULL : (void *)keys[i]);
+			gone[i] = true;
+		}
+		for (int i = 0; i < N; i++)
+			cr_assert_eq(keymap_get(&m, keys[i]),
+				     gone[i] ? NULL : (void *)keys[i],
+				     "key %d after deletions", i);
+	}
+	cr_assert_null(keymap_get(&m, "absent"));
+	keymap_free(&m);
 }

@@ -1,0 +1,39 @@
+/*
+ * A map from strings to pointers, by hash: the pool's instances by key,
+ * leases by session id, the hub's sessions by id. Keys are borrowed: each
+ * must stay valid and unchanged while it is in the map (the value usually
+ * owns it). Lookups hash the key a word at a time, so that long canonical
+ * keys that share a prefix cost no more than short ones.
+ */
+#ifndef MCPV_KEYMAP_H
+#define MCPV_KEYMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct keymap_slot {
+	const char *key; /* NULL: empty */
+	void *val;
+	uint64_t hash;
+};
+
+/* Embedded in its owner; all zero is an empty map. */
+struct keymap {
+	struct keymap_slot *slots;
+	size_t cap; /* a power of two, or 0 */
+	size_t n;
+};
+
+void keymap_init(struct keymap *m);
+/* Frees the table, not the keys or values. */
+void keymap_free(struct keymap *m);
+/* The value of key, or NULL. */
+void *keymap_get(const struct keymap *m, const char *key);
+/* Maps key (borrowed) to val (not NULL), replacing an earlier value. */
+void keymap_put(struct keymap *m, const char *key, void *val);
+/* Removes key; returns its value, or NULL when it was absent. */
+void *keymap_del(struct keymap *m, const char *key);
+size_t keymap_count(const struct keymap *m);
+uint64_t keymap_hash(const char *key);
+
+#endif
