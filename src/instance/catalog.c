@@ -22,6 +22,19 @@
 
 /* ---- startup: initialize, initialized, first lists ---- */
 
+/* At most INSTANCE_MAX_INSTRUCTIONS bytes, never cut inside a UTF-8
+ * sequence (it goes back out as a JSON string). */
+static char *instance_instructions_copy(const char *text)
+{
+	size_t len = strlen(text);
+	if (len > INSTANCE_MAX_INSTRUCTIONS) {
+		len = INSTANCE_MAX_INSTRUCTIONS;
+		while (len > 0 && ((unsigned char)text[len] & 0xC0) == 0x80)
+			len--;
+	}
+	return xstrndup(text, len);
+}
+
 static void instance_lists_done(struct instance *inst)
 {
 	if (inst->state != INSTANCE_STARTING || inst->starting_lists > 0)
@@ -165,6 +178,10 @@ void instance_init_reply_cb(void *arg, json_t *resp, bool sent)
 	json_t *caps = json_object_get(result, "capabilities");
 	json_decref(inst->caps);
 	inst->caps = json_is_object(caps) ? json_incref(caps) : json_object();
+	const char *instr =
+		json_string_value(json_object_get(result, "instructions"));
+	free(inst->instructions);
+	inst->instructions = instr ? instance_instructions_copy(instr) : NULL;
 	instance_notify(inst, "notifications/initialized", NULL);
 	/* The first lists are fetched together; the instance is ready when
 	 * all have come back. */
@@ -193,8 +210,17 @@ void instance_seed_lists(struct instance *inst, json_t *lists)
 			inst->lists[i] = json_incref(a);
 		}
 	}
+	const char *instr =
+		json_string_value(json_object_get(lists, "instructions"));
+	if (instr && inst->instructions == NULL)
+		inst->instructions = instance_instructions_copy(instr);
 	inst->lists_cached = true;
 	inst->lists_known = true;
+}
+
+const char *instance_instructions(const struct instance *inst)
+{
+	return inst->instructions;
 }
 
 json_t *instance_lists_json(const struct instance *inst)
@@ -204,5 +230,8 @@ json_t *instance_lists_json(const struct instance *inst)
 		if (inst->lists[i])
 			json_object_set(o, instance_list_keys[i],
 					inst->lists[i]);
+	if (inst->instructions)
+		json_object_set_new(o, "instructions",
+				    json_string(inst->instructions));
 	return o;
 }

@@ -494,6 +494,7 @@ static void instance_maybe_free(struct instance *inst)
 	for (int i = 0; i < INSTANCE_NLISTS; i++)
 		json_decref(inst->lists[i]);
 	json_decref(inst->caps);
+	free(inst->instructions);
 	free(inst->protocol_version);
 	free(inst->last_error);
 	free(inst->stderr_tail);

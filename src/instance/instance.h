@@ -18,6 +18,7 @@
 
 #define INSTANCE_MAX_LIST_PAGES 100
 #define INSTANCE_MAX_LIST_ITEMS 10000
+#define INSTANCE_MAX_INSTRUCTIONS (64 * 1024)
 
 enum instance_state {
 	INSTANCE_STOPPED,    /* not running: never started, or closed */
@@ -171,7 +172,11 @@ json_t *instance_describe(const struct instance *inst, bool verbose);
 uint64_t instance_backoff_remaining_ms(const struct instance *inst);
 /* Offers lists from the tool cache until the server itself answers. */
 void instance_seed_lists(struct instance *inst, json_t *lists);
-/* The lists as {"tools":[...],...}, new reference. */
+/* What the server's initialize answer said about how to use it (from the
+ * tool cache until it runs), or NULL. */
+const char *instance_instructions(const struct instance *inst);
+/* The lists as {"tools":[...],...} (and "instructions"), new
+ * reference. */
 json_t *instance_lists_json(const struct instance *inst);
 /* Whether the lists are known (from a start, or the cache) so listing
  * needs no start. */

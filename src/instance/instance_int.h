@@ -96,6 +96,7 @@ struct instance {
 
 	json_t *lists[INSTANCE_NLISTS];
 	json_t *caps;
+	char *instructions; /* from its initialize answer, or the cache */
 	char *protocol_version;
 	char *last_error;
 	char *stderr_tail;

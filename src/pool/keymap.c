@@ -37,6 +37,7 @@ void keymap_init(struct keymap *m)
 	m->slots = NULL;
 	m->cap = 0;
 	m->n = 0;
+	m->last = 0;
 }
 
 void keymap_free(struct keymap *m)
@@ -63,18 +64,23 @@ static struct keymap_slot *keymap_slot(const struct keymap *m, const char *key,
 	}
 }
 
-void *keymap_get(const struct keymap *m, const char *key)
+void *keymap_find(const struct keymap *m, const char *key)
 {
 	if (m->n == 0)
 		return NULL;
 	struct keymap_slot *sl = keymap_slot(m, key, keymap_hash(key));
-	return sl->key ? sl->val : NULL;
+	if (sl->key == NULL)
+		return NULL;
+	/* Only a cache of where the last key was: lookups stay const. */
+	((struct keymap *)m)->last = (size_t)(sl - m->slots) + 1;
+	return sl->val;
 }
 
 static void keymap_grow(struct keymap *m)
 {
 	struct keymap_slot *old = m->slots;
 	size_t oldcap = m->cap;
+	m->last = 0;
 	m->cap = oldcap ? oldcap * 2 : KEYMAP_MIN_CAP;
 	m->slots = xcalloc(m->cap, sizeof *m->slots);
 	for (size_t i = 0; i < oldcap; i++)
@@ -106,6 +112,7 @@ void *keymap_del(struct keymap *m, const char *key)
 		return NULL;
 	void *val = sl->val;
 	size_t mask = m->cap - 1;
+	m->last = 0; /* entries move back */
 	size_t hole = (size_t)(sl - m->slots);
 	/* Moves back every later entry of the run that may not stay behind
 	 * the hole, so each stays reachable from its home slot. */

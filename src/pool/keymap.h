@@ -3,13 +3,14 @@
  * leases by session id, the hub's sessions by id. Keys are borrowed: each
  * must stay valid and unchanged while it is in the map (the value usually
  * owns it). Lookups hash the key a word at a time, so that long canonical
- * keys that share a prefix cost no more than short ones.
+ * keys that share a prefix cost little more than short ones.
  */
 #ifndef MCPV_KEYMAP_H
 #define MCPV_KEYMAP_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct keymap_slot {
 	const char *key; /* NULL: empty */
@@ -22,13 +23,27 @@ struct keymap {
 	struct keymap_slot *slots;
 	size_t cap; /* a power of two, or 0 */
 	size_t n;
+	/* The slot of the last key found, plus one (0: none): the same key
+	 * is often looked up again at once (a call's instance, its lease),
+	 * and comparing it costs less than hashing it again. */
+	size_t last;
 };
 
 void keymap_init(struct keymap *m);
 /* Frees the table, not the keys or values. */
 void keymap_free(struct keymap *m);
 /* The value of key, or NULL. */
-void *keymap_get(const struct keymap *m, const char *key);
+void *keymap_find(const struct keymap *m, const char *key);
+/* The same, inline for the key found last (the hot path's case). */
+static inline void *keymap_get(const struct keymap *m, const char *key)
+{
+	if (m->last) {
+		const struct keymap_slot *hit = &m->slots[m->last - 1];
+		if (hit->key && strcmp(hit->key, key) == 0)
+			return hit->val;
+	}
+	return keymap_find(m, key);
+}
 /* Maps key (borrowed) to val (not NULL), replacing an earlier value. */
 void keymap_put(struct keymap *m, const char *key, void *val);
 /* Removes key; returns its value, or NULL when it was absent. */

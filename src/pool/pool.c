@@ -495,6 +495,21 @@ json_t *pool_lists_offered(struct pool *pool, const char *key,
 	return g ? json_object_get(g->lists, names[which]) : NULL;
 }
 
+const char *pool_instructions(struct pool *pool, const struct server_config *s,
+			      const struct pool_scope_ctx *sc, const char *key)
+{
+	struct pool_entry *e = pool_find_key(pool, key);
+	if (e)
+		return instance_instructions(e->inst);
+	json_t *lists = pool_lists_known(pool, s, sc, key);
+	if (lists == NULL && pool->cache && !pool_key_per_session(s, sc)) {
+		char *name = pool_cache_name(pool, s, sc);
+		lists = pool_cached_lists(pool, name);
+		free(name);
+	}
+	return json_string_value(json_object_get(lists, "instructions"));
+}
+
 void pool_foreach_member(struct pool *pool, struct instance *inst,
 			 bool holders_only,
 			 void (*fn)(void *arg, const char *session_id),

@@ -70,6 +70,11 @@ json_t *pool_lists_known(struct pool *pool, const struct server_config *s,
 json_t *pool_lists_offered(struct pool *pool, const char *key,
 			   enum instance_list which);
 
+/* The instructions of the server behind key: its instance's, or the tool
+ * cache's (borrowed; NULL when unknown). Starts nothing. */
+const char *pool_instructions(struct pool *pool, const struct server_config *s,
+			      const struct pool_scope_ctx *sc, const char *key);
+
 /* Calls fn with the session id of each session that uses inst (joined
  * it), or only of those with a request in flight on it (holders_only).
  * fn must not change inst's leases. */

@@ -538,16 +538,17 @@ json_t *hub_initialize(struct hub *hub, json_t *params, const char *space,
 		 session_id(s), cname ? cname : "?",
 		 session_protocol_version(s), space ? ", space " : "",
 		 space ? space : "");
-	return json_pack("{s:s,s:{s:{s:b},s:{s:b},s:{s:b,s:b},s:{},s:{}},"
-			 "s:{s:s,s:s},s:s}",
-			 "protocolVersion", session_protocol_version(s),
-			 "capabilities", "tools", "listChanged", 1, "prompts",
-			 "listChanged", 1, "resources", "subscribe", 1,
-			 "listChanged", 1, "logging", "completions",
-			 "serverInfo", "name", "mcpvisor", "version", "0.1.0",
-			 "instructions",
-			 "mcpvisor runs this host's MCP servers; tools are "
-			 "named server__tool.");
+	char *instructions = session_instructions(s);
+	json_t *result = json_pack(
+		"{s:s,s:{s:{s:b},s:{s:b},s:{s:b,s:b},s:{},s:{}},"
+		"s:{s:s,s:s},s:s}",
+		"protocolVersion", session_protocol_version(s), "capabilities",
+		"tools", "listChanged", 1, "prompts", "listChanged", 1,
+		"resources", "subscribe", 1, "listChanged", 1, "logging",
+		"completions", "serverInfo", "name", "mcpvisor", "version",
+		"0.1.0", "instructions", instructions);
+	free(instructions);
+	return result;
 }
 
 static struct hub_entry *hub_entry_find(struct hub *hub, const char *id,

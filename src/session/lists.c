@@ -382,3 +382,24 @@ void session_lists_changed(struct session *s, struct instance *inst)
 			session_list_tell(s, w);
 	}
 }
+
+char *session_instructions(struct session *s)
+{
+	struct pool_scope_ctx sc;
+	session_scope_ctx(s, &sc);
+	struct buf b;
+	buf_init(&b);
+	buf_puts(&b, "mcpvisor runs this host's MCP servers; tools are named "
+		     "server__tool.");
+	for (size_t i = 0; i < s->nsrv; i++) {
+		const struct server_config *srv = s->srv[i];
+		if (!session_server_usable(srv) ||
+		    srv->exposure == EXPOSE_HIDDEN)
+			continue;
+		const char *text = pool_instructions(hub_pool(s->hub), srv, &sc,
+						     s->keys[i]);
+		if (text && text[0])
+			buf_printf(&b, "\n\n%s: %s", srv->name, text);
+	}
+	return buf_steal(&b);
+}

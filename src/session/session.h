@@ -151,5 +151,9 @@ void session_lists_reset(struct session *s);
 /* inst's lists changed (NULL: maybe any): tell the client if what it sees
  * changed. */
 void session_lists_changed(struct session *s, struct instance *inst);
+/* The instructions for the client: the runtime's line, then each server's
+ * own, prefixed by its name (known from a running instance or the tool
+ * cache; nothing is started for them). Caller frees. */
+char *session_instructions(struct session *s);
 
 #endif

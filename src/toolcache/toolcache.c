@@ -229,6 +229,13 @@ static bool toolcache_lists_ok(const json_t *lists)
 	size_t nkeys = sizeof toolcache_list_keys / sizeof *toolcache_list_keys;
 	json_object_foreach((json_t *)lists, key, v)
 	{
+		/* The server's instructions, offered to clients with its
+		 * lists before it runs. */
+		if (strcmp(key, "instructions") == 0) {
+			if (!json_is_string(v))
+				return false;
+			continue;
+		}
 		bool known = false;
 		for (size_t i = 0; i < nkeys; i++)
 			if (strcmp(key, toolcache_list_keys[i]) == 0)
