@@ -62,6 +62,7 @@ struct demo_opts {
 	bool setsid_child;
 	bool auth_fail;
 	bool garbage;
+	bool tools_by_caps; /* sample/elicit only for a client that can */
 	int64_t stderr_lines;
 	int64_t page_size; /* 0: no pagination */
 	int64_t extra_tools;
@@ -1079,6 +1080,28 @@ static void demo_m_initialize(json_t *id, json_t *params)
 	for (size_t i = 0; i < DEMO_NELEM(demo_protocols); i++)
 		if (strcmp(want, demo_protocols[i]) == 0)
 			version = demo_protocols[i];
+	if (demo.o.tools_by_caps) {
+		/* As some servers do: tools that need the client's sampling
+		 * or elicitation exist only for a client that has it. */
+		json_t *caps = json_object_get(params, "capabilities");
+		json_t *kept = json_array();
+		size_t i;
+		json_t *t;
+
+		json_array_foreach(demo.tools, i, t)
+		{
+			const char *n =
+				json_string_value(json_object_get(t, "name"));
+			if ((strcmp(n, "sample") == 0 &&
+			     !json_object_get(caps, "sampling")) ||
+			    (strcmp(n, "elicit") == 0 &&
+			     !json_object_get(caps, "elicitation")))
+				continue;
+			json_array_append(kept, t);
+		}
+		json_decref(demo.tools);
+		demo.tools = kept;
+	}
 	demo_reply(
 		id,
 		json_pack(
@@ -1640,6 +1663,7 @@ static void demo_usage(FILE *out)
 	      "    [--spawn-setsid-child]\n"
 	      "    [--auth-fail] [--garbage] [--stderr-lines N]\n"
 	      "    [--page-size N] [--tools N] [--echo-repeat N]\n"
+	      "    [--tools-by-caps]\n"
 	      "A demo MCP server on stdio, and mcpvisor's test fixture.\n",
 	      out);
 }
@@ -1713,6 +1737,9 @@ static void demo_parse_args(int argc, char **argv, struct demo_opts *o)
 			takes = false;
 		} else if (strcmp(f, "--garbage") == 0) {
 			o->garbage = true;
+			takes = false;
+		} else if (strcmp(f, "--tools-by-caps") == 0) {
+			o->tools_by_caps = true;
 			takes = false;
 		}
 		if (!takes)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "util/buf.h"
 
 static void status_usage(FILE *f)
 {
@@ -46,6 +47,166 @@ static void status_print_idle_server(const char *name, const char *scope,
 			p += n + (p[n] == '\n');
 		}
 	}
+}
+
+/* One instance as text: its line, then reason, backoff and stderr. */
+static void status_instance_text(struct buf *b, const char *name,
+				 const char *scope, json_t *in, int verbose)
+{
+	const char *state = json_string_value(json_object_get(in, "state"));
+	size_t holders = json_array_size(json_object_get(in, "sessions"));
+	long long inflight =
+		json_integer_value(json_object_get(in, "inflight"));
+	long long ntools = json_integer_value(
+		json_object_get(json_object_get(in, "lists"), "tools"));
+	long long holders_n =
+		json_integer_value(json_object_get(in, "holders"));
+	if (state == NULL)
+		state = "?";
+	bool idle = strcmp(state, "running") == 0 && holders_n == 0 &&
+		    inflight == 0;
+	buf_printf(b,
+		   "%-16s %-12s scope %s, %lld tool(s), %zu session(s), %lld "
+		   "call(s) in flight",
+		   name, idle ? "idle" : state, scope, ntools, holders,
+		   inflight);
+	if (verbose && json_object_get(in, "pid"))
+		buf_printf(b, ", pid %lld",
+			   json_integer_value(json_object_get(in, "pid")));
+	json_t *closes = json_object_get(in, "idleClosesInMs");
+	/* Whole seconds: instances closing within the same second still
+	 * read (and group) as one line. */
+	if (closes && strcmp(state, "running") == 0)
+		buf_printf(b, ", idle close in %lld s",
+			   (json_integer_value(closes) + 999) / 1000);
+	buf_puts(b, "\n");
+	const char *err = json_string_value(json_object_get(in, "error"));
+	const char *note = json_string_value(json_object_get(in, "note"));
+	json_t *next = json_object_get(in, "nextAttemptInMs");
+	if (err)
+		buf_printf(b, "    reason: %s%s%s\n", err, note ? " " : "",
+			   note ? note : "");
+	if (next)
+		buf_printf(b, "    next attempt in %.1f s\n",
+			   (double)json_integer_value(next) / 1000.0);
+	const char *tail = json_string_value(json_object_get(in, "stderr"));
+	if (tail && (err || verbose)) {
+		buf_puts(b, "    stderr:\n");
+		const char *p = tail;
+		while (*p) {
+			const char *eol = strchr(p, '\n');
+			int len = eol ? (int)(eol - p) : (int)strlen(p);
+			buf_printf(b, "      %.*s\n", len, p);
+			p = eol ? eol + 1 : p + len;
+		}
+	}
+	if (verbose)
+		buf_printf(b, "    key: %s\n",
+			   json_string_value(json_object_get(in, "key")));
+}
+
+/* A server's instances, identical ones once with their count: hosts that
+ * never end their sessions (the Inspector, mcp-remote) leave many
+ * instances that read the same. The JSON keeps every one. */
+static void status_print_instances(const char *name, const char *scope,
+				   json_t *insts, int verbose)
+{
+	json_t *texts = json_array();	/* distinct texts, first seen first */
+	json_t *counts = json_object(); /* text -> how many */
+	size_t j;
+	json_t *in;
+	json_array_foreach(insts, j, in)
+	{
+		struct buf b;
+		buf_init(&b);
+		status_instance_text(&b, name, scope, in, verbose);
+		char *text = buf_steal(&b);
+		json_t *n = json_object_get(counts, text);
+		if (n) {
+			json_integer_set(n, json_integer_value(n) + 1);
+		} else {
+			json_array_append_new(texts, json_string(text));
+			json_object_set_new(counts, text, json_integer(1));
+		}
+		free(text);
+	}
+	json_t *t;
+	json_array_foreach(texts, j, t)
+	{
+		const char *text = json_string_value(t);
+		long long n = json_integer_value(json_object_get(counts, text));
+		const char *eol = strchr(text, '\n');
+		if (n > 1)
+			printf("%.*s (x%lld)%s", (int)(eol - text), text, n,
+			       eol);
+		else
+			fputs(text, stdout);
+	}
+	json_decref(texts);
+	json_decref(counts);
+}
+
+#define STATUS_LABELS_SHOWN 8
+
+/* Sessions by client and space, each with its label (not its id). */
+static void status_print_sessions(json_t *list, int verbose)
+{
+	if (json_array_size(list) == 0)
+		return;
+	json_t *groups = json_array(); /* [{client, space, labels}] */
+	json_t *index = json_object(); /* "client\nspace" -> group */
+	size_t i;
+	json_t *s;
+	json_array_foreach(list, i, s)
+	{
+		const char *client =
+			json_string_value(json_object_get(s, "client"));
+		const char *space =
+			json_string_value(json_object_get(s, "space"));
+		const char *label =
+			json_string_value(json_object_get(s, "label"));
+		char *k = NULL;
+		if (asprintf(&k, "%s\n%s", client ? client : "",
+			     space ? space : "") < 0)
+			abort();
+		json_t *g = json_object_get(index, k);
+		if (g == NULL) {
+			g = json_pack("{s:s,s:s,s:[]}", "client",
+				      client ? client : "?", "space",
+				      space ? space : "", "labels");
+			json_array_append_new(groups, g);
+			json_object_set(index, k, g);
+		}
+		free(k);
+		json_array_append_new(json_object_get(g, "labels"),
+				      json_string(label ? label : "?"));
+	}
+	printf("sessions:\n");
+	json_t *g;
+	json_array_foreach(groups, i, g)
+	{
+		json_t *labels = json_object_get(g, "labels");
+		size_t n = json_array_size(labels);
+		const char *space =
+			json_string_value(json_object_get(g, "space"));
+		printf("  client %s, %s%s: %zu session(s):",
+		       json_string_value(json_object_get(g, "client")),
+		       space[0] ? "space " : "no space", space, n);
+		size_t k;
+		json_t *l;
+		json_array_foreach(labels, k, l)
+		{
+			if (!verbose && k == STATUS_LABELS_SHOWN) {
+				printf(" and %zu more (-v shows all)",
+				       n - STATUS_LABELS_SHOWN);
+				break;
+			}
+			printf(" %s", json_string_value(l));
+		}
+		printf("\n");
+	}
+	json_decref(groups);
+	json_decref(index);
 }
 
 static void status_print_text(json_t *st, const struct client *c, int verbose)
@@ -97,67 +258,9 @@ static void status_print_text(json_t *st, const struct client *c, int verbose)
 				status_print_idle_server(name, scope, sv);
 			continue;
 		}
-		size_t j;
-		json_t *in;
-		json_array_foreach(insts, j, in)
-		{
-			const char *state =
-				json_string_value(json_object_get(in, "state"));
-			size_t holders = json_array_size(
-				json_object_get(in, "sessions"));
-			long long inflight = json_integer_value(
-				json_object_get(in, "inflight"));
-			long long ntools = json_integer_value(json_object_get(
-				json_object_get(in, "lists"), "tools"));
-			long long holders_n = json_integer_value(
-				json_object_get(in, "holders"));
-			bool idle = strcmp(state, "running") == 0 &&
-				    holders_n == 0 && inflight == 0;
-			printf("%-16s %-12s scope %s, %lld tool(s), %zu "
-			       "session(s), %lld call(s) in flight",
-			       name, idle ? "idle" : state, scope, ntools,
-			       holders, inflight);
-			if (verbose && json_object_get(in, "pid"))
-				printf(", pid %lld",
-				       json_integer_value(
-					       json_object_get(in, "pid")));
-			json_t *closes = json_object_get(in, "idleClosesInMs");
-			if (closes && strcmp(state, "running") == 0)
-				printf(", idle close in %.1f s",
-				       (double)json_integer_value(closes) /
-					       1000.0);
-			printf("\n");
-			const char *err =
-				json_string_value(json_object_get(in, "error"));
-			const char *note =
-				json_string_value(json_object_get(in, "note"));
-			json_t *next = json_object_get(in, "nextAttemptInMs");
-			if (err)
-				printf("    reason: %s%s%s\n", err,
-				       note ? " " : "", note ? note : "");
-			if (next)
-				printf("    next attempt in %.1f s\n",
-				       (double)json_integer_value(next) /
-					       1000.0);
-			const char *tail = json_string_value(
-				json_object_get(in, "stderr"));
-			if (tail && (err || verbose)) {
-				printf("    stderr:\n");
-				const char *p = tail;
-				while (*p) {
-					const char *eol = strchr(p, '\n');
-					int len = eol ? (int)(eol - p)
-						      : (int)strlen(p);
-					printf("      %.*s\n", len, p);
-					p = eol ? eol + 1 : p + len;
-				}
-			}
-			if (verbose)
-				printf("    key: %s\n",
-				       json_string_value(
-					       json_object_get(in, "key")));
-		}
+		status_print_instances(name, scope, insts, verbose);
 	}
+	status_print_sessions(json_object_get(st, "sessionList"), verbose);
 }
 
 int cmd_status(int argc, char **argv)
