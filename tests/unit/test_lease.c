@@ -1,5 +1,8 @@
 /* Lease counting and idle deadlines, on a fake clock. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "pool/lease.h"
 
@@ -119,5 +122,52 @@ Test(lease, many_sessions)
 	json_t *d = lease_describe(ls);
 	cr_assert_eq(json_array_size(d), 50);
 	json_decref(d);
+	lease_set_free(ls);
+}
+
+/* A thousand sessions on one app instance, leaving in any order: every
+ * lookup still finds exactly the members that remain, and the walk gives
+ * each once with its requests. */
+Test(lease, members_by_id_stay_exact_as_sessions_leave)
+{
+	enum { N = 1000 };
+	struct lease_set *ls = lease_set_new(0);
+	char id[32];
+	for (int i = 0; i < N; i++) {
+		snprintf(id, sizeof id, "session-%04d", i);
+		if (i % 2)
+			lease_take(ls, id);
+		else
+			lease_join(ls, id);
+	}
+	static const struct {
+		int from, step;
+	} leaves[] = {{0, 3}, {1, 5}, {2, 7}};
+	bool gone[N] = {false};
+	for (size_t l = 0; l < sizeof leaves / sizeof leaves[0]; l++)
+		for (int i = leaves[l].from; i < N; i += leaves[l].step) {
+			snprintf(id, sizeof id, "session-%04d", i);
+			lease_leave(ls, id, 1);
+			gone[i] = true;
+		}
+	unsigned members = 0, holders = 0;
+	for (int i = 0; i < N; i++) {
+		snprintf(id, sizeof id, "session-%04d", i);
+		cr_assert_eq(lease_is_member(ls, id), !gone[i], "%s", id);
+		members += !gone[i];
+		holders += !gone[i] && i % 2;
+	}
+	cr_assert_eq(lease_members(ls), members);
+	cr_assert_eq(lease_holders(ls), holders);
+	cr_assert_eq(lease_requests(ls), holders);
+	size_t walked = 0;
+	unsigned req, held = 0;
+	for (const char *m; (m = lease_member_at(ls, walked, &req)); walked++) {
+		int i = atoi(m + strlen("session-"));
+		cr_assert(!gone[i], "%s walked after it left", m);
+		held += req;
+	}
+	cr_assert_eq(walked, members);
+	cr_assert_eq(held, holders);
 	lease_set_free(ls);
 }

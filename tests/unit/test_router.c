@@ -173,3 +173,63 @@ Test(router, names_summary)
 	json_decref(list);
 	json_decref(empty);
 }
+
+/* Who keeps a name (or a resource's uri) met twice: the first view. */
+Test(router, duplicates_keep_their_first_owner)
+{
+	static const struct {
+		enum instance_list which;
+		const char *a, *b; /* item names of views "" and "" */
+		size_t want;
+	} cases[] = {
+		{INSTANCE_TOOLS, "echo,add", "add,sub", 3},
+		{INSTANCE_TOOLS, "x,x,y", "y,z", 3},
+		{INSTANCE_PROMPTS, "p", "p,q", 2},
+	};
+	for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+		json_t *a = tools_of(cases[t].a), *b = tools_of(cases[t].b);
+		struct router_view v[] = {{"", a, true}, {"", b, true}};
+		json_t *all = router_aggregate(v, 2, cases[t].which);
+		cr_assert_eq(json_array_size(all), cases[t].want, "case %zu",
+			     t);
+		json_decref(all);
+		json_decref(a);
+		json_decref(b);
+	}
+	/* Resources by uri, whatever their names; items without a uri stay. */
+	json_t *r1 = json_pack("[{s:s,s:s},{s:s}]", "name", "a", "uri",
+			       "file:///1", "name", "nouri");
+	json_t *r2 = json_pack("[{s:s,s:s},{s:s,s:s},{s:s}]", "name", "b",
+			       "uri", "file:///1", "name", "c", "uri",
+			       "file:///2", "name", "nouri");
+	struct router_view rv[] = {{"s1", r1, true}, {"s2", r2, true}};
+	json_t *res = router_aggregate(rv, 2, INSTANCE_RESOURCES);
+	cr_assert_eq(json_array_size(res), 4);
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_array_get(res, 0), "name")),
+			 "s1__a");
+	json_decref(res);
+	json_decref(r1);
+	json_decref(r2);
+}
+
+/* Each item is checked against the names taken so far by hash: 40,000
+ * items aggregate in well under the bound (each against all before it
+ * took minutes). */
+Test(router, aggregate_is_linear, .timeout = 10)
+{
+	enum { N = 20000 };
+	json_t *a = json_array(), *b = json_array();
+	char name[32];
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "tool_%d", i);
+		json_array_append_new(a, json_pack("{s:s}", "name", name));
+		json_array_append_new(b, json_pack("{s:s}", "name", name));
+	}
+	struct router_view v[] = {{"", a, true}, {"", b, true}};
+	json_t *all = router_aggregate(v, 2, INSTANCE_TOOLS);
+	cr_assert_eq(json_array_size(all), N, "the second view's are taken");
+	json_decref(all);
+	json_decref(a);
+	json_decref(b);
+}
