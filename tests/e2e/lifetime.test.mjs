@@ -182,7 +182,12 @@ test('idle close: every instance closes about the idle timeout after its last ca
 		const still = pids.filter((p) => !goneAt.has(p));
 		assert.deepEqual(still, [], 'instances still alive after idle timeout + 5 s');
 
-		const stops = stopTimes(rt.stderr());
+		// The runtime's log lines of the last stop may reach us a moment
+		// after the process is seen gone.
+		const stops = await waitFor(() => {
+			const m = stopTimes(rt.stderr());
+			return pids.every((p) => m.get(p)?.exited) ? m : null;
+		}, 3000, 'the stop of every pid in the log').catch(() => stopTimes(rt.stderr()));
 		const rows = [];
 		for (const p of pids) {
 			const after = goneAt.get(p) - lastAnswer.get(p);
