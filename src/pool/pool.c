@@ -12,6 +12,7 @@
 
 #include "journal/journal.h"
 #include "pool/keymap.h"
+#include "pool/known.h"
 #include "pool/lease.h"
 #include "toolcache/toolcache.h"
 #include "util/clock.h"
@@ -34,22 +35,6 @@ struct pool_entry {
 	bool closing;	  /* closed; kept until its processes are gone */
 };
 
-/* Lists the tool cache knows for a server that a session would run alone,
- * offered without making an instance (and copying an environment) for
- * every session that merely lists them. */
-struct pool_ghost {
-	struct pool_ghost *next; /* of the same session */
-	char *key;
-	char *session_id;
-	json_t *lists;
-};
-
-/* One tool cache file, read once. */
-struct pool_cached {
-	char *name;
-	json_t *lists; /* NULL: not in the cache */
-};
-
 struct pool_held {
 	struct pool_held *next;
 	char *name;
@@ -64,18 +49,15 @@ struct pool {
 	uint64_t idle_ms;
 	struct pool_entry *entries; /* oldest first */
 	struct pool_entry *last;
-	struct keymap by_key;	 /* instance key -> entry */
-	struct keymap ghosts;	 /* instance key -> pool_ghost */
-	struct keymap ghosts_of; /* session id -> its first pool_ghost */
-	struct keymap cached;	 /* cache name -> pool_cached */
-	struct pool_held *held;	 /* servers stopped on purpose */
-	unsigned nclosing;	 /* closed entries not yet freed */
-	char salt[65];		 /* for fingerprints of secrets */
+	struct keymap by_key;	/* instance key -> entry */
+	struct known *known;	/* lists known without instances */
+	struct pool_held *held; /* servers stopped on purpose */
+	unsigned nclosing;	/* closed entries not yet freed */
+	char salt[65];		/* for fingerprints of secrets */
 	bool freeing;
 };
 
 static void pool_entry_destroy(struct pool_entry *e);
-static void pool_cached_set(struct pool *pool, const char *name, json_t *lists);
 
 static struct pool_entry *pool_entry_of(struct instance *inst)
 {
@@ -161,7 +143,7 @@ static void pool_inst_state_cb(void *ctx, struct instance *inst,
 	    (to == INSTANCE_FAILED || to == INSTANCE_NEEDS_AUTH) &&
 	    e->pool->cache && e->cache_name) {
 		toolcache_drop(e->pool->cache, e->cache_name);
-		pool_cached_set(e->pool, e->cache_name, NULL);
+		known_cached_set(e->pool->known, e->cache_name, NULL);
 	}
 	if (e->pool->cbs.on_state)
 		e->pool->cbs.on_state(e->pool->ctx, inst, from, to);
@@ -177,7 +159,8 @@ static void pool_inst_lists_cb(void *ctx, struct instance *inst)
 		if (rc < 0)
 			log_warn("instance %s: could not cache its lists: %s",
 				 e->name, strerror(-rc));
-		pool_cached_set(e->pool, e->cache_name, rc < 0 ? NULL : lists);
+		known_cached_set(e->pool->known, e->cache_name,
+				 rc < 0 ? NULL : lists);
 		json_decref(lists);
 	}
 	if (e->pool->cbs.on_lists)
@@ -313,33 +296,6 @@ static char *pool_cache_name(struct pool *pool, const struct server_config *s,
 	return name;
 }
 
-/* The lists of a cache file, read from disk once (borrowed, NULL when
- * absent). */
-static json_t *pool_cached_lists(struct pool *pool, const char *name)
-{
-	struct pool_cached *c = keymap_get(&pool->cached, name);
-	if (c == NULL) {
-		c = xcalloc(1, sizeof *c);
-		c->name = xstrdup(name);
-		c->lists = toolcache_load(pool->cache, name);
-		keymap_put(&pool->cached, c->name, c);
-	}
-	return c->lists;
-}
-
-/* A cache file was written (lists) or dropped (NULL). */
-static void pool_cached_set(struct pool *pool, const char *name, json_t *lists)
-{
-	struct pool_cached *c = keymap_get(&pool->cached, name);
-	if (c == NULL) {
-		c = xcalloc(1, sizeof *c);
-		c->name = xstrdup(name);
-		keymap_put(&pool->cached, c->name, c);
-	}
-	json_decref(c->lists);
-	c->lists = json_incref(lists);
-}
-
 static bool pool_key_per_session(const struct server_config *s,
 				 const struct pool_scope_ctx *sc)
 {
@@ -372,6 +328,7 @@ struct pool *pool_new(uv_loop_t *loop, const struct instance_cbs *cbs,
 	pool->ctx = ctx;
 	pool->journal = journal;
 	pool->cache = cache;
+	pool->known = known_new(cache);
 	pool->idle_ms = CONFIG_DEFAULT_IDLE_MS;
 	if (cache) {
 		snprintf(pool->salt, sizeof pool->salt, "%s",
@@ -395,92 +352,20 @@ struct instance *pool_instance_find(struct pool *pool, const char *key)
 
 /* ---- lists without an instance ---- */
 
-static void pool_ghost_free(struct pool_ghost *g)
-{
-	free(g->key);
-	free(g->session_id);
-	json_decref(g->lists);
-	free(g);
-}
-
-static void pool_ghosts_drop(struct pool *pool, const char *session_id)
-{
-	struct pool_ghost *g = keymap_del(&pool->ghosts_of, session_id);
-	while (g) {
-		struct pool_ghost *next = g->next;
-		keymap_del(&pool->ghosts, g->key);
-		pool_ghost_free(g);
-		g = next;
-	}
-}
-
-/* An instance is made for key: its ghost (if any) goes. */
-static void pool_ghost_forget(struct pool *pool, const char *key)
-{
-	struct pool_ghost *g = keymap_get(&pool->ghosts, key);
-	if (g == NULL)
-		return;
-	struct pool_ghost *first = keymap_get(&pool->ghosts_of, g->session_id);
-	keymap_del(&pool->ghosts, key);
-	if (first == g) {
-		keymap_del(&pool->ghosts_of, g->session_id);
-		if (g->next)
-			keymap_put(&pool->ghosts_of, g->next->session_id,
-				   g->next);
-	} else {
-		while (first->next != g)
-			first = first->next;
-		first->next = g->next;
-	}
-	pool_ghost_free(g);
-}
-
-static void pool_ghosts_free_all(struct pool *pool)
-{
-	/* Each session's chain from its head; the maps go last. */
-	for (size_t i = 0; i < pool->ghosts_of.cap; i++) {
-		struct pool_ghost *g = pool->ghosts_of.slots[i].val;
-		while (g) {
-			struct pool_ghost *next = g->next;
-			pool_ghost_free(g);
-			g = next;
-		}
-	}
-	keymap_free(&pool->ghosts_of);
-	keymap_free(&pool->ghosts);
-	for (size_t i = 0; i < pool->cached.cap; i++) {
-		struct pool_cached *c = pool->cached.slots[i].val;
-		if (c == NULL)
-			continue;
-		free(c->name);
-		json_decref(c->lists);
-		free(c);
-	}
-	keymap_free(&pool->cached);
-}
-
 json_t *pool_lists_known(struct pool *pool, const struct server_config *s,
 			 const struct pool_scope_ctx *sc, const char *key)
 {
 	if (pool_find_key(pool, key) || pool->cache == NULL ||
 	    !pool_key_per_session(s, sc))
 		return NULL;
-	struct pool_ghost *g = keymap_get(&pool->ghosts, key);
-	if (g)
-		return g->lists;
+	json_t *lists = known_ghost(pool->known, key);
+	if (lists)
+		return lists;
 	char *name = pool_cache_name(pool, s, sc);
-	json_t *lists = pool_cached_lists(pool, name);
+	lists = known_cached(pool->known, name);
 	free(name);
-	if (lists == NULL)
-		return NULL;
-	g = xcalloc(1, sizeof *g);
-	g->key = xstrdup(key);
-	g->session_id = xstrdup(sc->session_id);
-	g->lists = json_incref(lists);
-	g->next = keymap_get(&pool->ghosts_of, sc->session_id);
-	keymap_put(&pool->ghosts, g->key, g);
-	keymap_put(&pool->ghosts_of, g->session_id, g);
-	return g->lists;
+	return lists ? known_ghost_add(pool->known, key, sc->session_id, lists)
+		     : NULL;
 }
 
 json_t *pool_lists_offered(struct pool *pool, const char *key,
@@ -491,8 +376,7 @@ json_t *pool_lists_offered(struct pool *pool, const char *key,
 	struct pool_entry *e = pool_find_key(pool, key);
 	if (e)
 		return instance_list(e->inst, which);
-	struct pool_ghost *g = keymap_get(&pool->ghosts, key);
-	return g ? json_object_get(g->lists, names[which]) : NULL;
+	return json_object_get(known_ghost(pool->known, key), names[which]);
 }
 
 const char *pool_instructions(struct pool *pool, const struct server_config *s,
@@ -504,7 +388,7 @@ const char *pool_instructions(struct pool *pool, const struct server_config *s,
 	json_t *lists = pool_lists_known(pool, s, sc, key);
 	if (lists == NULL && pool->cache && !pool_key_per_session(s, sc)) {
 		char *name = pool_cache_name(pool, s, sc);
-		lists = pool_cached_lists(pool, name);
+		lists = known_cached(pool->known, name);
 		free(name);
 	}
 	return json_string_value(json_object_get(lists, "instructions"));
@@ -605,10 +489,10 @@ struct instance *pool_instance_for(struct pool *pool,
 	e->idle_timer.data = e;
 	e->inst = instance_new(pool->loop, &spec, &pool_instance_cbs, e);
 	instance_set_data(e->inst, e);
-	pool_ghost_forget(pool, key);
+	known_forget(pool->known, key);
 	e->cache_name = pool_cache_name(pool, s, sc);
 	if (e->cache_name) {
-		json_t *lists = pool_cached_lists(pool, e->cache_name);
+		json_t *lists = known_cached(pool->known, e->cache_name);
 		if (lists)
 			instance_seed_lists(e->inst, lists);
 	}
@@ -649,7 +533,7 @@ void pool_release(struct pool *pool, struct instance *inst,
 
 void pool_session_gone(struct pool *pool, const char *session_id)
 {
-	pool_ghosts_drop(pool, session_id);
+	known_session_gone(pool->known, session_id);
 	struct pool_entry *next;
 	for (struct pool_entry *e = pool->entries; e; e = next) {
 		next = e->next;
@@ -818,7 +702,8 @@ void pool_free(struct pool *pool)
 	while (pool->entries)
 		pool_entry_close(pool->entries, "runtime stopping");
 	keymap_free(&pool->by_key);
-	pool_ghosts_free_all(pool);
+	known_free(pool->known);
+	pool->known = NULL;
 	while (pool->held) {
 		struct pool_held *h = pool->held;
 		pool->held = h->next;
