@@ -193,3 +193,62 @@ test('status groups identical instance lines and shows sessions by client and sp
 		await waitFor(async () => instancesOf(await rt.status(), 'solo').length === 0, 5000, 'session instances closed');
 	});
 });
+
+// The p50 cost in ms of one server notification on client c: demo__log
+// (one notifications/message, then its answer) less demo__echo (the
+// answer alone), interleaved so that both see the same load.
+async function notificationCost(c, n = 80) {
+	const echo = [];
+	const log = [];
+	const time = async (tool, args, into) => {
+		const t0 = process.hrtime.bigint();
+		await c.call(tool, args);
+		into.push(Number(process.hrtime.bigint() - t0) / 1e6);
+	};
+	for (let i = 0; i < 20; i++)
+		await time('demo__log', { message: 'warm' }, []);
+	for (let i = 0; i < n; i++) {
+		await time('demo__echo', { text: 'hi' }, echo);
+		await time('demo__log', { message: 'hi' }, log);
+	}
+	const median = (a) => a.sort((x, y) => x - y)[Math.floor(a.length / 2)];
+	return { echo: median(echo), log: median(log), cost: median(log) - median(echo) };
+}
+
+// R8 (review repro scale/run.py): a server's notification goes to the
+// sessions that use its instance, found from its leases, not by asking
+// every session against every pool entry; sessions that only listed make
+// no entries. One notification cost 0.26 ms with one session and 2.2 ms
+// with 400.
+test('R8: a notification costs the same with 300 sessions as with one', {
+	timeout: 60_000,
+}, async (t) => {
+	const N = 300;
+	const config = {
+		idleTimeout: '60s',
+		mcpServers: { demo: demo(['--name', 'demo'], { scope: 'session' }) },
+	};
+	await withConfig(t, config, async (rt) => {
+		const first = await connectWith(rt, {});
+		await first.listAll();
+		rt.track((await rt.demoPids(first)).pid);
+		const one = await notificationCost(first);
+		let last;
+		for (let i = 0; i < N; i++) {
+			last = await connectWith(rt, {});
+			await last.request('tools/list');
+		}
+		rt.track((await rt.demoPids(last)).pid);
+		const many = await notificationCost(last);
+		const f = (x) => x.toFixed(3);
+		console.log(
+			`# p50 demo__echo ${f(one.echo)} -> ${f(many.echo)} ms, demo__log ` +
+				`${f(one.log)} -> ${f(many.log)} ms: one notification ` +
+				`${f(one.cost)} -> ${f(many.cost)} ms, 1 -> ${N + 1} sessions`,
+		);
+		// Generous for a shared machine: the old fan-out added about 1 ms
+		// at 300 sessions in a release build, several in this one.
+		assert.ok(many.cost < one.cost + 0.4, `notification ${f(one.cost)} -> ${f(many.cost)} ms`);
+		assert.equal(instancesOf(await rt.status(), 'demo').length, 2, 'only the callers have instances');
+	});
+});
