@@ -184,6 +184,10 @@ static void ep_conn_close_cb(uv_handle_t *h)
  * still running for it are cancelled upstream. */
 static void ep_conn_release_exchange(struct conn *c)
 {
+	hub_initialize_cancel(c->init);
+	c->init = NULL;
+	json_decref(c->init_id);
+	c->init_id = NULL;
 	if (c->ex == NULL) {
 		/* A resumed stream that had ended holds only its session. */
 		free(c->session_id);

@@ -102,6 +102,8 @@ struct conn {
 	uv_shutdown_t shutdown;
 
 	/* The answer under way. */
+	struct hub_init *init; /* an initialize waiting on its space */
+	json_t *init_id;
 	struct exchange *ex;
 	char *session_id; /* session of ex, for cancel on disconnect */
 	bool sse;	  /* answering as an SSE stream */

@@ -189,6 +189,33 @@ static bool ep_method_streams(const char *method)
 
 /* ---- MCP requests ---- */
 
+static void ep_initialized(void *arg, json_t *result, struct session *s)
+{
+	struct conn *c = arg;
+	c->init = NULL;
+	json_t *id = c->init_id;
+	c->init_id = NULL;
+	if (result == NULL) {
+		/* At the session cap with every session busy. */
+		json_t *err = jr_error(id, JR_SERVER_UNAVAILABLE,
+				       "Too many sessions: every session is "
+				       "busy; end one (DELETE) or retry later",
+				       NULL);
+		ep_respond_json(c, 503, err, "Retry-After: 1\r\n");
+		json_decref(err);
+		json_decref(id);
+		ep_conn_request_done(c);
+		return;
+	}
+	json_t *resp = jr_result(id, result);
+	json_decref(id);
+	char *extra = xasprintf("Mcp-Session-Id: %s\r\n", session_id(s));
+	ep_respond_json(c, 200, resp, extra);
+	free(extra);
+	json_decref(resp);
+	ep_conn_request_done(c);
+}
+
 static void ep_handle_initialize(struct conn *c, json_t *msg,
 				 const struct http_request *req)
 {
@@ -199,26 +226,14 @@ static void ep_handle_initialize(struct conn *c, json_t *msg,
 			"The space query parameter must be an absolute path");
 		return;
 	}
-	struct session *s;
-	json_t *result = hub_initialize(c->ep->hub, jr_params(msg), space, &s);
+	/* With a space, its .mcp.json is read off the loop and the answer
+	 * comes in ep_initialized; the conn waits (c->init cancels). */
+	c->init_id = json_incref(jr_id(msg));
+	struct hub_init *hi = hub_initialize_async(c->ep->hub, jr_params(msg),
+						   space, ep_initialized, c);
+	if (hi)
+		c->init = hi;
 	free(space);
-	if (result == NULL) {
-		/* At the session cap with every session busy. */
-		json_t *err = jr_error(jr_id(msg), JR_SERVER_UNAVAILABLE,
-				       "Too many sessions: every session is "
-				       "busy; end one (DELETE) or retry later",
-				       NULL);
-		ep_respond_json(c, 503, err, "Retry-After: 1\r\n");
-		json_decref(err);
-		ep_conn_request_done(c);
-		return;
-	}
-	json_t *resp = jr_result(jr_id(msg), result);
-	char *extra = xasprintf("Mcp-Session-Id: %s\r\n", session_id(s));
-	ep_respond_json(c, 200, resp, extra);
-	free(extra);
-	json_decref(resp);
-	ep_conn_request_done(c);
 }
 
 static struct session *ep_session_for(struct conn *c,

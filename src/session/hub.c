@@ -13,6 +13,7 @@
 #include "router/router.h"
 #include "session/session.h"
 #include "session/session_int.h"
+#include "session/spaces.h"
 #include "session/tokens.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -43,6 +44,7 @@ struct hub {
 	uv_timer_t sweep;
 	void (*quiet_fn)(void *arg);
 	void *quiet_arg;
+	struct spaces *spaces; /* .mcp.json reads, off the loop */
 };
 
 #define HUB_SWEEP_MS 5000
@@ -288,6 +290,7 @@ struct hub *hub_new(uv_loop_t *loop, struct config *cfg, const char *app_dir,
 	hub->pool = pool_new(loop, &hub_instance_cbs, hub, journal, cache);
 	if (cfg->idle_timeout_ms >= 0)
 		pool_set_idle_ms(hub->pool, (uint64_t)cfg->idle_timeout_ms);
+	hub->spaces = spaces_new(loop);
 	uv_timer_init(loop, &hub->sweep);
 	hub->sweep.data = hub;
 	uv_timer_start(&hub->sweep, hub_sweep_cb, HUB_SWEEP_MS, HUB_SWEEP_MS);
@@ -322,6 +325,7 @@ void hub_free(struct hub *hub)
 		free(e);
 	}
 	tokens_free(&hub->tokens);
+	spaces_free(hub->spaces);
 	pool_free(hub->pool);
 	config_free(hub->cfg);
 	free(hub->app_dir);
@@ -361,6 +365,25 @@ static bool hub_reload_wanted_cb(void *arg, const char *name, const char *ident)
 	return false;
 }
 
+void hub_space_loaded(void *arg, const char *dir, struct trust_space *ts)
+{
+	struct hub *hub = arg;
+	size_t nchanged = 0;
+	struct session **changed = xcalloc(hub->nsessions + 1, sizeof *changed);
+	for (struct hub_entry *e = hub->sessions; e; e = e->next)
+		if (session_space(e->s) &&
+		    strcmp(session_space(e->s), dir) == 0 &&
+		    session_set_space(e->s, ts))
+			changed[nchanged++] = e->s;
+	if (nchanged)
+		pool_reload(hub->pool, hub_reload_wanted_cb, hub);
+	for (size_t i = 0; i < nchanged; i++) {
+		session_lists_reset(changed[i]);
+		session_lists_changed(changed[i], NULL);
+	}
+	free(changed);
+}
+
 unsigned hub_reload(struct hub *hub, struct config *cfg)
 {
 	struct config *old = hub->cfg;
@@ -379,6 +402,12 @@ unsigned hub_reload(struct hub *hub, struct config *cfg)
 	free(changed);
 	for (struct hub_entry *e = hub->sessions; e; e = e->next)
 		session_lists_changed(e->s, NULL);
+	/* Each space's file is read again off the loop; its sessions take
+	 * it in hub_space_loaded (one read per space). */
+	for (struct hub_entry *e = hub->sessions; e; e = e->next)
+		if (session_space(e->s))
+			spaces_refresh(hub->spaces, session_space(e->s),
+				       hub_space_loaded, hub);
 	log_info("config reloaded from %s: %zu server(s), %u instance(s) "
 		 "closed",
 		 cfg->path, cfg->nservers, closed);
@@ -505,8 +534,8 @@ static struct session *hub_evictable(struct hub *hub)
 	return best;
 }
 
-json_t *hub_initialize(struct hub *hub, json_t *params, const char *space,
-		       struct session **out)
+json_t *hub_initialize_read(struct hub *hub, json_t *params, const char *space,
+			    struct trust_space *ts, struct session **out)
 {
 	*out = NULL;
 	if (hub->nsessions >= hub->max_sessions) {
@@ -522,7 +551,7 @@ json_t *hub_initialize(struct hub *hub, json_t *params, const char *space,
 			 session_id(old), hub->nsessions);
 		hub_session_end(hub, old);
 	}
-	struct session *s = session_new(hub, space, params);
+	struct session *s = session_new(hub, space, ts, params);
 	struct hub_entry *e = xcalloc(1, sizeof *e);
 	e->s = s;
 	e->next = hub->sessions;
@@ -561,6 +590,11 @@ static struct hub_entry *hub_entry_find(struct hub *hub, const char *id,
 			return e;
 	}
 	return NULL;
+}
+
+struct spaces *hub_spaces(struct hub *hub)
+{
+	return hub->spaces;
 }
 
 struct session *hub_session_find(struct hub *hub, const char *id)

@@ -68,6 +68,24 @@ void hub_set_page_size(struct hub *hub, size_t n);
  * is busy: the caller refuses with 503. */
 json_t *hub_initialize(struct hub *hub, json_t *params, const char *space,
 		       struct session **out);
+/* The same with space's .mcp.json as read (ts; NULL: none). */
+struct trust_space;
+json_t *hub_initialize_read(struct hub *hub, json_t *params, const char *space,
+			    struct trust_space *ts, struct session **out);
+/* The same off the loop: space's .mcp.json is read by a thread-pool
+ * thread (spaces.h) and cb gets what hub_initialize returns, then. cb
+ * runs at once without a space (NULL is returned then); otherwise the
+ * handle cancels it (the client went away) until cb has run. */
+typedef void (*hub_init_cb)(void *arg, json_t *result, struct session *s);
+struct hub_init;
+struct hub_init *hub_initialize_async(struct hub *hub, json_t *params,
+				      const char *space, hub_init_cb cb,
+				      void *arg);
+void hub_initialize_cancel(struct hub_init *hi);
+/* The hub's cache of space files (spaces.h). */
+struct spaces *hub_spaces(struct hub *hub);
+/* A space's file was read again (reload): its sessions take it. */
+void hub_space_loaded(void *arg, const char *dir, struct trust_space *ts);
 /* O(1): a hash of the id. */
 struct session *hub_session_find(struct hub *hub, const char *id);
 /* Ends a session (DELETE): its calls are cancelled upstream. */

@@ -27,12 +27,15 @@
 #include "util/xmalloc.h"
 
 struct session *session_new(struct hub *hub, const char *space,
-			    json_t *init_params)
+			    struct trust_space *space_ts, json_t *init_params)
 {
 	struct session *s = xcalloc(1, sizeof *s);
 	s->hub = hub;
 	random_hex(s->id, SESSION_ID_LEN / 2);
 	s->space = space ? xstrdup(space) : NULL;
+	if (space_ts)
+		trust_space_ref(space_ts);
+	s->space_ts = space_ts;
 	const char *req = json_string_value(
 		json_object_get(init_params, "protocolVersion"));
 	s->protocol_version = xstrdup(mcp_version_negotiate(req));
@@ -181,26 +184,22 @@ bool session_reconfigure(struct session *s)
 	config_free(s->space_cfg);
 	s->space_cfg = NULL;
 	free(s->srv);
-	if (s->space) {
-		char *file = xasprintf("%s/%s", s->space, SESSION_SPACE_CONFIG);
-		if (access(file, F_OK) == 0) {
-			s->space_cfg = trust_load_space(NULL, file,
-							hub_config(s->hub));
-			if (s->space_cfg->fatal) {
-				log_warn("%s (ignored)", s->space_cfg->fatal);
-				config_free(s->space_cfg);
-				s->space_cfg = NULL;
-			} else {
-				for (size_t i = 0; i < s->space_cfg->nservers;
-				     i++)
-					if (s->space_cfg->servers[i].error)
-						log_warn(
-							"%s",
-							s->space_cfg->servers[i]
-								.error);
-			}
+	/* Made from what was read off the loop (spaces.c): no disk here. */
+	if (s->space_ts) {
+		s->space_cfg =
+			trust_space_config(s->space_ts, hub_config(s->hub));
+		if (s->space_cfg && s->space_cfg->fatal) {
+			log_warn("%s (ignored)", s->space_cfg->fatal);
+			config_free(s->space_cfg);
+			s->space_cfg = NULL;
+		} else {
+			for (size_t i = 0;
+			     s->space_cfg && i < s->space_cfg->nservers; i++)
+				if (s->space_cfg->servers[i].error)
+					log_warn(
+						"%s",
+						s->space_cfg->servers[i].error);
 		}
-		free(file);
 	}
 	const struct config *g = hub_config(s->hub);
 	size_t extra = s->space_cfg ? s->space_cfg->nservers : 0;
@@ -237,6 +236,14 @@ bool session_reconfigure(struct session *s)
 	json_decref(before);
 	json_decref(after);
 	return changed;
+}
+
+bool session_set_space(struct session *s, struct trust_space *ts)
+{
+	trust_space_ref(ts);
+	trust_space_unref(s->space_ts);
+	s->space_ts = ts;
+	return session_reconfigure(s);
 }
 
 bool session_uses(struct session *s, struct instance *inst)
@@ -568,6 +575,7 @@ static void session_destroy(struct session *s)
 	free(s->server_caps_json);
 	session_keys_free(s);
 	config_free(s->space_cfg);
+	trust_space_unref(s->space_ts);
 	free(s->srv);
 	free(s->space);
 	free(s->protocol_version);

@@ -29,12 +29,17 @@
 
 struct hub;
 struct session;
+struct trust_space;
 
+/* space_ts: its space's .mcp.json as read off the loop (spaces.h), or
+ * NULL without a space. */
 struct session *session_new(struct hub *hub, const char *space,
-			    json_t *init_params);
-/* Resolves the session's servers again (config reloaded, or its space's
- * .mcp.json changed). True when the servers it resolves changed. */
+			    struct trust_space *space_ts, json_t *init_params);
+/* Resolves the session's servers again (config reloaded) from the space
+ * file it last read. True when the servers it resolves changed. */
 bool session_reconfigure(struct session *s);
+/* The same with its space's file read anew (kept referenced). */
+bool session_set_space(struct session *s, struct trust_space *ts);
 /* The servers the session resolves, in order (borrowed). */
 const struct server_config *const *session_servers(const struct session *s,
 						   size_t *n);

@@ -73,7 +73,8 @@ struct session {
 	struct hub *hub;
 	/* The servers this session resolves: the global config's, with its
 	 * space's .mcp.json adding or overriding servers by name. */
-	struct config *space_cfg; /* NULL without a space file */
+	struct config *space_cfg;     /* NULL without a space file */
+	struct trust_space *space_ts; /* what its .mcp.json read gave */
 	const struct server_config **srv;
 	char **keys; /* instance key of each server, computed once */
 	size_t nsrv;

@@ -5,10 +5,12 @@
 #include "trust/trust.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "config/config.h"
 #include "router/router.h"
@@ -132,32 +134,157 @@ static void trust_mark(struct config *cfg, const struct config *global,
 	free(cmd);
 }
 
-struct config *trust_load_space(const char *state_dir, const char *file,
-				const struct config *global)
+void (*trust_space_read_hook)(const char *file);
+
+static void trust_space_identity(struct trust_space *ts, const struct stat *st)
+{
+	ts->have_id = true;
+	ts->dev = st->st_dev;
+	ts->ino = st->st_ino;
+	ts->size = st->st_size;
+	ts->mtime = st->st_mtim;
+	ts->ctime = st->st_ctim;
+}
+
+static bool trust_space_same(const struct trust_space *a, const struct stat *st)
+{
+	return a && a->have_id && a->err == 0 && a->dev == st->st_dev &&
+	       a->ino == st->st_ino && a->size == st->st_size &&
+	       a->mtime.tv_sec == st->st_mtim.tv_sec &&
+	       a->mtime.tv_nsec == st->st_mtim.tv_nsec &&
+	       a->ctime.tv_sec == st->st_ctim.tv_sec &&
+	       a->ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+/* Opens the file without waiting on it (a FIFO's open would block until a
+ * writer comes), refuses anything but a regular file, then reads it. */
+static int trust_space_read_file(struct trust_space *ts)
+{
+	if (trust_space_read_hook)
+		trust_space_read_hook(ts->file);
+	int fd = open(ts->file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int rc = -errno;
+		close(fd);
+		return rc;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	close(fd);
+	/* The regular file read as configs are (a link followed, the
+	 * limit); its identity is the one checked before reading. */
+	trust_space_identity(ts, &st);
+	ts->reads = 1;
+	return fsutil_read_user_file(ts->file, CONFIG_MAX_FILE_BYTES, &ts->text,
+				     &ts->len);
+}
+
+struct trust_space *trust_space_read(const char *state_dir, const char *file,
+				     const struct trust_space *prev)
 {
 	if (state_dir == NULL)
 		state_dir = trust_runtime_dir;
-	char *text = NULL;
-	size_t len = 0;
-	if (fsutil_read_user_file(file, CONFIG_MAX_FILE_BYTES, &text, &len) < 0)
-		return config_load_file(file); /* its error, worded once */
-	char hash[SHA256_HEX_BYTES];
-	sha256_hex(text, len, hash);
-	struct config *cfg = config_parse(text, len, file);
-	free(text);
+	struct trust_space *ts = xcalloc(1, sizeof *ts);
+	ts->refs = 1;
+	ts->file = xstrdup(file);
+	struct stat st;
+	if (stat(ts->file, &st) < 0) {
+		ts->err = -errno;
+	} else if (trust_space_same(prev, &st)) {
+		ts->text = xmalloc(prev->len + 1);
+		memcpy(ts->text, prev->text, prev->len + 1);
+		ts->len = prev->len;
+		trust_space_identity(ts, &st);
+	} else {
+		ts->err = trust_space_read_file(ts);
+	}
+	if (ts->err == -ENOENT)
+		return ts;
+	if (ts->err < 0) {
+		free(ts->text);
+		ts->text = NULL;
+		if (ts->err == -EFBIG)
+			ts->msg = xasprintf("%s: larger than %d bytes, the "
+					    "limit for a config file",
+					    ts->file, CONFIG_MAX_FILE_BYTES);
+		else if (ts->err == -EINVAL)
+			ts->msg = xasprintf("%s: cannot read: not a regular "
+					    "file (a FIFO, device or folder "
+					    "is never read)",
+					    ts->file);
+		else
+			ts->msg = xasprintf("%s: cannot read: %s", ts->file,
+					    strerror(-ts->err));
+		return ts;
+	}
+	sha256_hex(ts->text, ts->len, ts->hash);
+	ts->folder = trust_real_folder(ts->file);
+	json_t *store = trust_store_read(state_dir);
+	const char *want = ts->folder
+				   ? json_string_value(json_object_get(
+					     json_object_get(store, "allowed"),
+					     ts->folder))
+				   : NULL;
+	ts->allowed = want ? xstrdup(want) : NULL;
+	json_decref(store);
+	return ts;
+}
+
+void trust_space_ref(struct trust_space *ts)
+{
+	ts->refs++;
+}
+
+void trust_space_unref(struct trust_space *ts)
+{
+	if (ts == NULL || --ts->refs > 0)
+		return;
+	free(ts->msg);
+	free(ts->file);
+	free(ts->text);
+	free(ts->folder);
+	free(ts->allowed);
+	free(ts);
+}
+
+struct config *trust_space_config(const struct trust_space *ts,
+				  const struct config *global)
+{
+	if (ts->err == -ENOENT)
+		return NULL;
+	if (ts->err < 0) {
+		struct config *cfg = config_parse("", 0, ts->file);
+		free(cfg->fatal);
+		cfg->fatal = xstrdup(ts->msg);
+		return cfg;
+	}
+	struct config *cfg = config_parse(ts->text, ts->len, ts->file);
 	if (cfg->fatal)
 		return cfg;
-	char *folder = trust_real_folder(file);
-	json_t *store = trust_store_read(state_dir);
-	const char *want =
-		folder ? json_string_value(json_object_get(
-				 json_object_get(store, "allowed"), folder))
-		       : NULL;
-	if (want == NULL || strcmp(want, hash) != 0)
-		trust_mark(cfg, global, file, folder ? folder : file,
-			   want != NULL);
-	json_decref(store);
-	free(folder);
+	if (ts->allowed == NULL || strcmp(ts->allowed, ts->hash) != 0)
+		trust_mark(cfg, global, ts->file,
+			   ts->folder ? ts->folder : ts->file,
+			   ts->allowed != NULL);
+	return cfg;
+}
+
+struct config *trust_load_space(const char *state_dir, const char *file,
+				const struct config *global)
+{
+	struct trust_space *ts = trust_space_read(state_dir, file, NULL);
+	struct config *cfg = trust_space_config(ts, global);
+	if (cfg == NULL) {
+		cfg = config_parse("", 0, file);
+		free(cfg->fatal);
+		cfg->fatal = xasprintf("%s: cannot read: %s", file,
+				       strerror(-ts->err));
+	}
+	trust_space_unref(ts);
 	return cfg;
 }
 
