@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,6 +21,8 @@
 #include "util/xmalloc.h"
 
 #define TRUST_SPACE_FILE ".mcp.json"
+/* Longer than a coarse file timestamp tick (one jiffy, 10 ms at most). */
+#define TRUST_RACY_MS 50
 
 static char *trust_runtime_dir;
 
@@ -148,8 +151,9 @@ static void trust_space_identity(struct trust_space *ts, const struct stat *st)
 
 static bool trust_space_same(const struct trust_space *a, const struct stat *st)
 {
-	return a && a->have_id && a->err == 0 && a->dev == st->st_dev &&
-	       a->ino == st->st_ino && a->size == st->st_size &&
+	return a && a->have_id && !a->racy && a->err == 0 &&
+	       a->dev == st->st_dev && a->ino == st->st_ino &&
+	       a->size == st->st_size &&
 	       a->mtime.tv_sec == st->st_mtim.tv_sec &&
 	       a->mtime.tv_nsec == st->st_mtim.tv_nsec &&
 	       a->ctime.tv_sec == st->st_ctim.tv_sec &&
@@ -162,6 +166,8 @@ static int trust_space_read_file(struct trust_space *ts)
 {
 	if (trust_space_read_hook)
 		trust_space_read_hook(ts->file);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
 	int fd = open(ts->file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
@@ -179,6 +185,12 @@ static int trust_space_read_file(struct trust_space *ts)
 	/* The regular file read as configs are (a link followed, the
 	 * limit); its identity is the one checked before reading. */
 	trust_space_identity(ts, &st);
+	/* As git's racily clean entries: a file changed within a timestamp
+	 * tick of this read could change again with the same identity, so
+	 * it is not reused but read again next time. */
+	int64_t age_ms = ((int64_t)now.tv_sec - st.st_ctim.tv_sec) * 1000 +
+			 (now.tv_nsec - st.st_ctim.tv_nsec) / 1000000;
+	ts->racy = age_ms < TRUST_RACY_MS;
 	ts->reads = 1;
 	return fsutil_read_user_file(ts->file, CONFIG_MAX_FILE_BYTES, &ts->text,
 				     &ts->len);

@@ -47,6 +47,7 @@ struct trust_space {
 	char *folder;  /* DIR's real path (NULL: unresolvable) */
 	char *allowed; /* the store's hash for folder (NULL: not allowed) */
 	bool have_id;  /* the file's identity below is known */
+	bool racy;     /* changed just before it was read: not reused */
 	dev_t dev;
 	ino_t ino;
 	off_t size;
@@ -63,8 +64,9 @@ extern void (*trust_space_read_hook)(const char *file);
  * with O_NONBLOCK and refused unless regular, so a FIFO or device put
  * there cannot hold the thread; its bytes are reused from prev (may be
  * NULL) when its identity (device, inode, size, mtime and ctime with
- * nanoseconds) is unchanged. Safe off the loop: touches no shared state
- * but the store path. Never NULL; refs is 1. */
+ * nanoseconds) is unchanged and it had not changed just before that read. Safe
+ * off the loop: touches no shared state but the store path. Never NULL; refs
+ * is 1. */
 struct trust_space *trust_space_read(const char *state_dir, const char *file,
 				     const struct trust_space *prev);
 void trust_space_ref(struct trust_space *ts);
