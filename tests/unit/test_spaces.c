@@ -252,3 +252,27 @@ Test(spaces, a_missing_file_is_no_space_config)
 	cr_assert_eq(nservers(o.s), 0);
 	cr_assert_eq(atomic_load(&reads), 0);
 }
+
+Test(spaces, a_reload_reads_each_space_once_off_the_loop)
+{
+	struct opened a = {0}, b = {0};
+	open_async(&a);
+	open_async(&b);
+	run_until(&a.done);
+	run_until(&b.done);
+	int before = atomic_load(&reads);
+	write_space("{\"mcpServers\":{\"sq\":{\"command\":\"/bin/true\"}}}");
+	atomic_store(&gate_closed, 1);
+	const char *text = "{\"mcpServers\":{}}";
+	hub_reload(hub, config_parse(text, strlen(text), "/tmp/t.json"));
+	/* The reload returned with the read still waiting: nothing changed
+	 * yet, and the loop is free. */
+	cr_assert(has_server(a.s, "sp"));
+	atomic_store(&gate_closed, 0);
+	uint64_t end = uv_hrtime() / 1000000 + BOUND_MS;
+	while (!(has_server(a.s, "sq") && has_server(b.s, "sq")) &&
+	       uv_hrtime() / 1000000 < end)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert(has_server(a.s, "sq") && has_server(b.s, "sq"));
+	cr_assert_eq(atomic_load(&reads), before + 1, "one read for the space");
+}
