@@ -541,9 +541,15 @@ test('explicit stop drops the tools at once; stop/restart refuse during a call w
 					true,
 				);
 
-				// A call in flight: refused without --force, naming it.
+				// A call running at the server: refused without --force,
+				// naming it (one still waiting for a start: next test).
+				const sleeps0 = callCount(cf, 'sleep');
 				const running = callReq(c, 'demo__sleep', { ms: 3000 });
-				await waitInflight(rt, 'demo');
+				await waitFor(
+					() => callCount(cf, 'sleep') > sleeps0,
+					5000,
+					'the sleep call at the server',
+				);
 				for (const verb of ['stop', 'restart']) {
 					const no = await rt.cli([verb, 'demo']);
 					assert.notEqual(no.code, 0, `${verb} during a call: ${no.stdout}`);
