@@ -358,6 +358,12 @@ struct route_req {
 	bool gathered;
 	bool deferred;	  /* through SESSION_CALL_TOOL: deferred servers only */
 	bool passthrough; /* a method the runtime does not know */
+	uint64_t started_ms;
+	/* Set while it waits for the start of the server it is routed to
+	 * (to learn that server's lists): from the client's view a call in
+	 * flight there already, which stop and restart must see. */
+	char *server, *label;
+	struct route_req *next_waiting; /* on session->routing */
 };
 
 /* A request to route by name or uri; takes params, refs ex and id. */
@@ -372,7 +378,30 @@ static struct route_req *session_route_new(struct exchange *ex, json_t *id,
 	rr->method = xstrdup(method);
 	rr->params = params;
 	rr->which = which;
+	rr->started_ms = clock_now_ms();
 	return rr;
+}
+
+static void session_route_wait(struct session *s, struct route_req *rr,
+			       const char *server, const char *label)
+{
+	rr->server = xstrdup(server);
+	rr->label = xstrdup(label);
+	rr->next_waiting = s->routing;
+	s->routing = rr;
+}
+
+static void session_route_unwait(struct session *s, struct route_req *rr)
+{
+	if (rr->server == NULL)
+		return;
+	struct route_req **pp = &s->routing;
+	while (*pp != rr)
+		pp = &(*pp)->next_waiting;
+	*pp = rr->next_waiting;
+	free(rr->server);
+	free(rr->label);
+	rr->server = rr->label = NULL;
 }
 
 static void session_route_free(struct route_req *rr)
@@ -410,6 +439,7 @@ static void session_route_unknown(struct session *s, struct route_req *rr,
 static void session_route(struct session *s, void *arg)
 {
 	struct route_req *rr = arg;
+	session_route_unwait(s, rr);
 	if (s->closed) {
 		session_route_free(rr);
 		return;
@@ -452,6 +482,7 @@ static void session_route(struct session *s, void *arg)
 		const struct server_config *only = sv.servers[idx];
 		session_views_free(&sv);
 		rr->gathered = true;
+		session_route_wait(s, rr, only->name, orig);
 		session_gather_only(s, only, session_route, rr);
 		return;
 	}
@@ -744,16 +775,25 @@ void session_call_cancel(struct call *c, const char *reason)
 	session_call_finish(c);
 }
 
+static void session_describe_call(struct buf *b, const char *method,
+				  const char *label, const char *name,
+				  const char *sid, uint64_t started_ms)
+{
+	if (b->len)
+		buf_puts(b, ", ");
+	buf_printf(b, "%s %s on %s (session %.8s, running %.1f s)", method,
+		   label, name, sid,
+		   (double)(clock_now_ms() - started_ms) / 1000.0);
+}
+
 void session_describe_calls(struct session *s, const char *name, struct buf *b)
 {
-	uint64_t now = clock_now_ms();
-	for (struct call *c = s->calls.next; c != &s->calls; c = c->next) {
-		if (c->done || strcmp(instance_name(c->inst), name) != 0)
-			continue;
-		if (b->len)
-			buf_puts(b, ", ");
-		buf_printf(b, "%s %s on %s (session %.8s, running %.1f s)",
-			   c->method, c->label, name, s->id,
-			   (double)(now - c->started_ms) / 1000.0);
-	}
+	for (struct route_req *rr = s->routing; rr; rr = rr->next_waiting)
+		if (strcmp(rr->server, name) == 0)
+			session_describe_call(b, rr->method, rr->label, name,
+					      s->id, rr->started_ms);
+	for (struct call *c = s->calls.next; c != &s->calls; c = c->next)
+		if (!c->done && strcmp(instance_name(c->inst), name) == 0)
+			session_describe_call(b, c->method, c->label, name,
+					      s->id, c->started_ms);
 }

@@ -88,6 +88,9 @@ struct session {
 	char *server_caps_json; /* what servers this session starts are told */
 	uint64_t created_ms, last_seen_ms;
 	struct call calls; /* list head */
+	/* Requests routed to a server that wait for its start to be
+	 * routed further (calls.c). */
+	struct route_req *routing;
 	uint64_t next_seq;
 	uint64_t next_event_id;
 	uint64_t next_stream;

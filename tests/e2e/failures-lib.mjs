@@ -133,7 +133,10 @@ export async function waitState(rt, server, state, ms = 8000) {
 	);
 }
 
-// Resolves once status shows a request in flight on server's instance.
+// Resolves once status shows a request in flight on server's instance:
+// one that holds the instance, which may still wait for its start (not
+// yet at the server). To wait for a call at the server, watch the demo's
+// count file (callCount) instead.
 export function waitInflight(rt, server, ms = 5000) {
 	return waitFor(
 		async () => {

@@ -541,9 +541,15 @@ test('explicit stop drops the tools at once; stop/restart refuse during a call w
 					true,
 				);
 
-				// A call in flight: refused without --force, naming it.
+				// A call running at the server: refused without --force,
+				// naming it (one still waiting for a start: next test).
+				const sleeps0 = callCount(cf, 'sleep');
 				const running = callReq(c, 'demo__sleep', { ms: 3000 });
-				await waitInflight(rt, 'demo');
+				await waitFor(
+					() => callCount(cf, 'sleep') > sleeps0,
+					5000,
+					'the sleep call at the server',
+				);
 				for (const verb of ['stop', 'restart']) {
 					const no = await rt.cli([verb, 'demo']);
 					assert.notEqual(no.code, 0, `${verb} during a call: ${no.stdout}`);
@@ -592,6 +598,54 @@ test('explicit stop drops the tools at once; stop/restart refuse during a call w
 				assert.equal(back.content[0].text, 'restarted');
 				trackStarts(rt, cf);
 				assert.deepEqual((await c.listAll()).map((x) => x.name), all);
+				await c.close();
+			},
+		);
+	} finally {
+		await fsp.rm(home, { recursive: true, force: true });
+	}
+});
+
+test('stop/restart refuse while a call waits for its server to start', {
+	timeout: 30_000,
+}, async (t) => {
+	const home = await makeHome('mcpvisor-e2e-waitstart-');
+	const cf = path.join(home, 'count');
+	// Reads nothing for a while after each start: a call sent then waits.
+	const SLOW = 2500;
+	try {
+		await withRuntime(
+			t,
+			{ demo: demo(['--slow-start', String(SLOW), '--count-file', cf]) },
+			async (rt) => {
+				const c = await connect(rt);
+				const refused = async (what, echoes) => {
+					await waitInflight(rt, 'demo');
+					const inst = instanceOf(await rt.status(), 'demo').inst;
+					assert.equal(inst.state, 'starting', `${what}: ${JSON.stringify(inst)}`);
+					for (const verb of ['stop', 'restart']) {
+						const no = await rt.cli([verb, 'demo']);
+						assert.notEqual(no.code, 0, `${verb} ${what}: ${no.stdout}`);
+						assert.match(no.stderr, /a call is in flight \(tools\/call echo/, no.stderr);
+					}
+					trackStarts(rt, cf);
+					assert.equal(callCount(cf, 'echo'), echoes, `${what}: not yet at the server`);
+				};
+
+				// Its tools not known yet: the call first waits for the
+				// start that lists them.
+				const first = c.call('demo__echo', { text: 'one' });
+				await refused('while the start learns its tools', 0);
+				assert.equal((await first).content[0].text, 'one');
+
+				// Its tools known: the call waits for a restart's start.
+				const re = await rt.cli(['restart', 'demo']);
+				assert.equal(re.code, 0, re.stderr);
+				const second = c.call('demo__echo', { text: 'two' });
+				await refused('while a restart starts it', 1);
+				assert.equal((await second).content[0].text, 'two');
+				trackStarts(rt, cf);
+				assert.equal(startCount(cf), 2, 'no start lost or added by a refusal');
 				await c.close();
 			},
 		);
