@@ -33,7 +33,7 @@ DEMO_BIN := $(DEMO_SRC:demo/%.c=build/%)
 DEMO_SAN := $(DEMO_SRC:demo/%.c=$(SAN)/%)
 
 .PHONY: all run test test-build unit e2e deps npm-deps format format-check install \
-	clean conformance bench
+	clean conformance bench fuzz fuzz-build
 
 all: build/mcpvisor $(DEMO_BIN)
 
@@ -79,7 +79,7 @@ run: deps
 	./build/mcpvisor serve --config examples/demo.json
 
 test: deps npm-deps format-check
-	@$(MAKE) --no-print-directory test-build
+	@$(MAKE) --no-print-directory test-build fuzz-build
 	@sh tests/run.sh
 
 test-build: $(SAN)/mcpvisor $(DEMO_SAN) $(UNIT_BIN)
@@ -97,15 +97,49 @@ conformance: deps npm-deps
 
 BENCH_BIN := $(BENCH_SRC:bench/%.c=build/bench/%)
 
+# Fuzzing: one libFuzzer harness per parser in tests/fuzz/, linked against
+# the parsers' folders compiled by clang with the fuzzer's coverage hooks
+# (an archive, so each harness pulls in only the objects it needs).
+# `make fuzz` runs each for FUZZ_SECONDS; `make test` runs each briefly.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ := build/fuzz
+FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BIN := $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%)
+FUZZ_LIB_SRC := $(filter src/http/% src/util/% src/transport/framer.c \
+	src/config/%,$(LIB_SRC))
+FUZZ_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ)/obj/%.o)
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+CFLAGS_FUZZ := -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link \
+	$(FUZZ_SAN) $(WARN) $(DEFS) -Isrc $(PKG_CFLAGS)
+
+$(FUZZ)/obj/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CFLAGS_FUZZ) -c -o $@ $<
+
+$(FUZZ)/libmcpv.a: $(FUZZ_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ)/libmcpv.a $(HDRS)
+	$(FUZZ_CC) $(CFLAGS_FUZZ) -fsanitize=fuzzer -o $@ $< \
+		$(FUZZ)/libmcpv.a $(PKG_LIBS)
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz: deps
+	@$(MAKE) --no-print-directory fuzz-build
+	@FUZZ_EDGE_CORPUS=1 sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 bench: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
 	@sh bench/run.sh
 
 format:
-	clang-format -i $(shell find src demo tests/unit bench -name '*.[ch]')
+	clang-format -i $(shell find src demo tests/unit tests/fuzz bench -name '*.[ch]')
 
 format-check:
-	@clang-format --dry-run -Werror $(shell find src demo tests/unit bench -name '*.[ch]')
+	@clang-format --dry-run -Werror $(shell find src demo tests/unit tests/fuzz bench -name '*.[ch]')
 
 install: build/mcpvisor
 	install -d $(DESTDIR)$(PREFIX)/bin

@@ -3,9 +3,12 @@
 # missing; silent when everything is present.
 set -e
 need=""
+# clang and libclang-rt-dev (libFuzzer and the sanitizer runtimes; on
+# Debian 12 it pulls libclang-rt-14-dev, the version `clang` is) build the
+# fuzz harnesses.
 for p in build-essential pkg-config libuv1-dev libjansson-dev \
 	libhttp-parser-dev libssl-dev libcriterion-dev \
-	nodejs npm clang-format; do
+	nodejs npm clang-format clang libclang-rt-dev; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
 		need="$need $p"
 done

@@ -1,7 +1,8 @@
 #!/bin/sh
-# Runs mcpvisor's test suites (unit, end-to-end, conformance, bench smoke)
-# and ends with one line that sums them all: "N passed, M failed".
-# Usage: tests/run.sh [all|unit|e2e|conformance|smoke]
+# Runs mcpvisor's test suites (unit, end-to-end, conformance, bench smoke,
+# a short run of each fuzz harness) and ends with one line that sums them
+# all: "N passed, M failed".
+# Usage: tests/run.sh [all|unit|e2e|conformance|smoke|fuzz]
 cd "$(dirname "$0")/.." || exit 2
 what=${1:-all}
 pass=0
@@ -94,20 +95,46 @@ run_smoke() {
 	add bench-smoke "$p" "$f"
 }
 
+# Each harness built by `make fuzz-build` runs FUZZ_TEST_SECONDS (6 s keeps
+# the five under 45 s on two shared cores); one pass when it found nothing, one
+# failure for a crash, leak, timeout or oracle report (tests/fuzz/run.sh
+# says which and where the input is). `make fuzz` runs them longer.
+run_fuzz() {
+	secs=${FUZZ_TEST_SECONDS:-6}
+	t0=$(date +%s)
+	: >"$logdir/fuzz.log"
+	for src in tests/fuzz/fuzz_*.c; do
+		name=$(basename "$src" .c)
+		name=${name#fuzz_}
+		line=$(sh tests/fuzz/run.sh "$secs" "$name")
+		frc=$?
+		echo "$line" >>"$logdir/fuzz.log"
+		if [ $frc -eq 0 ]; then
+			add "fuzz/$name" 1 0
+		else
+			echo "$line"
+			add "fuzz/$name" 0 1
+		fi
+	done
+	echo "(fuzz: $(($(date +%s) - t0)) s)"
+}
+
 start=$(date +%s)
 case $what in
 unit) run_unit ;;
 e2e) run_e2e ;;
 conformance) run_conformance ;;
 smoke) run_smoke ;;
+fuzz) run_fuzz ;;
 all)
 	run_unit
 	run_e2e
 	[ -f tests/conformance/run-against-runtime.sh ] && run_conformance
 	[ -f bench/run.sh ] && run_smoke
+	run_fuzz
 	;;
 *)
-	echo "usage: tests/run.sh [all|unit|e2e|conformance|smoke]" >&2
+	echo "usage: tests/run.sh [all|unit|e2e|conformance|smoke|fuzz]" >&2
 	exit 2
 	;;
 esac

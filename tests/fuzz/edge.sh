@@ -1,0 +1,58 @@
+#!/bin/sh
+# Writes inputs at the parsers' size limits (too big to keep as files) into
+# DIR/NAME/, one folder per harness; run.sh adds them to the seed corpora.
+# The numbers are the limits in src/http/httpparse.h, src/config/config.h
+# and src/util/jsonscan.h; each limit gets one input on it and one past it.
+# Usage: tests/fuzz/edge.sh DIR
+set -eu
+out=${1:?usage: edge.sh DIR}
+mkdir -p "$out/httpparse" "$out/config" "$out/jsonscan" "$out/framer"
+
+# rep TEXT N: TEXT N times
+rep() { awk -v s="$1" -v n="$2" 'BEGIN { for (i = 0; i < n; i++) printf "%s", s }'; }
+
+# HTTP: "P?" = body limit 1000, 64-byte segments (see fuzz_httpparse.c).
+h=$out/httpparse
+for n in 8192 8193; do # HTTP_MAX_URL: the target's length
+	{ printf 'P?GET /'; rep a $((n - 1)); printf ' HTTP/1.1\r\nHost: x\r\n\r\n'; } >"$h/url-$n"
+done
+for n in 32767 32768; do # HTTP_MAX_HEADER_BYTES: name "x" + value
+	{ printf 'P?GET / HTTP/1.1\r\nx: '; rep b $((n - 1)); printf '\r\n\r\n'; } >"$h/hbytes-$n"
+done
+for n in 64 65; do # HTTP_MAX_HEADERS
+	{ printf 'P?GET / HTTP/1.1\r\n'; rep 'h: v\r\n' $n; printf '\r\n'; } >"$h/headers-$n"
+done
+for n in 1000 1001; do # the harness's body limit
+	{ printf 'P?POST /mcp HTTP/1.1\r\nContent-Length: %d\r\n\r\n' $n; rep c $n; } >"$h/body-$n"
+	{ printf 'P?POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n'
+	  printf '%x\r\n' $((n - 1)); rep d $((n - 1)); printf '\r\n1\r\ne\r\n0\r\n\r\n'; } >"$h/chunked-$n"
+done
+
+# Config: CONFIG_MAX_STRING, _NAME, _ARGS, _ENV, _SERVERS.
+c=$out/config
+for n in 65536 65537; do
+	{ printf '{"mcpServers":{"s":{"command":"'; rep e $n; printf '"}}}'; } >"$c/string-$n"
+done
+for n in 64 65; do
+	{ printf '{"mcpServers":{"'; rep n $n; printf '":{"command":"x"}}}'; } >"$c/name-$n"
+done
+for n in 256 257; do
+	{ printf '{"mcpServers":{"s":{"command":"x","args":["a"'; rep ',"a"' $((n - 1)); printf ']}}}'; } >"$c/args-$n"
+	{ printf '{"mcpServers":{"s":{"command":"x","env":{'
+	  awk -v n=$n 'BEGIN { for (i = 0; i < n; i++) printf "%s\"E%d\":\"v\"", i ? "," : "", i }'
+	  printf '}}}}'; } >"$c/env-$n"
+	{ printf '{"mcpServers":{'
+	  awk -v n=$n 'BEGIN { for (i = 0; i < n; i++) printf "%s\"s%d\":{\"command\":\"x\"}", i ? "," : "", i }'
+	  printf '}}'; } >"$c/servers-$n"
+done
+
+# jsonscan: JSONSCAN_MAX_DEPTH counts the top object as 1, a scalar too.
+j=$out/jsonscan
+for n in 64 65; do
+	{ rep '{"a":' $((n - 1)); printf '1'; rep '}' $((n - 1)); } >"$j/depth-$n"
+	{ printf '{"params":'; rep '[' $((n - 1)); rep ']' $((n - 1)); printf '}'; } >"$j/array-depth-$n"
+done
+
+# framer: long mode (byte 0 = 0xc1) tiles a line past 64 KiB.
+printf '\301\0ab{"jsonrpc":"2.0","id":1}' >"$out/framer/long-line"
+printf '\301\377ab{"a":1}\n' >"$out/framer/long-lines"

@@ -1,0 +1,233 @@
+/*
+ * libFuzzer harness for config loading (src/config/): config_parse on the
+ * input as a buffer and, for every fourth input, config_load_file on the
+ * same bytes in a temp file; then every view of every server. Beyond the
+ * sanitizers: the file and the buffer give the same config; a server
+ * without an error is within the named limits; and a secret never shows:
+ * the marker below, written into an env or header value or expanded from
+ * ${FZSECRET} there or in an arg, appears in no message or masked view
+ * unless the input also has it where it is not a secret.
+ */
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/config.h"
+
+#define FC_MARKER "s3cr3tQ"
+#define FC_PATH "/fuzz/project/.mcp.json"
+
+static char fc_tmp[64];
+
+static void fc_cleanup(void)
+{
+	if (fc_tmp[0])
+		unlink(fc_tmp);
+}
+
+static void fc_init(void)
+{
+	setenv("FZSECRET", FC_MARKER "-from-env", 1);
+	setenv("FZEMPTY", "", 1);
+	/* Values at CONFIG_MAX_STRING and half of it put the expansion
+	 * limit's edges within a few bytes of input. */
+	char *big = malloc(CONFIG_MAX_STRING + 1);
+	memset(big, 'x', CONFIG_MAX_STRING);
+	big[CONFIG_MAX_STRING] = '\0';
+	setenv("FZEDGE", big, 1);
+	big[CONFIG_MAX_STRING / 2] = '\0';
+	setenv("FZHALF", big, 1);
+	free(big);
+	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	snprintf(fc_tmp, sizeof fc_tmp, "%.40s/fuzz-config-XXXXXX", dir);
+	int fd = mkstemp(fc_tmp);
+	if (fd < 0) {
+		perror("fuzz_config: mkstemp");
+		abort();
+	}
+	close(fd);
+	atexit(fc_cleanup);
+}
+
+static bool fc_marker_in_name(const char *s)
+{
+	/* ${s3cr3tQ} names a variable: messages may quote a name. */
+	for (const char *d = strstr(s, "${"); d; d = strstr(d + 2, "${")) {
+		size_t n = strcspn(d + 2, "}:");
+		const char *m = strstr(d + 2, FC_MARKER);
+		if (m && m < d + 2 + n)
+			return true;
+	}
+	return false;
+}
+
+enum fc_role { FC_PLAIN, FC_SECRET, FC_ARG };
+
+/* Whether the input shows the marker where it is no secret: in a name, in
+ * a plain string, or expanded from ${FZSECRET} in a field shown as is.
+ * role: what the strings of v are (env and header values are secrets; an
+ * arg is shown as written, its ${VAR} unexpanded). */
+static bool fc_public(const json_t *v, enum fc_role role)
+{
+	const char *k;
+	json_t *x;
+	size_t i;
+	if (json_is_string(v)) {
+		const char *s = json_string_value(v);
+		if (role == FC_SECRET)
+			return fc_marker_in_name(s);
+		if (strstr(s, FC_MARKER))
+			return true;
+		return role == FC_PLAIN && strstr(s, "FZSECRET");
+	}
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, x)
+		{
+			if (fc_public(x, role == FC_ARG ? FC_ARG : FC_PLAIN))
+				return true;
+		}
+		return false;
+	}
+	if (!json_is_object(v))
+		return false;
+	json_object_foreach((json_t *)v, k, x)
+	{
+		if (strstr(k, FC_MARKER))
+			return true;
+		enum fc_role r = FC_PLAIN;
+		if (!strcmp(k, "env") || !strcmp(k, "headers"))
+			r = FC_SECRET;
+		else if (!strcmp(k, "args"))
+			r = FC_ARG;
+		if (json_is_object(x) && r == FC_SECRET) {
+			const char *k2;
+			json_t *x2;
+			json_object_foreach(x, k2, x2)
+			{
+				if (strstr(k2, FC_MARKER) ||
+				    fc_public(x2, json_is_string(x2)
+							  ? FC_SECRET
+							  : FC_PLAIN))
+					return true;
+			}
+		} else if (fc_public(x, json_is_array(x) && r == FC_ARG
+						? FC_ARG
+						: FC_PLAIN)) {
+			return true;
+		}
+	}
+	return false;
+}
+
+static void fc_no_secret(const char *what, const char *text, bool public)
+{
+	if (!public && text && strstr(text, FC_MARKER)) {
+		fprintf(stderr, "fuzz_config: FAIL: secret shown in %s: %s\n",
+			what, text);
+		abort();
+	}
+}
+
+static void fc_fail(const char *what, const char *name)
+{
+	fprintf(stderr, "fuzz_config: FAIL: %s (server \"%s\")\n", what,
+		name ? name : "");
+	abort();
+}
+
+static char *fc_dump(json_t *v)
+{
+	char *t = json_dumps(v, JSON_SORT_KEYS | JSON_COMPACT);
+	json_decref(v);
+	if (t == NULL)
+		fc_fail("a view does not serialise", NULL);
+	return t;
+}
+
+/* Every view of every server; with out, a digest of the whole config. */
+static void fc_check(const struct config *cfg, bool public, char **out)
+{
+	json_t *all = json_array();
+	if (cfg->fatal && cfg->nservers)
+		fc_fail("a fatal error with servers", NULL);
+	if (cfg->nservers > CONFIG_MAX_SERVERS)
+		fc_fail("more than CONFIG_MAX_SERVERS servers", NULL);
+	fc_no_secret("the fatal error", cfg->fatal, public);
+	json_array_append_new(all, json_string(cfg->fatal ? cfg->fatal : ""));
+	for (size_t i = 0; i < cfg->nwarnings; i++) {
+		fc_no_secret("a warning", cfg->warnings[i], public);
+		json_array_append_new(all, json_string(cfg->warnings[i]));
+	}
+	for (size_t i = 0; i < cfg->nservers; i++) {
+		const struct server_config *s = &cfg->servers[i];
+		fc_no_secret("a server error", s->error, public);
+		if (config_find(cfg, s->name) != s)
+			fc_fail("config_find finds another server", s->name);
+		if (s->error == NULL &&
+		    (strlen(s->name) > CONFIG_MAX_NAME ||
+		     s->nargs > CONFIG_MAX_ARGS || s->nenv > CONFIG_MAX_ENV))
+			fc_fail("a server over a limit has no error", s->name);
+		char *d = fc_dump(config_server_describe(s));
+		fc_no_secret("describe", d, public);
+		char *fp = fc_dump(config_server_identity(s, true, "salt"));
+		fc_no_secret("the fingerprinted identity", fp, public);
+		char *fp2 = fc_dump(config_server_identity(s, true, "salt"));
+		if (strcmp(fp, fp2) != 0)
+			fc_fail("identity differs between two calls", s->name);
+		free(fc_dump(config_server_identity(s, false, NULL)));
+		json_array_append_new(all, json_string(d));
+		json_array_append_new(all, json_string(fp));
+		json_array_append_new(all,
+				      json_string(s->error ? s->error : ""));
+		free(d);
+		free(fp);
+		free(fp2);
+	}
+	if (out)
+		*out = fc_dump(all);
+	else
+		json_decref(all);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static bool ready;
+	if (!ready) {
+		fc_init();
+		ready = true;
+	}
+	const char *text = (const char *)data;
+	/* The flags config_parse reads with, so the walk sees its tree. */
+	json_t *root = json_loadb(text, size, JSON_REJECT_DUPLICATES, NULL);
+	/* Unreadable input: the fatal error must quote none of it. */
+	bool public = root && fc_public(root, FC_PLAIN);
+	json_decref(root);
+
+	bool via_file = size % 4 == 0;
+	struct config *cfg =
+		config_parse(text, size, via_file ? fc_tmp : FC_PATH);
+	char *digest = NULL;
+	fc_check(cfg, public, via_file ? &digest : NULL);
+	config_free(cfg);
+	if (!via_file)
+		return 0;
+
+	FILE *f = fopen(fc_tmp, "wb");
+	if (f == NULL || fwrite(data, 1, size, f) != size || fclose(f) != 0)
+		fc_fail("cannot write the temp file", NULL);
+	cfg = config_load_file(fc_tmp);
+	char *digest2 = NULL;
+	fc_check(cfg, public, &digest2);
+	config_free(cfg);
+	if (strcmp(digest, digest2) != 0) {
+		fprintf(stderr, "buffer: %s\nfile:   %s\n", digest, digest2);
+		fc_fail("the file and the buffer give different configs", NULL);
+	}
+	free(digest);
+	free(digest2);
+	return 0;
+}
