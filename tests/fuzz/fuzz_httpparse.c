@@ -25,6 +25,7 @@ static const size_t fh_max_bodies[] = {0, 16, 1000, 1 << 20};
  * on every request once the parser refuses its probe (see fh_probe). */
 static bool fh_refuses_dup_host;
 static bool fh_refuses_bare_cr;
+static bool fh_same_status;
 
 static void fh_fail(const char *what, const struct buf *a, const struct buf *b)
 {
@@ -157,8 +158,9 @@ static void fh_drive(const uint8_t *msg, size_t len, const uint8_t *sizes,
 			/* The status may depend on where a segment ends
 			 * (a long name is refused as invalid or as the
 			 * 65th header): both are refusals, so only the
-			 * refusal is compared. */
-			buf_puts(d, "ERROR\n");
+			 * refusal is compared unless FUZZ_HTTP_STATUS=1. */
+			buf_printf(d, "ERROR %d\n",
+				   fh_same_status ? status : 0);
 			err = true;
 			break;
 		}
@@ -185,6 +187,8 @@ static bool fh_refuses(const char *msg)
  * these, every request the fuzzer finds must obey the refusal. */
 static void fh_probe(void)
 {
+	const char *st = getenv("FUZZ_HTTP_STATUS");
+	fh_same_status = st && strcmp(st, "1") == 0;
 	fh_refuses_dup_host = fh_refuses("GET / HTTP/1.1\r\nHost: a\r\n"
 					 "Host: b\r\n\r\n");
 	fh_refuses_bare_cr =

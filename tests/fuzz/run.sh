@@ -66,6 +66,8 @@ for name in "$@"; do
 	else
 		rc=1
 		art=$(sed -n "s/.*Test unit written to \(.*\)/\1/p" "$log" | tail -n 1)
+		# an input on a limit reports no artifact; it was the last run
+		[ -n "$art" ] || art=$(sed -n 's/^Running: //p' "$log" | tail -n 1)
 		why=$(grep -m 1 -E 'FAIL: |ERROR: |runtime error:' "$log")
 		verdict="FOUND (exit $frc): ${why:-see $log}${art:+; input $art}"
 	fi
