@@ -212,6 +212,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				fj_fail("a span holds another value than "
 					"jansson's member",
 					s, size);
+			/* Ids are read with jsonscan_int: an integer to
+			 * jansson is one to it, with the same value. */
+			long long iv;
+			bool is_int = jsonscan_int(s, &sp[k], &iv);
+			if (sv && is_int != json_is_integer(sv))
+				fj_fail("jsonscan_int and jansson differ on "
+					"what is an integer",
+					s, size);
+			if (is_int && sv && iv != json_integer_value(sv))
+				fj_fail("jsonscan_int read another value", s,
+					size);
 			json_decref(sv);
 		}
 	}
