@@ -22,6 +22,12 @@ done
 for n in 64 65; do # HTTP_MAX_HEADERS
 	{ printf 'P?GET / HTTP/1.1\r\n'; rep 'h: v\r\n' $n; printf '\r\n'; } >"$h/headers-$n"
 done
+# A head padded with spaces before a value, which count toward no other
+# limit: HTTP_MAX_HEAD, where the parser reads heads whole (URL + header
+# bytes + 8 per header + 1024 = 42496), and either side of it.
+for n in 42495 42496 42497; do
+	{ printf 'P?GET / HTTP/1.1\r\nx:'; rep ' ' $((n - 23)); printf 'v\r\n\r\n'; } >"$h/head-$n"
+done
 for n in 1000 1001; do # the harness's body limit
 	{ printf 'P?POST /mcp HTTP/1.1\r\nContent-Length: %d\r\n\r\n' $n; rep c $n; } >"$h/body-$n"
 	{ printf 'P?POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n'

@@ -22,7 +22,7 @@ for name in "$@"; do
 	# -max_len reaches each parser's own limits (edge.sh has inputs on
 	# them); the framer and jsonscan harnesses pick their limits inside.
 	case $name in
-	httpparse) opts="-max_len=36864 -dict=tests/fuzz/http.dict" ;;
+	httpparse) opts="-max_len=45056 -dict=tests/fuzz/http.dict" ;;
 	jsonscan) opts="-max_len=4096 -dict=tests/fuzz/json.dict" ;;
 	framer) opts="-max_len=2048" ;;
 	config) opts="-max_len=69632 -dict=tests/fuzz/config.dict" ;;
