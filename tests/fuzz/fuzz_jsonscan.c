@@ -148,6 +148,109 @@ static int fj_refusal_class(const json_error_t *e)
 	return -1;
 }
 
+#ifdef JSONSCAN_MAX_UNIQUE
+/* Whether a member name of the top object has escapes or comes twice (the
+ * text's names outnumber jansson's members). Only for text jansson
+ * accepted, so a plain lexer will do. */
+static bool fj_top_names_ambiguous(const char *s, size_t len, size_t members)
+{
+	int depth = 0;
+	size_t names = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '{' || s[i] == '[') {
+			depth++;
+			continue;
+		}
+		if (s[i] == '}' || s[i] == ']') {
+			depth--;
+			continue;
+		}
+		if (s[i] != '"')
+			continue;
+		bool esc = false;
+		for (i++; i < len && s[i] != '"'; i++) {
+			if (s[i] == '\\') {
+				esc = true;
+				i++;
+			}
+		}
+		size_t j = i + 1;
+		while (j < len && strchr(" \t\r\n", s[j]))
+			j++;
+		if (depth == 1 && j < len && s[j] == ':') {
+			if (esc)
+				return true;
+			names++;
+		}
+	}
+	return names != members;
+}
+
+static bool fj_has_huge_real(const json_t *v)
+{
+	const char *k;
+	json_t *x;
+	size_t i;
+	if (json_is_real(v))
+		return json_real_value(v) >= 1e308 ||
+		       json_real_value(v) <= -1e308;
+	if (json_is_object(v)) {
+		json_object_foreach((json_t *)v, k, x)
+		{
+			if (fj_has_huge_real(x))
+				return true;
+		}
+	}
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, x)
+		{
+			if (fj_has_huge_real(x))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* The strict scan guards text a client sends that is forwarded unparsed:
+ * on any bytes, what it accepts jansson parses with the same members, and
+ * it refuses an object jansson parses only for the reasons its header
+ * gives (names with escapes or twice at the top, more than
+ * JSONSCAN_MAX_UNIQUE members, depth, reals from 1e308 up). Compiled once
+ * the scan has a strict form (the session branch adds it). */
+static void fj_check_strict(const char *s, size_t len, int rc,
+			    const struct jsonscan_span *sp)
+{
+	struct jsonscan_span st[FJ_NKEYS];
+	int rs = jsonscan_members_strict(s, len, fj_keys, FJ_NKEYS, st);
+	if (rs == 0 && (rc != 0 || memcmp(st, sp, sizeof st) != 0))
+		fj_fail("strict and plain scans read the text differently", s,
+			len);
+	json_t *root = json_loadb(s, len, 0, NULL);
+	bool jok = root && json_is_object(root);
+	if (rs == 0 && !jok)
+		fj_fail("strict scan accepted what jansson refuses", s, len);
+	for (size_t k = 0; rs == 0 && k < FJ_NKEYS; k++) {
+		json_t *jv = json_object_get(root, fj_keys[k]);
+		json_t *sv = st[k].len ? json_loadb(s + st[k].off, st[k].len,
+						    JSON_DECODE_ANY, NULL)
+				       : NULL;
+		if ((jv || sv) && !(jv && sv && json_equal(jv, sv)))
+			fj_fail("strict span and jansson's member differ", s,
+				len);
+		json_decref(sv);
+	}
+	/* jansson skips a raw NUL between tokens ({"a":1\0} parses). */
+	if (rs != 0 && jok && !memchr(s, 0, len) &&
+	    fj_depth(root) <= JSONSCAN_MAX_DEPTH &&
+	    json_object_size(root) <= JSONSCAN_MAX_UNIQUE &&
+	    !fj_top_names_ambiguous(s, len, json_object_size(root)) &&
+	    !fj_has_huge_real(root))
+		fj_fail("strict scan refused an object jansson accepts", s,
+			len);
+	json_decref(root);
+}
+#endif
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static bool probed;
@@ -168,6 +271,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			(void)jsonscan_int(s, &sp[k], &v);
 		}
 	}
+#ifdef JSONSCAN_MAX_UNIQUE
+	fj_check_strict(s, size, rc, sp);
+#endif
 	/* The scan's contract covers what the framer passes on. */
 	if (framer_utf8_prefix(s, size) != size || memchr(s, 0, size))
 		return 0;
