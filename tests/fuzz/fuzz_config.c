@@ -3,10 +3,11 @@
  * input as a buffer and, for every fourth input, config_load_file on the
  * same bytes in a temp file; then every view of every server. Beyond the
  * sanitizers: the file and the buffer give the same config; a server
- * without an error is within the named limits; and a secret never shows:
- * the marker below, written into an env or header value or expanded from
- * ${FZSECRET} there or in an arg, appears in no message or masked view
- * unless the input also has it where it is not a secret.
+ * without an error is within the named limits; a secret never shows: the
+ * marker below, written into an env or header value or an API key, or
+ * expanded from ${FZSECRET} there or in an arg, appears in no message or
+ * masked view unless the input also has it where it is not a secret; and
+ * secrets_mask leaves no secret value in text that holds them all.
  */
 #include <jansson.h>
 #include <stdbool.h>
@@ -17,6 +18,8 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "config/secrets.h"
+#include "util/buf.h"
 
 #define FC_MARKER "s3cr3tQ"
 #define FC_PATH "/fuzz/project/.mcp.json"
@@ -87,7 +90,7 @@ static bool fc_public(const json_t *v, enum fc_role role)
 	if (json_is_array(v)) {
 		json_array_foreach(v, i, x)
 		{
-			if (fc_public(x, role == FC_ARG ? FC_ARG : FC_PLAIN))
+			if (fc_public(x, role))
 				return true;
 		}
 		return false;
@@ -99,7 +102,8 @@ static bool fc_public(const json_t *v, enum fc_role role)
 		if (strstr(k, FC_MARKER))
 			return true;
 		enum fc_role r = FC_PLAIN;
-		if (!strcmp(k, "env") || !strcmp(k, "headers"))
+		if (!strcmp(k, "env") || !strcmp(k, "headers") ||
+		    !strcmp(k, "apiKeys"))
 			r = FC_SECRET;
 		else if (!strcmp(k, "args"))
 			r = FC_ARG;
@@ -114,8 +118,8 @@ static bool fc_public(const json_t *v, enum fc_role role)
 							  : FC_PLAIN))
 					return true;
 			}
-		} else if (fc_public(x, json_is_array(x) && r == FC_ARG
-						? FC_ARG
+		} else if (fc_public(x, json_is_array(x) && r != FC_PLAIN
+						? r
 						: FC_PLAIN)) {
 			return true;
 		}
@@ -146,6 +150,56 @@ static char *fc_dump(json_t *v)
 	if (t == NULL)
 		fc_fail("a view does not serialise", NULL);
 	return t;
+}
+
+static void fc_gather(const char ***v, size_t *n, const char *s)
+{
+	/* Shorter values are not secrets (SECRETS_MIN_LEN); a value with
+	 * '*' could be re-formed by the "***" that masks another. */
+	if (s == NULL || strlen(s) < SECRETS_MIN_LEN || strchr(s, '*'))
+		return;
+	*v = realloc(*v, (*n + 1) * sizeof **v);
+	(*v)[(*n)++] = s;
+}
+
+/* A server's stderr is shown through secrets_mask: text holding every
+ * secret value, run together so they overlap, keeps none of them. */
+static void fc_check_mask(const struct config *cfg, const char *input)
+{
+	const char **v = NULL;
+	size_t n = 0;
+	for (size_t i = 0; i < cfg->nservers; i++) {
+		const struct server_config *s = &cfg->servers[i];
+		for (size_t k = 0; k < s->nenv; k++)
+			fc_gather(&v, &n, s->env[k].value);
+		for (size_t k = 0; k < s->nheaders; k++)
+			fc_gather(&v, &n, s->headers[k].value);
+		for (size_t k = 0; s->args_tpl && k < s->nargs; k++)
+			if (s->args_tpl[k])
+				fc_gather(&v, &n, s->args[k]);
+	}
+	for (size_t k = 0; k < cfg->napi_keys; k++)
+		fc_gather(&v, &n, cfg->api_keys[k]);
+	struct buf text;
+	buf_init(&text);
+	buf_puts(&text, input);
+	buf_puts(&text, "\n");
+	for (size_t k = 0; k < n; k++)
+		buf_puts(&text, v[k]);
+	struct secrets *sec = secrets_new();
+	secrets_add_config(sec, cfg);
+	char *masked = secrets_mask(sec, text.data);
+	for (size_t k = 0; k < n; k++) {
+		if (strstr(masked, v[k])) {
+			fprintf(stderr, "secret: %s\nmasked: %.2000s\n", v[k],
+				masked);
+			fc_fail("secrets_mask left a secret", NULL);
+		}
+	}
+	free(masked);
+	secrets_free(sec);
+	buf_free(&text);
+	free(v);
 }
 
 /* Every view of every server; with out, a digest of the whole config. */
@@ -212,6 +266,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		config_parse(text, size, via_file ? fc_tmp : FC_PATH);
 	char *digest = NULL;
 	fc_check(cfg, public, via_file ? &digest : NULL);
+	char *input = strndup(text, size);
+	fc_check_mask(cfg, input);
+	free(input);
 	config_free(cfg);
 	if (!via_file)
 		return 0;
