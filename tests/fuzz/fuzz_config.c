@@ -32,6 +32,38 @@ static void fc_cleanup(void)
 		unlink(fc_tmp);
 }
 
+/* CONFIG_MAX_FILE_BYTES is beyond any -max_len worth fuzzing with: a file
+ * exactly that long loads, one byte more is refused, from a file and from
+ * a buffer alike. Checked once, at start. */
+static void fc_check_file_limit(void)
+{
+	static const char obj[] = "{\"mcpServers\":{}}";
+	size_t n = CONFIG_MAX_FILE_BYTES + 1;
+	char *text = malloc(n);
+	memset(text, ' ', n);
+	memcpy(text, obj, sizeof obj - 1);
+	for (size_t len = n - 1; len <= n; len++) {
+		FILE *f = fopen(fc_tmp, "wb");
+		if (f == NULL || fwrite(text, 1, len, f) != len || fclose(f))
+			abort();
+		struct config *a = config_load_file(fc_tmp);
+		struct config *b = config_parse(text, len, fc_tmp);
+		bool over = len > CONFIG_MAX_FILE_BYTES;
+		if ((a->fatal != NULL) != over || (b->fatal != NULL) != over ||
+		    (over && (!strstr(a->fatal, "larger than") ||
+			      strcmp(a->fatal, b->fatal) != 0))) {
+			fprintf(stderr,
+				"fuzz_config: FAIL: a file of %zu bytes: "
+				"%s\n",
+				len, a->fatal ? a->fatal : "loaded");
+			abort();
+		}
+		config_free(a);
+		config_free(b);
+	}
+	free(text);
+}
+
 static void fc_init(void)
 {
 	setenv("FZSECRET", FC_MARKER "-from-env", 1);
@@ -54,6 +86,7 @@ static void fc_init(void)
 	}
 	close(fd);
 	atexit(fc_cleanup);
+	fc_check_file_limit();
 }
 
 static bool fc_marker_in_name(const char *s)
