@@ -567,8 +567,9 @@ static enum httpparse_state httpparse_feed_head(struct httpparse *p,
 	return HTTPPARSE_NEED_MORE;
 }
 
-enum httpparse_state httpparse_feed(struct httpparse *p, const char *data,
-				    size_t len, size_t *consumed)
+static enum httpparse_state httpparse_feed_once(struct httpparse *p,
+						const char *data, size_t len,
+						size_t *consumed)
 {
 	*consumed = 0;
 	if (p->phase == PHASE_ERROR)
@@ -628,6 +629,25 @@ enum httpparse_state httpparse_feed(struct httpparse *p, const char *data,
 	if (p->phase == PHASE_DONE)
 		return HTTPPARSE_DONE;
 	return HTTPPARSE_NEED_MORE;
+}
+
+enum httpparse_state httpparse_feed(struct httpparse *p, const char *data,
+				    size_t len, size_t *consumed)
+{
+	*consumed = 0;
+	for (;;) {
+		size_t used = 0;
+		enum httpparse_state st = httpparse_feed_once(
+			p, data + *consumed, len - *consumed, &used);
+		*consumed += used;
+		/* Empty lines before a request line are skipped and the
+		 * parser starts over: the request after them may be in the
+		 * same bytes, and a caller told NEED_MORE would wait for
+		 * more that never comes. */
+		if (st != HTTPPARSE_NEED_MORE || p->phase != PHASE_HEADERS ||
+		    used == 0 || *consumed == len)
+			return st;
+	}
 }
 
 const struct http_request *httpparse_request(const struct httpparse *p)

@@ -872,3 +872,23 @@ Test(httpparse, garbage_is_refused_at_once)
 	cr_assert_eq(httpparse_feed(p, "get ", 4, &c), HTTPPARSE_ERROR);
 	httpparse_free(p);
 }
+
+/* Empty lines before a request line are skipped; the request after them in
+ * the same bytes is read at once (it used to wait, NEED_MORE, for bytes the
+ * client had already sent; found by tests/fuzz/fuzz_httpparse). */
+Test(httpparse, empty_lines_then_request_in_one_feed)
+{
+	const char *s = "\r\n\n\r\nGET /x HTTP/1.1\r\nHost: a\r\n\r\n";
+	struct httpparse *p = httpparse_new(1024);
+	size_t used = 0;
+	cr_assert_eq(httpparse_feed(p, s, strlen(s), &used), HTTPPARSE_DONE);
+	cr_assert_eq(used, strlen(s));
+	cr_assert_str_eq(httpparse_request(p)->url, "/x");
+	/* and after a request, as a client's stray CRLF after a body */
+	httpparse_next(p);
+	const char *t = "\r\nGET /y HTTP/1.1\r\n\r\n";
+	cr_assert_eq(httpparse_feed(p, t, strlen(t), &used), HTTPPARSE_DONE);
+	cr_assert_eq(used, strlen(t));
+	cr_assert_str_eq(httpparse_request(p)->url, "/y");
+	httpparse_free(p);
+}
