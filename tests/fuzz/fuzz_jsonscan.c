@@ -1,15 +1,15 @@
 /*
  * libFuzzer harness for the allocation-free JSON scan (src/util/jsonscan.c)
  * the fast path trusts in place of jansson. Beyond the sanitizers: spans
- * lie inside the text; and on what the framer lets through (valid UTF-8, no
- * NUL) the scan agrees with jansson, the parser of the slow path: what one
- * accepts the other accepts, and a member's span holds jansson's value.
+ * lie inside the text, and the scan agrees with jansson, the parser of the
+ * slow path.
  *
- * Where the two differ today (jansson refuses \u0000, lone surrogates and
- * numbers it cannot hold; jsonscan does not match names written with
- * escapes), the difference is a class with a probe. A class the scan
- * already refuses is enforced strictly; one it accepts is tolerated and
- * named at start-up, so tightening jsonscan tightens this harness too.
+ * jsonscan_members (server lines, after the framer: valid UTF-8, no NUL)
+ * checks syntax only, so it differs from jansson in known classes (\u0000,
+ * lone surrogates, numbers jansson cannot hold; names with escapes never
+ * match). Each class has a probe: one the scan refuses is enforced, one it
+ * accepts is tolerated and named at start-up. jsonscan_members_strict
+ * (a client's text forwarded unparsed) is held to jansson on any bytes.
  */
 #include <jansson.h>
 #include <stdbool.h>
@@ -59,7 +59,8 @@ static int fj_scan(const char *s, size_t len, struct jsonscan_span *sp)
 static void fj_probe(void)
 {
 	struct jsonscan_span sp[FJ_NKEYS];
-	fprintf(stderr, "fuzz_jsonscan: tolerated differences from jansson:");
+	fprintf(stderr, "fuzz_jsonscan: the plain scan (server lines) "
+			"differs from jansson on:");
 	int n = 0;
 	for (int c = 0; c < FJ_NCLASSES; c++) {
 		const char *t = fj_classes[c].probe;
@@ -215,8 +216,7 @@ static bool fj_has_huge_real(const json_t *v)
  * on any bytes, what it accepts jansson parses with the same members, and
  * it refuses an object jansson parses only for the reasons its header
  * gives (names with escapes or twice at the top, more than
- * JSONSCAN_MAX_UNIQUE members, depth, reals from 1e308 up). Compiled once
- * the scan has a strict form (the session branch adds it). */
+ * JSONSCAN_MAX_UNIQUE members, depth, reals from 1e308 up). */
 static void fj_check_strict(const char *s, size_t len, int rc,
 			    const struct jsonscan_span *sp)
 {
