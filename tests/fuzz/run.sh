@@ -14,6 +14,10 @@ out=build/fuzz
 # Cheap to write, so always as edge.sh says now.
 rm -rf "$out/edge"
 sh tests/fuzz/edge.sh "$out/edge" || exit 2
+# Temp files of a harness stopped by a finding stay in the build folder.
+mkdir -p "$out/tmp"
+TMPDIR=$(pwd)/$out/tmp
+export TMPDIR
 rc=0
 for name in "$@"; do
 	bin=$out/fuzz_$name
