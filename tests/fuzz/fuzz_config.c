@@ -24,7 +24,7 @@
 #define FC_MARKER "s3cr3tQ"
 #define FC_PATH "/fuzz/project/.mcp.json"
 
-static char fc_tmp[64];
+static char fc_tmp[4096];
 
 static void fc_cleanup(void)
 {
@@ -78,8 +78,8 @@ static void fc_init(void)
 	setenv("FZHALF", big, 1);
 	free(big);
 	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	snprintf(fc_tmp, sizeof fc_tmp, "%.40s/fuzz-config-XXXXXX", dir);
-	int fd = mkstemp(fc_tmp);
+	int n = snprintf(fc_tmp, sizeof fc_tmp, "%s/fuzz-config-XXXXXX", dir);
+	int fd = n > 0 && (size_t)n < sizeof fc_tmp ? mkstemp(fc_tmp) : -1;
 	if (fd < 0) {
 		perror("fuzz_config: mkstemp");
 		abort();
