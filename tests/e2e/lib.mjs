@@ -67,6 +67,14 @@ export async function makeHome(prefix = 'mcpvisor-e2e-') {
 	return fsp.mkdtemp(path.join(os.tmpdir(), prefix));
 }
 
+// A temporary folder (for counter files, key files) removed when test t
+// ends, whether it passed or not.
+export async function scratchDir(t, prefix = 'mcpvisor-e2e-') {
+	const dir = await makeHome(prefix);
+	t.after(() => fsp.rm(dir, { recursive: true, force: true }));
+	return dir;
+}
+
 // Resolves when cond() is truthy, polling at a short interval, and throws
 // with what() when the bound passes first.
 export async function waitFor(cond, ms, what) {
