@@ -109,19 +109,33 @@ void instance_fail_pending(struct instance *inst, bool keep_idempotent)
 	free(ids);
 }
 
-void instance_fail_resend(struct instance *inst)
+/* A queued request that will not be written: answered as never sent. */
+static void instance_lose_unsent(struct instance *inst, struct outbox_req *r)
+{
+	json_t *err = instance_unavailable_error(inst, false);
+	outbox_settle(inst->outbox, r, OUTBOX_LOST_UNSENT, err);
+	json_decref(err);
+}
+
+/* Calls fn for each request still queued, walking a snapshot of ids, so
+ * that fn may settle any request (a callback may end others). */
+static void instance_each_queued(struct instance *inst,
+				 void (*fn)(struct instance *,
+					    struct outbox_req *))
 {
 	size_t n;
 	int64_t *ids = instance_snapshot(inst, &n);
 	for (size_t i = 0; i < n; i++) {
 		struct outbox_req *r = outbox_find(inst->outbox, ids[i]);
-		if (r == NULL || outbox_req_state(r) != OUTBOX_QUEUED)
-			continue;
-		json_t *err = instance_unavailable_error(inst, false);
-		outbox_settle(inst->outbox, r, OUTBOX_LOST_UNSENT, err);
-		json_decref(err);
+		if (r != NULL && outbox_req_state(r) == OUTBOX_QUEUED)
+			fn(inst, r);
 	}
 	free(ids);
+}
+
+void instance_fail_resend(struct instance *inst)
+{
+	instance_each_queued(inst, instance_lose_unsent);
 }
 
 bool instance_has_queued(const struct instance *inst)
@@ -194,25 +208,19 @@ int64_t instance_send_request(struct instance *inst, const char *method,
 	return outbox_req_id(r);
 }
 
+static void instance_resend_one(struct instance *inst, struct outbox_req *r)
+{
+	log_info("instance %s: sending %s again after the reconnect "
+		 "(id %" PRId64 ", once at most)",
+		 inst->name, outbox_req_method(r), outbox_req_id(r));
+	int rc = inst->conn ? instance_write_req(inst, r) : -EPIPE;
+	if (rc < 0)
+		instance_lose_unsent(inst, r);
+}
+
 void instance_resend(struct instance *inst)
 {
-	size_t n;
-	int64_t *ids = instance_snapshot(inst, &n);
-	for (size_t i = 0; i < n; i++) {
-		struct outbox_req *r = outbox_find(inst->outbox, ids[i]);
-		if (r == NULL || outbox_req_state(r) != OUTBOX_QUEUED)
-			continue;
-		log_info("instance %s: sending %s again after the reconnect "
-			 "(id %" PRId64 ", once at most)",
-			 inst->name, outbox_req_method(r), outbox_req_id(r));
-		int rc = inst->conn ? instance_write_req(inst, r) : -EPIPE;
-		if (rc < 0) {
-			json_t *err = instance_unavailable_error(inst, false);
-			outbox_settle(inst->outbox, r, OUTBOX_LOST_UNSENT, err);
-			json_decref(err);
-		}
-	}
-	free(ids);
+	instance_each_queued(inst, instance_resend_one);
 }
 
 int64_t instance_request_text(struct instance *inst, const char *method,

@@ -4,8 +4,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "pool/keymap.h"
 #include "toolcache/toolcache.h"
+#include "util/keymap.h"
 #include "util/xmalloc.h"
 
 struct known_ghost {

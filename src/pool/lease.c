@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool/keymap.h"
+#include "util/keymap.h"
 #include "util/xmalloc.h"
 
 struct lease_member {

@@ -11,11 +11,11 @@
 #include <sys/random.h>
 
 #include "journal/journal.h"
-#include "pool/keymap.h"
 #include "pool/known.h"
 #include "pool/lease.h"
 #include "toolcache/toolcache.h"
 #include "util/clock.h"
+#include "util/keymap.h"
 #include "util/log.h"
 #include "util/random.h"
 #include "util/xmalloc.h"

@@ -17,13 +17,13 @@
 #include "session/tokens.h"
 #include "util/buf.h"
 #include "util/clock.h"
-#include "util/hmap.h"
+#include "util/keymap.h"
 #include "util/log.h"
 #include "util/sha256.h"
 #include "util/xmalloc.h"
 
-/* Every session is on one list (for walks) and in the map by a hash of
- * its id (for the lookup each request makes). */
+/* Every session is on one list (for walks) and in the map by its id (for
+ * the lookup each request makes). */
 struct hub_entry {
 	struct hub_entry *next, *prev;
 	struct session *s;
@@ -37,7 +37,7 @@ struct hub {
 	size_t page_size;
 	struct hub_entry *sessions;
 	size_t nsessions;
-	struct hmap by_id; /* hmap_hash_str(id) -> hub_entry */
+	struct keymap by_id; /* session id (its own string) -> hub_entry */
 	size_t max_sessions;
 	uint64_t session_timeout_ms;
 	struct tokens tokens; /* progress tokens given to servers -> call */
@@ -285,7 +285,7 @@ struct hub *hub_new(uv_loop_t *loop, struct config *cfg, const char *app_dir,
 	hub->page_size = ROUTER_DEFAULT_PAGE;
 	hub->session_timeout_ms = HUB_DEFAULT_SESSION_TIMEOUT_MS;
 	hub->max_sessions = HUB_DEFAULT_MAX_SESSIONS;
-	hmap_init(&hub->by_id);
+	keymap_init(&hub->by_id);
 	tokens_init(&hub->tokens);
 	hub->pool = pool_new(loop, &hub_instance_cbs, hub, journal, cache);
 	if (cfg->idle_timeout_ms >= 0)
@@ -317,7 +317,7 @@ void hub_free(struct hub *hub)
 	if (hub == NULL)
 		return;
 	/* Nothing finds a session that is going. */
-	hmap_free(&hub->by_id);
+	keymap_free(&hub->by_id);
 	while (hub->sessions) {
 		struct hub_entry *e = hub->sessions;
 		hub->sessions = e->next;
@@ -559,7 +559,7 @@ json_t *hub_initialize_read(struct hub *hub, json_t *params, const char *space,
 		hub->sessions->prev = e;
 	hub->sessions = e;
 	hub->nsessions++;
-	hmap_put(&hub->by_id, hmap_hash_str(session_id(s)), e);
+	keymap_put(&hub->by_id, session_id(s), e);
 	*out = s;
 	const char *cname = json_string_value(
 		json_object_get(json_object_get(params, "clientInfo"), "name"));
@@ -580,18 +580,6 @@ json_t *hub_initialize_read(struct hub *hub, json_t *params, const char *space,
 	return result;
 }
 
-static struct hub_entry *hub_entry_find(struct hub *hub, const char *id,
-					uint64_t h)
-{
-	for (struct hmap_node *n = hmap_first(&hub->by_id, h); n;
-	     n = hmap_next(n)) {
-		struct hub_entry *e = n->val;
-		if (strcmp(session_id(e->s), id) == 0)
-			return e;
-	}
-	return NULL;
-}
-
 struct spaces *hub_spaces(struct hub *hub)
 {
 	return hub->spaces;
@@ -599,17 +587,16 @@ struct spaces *hub_spaces(struct hub *hub)
 
 struct session *hub_session_find(struct hub *hub, const char *id)
 {
-	struct hub_entry *e = hub_entry_find(hub, id, hmap_hash_str(id));
+	struct hub_entry *e = keymap_get(&hub->by_id, id);
 	return e ? e->s : NULL;
 }
 
 void hub_session_end(struct hub *hub, struct session *s)
 {
-	uint64_t h = hmap_hash_str(session_id(s));
-	struct hub_entry *e = hub_entry_find(hub, session_id(s), h);
+	struct hub_entry *e = keymap_get(&hub->by_id, session_id(s));
 	if (e == NULL || e->s != s)
 		return;
-	hmap_del(&hub->by_id, h, e);
+	keymap_del(&hub->by_id, session_id(s));
 	if (e->prev)
 		e->prev->next = e->next;
 	else

@@ -2,7 +2,6 @@
 #include "util/hmap.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #include "util/xmalloc.h"
 
@@ -15,22 +14,6 @@ uint64_t hmap_mix(uint64_t x)
 	x *= 0x94d049bb133111ebULL;
 	x ^= x >> 31;
 	return x;
-}
-
-uint64_t hmap_hash_str(const char *s)
-{
-	/* FNV-1a over 8-byte words: a session id is 32 bytes, hashed on
-	 * every request. */
-	size_t n = strlen(s);
-	uint64_t h = 0xcbf29ce484222325ULL ^ n;
-	for (; n >= 8; n -= 8, s += 8) {
-		uint64_t w;
-		memcpy(&w, s, 8);
-		h = (h ^ w) * 0x100000001b3ULL;
-	}
-	for (; n > 0; n--, s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return hmap_mix(h);
 }
 
 void hmap_init(struct hmap *m)

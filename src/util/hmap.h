@@ -1,7 +1,7 @@
 /*
- * A small hash map from 64-bit keys to pointers, for lookups on the hot
- * path (sessions by id, progress tokens). Several values may share a key;
- * callers that key by a hash of a string walk the candidates and compare.
+ * A small hash map from 64-bit keys to pointers, for keys that are numbers
+ * already (progress tokens). Several values may share a key. String keys
+ * go in a keymap (util/keymap.h), which hashes and compares them itself.
  */
 #ifndef MCPV_HMAP_H
 #define MCPV_HMAP_H
@@ -30,8 +30,6 @@ struct hmap_node *hmap_first(const struct hmap *m, uint64_t key);
 struct hmap_node *hmap_next(const struct hmap_node *n);
 /* Removes the node of (key, val): 1, or 0 when there is none. */
 int hmap_del(struct hmap *m, uint64_t key, const void *val);
-/* A well-mixed 64-bit hash of a string (FNV-1a, then a finaliser). */
-uint64_t hmap_hash_str(const char *s);
 /* A bijection of 64-bit values that scatters counters. */
 uint64_t hmap_mix(uint64_t x);
 

@@ -6,14 +6,14 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import { test } from 'node:test';
 
 import {
 	MCPVISOR,
-	RawClient,
 	connect,
 	demo,
+	dial,
+	rawPost,
 	readMessages,
 	sseMessages,
 	waitFor,
@@ -30,7 +30,6 @@ const LEAN = {
 			'quarantine_size_mb=1:allocator_release_to_os_interval_ms=0',
 	},
 };
-const ACCEPT = 'application/json, text/event-stream';
 
 // Resident memory of pid in MB.
 function rssMB(pid) {
@@ -38,14 +37,6 @@ function rssMB(pid) {
 		.readFileSync(`/proc/${pid}/status`, 'utf8')
 		.match(/VmRSS:\s+(\d+) kB/);
 	return Number(m[1]) / 1024;
-}
-
-// A raw TCP connection to the runtime.
-function dial(port) {
-	return new Promise((resolve, reject) => {
-		const s = net.connect(port, '127.0.0.1', () => resolve(s));
-		s.once('error', reject);
-	});
 }
 
 // Sends bytes (each string a separate write, waiting a tick in between) on
@@ -72,21 +63,6 @@ async function statusOf(port, pieces) {
 	return status;
 }
 
-function post(sid, body, extra = '') {
-	const b = Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
-	return Buffer.concat([
-		Buffer.from(
-			'POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
-				'Content-Type: application/json\r\n' +
-				`Accept: ${ACCEPT}\r\n` +
-				(sid ? `Mcp-Session-Id: ${sid}\r\n` : '') +
-				extra +
-				`Content-Length: ${b.length}\r\n\r\n`,
-		),
-		b,
-	]);
-}
-
 // The runtime answers `status` over its Unix socket, within bounds.
 async function statusWorks(rt) {
 	const r = await rt.cli(['status', '--json'], { timeout: 8000 });
@@ -107,7 +83,7 @@ test('R1: resets after Connection: close (and a CLI killed while the runtime was
 				clientInfo: { name: 'rst', version: '1' },
 			},
 		});
-		const req = post(null, init, 'Connection: close\r\n');
+		const req = rawPost(null, init, 'Connection: close\r\n');
 		for (let i = 0; i < 50; i++) {
 			const s = await dial(rt.port);
 			s.on('error', () => {});
@@ -273,7 +249,7 @@ test('R4: a client that pipelines large calls and never reads does not grow the 
 		s.pause(); // reads nothing
 		for (let i = 0; i < 60; i++)
 			s.write(
-				post(c.sid, {
+				rawPost(c.sid, {
 					jsonrpc: '2.0',
 					id: 100 + i,
 					method: 'tools/call',
@@ -318,6 +294,18 @@ async function readUntil(res, pred, ms = 10_000) {
 	throw new Error(`stream ended or timed out: ${text.slice(0, 300)}`);
 }
 
+// The rest of a stream readUntil left, to its end.
+async function readRest(reader) {
+	const dec = new TextDecoder();
+	let rest = '';
+	for (;;) {
+		const { value, done } = await reader.read();
+		if (done)
+			return rest + dec.decode();
+		rest += dec.decode(value, { stream: true });
+	}
+}
+
 test('R12: a Last-Event-ID resume does not take a stream another connection holds', {
 	timeout: 30_000,
 }, async (t) => {
@@ -350,13 +338,7 @@ test('R12: a Last-Event-ID resume does not take a stream another connection hold
 		assert.equal(resume.status, 409, 'the stream is held');
 		await resume.arrayBuffer();
 		// The first connection still gets its answer.
-		let rest = text;
-		for (;;) {
-			const { value, done } = await reader.read();
-			if (done)
-				break;
-			rest += new TextDecoder().decode(value);
-		}
+		const rest = text + (await readRest(reader));
 		const msgs = sseMessages(rest);
 		assert.ok(
 			msgs.some((m) => m.id === 7 && m.result),
@@ -369,22 +351,12 @@ test('R22: a sampling request asked during a batched call (2025-03-26) reaches t
 	timeout: 30_000,
 }, async (t) => {
 	await withRuntime(t, SERVERS, async (rt) => {
-		const c = new RawClient(rt.url);
-		const init = await c.post({
-			jsonrpc: '2.0',
-			id: 1,
-			method: 'initialize',
-			params: {
-				protocolVersion: '2025-03-26',
-				capabilities: { sampling: {} },
-				clientInfo: { name: 'batch', version: '1' },
-			},
+		const c = await connect(rt, {
+			protocol: '2025-03-26',
+			capabilities: { sampling: {} },
+			name: 'batch',
 		});
-		c.sid = init.headers.get('mcp-session-id');
-		c.protocol = '2025-03-26';
-		await init.arrayBuffer();
-		const n = await c.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
-		await n.arrayBuffer();
+		assert.equal(c.protocol, '2025-03-26');
 		await c.result('tools/list');
 		const res = await c.post([
 			{
@@ -412,13 +384,7 @@ test('R22: a sampling request asked during a batched call (2025-03-26) reaches t
 		});
 		assert.equal(answer.status, 202);
 		await answer.arrayBuffer();
-		let rest = text;
-		for (;;) {
-			const { value, done } = await reader.read();
-			if (done)
-				break;
-			rest += new TextDecoder().decode(value);
-		}
+		const rest = text + (await readRest(reader));
 		const reply = sseMessages(rest).find((m) => m.id === 50);
 		assert.ok(reply?.result, `no answer: ${rest.slice(-300)}`);
 		assert.equal(reply.result.content[0].text, 'sampled');

@@ -8,29 +8,13 @@ import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import { test } from 'node:test';
 
-import { RawClient, demo, readMessages, waitFor } from './lib.mjs';
+import { RawClient, demo, waitFor } from './lib.mjs';
 import { alive, awaitGone, instancesOf, withConfig } from './lifetime-lib.mjs';
 
 // A raw client that declares the given capabilities at initialize.
 async function connectWith(rt, capabilities, name = 'lists-e2e') {
 	const c = new RawClient(rt.url);
-	const res = await c.post({
-		jsonrpc: '2.0',
-		id: c.nextId++,
-		method: 'initialize',
-		params: {
-			protocolVersion: '2025-11-25',
-			capabilities,
-			clientInfo: { name, version: '0' },
-		},
-	});
-	assert.equal(res.status, 200);
-	c.sid = res.headers.get('mcp-session-id');
-	const [msg] = await readMessages(res);
-	c.protocol = msg.result.protocolVersion;
-	c.init = msg.result;
-	const n = await c.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
-	await n.arrayBuffer();
+	c.init = await c.initialize({ capabilities, name });
 	return c;
 }
 

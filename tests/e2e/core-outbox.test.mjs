@@ -15,8 +15,8 @@ import {
 	RawClient,
 	connect,
 	demo,
-	makeHome,
 	readMessages,
+	scratchDir,
 	sseMessages,
 	waitFor,
 	withRuntime,
@@ -48,7 +48,7 @@ const noSanitizer = (rt) =>
 test('a cancel after the re-send settles the request once (R2)', {
 	timeout: 20_000,
 }, async (t) => {
-	const home = await makeHome('mcpvisor-e2e-uaf-');
+	const home = await scratchDir(t, 'mcpvisor-e2e-uaf-');
 	const marker = path.join(home, 'died');
 	await withRuntime(
 		t,
@@ -87,13 +87,12 @@ test('a cancel after the re-send settles the request once (R2)', {
 			noSanitizer(rt);
 		},
 	);
-	fs.rmSync(home, { recursive: true, force: true });
 });
 
 test('a request that kills its server is re-sent once, then fails and backs off (R3)', {
 	timeout: 20_000,
 }, async (t) => {
-	const home = await makeHome('mcpvisor-e2e-poison-');
+	const home = await scratchDir(t, 'mcpvisor-e2e-poison-');
 	const count = path.join(home, 'starts');
 	await withRuntime(
 		t,
@@ -121,13 +120,12 @@ test('a request that kills its server is re-sent once, then fails and backs off 
 			noSanitizer(rt);
 		},
 	);
-	fs.rmSync(home, { recursive: true, force: true });
 });
 
 test('toolTimeout fails the call, names it, and cancels it on the server (R11)', {
 	timeout: 20_000,
 }, async (t) => {
-	const home = await makeHome('mcpvisor-e2e-tt-');
+	const home = await scratchDir(t, 'mcpvisor-e2e-tt-');
 	const count = path.join(home, 'count');
 	await withRuntime(
 		t,
@@ -157,7 +155,6 @@ test('toolTimeout fails the call, names it, and cancels it on the server (R11)',
 			await c.close();
 		},
 	);
-	fs.rmSync(home, { recursive: true, force: true });
 });
 
 test('an answer over 16 MiB and an error with id null answer their calls (x3, 5)', {
@@ -231,7 +228,7 @@ test('a failed start shows its stderr; stderr is logged with secrets masked (P1)
 test('restart --force during a call is not a failure (x4)', {
 	timeout: 20_000,
 }, async (t) => {
-	const home = await makeHome('mcpvisor-e2e-x4-');
+	const home = await scratchDir(t, 'mcpvisor-e2e-x4-');
 	const count = path.join(home, 'count');
 	await withRuntime(t, { demo: demo(['--count-file', count]) }, async (rt) => {
 		const call = rt.cli(['call', 'demo__sleep', '{"ms":4000}']);
@@ -249,7 +246,6 @@ test('restart --force during a call is not a failure (x4)', {
 		await sleep(300);
 		assert.doesNotMatch(rt.stderr(), /restart failed/);
 	});
-	fs.rmSync(home, { recursive: true, force: true });
 });
 
 // The messages of an SSE response as they come: next(pred) resolves with
@@ -283,7 +279,7 @@ function sseReader(res) {
 test('an answer to a server request never reaches the process that replaced the asker (R10)', {
 	timeout: 20_000,
 }, async (t) => {
-	const home = await makeHome('mcpvisor-e2e-r10-');
+	const home = await scratchDir(t, 'mcpvisor-e2e-r10-');
 	const count = path.join(home, 'count');
 	await withRuntime(t, { demo: demo(['--count-file', count]) }, async (rt) => {
 		const c = new RawClient(rt.url);
@@ -340,5 +336,4 @@ test('an answer to a server request never reaches the process that replaced the 
 			rt.track(p);
 		await c.close();
 	});
-	fs.rmSync(home, { recursive: true, force: true });
 });

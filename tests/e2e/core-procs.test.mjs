@@ -77,13 +77,26 @@ function assertUntouched(s, what) {
 	assert.equal(procStat(s.pid).start, s.start, `${what} is the same process`);
 }
 
+// Two sleeps the runtime must never touch (one without a token, one with
+// another's) beside rt's server and the child it moved out with setsid.
+async function arrangeOursAndStrangers(rt, ctx) {
+	const strangers = {
+		plain: await stranger(ctx),
+		other: await stranger(ctx, crypto.randomBytes(16).toString('hex')),
+	};
+	return { strangers, d: await setsidChild(rt) };
+}
+
+function assertStrangersUntouched({ plain, other }) {
+	assertUntouched(plain, 'a sleep without a token');
+	assertUntouched(other, 'a sleep with another token');
+}
+
 test('mcpvisor stop: a child that called setsid() is stopped; strangers are not', {
 	timeout: 30_000,
 }, async (t) => {
 	await withConfig(t, config, async (rt, ctx) => {
-		const plain = await stranger(ctx);
-		const other = await stranger(ctx, crypto.randomBytes(16).toString('hex'));
-		const d = await setsidChild(rt);
+		const { strangers, d } = await arrangeOursAndStrangers(rt, ctx);
 
 		const r = await rt.cli(['stop']);
 		assert.equal(r.code, 0, `stop: ${r.stderr}`);
@@ -91,8 +104,7 @@ test('mcpvisor stop: a child that called setsid() is stopped; strangers are not'
 		assert.equal(ex.code, 0, 'runtime exit code');
 		// The runtime waited for it: gone when the runtime is.
 		await awaitGone(d.child, 2000, 'the setsid child after stop');
-		assertUntouched(plain, 'a sleep without a token');
-		assertUntouched(other, 'a sleep with another token');
+		assertStrangersUntouched(strangers);
 		// A clean end leaves nothing for the next start to look for.
 		const j = JSON.parse(
 			await fsp.readFile(path.join(ctx.home, 'state', 'journal.json'), 'utf8'),
@@ -105,9 +117,7 @@ test('SIGKILL of the runtime: the next start stops the setsid child and nothing 
 	timeout: 30_000,
 }, async (t) => {
 	await withConfig(t, config, async (rt, ctx) => {
-		const plain = await stranger(ctx);
-		const other = await stranger(ctx, crypto.randomBytes(16).toString('hex'));
-		const d = await setsidChild(rt);
+		const { strangers, d } = await arrangeOursAndStrangers(rt, ctx);
 		ctx.defer(() => {
 			if (procStat(d.child)?.start === d.start)
 				process.kill(d.child, 'SIGKILL');
@@ -128,7 +138,6 @@ test('SIGKILL of the runtime: the next start stops the setsid child and nothing 
 		const rt2 = await ctx.launch();
 		await awaitGone(d.child, 5000, 'the setsid child after reconcile');
 		assert.match(rt2.stderr(), /journal reconciled: 1 entries, 1 stopped, 0 left alone/);
-		assertUntouched(plain, 'a sleep without a token');
-		assertUntouched(other, 'a sleep with another token');
+		assertStrangersUntouched(strangers);
 	});
 });

@@ -4,39 +4,57 @@
 // the ring) is told so with an error answer for that request, and the
 // stream ends, instead of leaving the client waiting for ever.
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { test } from 'node:test';
 
 import {
-	RawClient,
 	connect,
 	demo,
+	dial,
+	rawPost,
 	readMessages,
 	waitFor,
 	withRuntime,
 } from './lib.mjs';
 
-const ACCEPT = 'application/json, text/event-stream';
-
-function dial(port) {
-	return new Promise((resolve, reject) => {
-		const s = net.connect(port, '127.0.0.1', () => resolve(s));
-		s.once('error', reject);
-	});
+// A tools/call of demo__echo with 4 KiB of text.
+function echo4k(id) {
+	return {
+		jsonrpc: '2.0',
+		id,
+		method: 'tools/call',
+		params: { name: 'demo__echo', arguments: { text: 'a'.repeat(4096) } },
+	};
 }
 
-function post(sid, protocol, body) {
-	const b = Buffer.from(JSON.stringify(body));
-	return Buffer.concat([
-		Buffer.from(
-			'POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
-				'Content-Type: application/json\r\n' +
-				`Accept: ${ACCEPT}\r\nMcp-Session-Id: ${sid}\r\n` +
-				`Mcp-Protocol-Version: ${protocol}\r\n` +
-				`Content-Length: ${b.length}\r\n\r\n`,
-		),
-		b,
-	]);
+// POSTs body on a connection of its own and stops reading after the
+// priming event; once the runtime says it set the stream aside, drops the
+// connection. The priming event's id.
+async function postAndStopReading(rt, c, body, ms) {
+	const s = await dial(rt.port);
+	s.on('error', () => {});
+	let head = '';
+	const prime = new Promise((resolve) => {
+		const onData = (d) => {
+			head += d.toString('latin1');
+			const m = head.match(/\nid: ?(\S+)/);
+			if (m) {
+				// The client stops reading here.
+				s.pause();
+				s.off('data', onData);
+				resolve(m[1]);
+			}
+		};
+		s.on('data', onData);
+	});
+	s.write(rawPost(c.sid, body, `Mcp-Protocol-Version: ${c.protocol}\r\n`));
+	const lastEventId = await prime;
+	await waitFor(
+		() => /client reads nothing/.test(rt.stderr()),
+		ms,
+		'the runtime set the stream aside',
+	);
+	s.destroy();
+	return lastEventId;
 }
 
 // GET with Last-Event-ID; the messages of the resumed stream, which must
@@ -76,40 +94,7 @@ test('a call whose answer overflows a client that stopped reading: the resume ge
 	await withRuntime(t, servers, async (rt) => {
 		const c = await connect(rt);
 		await c.call('demo__echo', { text: 'warm' }); // the instance runs
-		const s = await dial(rt.port);
-		s.on('error', () => {});
-		let head = '';
-		const prime = new Promise((resolve) => {
-			const onData = (d) => {
-				head += d.toString('latin1');
-				const m = head.match(/\nid: ?(\S+)/);
-				if (m) {
-					// The client stops reading here.
-					s.pause();
-					s.off('data', onData);
-					resolve(m[1]);
-				}
-			};
-			s.on('data', onData);
-		});
-		s.write(
-			post(c.sid, c.protocol, {
-				jsonrpc: '2.0',
-				id: 'big-1',
-				method: 'tools/call',
-				params: {
-					name: 'demo__echo',
-					arguments: { text: 'a'.repeat(4096) },
-				},
-			}),
-		);
-		const lastEventId = await prime;
-		await waitFor(
-			() => /client reads nothing/.test(rt.stderr()),
-			10_000,
-			'the runtime set the stream aside',
-		);
-		s.destroy();
+		const lastEventId = await postAndStopReading(rt, c, echo4k('big-1'), 10_000);
 		const msgs = await resume(c, lastEventId);
 		assertDropped(msgs, 'big-1');
 		// The session goes on.
@@ -156,24 +141,8 @@ test('an answer that came while its stream was set aside, then left the ring: th
 
 // A session of protocol 2025-03-26, the one that has batches.
 async function connectBatching(rt) {
-	const c = new RawClient(rt.url);
-	const res = await c.post({
-		jsonrpc: '2.0',
-		id: 0,
-		method: 'initialize',
-		params: {
-			protocolVersion: '2025-03-26',
-			capabilities: {},
-			clientInfo: { name: 'core-resume', version: '0' },
-		},
-	});
-	assert.equal(res.status, 200);
-	c.sid = res.headers.get('mcp-session-id');
-	const [init] = await readMessages(res);
-	c.protocol = init.result.protocolVersion;
+	const c = await connect(rt, { protocol: '2025-03-26', name: 'core-resume' });
 	assert.equal(c.protocol, '2025-03-26');
-	const n = await c.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
-	await n.arrayBuffer();
 	return c;
 }
 
@@ -188,43 +157,7 @@ test('answers that piled up past 8 MiB and out of the ring: the resume answers e
 		const c = await connectBatching(rt);
 		await c.call('demo__echo', { text: 'w' });
 		const ids = Array.from({ length: 60 }, (_, i) => `b-${i}`);
-		const s = await dial(rt.port);
-		s.on('error', () => {});
-		let head = '';
-		const prime = new Promise((resolve) => {
-			const onData = (d) => {
-				head += d.toString('latin1');
-				const m = head.match(/\nid: ?(\S+)/);
-				if (m) {
-					s.pause(); // and reads no more
-					s.off('data', onData);
-					resolve(m[1]);
-				}
-			};
-			s.on('data', onData);
-		});
-		s.write(
-			post(
-				c.sid,
-				c.protocol,
-				ids.map((id) => ({
-					jsonrpc: '2.0',
-					id,
-					method: 'tools/call',
-					params: {
-						name: 'demo__echo',
-						arguments: { text: 'a'.repeat(4096) },
-					},
-				})),
-			),
-		);
-		const lastEventId = await prime;
-		await waitFor(
-			() => /client reads nothing/.test(rt.stderr()),
-			15_000,
-			'the runtime set the stream aside',
-		);
-		s.destroy();
+		const lastEventId = await postAndStopReading(rt, c, ids.map(echo4k), 15_000);
 		const msgs = await resume(c, lastEventId, 15_000);
 		const answers = msgs.filter((m) => m.id !== undefined);
 		assert.deepEqual(

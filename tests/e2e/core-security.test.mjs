@@ -19,9 +19,9 @@ import {
 	RawClient,
 	connect,
 	demo,
-	makeHome,
 	readMessages,
 	runCli,
+	scratchDir,
 	sessionLabel,
 	waitFor,
 	withRuntime,
@@ -166,7 +166,7 @@ test('API keys: another uid with a valid bearer key is served, without one 401 +
 	timeout: 30_000,
 	skip: otherUserSkip() ?? false,
 }, async (t) => {
-	const home = await makeHome();
+	const home = await scratchDir(t);
 	const keyFile = path.join(home, 'keys');
 	await fsp.writeFile(keyFile, '# keys\nfile-key-0123456789\n', { mode: 0o644 });
 	await fsp.chmod(keyFile, 0o644);
@@ -211,7 +211,6 @@ test('API keys: another uid with a valid bearer key is served, without one 401 +
 		assert.ok(!rt.stderr().includes('cfg-key-abcdefghij'));
 		assert.ok(!rt.stderr().includes('file-key-0123456789'));
 	});
-	await fsp.rm(home, { recursive: true, force: true });
 });
 
 test('status shows session labels, never ids; verbose status and control only on the Unix socket', {

@@ -6,6 +6,7 @@ import { spawn, execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -64,6 +65,14 @@ export function sessionLabel(sid) {
 
 export async function makeHome(prefix = 'mcpvisor-e2e-') {
 	return fsp.mkdtemp(path.join(os.tmpdir(), prefix));
+}
+
+// A temporary folder (for counter files, key files) removed when test t
+// ends, whether it passed or not.
+export async function scratchDir(t, prefix = 'mcpvisor-e2e-') {
+	const dir = await makeHome(prefix);
+	t.after(() => fsp.rm(dir, { recursive: true, force: true }));
+	return dir;
 }
 
 // Resolves when cond() is truthy, polling at a short interval, and throws
@@ -499,15 +508,16 @@ export class RawClient {
 		});
 	}
 
-	async initialize() {
+	// protocol, capabilities and name are what the client declares.
+	async initialize({ protocol = PROTOCOL, capabilities = {}, name = 'mcpvisor-e2e' } = {}) {
 		const res = await this.post({
 			jsonrpc: '2.0',
 			id: this.nextId++,
 			method: 'initialize',
 			params: {
-				protocolVersion: PROTOCOL,
-				capabilities: {},
-				clientInfo: { name: 'mcpvisor-e2e', version: '0.0.0' },
+				protocolVersion: protocol,
+				capabilities,
+				clientInfo: { name, version: '0.0.0' },
 			},
 		});
 		assert.equal(res.status, 200, 'initialize status');
@@ -574,11 +584,41 @@ export class RawClient {
 	}
 }
 
-// A raw client that has initialized against rt.
-export async function connect(rt) {
+// A raw client that has initialized against rt (opts: see initialize).
+export async function connect(rt, opts) {
 	const c = new RawClient(rt.url);
-	await c.initialize();
+	await c.initialize(opts);
 	return c;
+}
+
+// ---- raw HTTP on a socket, for what fetch cannot do (stop reading,
+// split writes, reset) ----
+
+export const ACCEPT = 'application/json, text/event-stream';
+
+// A raw TCP connection to the runtime.
+export function dial(port) {
+	return new Promise((resolve, reject) => {
+		const s = net.connect(port, '127.0.0.1', () => resolve(s));
+		s.once('error', reject);
+	});
+}
+
+// The bytes of a POST /mcp of body (a string, or JSON of it), in session
+// sid (or none), with extra header lines (each ending in CRLF).
+export function rawPost(sid, body, extra = '') {
+	const b = Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
+	return Buffer.concat([
+		Buffer.from(
+			'POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
+				'Content-Type: application/json\r\n' +
+				`Accept: ${ACCEPT}\r\n` +
+				(sid ? `Mcp-Session-Id: ${sid}\r\n` : '') +
+				extra +
+				`Content-Length: ${b.length}\r\n\r\n`,
+		),
+		b,
+	]);
 }
 
 // The names of the twelve built-in tools of the demo server, in its order.

@@ -2,12 +2,15 @@
  * A hub over the demo fixture server for the session room's unit tests:
  * a fake clock, sessions opened with chosen capabilities, requests sent
  * through capturing exchanges, and a loop run until a condition holds
- * (bounded in real time). Included by test_hub.c and test_calls.c.
+ * (bounded in real time). Included by test_hub.c and test_calls.c; and,
+ * with a hub of no servers on the real clock (fx_setup_bare), by
+ * test_session.c and test_streams.c.
  */
 #ifndef MCPV_TEST_HUB_FIXTURE_H
 #define MCPV_TEST_HUB_FIXTURE_H
 
 #include <criterion/criterion.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,9 +57,23 @@ static void fx_finish(void *ctx)
 
 static const struct exchange_ops fx_ops = {fx_deliver, fx_finish};
 
+/* fx_hub over the configuration text; on the fake clock if fake. */
+static inline void fx_hub_open(const char *text, bool fake)
+{
+	struct config *cfg =
+		config_parse(text, strlen(text), "/tmp/hub-test.json");
+	cr_assert_null(cfg->fatal);
+	if (fake) {
+		fx_now = 1000000;
+		clock_set_source(fx_clock);
+	}
+	uv_loop_init(&fx_loop);
+	fx_hub = hub_new(&fx_loop, cfg, "/tmp", NULL, NULL);
+}
+
 /* A hub serving the demo server twice: "demo" per session, "shared" for
  * every session (app scope). */
-static void fx_setup(void)
+static inline void fx_setup(void)
 {
 	const char *bin = getenv("DEMO_SERVER_BIN");
 	char cwd[4096], path[4200];
@@ -68,17 +85,40 @@ static void fx_setup(void)
 		     "\"shared\":{\"command\":\"%s\",\"scope\":\"app\"}}}",
 		     bin ? bin : path, bin ? bin : path) < 0)
 		abort();
-	struct config *cfg =
-		config_parse(text, strlen(text), "/tmp/hub-test.json");
+	fx_hub_open(text, true);
 	free(text);
-	cr_assert_null(cfg->fatal);
-	fx_now = 1000000;
-	clock_set_source(fx_clock);
-	uv_loop_init(&fx_loop);
-	fx_hub = hub_new(&fx_loop, cfg, "/tmp", NULL, NULL);
 }
 
-static void fx_teardown(void)
+/* The initialize result (owned) of a new session (in *out) whose client
+ * declares caps (JSON text, or NULL) and asks for protocol version. */
+static inline json_t *fx_initialize(const char *caps, const char *version,
+				    struct session **out)
+{
+	json_t *c = caps ? json_loads(caps, 0, NULL) : json_object();
+	json_t *params = json_pack("{s:s,s:o,s:{s:s,s:s}}", "protocolVersion",
+				   version, "capabilities", c, "clientInfo",
+				   "name", "t", "version", "1");
+	*out = NULL;
+	json_t *r = hub_initialize(fx_hub, params, NULL, out);
+	json_decref(params);
+	return r;
+}
+
+/* A hub with no servers, on the real clock, and one session (fx_sess) on
+ * 2025-06-18: dispatch and streams that start nothing. */
+static struct session *fx_sess;
+
+static inline void fx_setup_bare(void)
+{
+	fx_hub_open("{\"mcpServers\":{}}", false);
+	json_t *result = fx_initialize(NULL, "2025-06-18", &fx_sess);
+	cr_assert_str_eq(
+		json_string_value(json_object_get(result, "protocolVersion")),
+		"2025-06-18");
+	json_decref(result);
+}
+
+static inline void fx_teardown(void)
 {
 	hub_free(fx_hub);
 	uv_run(&fx_loop, UV_RUN_DEFAULT);
@@ -89,13 +129,8 @@ static void fx_teardown(void)
 /* A new session whose client declares caps (JSON text, or NULL). */
 static inline struct session *fx_open(const char *caps)
 {
-	json_t *c = caps ? json_loads(caps, 0, NULL) : json_object();
-	json_t *params = json_pack("{s:s,s:o,s:{s:s,s:s}}", "protocolVersion",
-				   "2025-11-25", "capabilities", c,
-				   "clientInfo", "name", "t", "version", "1");
-	struct session *s = NULL;
-	json_t *r = hub_initialize(fx_hub, params, NULL, &s);
-	json_decref(params);
+	struct session *s;
+	json_t *r = fx_initialize(caps, "2025-11-25", &s);
 	if (r == NULL)
 		return NULL;
 	json_decref(r);

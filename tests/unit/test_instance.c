@@ -241,15 +241,33 @@ static json_int_t got_code(const struct got *g)
 	return g->code;
 }
 
+/* A request whose params are {key: val}, answered to g: its id or
+ * -errno. */
+static int64_t request_kv(struct instance *inst, const char *method,
+			  const char *key, const char *val, struct got *g)
+{
+	return instance_request(inst, method, json_pack("{s:s}", key, val),
+				got_cb, g);
+}
+
+/* tools/call of the tool name. */
+static int64_t call_tool(struct instance *inst, const char *name, struct got *g)
+{
+	return request_kv(inst, "tools/call", "name", name, g);
+}
+
+/* What a server says when it cannot parse a line: no id to go by. */
+#define NULL_ID_PARSE_ERROR                                                    \
+	"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{"                         \
+	"\"code\":-32700,\"message\":\"Parse error\"}}"
+
 /* ---- R2, R3: re-sent requests ---- */
 
 Test(instance, resend_keeps_the_id_so_cancel_settles_it_once)
 {
 	struct instance *inst = make_ready(0);
 	struct got g = {0};
-	int64_t id = instance_request(inst, "resources/read",
-				      json_pack("{s:s}", "uri", "fx://a"),
-				      got_cb, &g);
+	int64_t id = request_kv(inst, "resources/read", "uri", "fx://a", &g);
 	cr_assert_gt(id, 0);
 	fake_exit(conns[0], 1);
 	/* Lost with a connection that dropped on its own: back at once,
@@ -282,9 +300,7 @@ Test(instance, cancel_while_queued_is_never_sent)
 {
 	struct instance *inst = make_ready(0);
 	struct got g = {0};
-	int64_t id = instance_request(inst, "resources/read",
-				      json_pack("{s:s}", "uri", "fx://a"),
-				      got_cb, &g);
+	int64_t id = request_kv(inst, "resources/read", "uri", "fx://a", &g);
 	fake_exit(conns[0], 1);
 	cr_assert(instance_cancel(inst, id, "user"));
 	fake_handshake(conns[1]);
@@ -298,14 +314,12 @@ Test(instance, request_that_kills_its_server_is_resent_once_then_backs_off)
 {
 	struct instance *inst = make_ready(0);
 	struct got g = {0}, innocent = {0};
-	instance_request(inst, "resources/read",
-			 json_pack("{s:s}", "uri", "fx://a"), got_cb, &g);
+	request_kv(inst, "resources/read", "uri", "fx://a", &g);
 	fake_exit(conns[0], 1);
 	fake_handshake(conns[1]);
 	cr_assert(sent_method(conns[1], "resources/read", NULL));
 	/* Sent once, in flight when the re-sent one kills the server. */
-	instance_request(inst, "prompts/get", json_pack("{s:s}", "name", "p"),
-			 got_cb, &innocent);
+	request_kv(inst, "prompts/get", "name", "p", &innocent);
 	fake_exit(conns[1], 1);
 	cr_assert_eq(innocent.calls, 1);
 	cr_assert_not_null(strstr(got_message(&innocent), "went away"));
@@ -329,8 +343,7 @@ Test(instance, a_call_that_may_have_run_is_never_resent)
 {
 	struct instance *inst = make_ready(0);
 	struct got g = {0};
-	instance_request(inst, "tools/call", json_pack("{s:s}", "name", "x"),
-			 got_cb, &g);
+	call_tool(inst, "x", &g);
 	fake_exit(conns[0], 1);
 	cr_assert_eq(g.calls, 1);
 	cr_assert_not_null(strstr(got_message(&g), "may or may not"));
@@ -344,12 +357,9 @@ Test(instance, tool_timeout_fails_the_call_and_cancels_it_on_the_server)
 {
 	struct instance *inst = make_ready(5000);
 	struct got g = {0}, other = {0};
-	int64_t id = instance_request(inst, "tools/call",
-				      json_pack("{s:s}", "name", "sleep"),
-				      got_cb, &g);
+	int64_t id = call_tool(inst, "sleep", &g);
 	/* Other requests have no deadline. */
-	instance_request(inst, "resources/read",
-			 json_pack("{s:s}", "uri", "fx://a"), got_cb, &other);
+	request_kv(inst, "resources/read", "uri", "fx://a", &other);
 	fake_now += 4999;
 	instance_expire(inst);
 	cr_assert_eq(g.calls, 0);
@@ -404,10 +414,8 @@ Test(instance, error_with_null_id_fails_the_only_request_in_flight)
 {
 	struct instance *inst = make_ready(0);
 	struct got g = {0};
-	instance_request(inst, "tools/call", json_pack("{s:s}", "name", "x"),
-			 got_cb, &g);
-	serve(conns[0], "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{"
-			"\"code\":-32700,\"message\":\"Parse error\"}}");
+	call_tool(inst, "x", &g);
+	serve(conns[0], NULL_ID_PARSE_ERROR);
 	cr_assert_eq(g.calls, 1);
 	cr_assert_eq(got_code(&g), JR_PARSE_ERROR);
 	cr_assert_not_null(strstr(got_message(&g), "Parse error"));
@@ -419,12 +427,9 @@ Test(instance, error_with_null_id_and_several_in_flight_fails_each_honestly)
 {
 	struct instance *inst = make_ready(0);
 	struct got a = {0}, b = {0};
-	instance_request(inst, "tools/call", json_pack("{s:s}", "name", "x"),
-			 got_cb, &a);
-	instance_request(inst, "tools/call", json_pack("{s:s}", "name", "y"),
-			 got_cb, &b);
-	serve(conns[0], "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{"
-			"\"code\":-32700,\"message\":\"Parse error\"}}");
+	call_tool(inst, "x", &a);
+	call_tool(inst, "y", &b);
+	serve(conns[0], NULL_ID_PARSE_ERROR);
 	cr_assert_eq(a.calls, 1);
 	cr_assert_eq(b.calls, 1);
 	cr_assert_not_null(strstr(got_message(&b), "did not say which"));
@@ -435,9 +440,7 @@ Test(instance, an_answer_under_a_string_id_still_answers_its_call)
 {
 	struct instance *inst = make_ready(0);
 	struct got a = {0}, b = {0};
-	int64_t ia =
-		instance_request(inst, "tools/call",
-				 json_pack("{s:s}", "name", "x"), got_cb, &a);
+	int64_t ia = call_tool(inst, "x", &a);
 	char line[128];
 	snprintf(line, sizeof line,
 		 "{\"jsonrpc\":\"2.0\",\"id\":\"%lld\",\"result\":{}}",
@@ -446,8 +449,7 @@ Test(instance, an_answer_under_a_string_id_still_answers_its_call)
 	cr_assert_eq(a.calls, 1);
 	cr_assert_eq(a.code, 0);
 	/* An id it was never sent: the one call in flight is failed. */
-	instance_request(inst, "tools/call", json_pack("{s:s}", "name", "y"),
-			 got_cb, &b);
+	call_tool(inst, "y", &b);
 	serve(conns[0], "{\"jsonrpc\":\"2.0\",\"id\":\"zz\",\"error\":{"
 			"\"code\":-32603,\"message\":\"boom\"}}");
 	cr_assert_eq(b.calls, 1);
@@ -465,12 +467,8 @@ Test(instance, answer_over_the_line_limit_fails_its_request_by_id)
 {
 	struct instance *inst = make_ready(0);
 	struct got a = {0}, b = {0};
-	int64_t ia =
-		instance_request(inst, "resources/read",
-				 json_pack("{s:s}", "uri", "a"), got_cb, &a);
-	int64_t ib =
-		instance_request(inst, "resources/read",
-				 json_pack("{s:s}", "uri", "b"), got_cb, &b);
+	int64_t ia = request_kv(inst, "resources/read", "uri", "a", &a);
+	int64_t ib = request_kv(inst, "resources/read", "uri", "b", &b);
 	char tail[64], head[64];
 	/* Serialisers that put the envelope last (the TypeScript SDK). */
 	snprintf(tail, sizeof tail,
@@ -487,10 +485,8 @@ Test(instance, answer_over_the_line_limit_fails_its_request_by_id)
 	cr_assert_eq(a.calls, 1);
 	/* An id inside a string at the end is not the envelope's. */
 	struct got c = {0}, d = {0};
-	instance_request(inst, "resources/read", json_pack("{s:s}", "uri", "c"),
-			 got_cb, &c);
-	instance_request(inst, "resources/read", json_pack("{s:s}", "uri", "d"),
-			 got_cb, &d);
+	request_kv(inst, "resources/read", "uri", "c", &c);
+	request_kv(inst, "resources/read", "uri", "d", &d);
 	overlong(conns[0], "{\"result\":{", "\"text\":\"x\\\"id\\\":3}\"}}");
 	/* Unknown, two candidates: each fails, saying so. */
 	cr_assert_eq(c.calls, 1);
@@ -498,8 +494,7 @@ Test(instance, answer_over_the_line_limit_fails_its_request_by_id)
 	cr_assert_not_null(strstr(got_message(&d), "did not say which"));
 	/* A notification over the limit fails nothing. */
 	struct got e = {0};
-	instance_request(inst, "resources/read", json_pack("{s:s}", "uri", "e"),
-			 got_cb, &e);
+	request_kv(inst, "resources/read", "uri", "e", &e);
 	overlong(conns[0], "{\"method\":\"notifications/message\",\"params\"",
 		 "}}");
 	cr_assert_eq(e.calls, 0);
@@ -514,8 +509,7 @@ Test(instance, answers_to_server_requests_go_only_to_the_connection_that_asked)
 	uint64_t g1 = instance_conn_gen(inst);
 	cr_assert_gt(g1, 0);
 	struct got g = {0};
-	instance_request(inst, "resources/read",
-			 json_pack("{s:s}", "uri", "fx://a"), got_cb, &g);
+	request_kv(inst, "resources/read", "uri", "fx://a", &g);
 	fake_exit(conns[0], 1);
 	fake_handshake(conns[1]);
 	uint64_t g2 = instance_conn_gen(inst);
@@ -536,10 +530,7 @@ Test(instance, a_full_input_is_reported_as_such)
 	struct instance *inst = make_ready(0);
 	struct got g = {0};
 	conns[0]->send_rc = -ENOBUFS;
-	cr_assert_eq(instance_request(inst, "tools/call",
-				      json_pack("{s:s}", "name", "x"), got_cb,
-				      &g),
-		     -ENOBUFS);
+	cr_assert_eq(call_tool(inst, "x", &g), -ENOBUFS);
 	cr_assert_eq(instance_notify(inst, "notifications/x", NULL), -ENOBUFS);
 	json_t *id = json_integer(3);
 	cr_assert_eq(instance_respond(inst, id, json_object(), NULL), -ENOBUFS);

@@ -300,6 +300,21 @@ static struct journal *tst_open(void)
 	return j;
 }
 
+/* A journal with one entry for leader's group (token tok), reconciled
+ * with grace_ms: its report. */
+static struct journal_report tst_reconcile_one(pid_t leader, uint64_t start,
+					       const char *tok,
+					       const char *name,
+					       unsigned grace_ms)
+{
+	struct journal *j = tst_open();
+	cr_assert_eq(journal_add(j, leader, leader, start, tok, name), 0);
+	struct journal_report r;
+	cr_assert_eq(journal_reconcile(j, grace_ms, &r), 0);
+	journal_free(j);
+	return r;
+}
+
 static void tst_assert_signalled(pid_t pid, int sig)
 {
 	int st = tst_reap(pid);
@@ -738,15 +753,10 @@ Test(journal, group_members_without_the_token_are_left_alone)
 	cr_assert_eq(tst_pgrp(clean), leader);
 	cr_assert_eq(tst_pgrp(near), leader);
 
-	struct journal *j = tst_open();
-	cr_assert_eq(journal_add(j, leader, leader, tst_start_time(leader), tok,
-				 "demo"),
-		     0);
-	struct journal_report r;
-	cr_assert_eq(journal_reconcile(j, TST_GRACE_MS, &r), 0);
+	struct journal_report r = tst_reconcile_one(
+		leader, tst_start_time(leader), tok, "demo", TST_GRACE_MS);
 	cr_assert_eq(r.stopped, 1);
 	cr_assert_eq(r.left_alone, 2);
-	journal_free(j);
 
 	tst_assert_signalled(leader, SIGTERM);
 	cr_assert(tst_alive(clean), "a member without the token was hit");
@@ -769,19 +779,14 @@ Test(journal, term_ignoring_process_is_killed_after_grace)
 	cr_assert_str_eq(line, "ready");
 	close(fd);
 
-	struct journal *j = tst_open();
-	cr_assert_eq(journal_add(j, leader, leader, tst_start_time(leader), tok,
-				 "stubborn"),
-		     0);
-	struct journal_report r;
 	uint64_t t0 = tst_now_ms();
-	cr_assert_eq(journal_reconcile(j, 200, &r), 0);
+	struct journal_report r = tst_reconcile_one(
+		leader, tst_start_time(leader), tok, "stubborn", 200);
 	uint64_t took = tst_now_ms() - t0;
 	cr_assert_eq(r.stopped, 1);
 	cr_assert_geq(took, 200, "SIGKILL came before the grace: %lu ms",
 		      (unsigned long)took);
 	cr_assert_lt(took, 2000);
-	journal_free(j);
 	tst_assert_signalled(leader, SIGKILL);
 }
 
@@ -798,14 +803,11 @@ Test(journal, entry_whose_processes_are_gone_counts_as_gone)
 	kill(leader, SIGKILL);
 	tst_assert_signalled(leader, SIGKILL);
 
-	struct journal *j = tst_open();
-	cr_assert_eq(journal_add(j, leader, leader, st, tok, "gone"), 0);
-	struct journal_report r;
-	cr_assert_eq(journal_reconcile(j, TST_GRACE_MS, &r), 0);
+	struct journal_report r =
+		tst_reconcile_one(leader, st, tok, "gone", TST_GRACE_MS);
 	cr_assert_eq(r.entries, 1);
 	cr_assert_eq(r.stopped, 0);
 	cr_assert_eq(r.gone, 1);
-	journal_free(j);
 	cr_assert_eq(tst_file_entries(), 0);
 }
 
@@ -827,16 +829,12 @@ Test(journal, reconcile_stops_setsid_child_outside_the_group)
 		tst_sleep_ms(10);
 	}
 
-	struct journal *j = tst_open();
-	cr_assert_eq(journal_add(j, leader, leader, tst_start_time(leader), tok,
-				 "daemonizer"),
-		     0);
-	struct journal_report r;
-	cr_assert_eq(journal_reconcile(j, TST_GRACE_MS, &r), 0);
+	struct journal_report r =
+		tst_reconcile_one(leader, tst_start_time(leader), tok,
+				  "daemonizer", TST_GRACE_MS);
 	cr_assert_eq(r.entries, 1);
 	cr_assert_eq(r.stopped, 2);
 	cr_assert_eq(r.left_alone, 0);
-	journal_free(j);
 	tst_assert_signalled(leader, SIGTERM);
 	tst_assert_signalled(daemon, SIGTERM);
 }

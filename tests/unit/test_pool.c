@@ -14,10 +14,10 @@
 #include <ftw.h>
 
 #include "config/config.h"
-#include "pool/keymap.h"
 #include "pool/pool.h"
 #include "toolcache/toolcache.h"
 #include "util/clock.h"
+#include "util/keymap.h"
 
 #define POOL_TEST_IDLE_MS 100
 #define POOL_TEST_BOUND_MS 8000

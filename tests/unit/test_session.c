@@ -2,68 +2,7 @@
  * Session dispatch over a hub with no servers: every malformed or unknown
  * request gets the right JSON-RPC error, and nothing is started.
  */
-#include <criterion/criterion.h>
-#include <string.h>
-#include <uv.h>
-
-#include "config/config.h"
-#include "jsonrpc/jsonrpc.h"
-#include "session/exchange.h"
-#include "session/hub.h"
-#include "session/session.h"
-
-struct capture {
-	json_t *msgs;
-	int finished;
-};
-
-static void capture_deliver(void *ctx, json_t *msg, const char *id,
-			    const char *data, size_t len)
-{
-	struct capture *c = ctx;
-	if (msg)
-		json_array_append(c->msgs, msg);
-	else
-		json_array_append_new(c->msgs, json_loadb(data, len, 0, NULL));
-}
-
-static void capture_finish(void *ctx)
-{
-	struct capture *c = ctx;
-	c->finished++;
-}
-
-static const struct exchange_ops capture_ops = {capture_deliver,
-						capture_finish};
-
-static uv_loop_t loop;
-static struct hub *hub;
-static struct session *sess;
-
-static void setup(void)
-{
-	uv_loop_init(&loop);
-	const char *text = "{\"mcpServers\":{}}";
-	struct config *cfg = config_parse(text, strlen(text), "/tmp/t.json");
-	cr_assert_null(cfg->fatal);
-	hub = hub_new(&loop, cfg, "/tmp", NULL, NULL);
-	json_t *params = json_pack("{s:s,s:{},s:{s:s,s:s}}", "protocolVersion",
-				   "2025-06-18", "capabilities", "clientInfo",
-				   "name", "t", "version", "1");
-	json_t *result = hub_initialize(hub, params, NULL, &sess);
-	cr_assert_str_eq(
-		json_string_value(json_object_get(result, "protocolVersion")),
-		"2025-06-18");
-	json_decref(result);
-	json_decref(params);
-}
-
-static void teardown(void)
-{
-	hub_free(hub);
-	uv_run(&loop, UV_RUN_DEFAULT);
-	cr_assert_eq(uv_loop_close(&loop), 0);
-}
+#include "hub_fixture.h"
 
 /* Sends text as one request and returns its single answer. */
 static json_t *ask(const char *text)
@@ -71,9 +10,9 @@ static json_t *ask(const char *text)
 	json_error_t jerr;
 	json_t *msg = json_loads(text, 0, &jerr);
 	cr_assert_not_null(msg, "%s", jerr.text);
-	struct capture cap = {json_array(), 0};
-	struct exchange *ex = exchange_new(&capture_ops, &cap, 1);
-	session_handle(sess, msg, ex);
+	struct fx_capture cap = {json_array(), 0};
+	struct exchange *ex = exchange_new(&fx_ops, &cap, 1);
+	session_handle(fx_sess, msg, ex);
 	cr_assert_eq(cap.finished, 1, "answered at once: %s", text);
 	cr_assert_eq(json_array_size(cap.msgs), 1);
 	json_t *answer = json_incref(json_array_get(cap.msgs, 0));
@@ -97,7 +36,7 @@ static void expect_error(const char *text, int code, const char *needle)
 	json_decref(a);
 }
 
-TestSuite(session, .init = setup, .fini = teardown);
+TestSuite(session, .init = fx_setup_bare, .fini = fx_teardown);
 
 Test(session, ping_is_answered_by_the_runtime)
 {
@@ -220,9 +159,9 @@ Test(session, empty_lists_with_no_servers)
 Test(session, invalid_message_gets_invalid_request)
 {
 	json_t *msg = json_pack("{s:i,s:s}", "id", 1, "method", "ping");
-	struct capture cap = {json_array(), 0};
-	struct exchange *ex = exchange_new(&capture_ops, &cap, 1);
-	session_handle(sess, msg, ex);
+	struct fx_capture cap = {json_array(), 0};
+	struct exchange *ex = exchange_new(&fx_ops, &cap, 1);
+	session_handle(fx_sess, msg, ex);
 	cr_assert_eq(json_array_size(cap.msgs), 1);
 	json_t *err = json_object_get(json_array_get(cap.msgs, 0), "error");
 	cr_assert_eq(json_integer_value(json_object_get(err, "code")),
@@ -246,19 +185,19 @@ Test(session, notifications_and_stray_responses_need_no_answer)
 	};
 	for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
 		json_t *m = json_loads(texts[i], 0, NULL);
-		session_handle(sess, m, NULL);
+		session_handle(fx_sess, m, NULL);
 		json_decref(m);
 	}
-	cr_assert_eq(hub_session_count(hub), 1);
+	cr_assert_eq(hub_session_count(fx_hub), 1);
 }
 
 Test(session, replay_ring_resumes_after_an_event)
 {
-	struct capture cap = {json_array(), 0};
-	struct exchange *ex = exchange_new(&capture_ops, &cap, 2);
-	session_stream_open(sess, ex);
+	struct fx_capture cap = {json_array(), 0};
+	struct exchange *ex = exchange_new(&fx_ops, &cap, 2);
+	session_stream_open(fx_sess, ex);
 	char prime[EXCHANGE_EVENT_ID_MAX];
-	session_stream_prime(sess, ex, prime);
+	session_stream_prime(fx_sess, ex, prime);
 	json_t *note = jr_notification("notifications/progress", NULL);
 	exchange_send(ex, note);
 	exchange_detach(ex);
@@ -268,14 +207,15 @@ Test(session, replay_ring_resumes_after_an_event)
 	exchange_send(ex, r1); /* recorded while nobody listens */
 	struct exchange *cont = NULL;
 	json_t *events = NULL;
-	cr_assert_eq(session_stream_resume(sess, prime, &cont, &events), 0);
+	cr_assert_eq(session_stream_resume(fx_sess, prime, &cont, &events), 0);
 	cr_assert_eq(json_array_size(events), 2);
 	cr_assert_not_null(cont, "one response is still expected");
 	cr_assert_eq(cont, ex);
 	exchange_unref(cont);
 	json_decref(events);
-	cr_assert_lt(session_stream_resume(sess, "999999", &cont, &events), 0);
-	cr_assert_lt(session_stream_resume(sess, "x", &cont, &events), 0);
+	cr_assert_lt(session_stream_resume(fx_sess, "999999", &cont, &events),
+		     0);
+	cr_assert_lt(session_stream_resume(fx_sess, "x", &cont, &events), 0);
 	json_decref(note);
 	json_decref(r1);
 	json_decref(cap.msgs);

@@ -1,6 +1,7 @@
 /*
  * A map from strings to pointers, by hash: the pool's instances by key,
- * leases by session id, the hub's sessions by id. Keys are borrowed: each
+ * leases by session id, the hub's sessions by id; the one string hash of
+ * the code base (keymap_hash). Keys are borrowed: each
  * must stay valid and unchanged while it is in the map (the value usually
  * owns it). Lookups hash the key a word at a time, so that long canonical
  * keys that share a prefix cost little more than short ones.

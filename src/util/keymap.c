@@ -1,6 +1,6 @@
 /* String keys to pointers: open addressing, linear probing, deletion by
  * backward shift (no tombstones, so a busy map never degrades). */
-#include "pool/keymap.h"
+#include "util/keymap.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
