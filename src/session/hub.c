@@ -1,6 +1,7 @@
 /*
  * The hub: sessions by id over one config and one pool, and the routing of
- * a server's messages to the sessions they concern.
+ * a server's messages to the sessions they concern. What status shows of
+ * it is in hub_status.c.
  */
 #include "session/hub.h"
 
@@ -8,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/secrets.h"
 #include "jsonrpc/jsonrpc.h"
 #include "router/router.h"
+#include "session/hub_int.h"
 #include "session/session.h"
 #include "session/session_int.h"
 #include "session/spaces.h"
@@ -21,31 +22,6 @@
 #include "util/log.h"
 #include "util/sha256.h"
 #include "util/xmalloc.h"
-
-/* Every session is on one list (for walks) and in the map by its id (for
- * the lookup each request makes). */
-struct hub_entry {
-	struct hub_entry *next, *prev;
-	struct session *s;
-};
-
-struct hub {
-	uv_loop_t *loop;
-	struct config *cfg;
-	struct pool *pool;
-	char *app_dir;
-	size_t page_size;
-	struct hub_entry *sessions;
-	size_t nsessions;
-	struct keymap by_id; /* session id (its own string) -> hub_entry */
-	size_t max_sessions;
-	uint64_t session_timeout_ms;
-	struct tokens tokens; /* progress tokens given to servers -> call */
-	uv_timer_t sweep;
-	void (*quiet_fn)(void *arg);
-	void *quiet_arg;
-	struct spaces *spaces; /* .mcp.json reads, off the loop */
-};
 
 #define HUB_SWEEP_MS 5000
 
@@ -627,206 +603,4 @@ void hub_session_label(const char *id, char out[HUB_LABEL_LEN + 1])
 	sha256_hex(id, strlen(id), hex);
 	memcpy(out, hex, HUB_LABEL_LEN);
 	out[HUB_LABEL_LEN] = '\0';
-}
-
-struct hub_status_walk {
-	struct hub *hub;
-	const char *name;
-	json_t *out;
-	enum hub_status_detail detail;
-	struct secrets *sec;
-};
-
-/* Text a server wrote (stderr, its error) may hold a secret the config
- * gave it: shown only with each configured secret masked. */
-static void hub_status_mask(json_t *o, const char *field, struct secrets *sec)
-{
-	const char *text = json_string_value(json_object_get(o, field));
-	if (text == NULL)
-		return;
-	char *masked = secrets_mask(sec, text);
-	json_object_set_new(o, field, json_string(masked));
-	free(masked);
-}
-
-static void hub_status_inst_cb(void *arg, struct instance *inst)
-{
-	struct hub_status_walk *w = arg;
-	if (strcmp(instance_name(inst), w->name) != 0)
-		return;
-	json_t *d = instance_describe(inst, w->detail == HUB_STATUS_VERBOSE);
-	if (w->detail == HUB_STATUS_PUBLIC)
-		json_object_del(d, "stderr");
-	hub_status_mask(d, "stderr", w->sec);
-	hub_status_mask(d, "error", w->sec);
-	hub_status_mask(d, "note", w->sec);
-	json_t *p = pool_describe(w->hub->pool, inst);
-	json_t *members = json_object_get(p, "members");
-	json_t *labels = json_array();
-	size_t i;
-	json_t *m;
-	json_array_foreach(members, i, m)
-	{
-		const char *id =
-			json_string_value(json_object_get(m, "session"));
-		char label[HUB_LABEL_LEN + 1];
-		hub_session_label(id ? id : "", label);
-		json_array_append_new(labels, json_string(label));
-	}
-	json_object_set_new(d, "sessions", labels);
-	json_object_set(d, "holders", json_object_get(p, "holders"));
-	json_object_set(d, "inflight", json_object_get(p, "requests"));
-	json_object_set(d, "idleTimeoutMs",
-			json_object_get(p, "idleTimeoutMs"));
-	if (json_object_get(p, "idleClosesInMs"))
-		json_object_set(d, "idleClosesInMs",
-				json_object_get(p, "idleClosesInMs"));
-	json_decref(p);
-	json_array_append_new(w->out, d);
-}
-
-static void hub_status_name_cb(void *arg, struct instance *inst)
-{
-	json_array_append_new(arg, json_string(instance_name(inst)));
-}
-
-/* Every secret a status could meet: the global config's, the API keys,
- * and those of each space's .mcp.json. */
-static struct secrets *hub_status_secrets(struct hub *hub)
-{
-	struct secrets *sec = secrets_new();
-	secrets_add_config(sec, hub->cfg);
-	for (struct hub_entry *e = hub->sessions; e; e = e->next)
-		secrets_add_config(sec, e->s->space_cfg);
-	return sec;
-}
-
-json_t *hub_instance_describe(struct hub *hub, struct instance *inst)
-{
-	struct secrets *sec = hub_status_secrets(hub);
-	json_t *d = instance_describe(inst, false);
-	hub_status_mask(d, "stderr", sec);
-	hub_status_mask(d, "error", sec);
-	hub_status_mask(d, "note", sec);
-	secrets_free(sec);
-	return d;
-}
-
-/* Each session by label, client name and space. */
-static json_t *hub_status_sessions(struct hub *hub)
-{
-	json_t *out = json_array();
-	for (struct hub_entry *e = hub->sessions; e; e = e->next) {
-		char label[HUB_LABEL_LEN + 1];
-		hub_session_label(session_id(e->s), label);
-		json_t *o = json_pack("{s:s}", "label", label);
-		json_t *cname = json_object_get(e->s->client_info, "name");
-		if (json_is_string(cname))
-			json_object_set(o, "client", cname);
-		if (session_space(e->s))
-			json_object_set_new(o, "space",
-					    json_string(session_space(e->s)));
-		json_array_append_new(out, o);
-	}
-	return out;
-}
-
-/* Servers of a space's .mcp.json that the user has not allowed: they run
- * nothing, and status says what allows them. One line per space and
- * name. */
-static void hub_status_untrusted(struct hub *hub, json_t *servers)
-{
-	json_t *seen = json_object();
-	for (struct hub_entry *e = hub->sessions; e; e = e->next) {
-		const struct config *sc = e->s->space_cfg;
-		for (size_t i = 0; sc && i < sc->nservers; i++) {
-			const struct server_config *sv = &sc->servers[i];
-			if (sv->untrusted == NULL)
-				continue;
-			char *k = xasprintf("%s\n%s", sv->name, sv->untrusted);
-			if (json_object_get(seen, k) == NULL) {
-				json_object_set_new(seen, k, json_true());
-				json_array_append_new(
-					servers,
-					json_pack("{s:s,s:s,s:s,s:s,s:s,s:[]}",
-						  "name", sv->name, "source",
-						  "space", "space",
-						  session_space(e->s), "state",
-						  "untrusted", "untrusted",
-						  sv->untrusted, "instances"));
-			}
-			free(k);
-		}
-	}
-	json_decref(seen);
-}
-
-json_t *hub_status(struct hub *hub, enum hub_status_detail detail)
-{
-	struct secrets *sec = hub_status_secrets(hub);
-	json_t *servers = json_array();
-	for (size_t i = 0; i < hub->cfg->nservers; i++) {
-		const struct server_config *sv = &hub->cfg->servers[i];
-		json_t *o = json_object();
-		json_object_set_new(o, "name", json_string(sv->name));
-		json_object_set_new(o, "kind",
-				    json_string(config_kind_name(sv->kind)));
-		json_object_set_new(o, "scope",
-				    json_string(config_scope_name(sv->scope)));
-		json_object_set_new(
-			o, "exposure",
-			json_string(config_exposure_name(sv->exposure)));
-		if (sv->error)
-			json_object_set_new(o, "configError",
-					    json_string(sv->error));
-		if (sv->disabled)
-			json_object_set_new(o, "disabled", json_true());
-		if (pool_server_held_stopped(hub->pool, sv->name))
-			json_object_set_new(o, "stoppedByUser", json_true());
-		struct hub_status_walk w = {hub, sv->name, json_array(), detail,
-					    sec};
-		pool_foreach(hub->pool, hub_status_inst_cb, &w);
-		json_object_set_new(o, "instances", w.out);
-		/* Why it last failed, also once its instance is gone. */
-		json_t *lf = instance_failure_of(sv->name);
-		if (lf && detail == HUB_STATUS_PUBLIC)
-			json_object_del(lf, "stderr");
-		if (lf) {
-			hub_status_mask(lf, "stderr", sec);
-			hub_status_mask(lf, "reason", sec);
-			json_object_set_new(o, "lastFailure", lf);
-		}
-		json_array_append_new(servers, o);
-	}
-	/* Servers that only a space's .mcp.json names. */
-	json_t *seen = json_object();
-	for (size_t i = 0; i < hub->cfg->nservers; i++)
-		json_object_set_new(seen, hub->cfg->servers[i].name,
-				    json_true());
-	json_t *names = json_array();
-	pool_foreach(hub->pool, hub_status_name_cb, names);
-	size_t k;
-	json_t *nm;
-	json_array_foreach(names, k, nm)
-	{
-		const char *name = json_string_value(nm);
-		if (json_object_get(seen, name))
-			continue;
-		json_object_set_new(seen, name, json_true());
-		struct hub_status_walk w = {hub, name, json_array(), detail,
-					    sec};
-		pool_foreach(hub->pool, hub_status_inst_cb, &w);
-		json_array_append_new(servers,
-				      json_pack("{s:s,s:s,s:o}", "name", name,
-						"source", "space", "instances",
-						w.out));
-	}
-	json_decref(names);
-	json_decref(seen);
-	hub_status_untrusted(hub, servers);
-	secrets_free(sec);
-	return json_pack("{s:o,s:I,s:o,s:s}", "servers", servers, "sessions",
-			 (json_int_t)hub->nsessions, "sessionList",
-			 hub_status_sessions(hub), "config",
-			 hub->cfg->path ? hub->cfg->path : "");
 }

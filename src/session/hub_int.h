@@ -1,0 +1,42 @@
+/*
+ * Inside the hub: its state, shared by hub.c (sessions, routing, spaces
+ * and reload) and hub_status.c (what status and describe show). Not for
+ * use outside src/session/.
+ */
+#ifndef MCPV_HUB_INT_H
+#define MCPV_HUB_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "session/hub.h"
+#include "session/tokens.h"
+#include "util/keymap.h"
+
+/* Every session is on one list (for walks) and in the map by its id (for
+ * the lookup each request makes). */
+struct hub_entry {
+	struct hub_entry *next, *prev;
+	struct session *s;
+};
+
+struct hub {
+	uv_loop_t *loop;
+	struct config *cfg;
+	struct pool *pool;
+	char *app_dir;
+	size_t page_size;
+	struct hub_entry *sessions;
+	size_t nsessions;
+	struct keymap by_id; /* session id (its own string) -> hub_entry */
+	size_t max_sessions;
+	uint64_t session_timeout_ms;
+	struct tokens tokens; /* progress tokens given to servers -> call */
+	uv_timer_t sweep;
+	void (*quiet_fn)(void *arg);
+	void *quiet_arg;
+	struct spaces *spaces; /* .mcp.json reads, off the loop */
+};
+
+#endif
