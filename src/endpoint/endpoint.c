@@ -21,6 +21,7 @@
 #include "session/session.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/flow.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
@@ -35,7 +36,17 @@ struct ep_write {
 	uv_write_t req;
 	struct conn *c;
 	char *data;
+	struct flow *flow; /* with flow_bytes of data counted there */
+	size_t flow_bytes;
 };
+
+/* The counted bytes of out are gone (written, failed or dropped). */
+static void ep_flow_settle(struct conn *c)
+{
+	if (c->flow_out > 0)
+		flow_sub(c->flow, c->flow_out);
+	c->flow_out = 0;
+}
 
 /* Output held for the connection: queued in libuv and gathered. */
 static size_t ep_conn_pending(const struct conn *c)
@@ -56,6 +67,10 @@ static void ep_write_cb(uv_write_t *req, int status)
 {
 	struct ep_write *w = (struct ep_write *)req;
 	struct conn *c = w->c;
+	if (w->flow) { /* written, failed or cancelled: no longer queued */
+		flow_sub(w->flow, w->flow_bytes);
+		flow_unref(w->flow);
+	}
 	free(w->data);
 	free(w);
 	if (c->state == CONN_CLOSING)
@@ -86,10 +101,12 @@ static int ep_conn_flush(struct conn *c)
 		uv_buf_t b = uv_buf_init(c->out.data, (unsigned)c->out.len);
 		int n = uv_try_write(&c->u.s, &b, 1);
 		if (n == (int)c->out.len) {
+			ep_flow_settle(c);
 			buf_reset(&c->out);
 			return 0;
 		}
 		if (n < 0 && n != UV_EAGAIN) {
+			ep_flow_settle(c);
 			buf_reset(&c->out);
 			return n;
 		}
@@ -103,8 +120,20 @@ static int ep_conn_flush(struct conn *c)
 	memcpy(w->data, c->out.data + done, c->out.len - done);
 	uv_buf_t rest = uv_buf_init(w->data, (unsigned)(c->out.len - done));
 	buf_reset(&c->out);
+	/* The counted bytes stay counted until the write's callback, even
+	 * those try_write took: a little late, never twice. */
+	if (c->flow_out > 0) {
+		w->flow = c->flow;
+		w->flow_bytes = c->flow_out;
+		flow_ref(w->flow);
+		c->flow_out = 0;
+	}
 	int rc = uv_write(&w->req, &c->u.s, &rest, 1, ep_write_cb);
 	if (rc < 0) {
+		if (w->flow) {
+			flow_sub(w->flow, w->flow_bytes);
+			flow_unref(w->flow);
+		}
 		free(w->data);
 		free(w);
 	}
@@ -140,6 +169,24 @@ static void ep_conn_mark_dirty(struct conn *c)
 	}
 }
 
+/* Counts len bytes about to be gathered for c against the server whose
+ * message is being handled (util/flow.h). */
+static void ep_flow_count(struct conn *c, size_t len)
+{
+	if (c->flow != flow_current) {
+		/* Another server's counted bytes leave first, so each write
+		 * carries one server's count. Rare: a connection mostly
+		 * carries one server's answers. */
+		if (c->flow_out > 0 && ep_conn_flush(c) < 0)
+			c->over = true; /* closed at the flush */
+		flow_unref(c->flow);
+		c->flow = flow_current;
+		flow_ref(c->flow);
+	}
+	c->flow_out += len;
+	flow_add(c->flow, len);
+}
+
 void ep_write(struct conn *c, const char *data, size_t len)
 {
 	if (c->state == CONN_CLOSING || c->state == CONN_LINGER || len == 0 ||
@@ -150,8 +197,11 @@ void ep_write(struct conn *c, const char *data, size_t len)
 	size_t pending = ep_conn_pending(c);
 	if (pending > 0 && pending + len > EP_OUT_CAP)
 		c->over = true;
-	else
+	else {
+		if (flow_current)
+			ep_flow_count(c, len);
 		buf_append(&c->out, data, len);
+	}
 	ep_conn_mark_dirty(c);
 }
 
@@ -224,6 +274,9 @@ void ep_conn_close(struct conn *c)
 		uv_buf_t b = uv_buf_init(c->out.data, (unsigned)c->out.len);
 		(void)uv_try_write(&c->u.s, &b, 1);
 	}
+	ep_flow_settle(c);
+	flow_unref(c->flow);
+	c->flow = NULL;
 	buf_reset(&c->out);
 	if (c->dirty) {
 		struct conn **pp = &c->ep->dirty;
@@ -325,82 +378,6 @@ void ep_conn_request_done(struct conn *c)
 	 * else (an answer that came later) start it here. */
 	if (!c->processing)
 		ep_conn_process(c);
-}
-
-/* ---- simple answers ---- */
-
-void ep_respond(struct conn *c, int status, const char *ctype, const char *body,
-		size_t len, const char *extra)
-{
-	struct buf b;
-	buf_init(&b);
-	httpresp_simple(&b, status, ctype, body, len,
-			c->keep_alive && !c->close_after, extra);
-	ep_write(c, b.data, b.len);
-	buf_free(&b);
-}
-
-void ep_respond_json(struct conn *c, int status, json_t *body,
-		     const char *extra)
-{
-	char *s = json_dumps(body, JSON_COMPACT);
-	ep_respond(c, status, "application/json", s, strlen(s), extra);
-	free(s);
-}
-
-/* An HTTP-level error with a JSON-RPC error body, so MCP clients can show
- * the message. */
-void ep_fail(struct conn *c, int status, int code, const char *message)
-{
-	json_t *err = jr_error(NULL, code, message, NULL);
-	ep_respond_json(c, status, err, NULL);
-	json_decref(err);
-	ep_conn_request_done(c);
-}
-
-/* ---- exchange delivery ---- */
-
-void ep_sse_start(struct conn *c)
-{
-	if (c->sse_started)
-		return;
-	c->sse_started = true;
-	struct buf b;
-	buf_init(&b);
-	struct buf extra;
-	buf_init(&extra);
-	buf_puts(&extra, "Transfer-Encoding: chunked\r\n");
-	if (c->session_id) {
-		buf_puts(&extra, "Mcp-Session-Id: ");
-		buf_puts(&extra, c->session_id);
-		buf_puts(&extra, "\r\n");
-	}
-	httpresp_head(&b, 200, "text/event-stream", -1, true, extra.data);
-	buf_free(&extra);
-	ep_write_buf(c, &b);
-	buf_free(&b);
-	if (c->prime_pending) {
-		c->prime_pending = false;
-		ep_sse_write(c, c->prime_id, "", 0, EP_SSE_RETRY_MS);
-	}
-}
-
-/* Writes one SSE event as one HTTP chunk. */
-void ep_sse_write(struct conn *c, const char *id, const char *data, size_t len,
-		  long retry_ms)
-{
-	struct buf ev, out;
-	buf_init(&ev);
-	buf_init(&out);
-	httpresp_sse_event(&ev, id, len ? "message" : NULL, data, len,
-			   retry_ms);
-	buf_put_hex(&out, ev.len);
-	buf_puts(&out, "\r\n");
-	buf_append(&out, ev.data, ev.len);
-	buf_puts(&out, "\r\n");
-	ep_write(c, out.data, out.len);
-	buf_free(&ev);
-	buf_free(&out);
 }
 
 /* ---- reading ---- */

@@ -114,6 +114,13 @@ struct conn {
 	bool close_after;
 	uv_timer_t early_timer; /* closes a long SSE answer on purpose */
 	struct buf out;		/* written at the end of the loop turn */
+	/* Backpressure (util/flow.h): flow_out bytes of out are the output
+	 * of the server behind flow, counted there until the socket takes
+	 * them. out holds one server's counted bytes at a time: another
+	 * server's output first sends them on their way (a write request
+	 * then carries its flow and count until its callback). */
+	struct flow *flow;
+	size_t flow_out;
 	struct conn *dirty_next;
 	bool dirty;
 	bool prime_pending; /* the SSE priming event is still to be sent */

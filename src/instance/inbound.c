@@ -15,6 +15,7 @@
 #include "jsonrpc/jsonrpc.h"
 #include "jsonrpc/outbox.h"
 #include "transport/stdio.h"
+#include "util/flow.h"
 #include "util/jsonscan.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
@@ -184,12 +185,27 @@ static void instance_odd_id_answer(struct instance *inst, json_t *msg,
 	free(what);
 }
 
+static void instance_handle_line(struct instance *inst, const char *line,
+				 size_t len);
+
 void instance_message_cb(void *ctx, const char *line, size_t len)
 {
 	struct instance_link *link = ctx;
 	struct instance *inst = link->inst;
 	if (link->detached)
 		return;
+	/* What clients are sent while this message is handled is this
+	 * server's output (util/flow.h); set per message, restored after
+	 * (handling it may run another instance's code, never its reads). */
+	struct flow *outer = flow_current;
+	flow_current = inst->flow;
+	instance_handle_line(inst, line, len);
+	flow_current = outer;
+}
+
+static void instance_handle_line(struct instance *inst, const char *line,
+				 size_t len)
+{
 	if (instance_fast_answer(inst, line, len))
 		return;
 	json_error_t jerr;

@@ -23,6 +23,7 @@
 #include "transport/stdio.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/flow.h"
 #include "util/log.h"
 #include "util/random.h"
 #include "util/xmalloc.h"
@@ -137,12 +138,33 @@ static void instance_handle_close_cb(uv_handle_t *h)
 	instance_maybe_free(inst);
 }
 
+static void instance_flow_cb(void *arg, bool on)
+{
+	instance_pause_reads(arg, on);
+}
+
+void instance_pause_reads(struct instance *inst, bool on)
+{
+	if (inst->reads_paused != on)
+		log_debug("instance %s: %s reading its output", inst->name,
+			  on ? "clients are slow, pausing" : "resuming");
+	inst->reads_paused = on;
+	if (inst->conn && inst->tp->pause)
+		inst->tp->pause(inst->conn, on);
+}
+
+struct flow *instance_flow(const struct instance *inst)
+{
+	return inst->flow;
+}
+
 struct instance *instance_new(uv_loop_t *loop, const struct instance_spec *spec,
 			      const struct instance_cbs *cbs, void *ctx)
 {
 	const struct server_config *s = spec->server;
 	struct instance *inst = xcalloc(1, sizeof *inst);
 	inst->loop = loop;
+	inst->flow = flow_new(instance_flow_cb, inst);
 	inst->name = xstrdup(s->name);
 	inst->key = xstrdup(spec->key);
 	inst->public_key =
@@ -398,6 +420,9 @@ void instance_start(struct instance *inst)
 	}
 	inst->link = link;
 	inst->handles_open++; /* the conn, until its on_closed */
+	/* Its clients may still be catching up with the last one's output. */
+	if (inst->reads_paused && inst->tp->pause)
+		inst->tp->pause(inst->conn, true);
 	inst->pid = inst->tp->pid(inst->conn);
 	link->pid = inst->pid;
 	if (inst->cbs.on_process)
@@ -521,6 +546,10 @@ void instance_free(struct instance *inst)
 		return;
 	instance_stop(inst, "closed", false);
 	inst->freeing = true;
+	/* Connections may still hold output it made: the flow stays with
+	 * them, without its instance. */
+	flow_detach(inst->flow);
+	inst->flow = NULL;
 	uv_close((uv_handle_t *)&inst->startup_timer, instance_handle_close_cb);
 	uv_close((uv_handle_t *)&inst->deadline_timer,
 		 instance_handle_close_cb);

@@ -183,6 +183,12 @@ json_t *instance_lists_json(const struct instance *inst);
 bool instance_lists_known(const struct instance *inst);
 
 /* Owner-held data. */
+/* Stops (on) or resumes reading the server's output; kept across its
+ * restarts. Called by its flow when its clients read slowly. */
+void instance_pause_reads(struct instance *inst, bool on);
+/* The count of its output still queued on client connections. */
+struct flow *instance_flow(const struct instance *inst);
+
 void instance_set_data(struct instance *inst, void *data);
 void *instance_data(const struct instance *inst);
 

@@ -35,6 +35,8 @@ struct instance_transport {
 	pid_t (*pid)(const void *conn);
 	uint64_t (*start_time)(const void *conn);
 	char *(*stderr_tail)(const void *conn, int n);
+	/* Stops or resumes reading the server's output. May be NULL. */
+	void (*pause)(void *conn, bool on);
 };
 
 extern const struct instance_transport instance_stdio_transport;
@@ -85,6 +87,10 @@ struct instance {
 	uint64_t started_ms;
 	/* Every request in flight, queued for a re-send or written. */
 	struct outbox *outbox;
+	/* Its output still queued on client connections (util/flow.h);
+	 * reads_paused: the flow asked to stop reading the server. */
+	struct flow *flow;
+	bool reads_paused;
 	struct buf scratch; /* the text path's message, reused */
 	struct backoff backoff;
 	bool lists_cached; /* lists came from the tool cache, not the server */

@@ -55,7 +55,13 @@ static char *instance_stdio_stderr_tail(const void *conn, int n)
 	return stdio_conn_stderr_tail(conn, n);
 }
 
+static void instance_stdio_pause(void *conn, bool on)
+{
+	stdio_conn_pause(conn, on);
+}
+
 const struct instance_transport instance_stdio_transport = {
+	.pause = instance_stdio_pause,
 	.open = instance_stdio_open,
 	.send = instance_stdio_send,
 	.stop = instance_stdio_stop,

@@ -264,6 +264,9 @@ void stdio_conn_stop(struct stdio_conn *c)
 	/* A well-behaved server exits on stdin EOF; anything still queued
 	 * for it is dropped (its callbacks see UV_ECANCELED). */
 	stdio_close_handle(c, &c->in);
+	/* A server paused by slow clients may be blocked writing: its
+	 * output is read (and dropped) again so it can see that EOF. */
+	stdio_conn_pause(c, false);
 	uv_timer_start(&c->ladder_timer, stdio_ladder_timer_cb, c->grace_ms, 0);
 	stdio_ladder_check(c);
 }

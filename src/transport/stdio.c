@@ -160,6 +160,24 @@ static void stdio_out_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	stdio_out_closed(c);
 }
 
+void stdio_conn_pause(struct stdio_conn *c, bool on)
+{
+	/* Only a running server is held back; one that is stopping is
+	 * read (its output dropped) so it can see the end of its stdin. */
+	if (on && c->state != STDIO_RUNNING)
+		return;
+	if (c->out_paused == on)
+		return;
+	c->out_paused = on;
+	if (c->out_done)
+		return;
+	if (on)
+		uv_read_stop((uv_stream_t *)&c->out);
+	else
+		uv_read_start((uv_stream_t *)&c->out, stdio_alloc_cb,
+			      stdio_out_read_cb);
+}
+
 static void stdio_err_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
 	struct stdio_conn *c = s->data;

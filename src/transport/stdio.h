@@ -9,6 +9,7 @@
 #ifndef MCPV_TRANSPORT_STDIO_H
 #define MCPV_TRANSPORT_STDIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -72,6 +73,12 @@ int stdio_conn_send(struct stdio_conn *c, const char *data, size_t len);
  * and after on_exit. No on_message/on_garbage after this; on_exit still
  * comes, once, before on_closed (-1 if the process was never reaped). */
 void stdio_conn_stop(struct stdio_conn *c);
+
+/* Stops (on) or resumes reading the server's stdout: its output then
+ * waits in the pipe and the server blocks writing, which is how a server
+ * whose clients read slowly is slowed down. Exit is still seen (by the
+ * process, not by EOF). */
+void stdio_conn_pause(struct stdio_conn *c, bool on);
 
 pid_t stdio_conn_pid(const struct stdio_conn *c);
 /* Start time of the process in clock ticks since boot (/proc/PID/stat field

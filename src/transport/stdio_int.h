@@ -56,6 +56,7 @@ struct stdio_conn {
 	bool reported;	     /* on_exit was called */
 	bool out_done;	     /* stdout reached EOF or failed */
 	bool err_done;	     /* stderr reached EOF or failed */
+	bool out_paused;     /* its owner asked to stop reading stdout */
 	bool group_gone;     /* kill(-pgid, 0) said ESRCH: never signal again */
 	int64_t exit_status; /* from libuv, once exited */
 	int term_signal;

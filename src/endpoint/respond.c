@@ -1,0 +1,87 @@
+/*
+ * Simple answers and SSE framing on a connection: what the endpoint and
+ * its MCP handler write, built here and gathered by ep_write.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "endpoint/endpoint_int.h"
+#include "http/httpresp.h"
+#include "jsonrpc/jsonrpc.h"
+#include "util/buf.h"
+
+/* ---- simple answers ---- */
+
+void ep_respond(struct conn *c, int status, const char *ctype, const char *body,
+		size_t len, const char *extra)
+{
+	struct buf b;
+	buf_init(&b);
+	httpresp_simple(&b, status, ctype, body, len,
+			c->keep_alive && !c->close_after, extra);
+	ep_write(c, b.data, b.len);
+	buf_free(&b);
+}
+
+void ep_respond_json(struct conn *c, int status, json_t *body,
+		     const char *extra)
+{
+	char *s = json_dumps(body, JSON_COMPACT);
+	ep_respond(c, status, "application/json", s, strlen(s), extra);
+	free(s);
+}
+
+/* An HTTP-level error with a JSON-RPC error body, so MCP clients can show
+ * the message. */
+void ep_fail(struct conn *c, int status, int code, const char *message)
+{
+	json_t *err = jr_error(NULL, code, message, NULL);
+	ep_respond_json(c, status, err, NULL);
+	json_decref(err);
+	ep_conn_request_done(c);
+}
+
+/* ---- exchange delivery ---- */
+
+void ep_sse_start(struct conn *c)
+{
+	if (c->sse_started)
+		return;
+	c->sse_started = true;
+	struct buf b;
+	buf_init(&b);
+	struct buf extra;
+	buf_init(&extra);
+	buf_puts(&extra, "Transfer-Encoding: chunked\r\n");
+	if (c->session_id) {
+		buf_puts(&extra, "Mcp-Session-Id: ");
+		buf_puts(&extra, c->session_id);
+		buf_puts(&extra, "\r\n");
+	}
+	httpresp_head(&b, 200, "text/event-stream", -1, true, extra.data);
+	buf_free(&extra);
+	ep_write_buf(c, &b);
+	buf_free(&b);
+	if (c->prime_pending) {
+		c->prime_pending = false;
+		ep_sse_write(c, c->prime_id, "", 0, EP_SSE_RETRY_MS);
+	}
+}
+
+/* Writes one SSE event as one HTTP chunk. */
+void ep_sse_write(struct conn *c, const char *id, const char *data, size_t len,
+		  long retry_ms)
+{
+	struct buf ev, out;
+	buf_init(&ev);
+	buf_init(&out);
+	httpresp_sse_event(&ev, id, len ? "message" : NULL, data, len,
+			   retry_ms);
+	buf_put_hex(&out, ev.len);
+	buf_puts(&out, "\r\n");
+	buf_append(&out, ev.data, ev.len);
+	buf_puts(&out, "\r\n");
+	ep_write(c, out.data, out.len);
+	buf_free(&ev);
+	buf_free(&out);
+}
