@@ -9,6 +9,7 @@
 #include "instance/instance_int.h"
 #include "jsonrpc/jsonrpc.h"
 #include "util/clock.h"
+#include "util/flow.h"
 
 /* ---- the fake transport ---- */
 
@@ -21,6 +22,8 @@ struct fake_conn {
 	int nlines;
 	int send_rc; /* what the next sends return */
 	bool stopped, closed;
+	bool paused; /* reading its output is paused */
+	int pauses;  /* times it was paused */
 	const char *stderr_text;
 };
 
@@ -81,7 +84,15 @@ static char *fake_stderr_tail(const void *conn, int n)
 	return strdup(((const struct fake_conn *)conn)->stderr_text);
 }
 
+static void fake_pause(void *conn, bool on)
+{
+	struct fake_conn *c = conn;
+	c->pauses += on && !c->paused;
+	c->paused = on;
+}
+
 static const struct instance_transport fake_tp = {
+	.pause = fake_pause,
 	.open = fake_open,
 	.send = fake_send,
 	.stop = fake_stop,
@@ -595,4 +606,69 @@ Test(instance, stderr_lines_are_masked)
 	cr_assert_str_eq(m, "token=***!");
 	free(m);
 	finish(inst);
+}
+
+/* ---- backpressure: a server's output queued on slow clients ---- */
+
+/* A client connection as the endpoint counts it: what the answer's
+ * delivery writes is counted against the flow current at that moment. */
+static struct flow *delivered_to;
+
+static void deliver_big_cb(void *arg, json_t *resp, bool was_sent)
+{
+	delivered_to = flow_current;
+	if (flow_current)
+		flow_add(flow_current, *(size_t *)arg);
+}
+
+Test(instance, reads_pause_above_the_high_mark_and_resume_below_the_low)
+{
+	struct instance *inst = make_ready(0);
+	struct fake_conn *c = conns[0];
+	struct flow *f = instance_flow(inst);
+	size_t each = 1024 * 1024 + 1;
+	for (int i = 0; i < 4; i++) {
+		int64_t id = instance_request(inst, "tools/call",
+					      json_pack("{s:s}", "name", "x"),
+					      deliver_big_cb, &each);
+		char line[128];
+		snprintf(line, sizeof line,
+			 "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{}}",
+			 (long long)id);
+		serve(c, line);
+		/* The answer was counted against this server's flow. */
+		cr_assert_eq(delivered_to, f);
+		cr_assert_null(flow_current,
+			       "set only while a line is handled");
+		cr_assert_eq(c->paused, i == 3, "answer %d: paused %d", i,
+			     c->paused);
+	}
+	cr_assert_eq(f->queued, 4 * each);
+	/* The clients read: under the high mark is not enough ... */
+	flow_sub(f, 2 * each);
+	cr_assert(c->paused);
+	/* ... under the low mark resumes reading. */
+	flow_sub(f, FLOW_LOW); /* 2 bytes over the low mark left */
+	cr_assert(c->paused);
+	flow_sub(f, 2);
+	cr_assert_not(c->paused);
+	cr_assert_eq(c->pauses, 1);
+
+	/* Paused across a restart: the new connection starts paused. */
+	flow_add(f, FLOW_HIGH + 1);
+	cr_assert(c->paused);
+	fake_exit(c, 1);
+	int err = 1;
+	instance_ensure(inst, ready_cb, &err);
+	fake_now += 60 * 1000;
+	for (int i = 0; i < 50 && nconns < 2; i++)
+		uv_run(&loop, UV_RUN_NOWAIT);
+	if (nconns == 2)
+		cr_assert(conns[1]->paused);
+	/* A connection that outlives the instance keeps the flow. */
+	flow_ref(f);
+	finish(inst);
+	flow_sub(f, f->queued); /* no instance left to tell */
+	cr_assert_eq(f->refs, 1);
+	flow_unref(f);
 }
