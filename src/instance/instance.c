@@ -631,6 +631,9 @@ json_t *instance_describe(const struct instance *inst, bool verbose)
 	json_object_set_new(o, "lists", counts);
 	json_object_set_new(o, "inflight",
 			    json_integer(instance_inflight(inst)));
+	/* Its clients read slowly: its output waits in its pipe. */
+	if (inst->reads_paused)
+		json_object_set_new(o, "outputPaused", json_true());
 	if (inst->protocol_version)
 		json_object_set_new(o, "protocolVersion",
 				    json_string(inst->protocol_version));
