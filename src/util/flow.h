@@ -11,6 +11,22 @@
  * took it, when its write failed or was cancelled, or when the connection
  * closed. A connection holds a reference, so a flow outlives its producer
  * for as long as output it made is still queued.
+ *
+ * Why a "current producer" and not a tag on each exchange: everything a
+ * server's line causes reaches the connections synchronously, inside the
+ * instance's message callback (answers on the fast text path, parsed
+ * answers, notifications, requests to the client). One pointer set around
+ * that callback attributes all of it, with no change to the session or
+ * exchange APIs and no allocation: ep_write tests one pointer, and a
+ * connection's write request carries one flow and a byte count. Bytes a
+ * line causes that are not the server's (a pipelined request answered
+ * when the server's answer ends it) are counted too, and given back the
+ * same way: the sums never drift.
+ *
+ * What pausing costs: calls to a paused server wait until its slow
+ * clients read, leave, or are closed by the endpoint's stalled-writer
+ * deadline (the idle timeout); a server restarted while its flow is over
+ * the low mark starts paused.
  */
 #ifndef MCPV_FLOW_H
 #define MCPV_FLOW_H
