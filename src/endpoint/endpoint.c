@@ -511,6 +511,17 @@ static void ep_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 	ep_conn_update_read(c);
 }
 
+/* How long queued output may make no progress. Shorter when it holds a
+ * paused server: then the stall holds up that server's other clients,
+ * so the stream is set aside (resumable) and the server read again. */
+static uint64_t ep_stall_ms(const struct endpoint *ep, const struct conn *c)
+{
+	if (c->flow && c->flow->paused &&
+	    ep->idle_timeout_ms > EP_PAUSE_STALL_MS)
+		return EP_PAUSE_STALL_MS;
+	return ep->idle_timeout_ms;
+}
+
 void ep_sweep(struct endpoint *ep, uint64_t now)
 {
 	struct conn *next;
@@ -521,7 +532,7 @@ void ep_sweep(struct endpoint *ep, uint64_t now)
 		    c->u.s.write_queue_size == 0)
 			ep_conn_close(c);
 		else if (c->u.s.write_queue_size > 0 &&
-			 now - c->write_ms >= ep->idle_timeout_ms)
+			 now - c->write_ms >= ep_stall_ms(ep, c))
 			ep_conn_overflow(c);
 	}
 }

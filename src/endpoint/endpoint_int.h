@@ -31,6 +31,9 @@ struct session;
 /* Pipelined requests wait while more output than this is queued, so a
  * client that sends and never reads stalls instead of growing memory. */
 #define EP_OUT_LOW ((size_t)256 * 1024)
+/* How long a connection holding output of a paused server (util/flow.h)
+ * may make no write progress before its stream is set aside. */
+#define EP_PAUSE_STALL_MS 5000
 /* How often deadlines are checked (the clock decides, this only wakes). */
 #define EP_SWEEP_MS 500
 

@@ -132,3 +132,30 @@ test('slow readers pause a server; when they close, it is read again', {
 		assert.equal((await bigInstance(rt)).outputPaused, undefined);
 	});
 });
+
+test('slow readers that never read are set aside after a stall, and the server is read again', {
+	timeout: 40_000,
+}, async (t) => {
+	await paused(t, async (rt, c, slow) => {
+		// Holding a paused server, a connection that makes no progress
+		// for 5 s has its stream set aside (resumable), not the idle
+		// timeout's minutes: others wait on that server meanwhile.
+		// The first client (its answer came first) never reads; the
+		// others read.
+		for (const x of slow.slice(1))
+			x.s.resume();
+		const t0 = performance.now();
+		const r = await c.call('big__echo', { text: 'late' });
+		assert.equal(r.content[0].text, 'late'.repeat(REPEAT));
+		const ms = performance.now() - t0;
+		assert.ok(ms < 15_000, `answered after ${ms.toFixed(0)} ms`);
+		assert.match(rt.stderr(), /client reads nothing/);
+		await waitFor(
+			() => slow.slice(1).every((x) => x.got > 2048 * REPEAT),
+			10_000,
+			'the clients that read to get their answers',
+		);
+		for (const x of slow)
+			x.s.destroy();
+	});
+});
