@@ -56,7 +56,7 @@ static size_t ep_conn_pending(const struct conn *c)
 
 /* Pipelined requests wait while output is queued; they go on here once
  * it has drained. */
-static void ep_conn_resume(struct conn *c)
+void ep_conn_resume(struct conn *c)
 {
 	if (c->state == CONN_READING && !c->processing && c->in.len > 0 &&
 	    ep_conn_pending(c) <= EP_OUT_LOW)
@@ -286,6 +286,13 @@ void ep_conn_close(struct conn *c)
 			*pp = c->dirty_next;
 		c->dirty = false;
 	}
+	if (c->deferred) {
+		struct conn **pp = &c->ep->deferred;
+		while (*pp != c)
+			pp = &(*pp)->deferred_next;
+		*pp = c->deferred_next;
+		c->deferred = false;
+	}
 	ep_conn_release_exchange(c);
 	*c->pprev = c->next;
 	if (c->next)
@@ -393,9 +400,11 @@ static void ep_conn_update_read(struct conn *c)
 	if (want && !c->reading) {
 		if (uv_read_start(&c->u.s, ep_alloc_cb, ep_read_cb) == 0)
 			c->reading = true;
+		c->paused_ms = 0;
 	} else if (!want && c->reading) {
 		uv_read_stop(&c->u.s);
 		c->reading = false;
+		c->paused_ms = clock_now_ms();
 	}
 }
 
@@ -406,6 +415,10 @@ static void ep_conn_process(struct conn *c)
 	c->processing = true;
 	while (c->state == CONN_READING && (c->in.len > 0 || c->lent_len > 0) &&
 	       ep_conn_pending(c) <= EP_OUT_LOW) {
+		if (c->served >= EP_TURN_REQUESTS) {
+			ep_conn_defer(c);
+			break;
+		}
 		/* Buffered input first; lent bytes only come when none is. */
 		bool own = c->in.len > 0;
 		size_t used = 0;
@@ -418,8 +431,11 @@ static void ep_conn_process(struct conn *c)
 			c->lent += used;
 			c->lent_len -= used;
 		}
-		if (st == HTTPPARSE_NEED_MORE)
+		if (st == HTTPPARSE_NEED_MORE) {
+			/* Input ran out: the client is not pipelining. */
+			c->served = 0;
 			break;
+		}
 		if (st == HTTPPARSE_HEADERS_DONE) {
 			const char *exp = http_request_header(
 				httpparse_request(c->hp), "expect");
@@ -434,6 +450,7 @@ static void ep_conn_process(struct conn *c)
 		c->state = CONN_BUSY;
 		c->deadline_ms = 0;
 		if (st == HTTPPARSE_DONE) {
+			c->served++;
 			ep_handle_request(c);
 			continue;
 		}
@@ -509,61 +526,6 @@ static void ep_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 	c->lent = NULL;
 	c->lent_len = 0;
 	ep_conn_update_read(c);
-}
-
-/* How long queued output may make no progress. Shorter when it holds a
- * paused server: then the stall holds up that server's other clients,
- * so the stream is set aside (resumable) and the server read again. */
-static uint64_t ep_stall_ms(const struct endpoint *ep, const struct conn *c)
-{
-	if (c->flow && c->flow->paused &&
-	    ep->idle_timeout_ms > EP_PAUSE_STALL_MS)
-		return EP_PAUSE_STALL_MS;
-	return ep->idle_timeout_ms;
-}
-
-void ep_sweep(struct endpoint *ep, uint64_t now)
-{
-	struct conn *next;
-	for (struct conn *c = ep->conns; c; c = next) {
-		next = c->next;
-		/* Output still queued: the stalled-writer rule applies. */
-		if (c->deadline_ms && now >= c->deadline_ms &&
-		    c->u.s.write_queue_size == 0)
-			ep_conn_close(c);
-		else if (c->u.s.write_queue_size > 0 &&
-			 now - c->write_ms >= ep_stall_ms(ep, c))
-			ep_conn_overflow(c);
-	}
-}
-
-static void ep_sweep_cb(uv_timer_t *t)
-{
-	ep_sweep(t->data, clock_now_ms());
-}
-
-/* At the cap, the connection idle the longest makes room: an idle
- * keep-alive connection costs its client only a reconnect. */
-static bool ep_evict_idle(struct endpoint *ep, bool is_unix)
-{
-	/* Else the oldest one still sending its request: at the cap, the
-	 * slowest senders are the likeliest to be holding slots on purpose,
-	 * and a connection being answered is never cut for a newcomer. */
-	struct conn *idle = NULL, *reading = NULL;
-	for (struct conn *c = ep->conns; c; c = c->next) {
-		if (c->is_unix != is_unix || c->state != CONN_READING)
-			continue;
-		/* Newest first: the last match is the oldest. */
-		if (c->idle)
-			idle = c;
-		else
-			reading = c;
-	}
-	struct conn *victim = idle ? idle : reading;
-	if (victim == NULL)
-		return false;
-	ep_conn_close(victim);
-	return true;
 }
 
 static void ep_accept(struct endpoint *ep, uv_stream_t *server, bool is_unix)
@@ -677,6 +639,9 @@ int endpoint_start(uv_loop_t *loop, struct hub *hub,
 	uv_check_init(loop, &ep->flush);
 	ep->flush.data = ep;
 	ep->open_handles++;
+	uv_idle_init(loop, &ep->again);
+	ep->again.data = ep;
+	ep->open_handles++;
 	uv_timer_init(loop, &ep->sweep);
 	ep->sweep.data = ep;
 	ep->open_handles++;
@@ -684,6 +649,9 @@ int endpoint_start(uv_loop_t *loop, struct hub *hub,
 				? ep->header_timeout_ms
 				: ep->idle_timeout_ms;
 	tick = tick / 4 < EP_SWEEP_MS ? tick / 4 : EP_SWEEP_MS;
+	/* Heartbeats come about once a second, not up to a tick later. */
+	if (tick > EP_HEARTBEAT_MS / 4)
+		tick = EP_HEARTBEAT_MS / 4;
 	uv_timer_start(&ep->sweep, ep_sweep_cb, tick ? tick : 1,
 		       tick ? tick : 1);
 	/* Deadlines only: the sweep keeps no loop alive. */
@@ -778,6 +746,7 @@ void endpoint_free(struct endpoint *ep)
 	while (ep->conns)
 		ep_conn_close(ep->conns);
 	uv_close((uv_handle_t *)&ep->flush, ep_listener_close_cb);
+	uv_close((uv_handle_t *)&ep->again, ep_listener_close_cb);
 	uv_close((uv_handle_t *)&ep->sweep, ep_listener_close_cb);
 	if (ep->open_handles == 0) {
 		free(ep->socket_path);

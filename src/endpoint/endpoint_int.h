@@ -36,6 +36,14 @@ struct session;
 #define EP_PAUSE_STALL_MS 5000
 /* How often deadlines are checked (the clock decides, this only wakes). */
 #define EP_SWEEP_MS 500
+/* An open SSE answer that wrote nothing for this long gets a comment (a
+ * heartbeat, SPEC Relay): a relay sees the stream is alive, and a peer
+ * that went away fails the write, so its connection is closed even while
+ * nothing is read from it. */
+#define EP_HEARTBEAT_MS 1000
+/* Pipelined requests one connection gets per loop turn; the rest go on
+ * in the next turn, so other connections interleave. */
+#define EP_TURN_REQUESTS 4
 
 struct endpoint {
 	uv_loop_t *loop;
@@ -66,6 +74,9 @@ struct endpoint {
 	 * after every callback of that turn has run. */
 	uv_check_t flush;
 	struct conn *dirty;
+	/* Connections whose turn's share ran out, resumed next turn. */
+	uv_idle_t again;
+	struct conn *deferred;
 	char rbuf[64 * 1024]; /* every read lands here first */
 };
 
@@ -137,8 +148,14 @@ struct conn {
 	bool over;	 /* output went over EP_OUT_CAP: dropped at flush */
 	uint64_t deadline_ms; /* header or idle deadline; 0: none */
 	uint64_t write_ms;    /* last progress of queued writes */
-	const char *lent;     /* unparsed bytes in the endpoint's read buffer,
-				 during a read callback only */
+	uint64_t sse_ms;      /* last bytes of the SSE answer (heartbeats) */
+	uint64_t event_ms;    /* last SSE event (not a heartbeat) */
+	uint64_t paused_ms;   /* reading stopped by the input cap; 0: not */
+	unsigned served;      /* pipelined requests in a row, this turn */
+	bool deferred;	      /* on ep->deferred */
+	struct conn *deferred_next;
+	const char *lent; /* unparsed bytes in the endpoint's read buffer,
+			     during a read callback only */
 	size_t lent_len;
 };
 
@@ -154,6 +171,17 @@ void ep_conn_overflow(struct conn *c);
 /* Closes connections past their deadline (header, idle, stalled writes)
  * at time now; the sweep timer calls it with clock_now_ms(). */
 void ep_sweep(struct endpoint *ep, uint64_t now);
+
+/* deadlines.c: the sweep (deadlines, heartbeats) and eviction at the cap */
+void ep_sweep_cb(uv_timer_t *t);
+/* Closes the connection idle the longest (else the oldest still sending
+ * its request) on that listener; false if there is none. */
+bool ep_evict_idle(struct endpoint *ep, bool is_unix);
+/* The connection's share of this loop turn ran out: the rest of its
+ * pipelined requests go on in the next turn. */
+void ep_conn_defer(struct conn *c);
+/* endpoint.c: pipelined requests go on once output has drained. */
+void ep_conn_resume(struct conn *c);
 /* The current request is answered: read the next one. */
 void ep_conn_request_done(struct conn *c);
 void ep_respond(struct conn *c, int status, const char *ctype, const char *body,

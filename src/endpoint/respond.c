@@ -9,6 +9,7 @@
 #include "http/httpresp.h"
 #include "jsonrpc/jsonrpc.h"
 #include "util/buf.h"
+#include "util/clock.h"
 
 /* ---- simple answers ---- */
 
@@ -48,6 +49,7 @@ void ep_sse_start(struct conn *c)
 	if (c->sse_started)
 		return;
 	c->sse_started = true;
+	c->sse_ms = c->event_ms = clock_now_ms();
 	struct buf b;
 	buf_init(&b);
 	struct buf extra;
@@ -82,6 +84,7 @@ void ep_sse_write(struct conn *c, const char *id, const char *data, size_t len,
 	buf_append(&out, ev.data, ev.len);
 	buf_puts(&out, "\r\n");
 	ep_write(c, out.data, out.len);
+	c->sse_ms = c->event_ms = clock_now_ms();
 	buf_free(&ev);
 	buf_free(&out);
 }
