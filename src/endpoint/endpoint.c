@@ -467,6 +467,9 @@ static void ep_conn_process(struct conn *c)
 			ep_fail(c, status, JR_INVALID_REQUEST, reason);
 		break;
 	}
+	/* All input is handled: the next request starts a new share. */
+	if (c->in.len == 0 && c->lent_len == 0)
+		c->served = 0;
 	c->processing = false;
 	ep_conn_update_read(c);
 }

@@ -238,10 +238,10 @@ void hub_sweep(struct hub *hub)
 		if (hub->session_timeout_ms > 0 &&
 		    now - session_last_seen(e->s) >= hub->session_timeout_ms &&
 		    !session_has_stream(e->s)) {
-			log_info("session %.8s expired after %llu ms idle",
-				 session_id(e->s),
-				 (unsigned long long)(now -
-						      session_last_seen(e->s)));
+			log_debug("session %.8s expired after %llu ms idle",
+				  session_id(e->s),
+				  (unsigned long long)(now - session_last_seen(
+								     e->s)));
 			hub_session_end(hub, e->s);
 		} else {
 			session_sweep(e->s, now);
@@ -510,21 +510,45 @@ static struct session *hub_evictable(struct hub *hub)
 	return best;
 }
 
+/* Rate limit of the session-cap log lines (process-wide: they are
+ * about the process's log). */
+static uint64_t hub_cap_said_ms;
+static size_t hub_cap_events;
+
 json_t *hub_initialize_read(struct hub *hub, json_t *params, const char *space,
 			    struct trust_space *ts, struct session **out)
 {
 	*out = NULL;
 	if (hub->nsessions >= hub->max_sessions) {
 		struct session *old = hub_evictable(hub);
+		uint64_t now = clock_now_ms();
+		/* A flood of initialize would log a line each: one a second
+		 * says the cap is in play and how often. */
+		bool say =
+			now - hub_cap_said_ms >= 1000 || hub_cap_said_ms == 0;
+		hub_cap_events++;
+		if (say)
+			hub_cap_said_ms = now;
 		if (old == NULL) {
-			log_warn("initialize refused: %zu sessions, all busy "
-				 "(the cap is %zu)",
-				 hub->nsessions, hub->max_sessions);
+			if (say) {
+				log_warn(
+					"initialize refused: %zu sessions, all "
+					"busy (the cap is %zu; %zu at the cap "
+					"since the last line)",
+					hub->nsessions, hub->max_sessions,
+					hub_cap_events);
+				hub_cap_events = 0;
+			}
 			return NULL;
 		}
-		log_info("session %.8s ended to make room (%zu sessions, the "
-			 "cap)",
-			 session_id(old), hub->nsessions);
+		if (say) {
+			log_info("session %.8s ended to make room (%zu "
+				 "sessions, the cap; %zu at the cap since the "
+				 "last line)",
+				 session_id(old), hub->nsessions,
+				 hub_cap_events);
+			hub_cap_events = 0;
+		}
 		hub_session_end(hub, old);
 	}
 	struct session *s = session_new(hub, space, ts, params);
@@ -539,10 +563,10 @@ json_t *hub_initialize_read(struct hub *hub, json_t *params, const char *space,
 	*out = s;
 	const char *cname = json_string_value(
 		json_object_get(json_object_get(params, "clientInfo"), "name"));
-	log_info("session %.8s opened (client %s, protocol %s%s%s)",
-		 session_id(s), cname ? cname : "?",
-		 session_protocol_version(s), space ? ", space " : "",
-		 space ? space : "");
+	log_debug("session %.8s opened (client %s, protocol %s%s%s)",
+		  session_id(s), cname ? cname : "?",
+		  session_protocol_version(s), space ? ", space " : "",
+		  space ? space : "");
 	char *instructions = session_instructions(s);
 	json_t *result = json_pack(
 		"{s:s,s:{s:{s:b},s:{s:b},s:{s:b,s:b},s:{},s:{}},"
@@ -580,7 +604,7 @@ void hub_session_end(struct hub *hub, struct session *s)
 	if (e->next)
 		e->next->prev = e->prev;
 	hub->nsessions--;
-	log_info("session %.8s ended", session_id(s));
+	log_debug("session %.8s ended", session_id(s));
 	char *id = xstrdup(session_id(s));
 	session_free(s);
 	free(e);

@@ -362,3 +362,115 @@ Test(endpoint, fallback_port_from_inside_the_loop)
 	uv_run(&loop, UV_RUN_NOWAIT);
 	close(fd);
 }
+
+/* Makes the connection look like an open SSE answer whose reading the
+ * input cap stopped (what a GET stream fed junk comes to). */
+static struct conn *t_quiet_stream(void)
+{
+	struct conn *c = ep->conns;
+	c->state = CONN_BUSY;
+	c->deadline_ms = 0;
+	c->sse_started = true;
+	c->sse_ms = c->event_ms = fake_now;
+	uv_read_stop(&c->u.s);
+	c->reading = false;
+	return c;
+}
+
+Test(endpoint, quiet_sse_answer_gets_a_heartbeat_each_second)
+{
+	int fd = t_dial();
+	RUN_UNTIL(ep->nconns == 1);
+	struct conn *c = t_quiet_stream();
+	char buf[256];
+	fake_now += 600;
+	/* Written to 600 ms in: the stream is not quiet. */
+	ep_sse_write(c, "1", "{}", 2, 0);
+	fake_now += 600;
+	ep_sweep(ep, clock_now_ms());
+	uv_run(&loop, UV_RUN_NOWAIT);
+	ssize_t n = t_recv(fd, buf, sizeof buf);
+	cr_assert(n > 0 && strstr(buf, ": hb") == NULL, "%s", buf);
+	fake_now += EP_HEARTBEAT_MS - 600 - 1;
+	ep_sweep(ep, clock_now_ms());
+	uv_run(&loop, UV_RUN_NOWAIT);
+	cr_assert_eq(t_recv(fd, buf, sizeof buf), 0);
+	fake_now += 1;
+	ep_sweep(ep, clock_now_ms());
+	RUN_UNTIL(t_recv(fd, buf, sizeof buf) > 0);
+	cr_assert_str_eq(buf, "6\r\n: hb\n\n\r\n");
+	fake_now += EP_HEARTBEAT_MS;
+	ep_sweep(ep, clock_now_ms());
+	RUN_UNTIL(t_recv(fd, buf, sizeof buf) > 0);
+	cr_assert_str_eq(buf, "6\r\n: hb\n\n\r\n");
+	close(fd);
+}
+
+Test(endpoint, heartbeat_closes_a_stream_whose_peer_is_gone)
+{
+	/* Reading is stopped, so the reset is seen only by a write. */
+	int fd = t_dial();
+	RUN_UNTIL(ep->nconns == 1);
+	t_quiet_stream();
+	t_reset(fd);
+	for (int i = 0; i < 3 && ep->nconns > 0; i++) {
+		fake_now += EP_HEARTBEAT_MS;
+		ep_sweep(ep, clock_now_ms());
+		RUN_UNTIL(ep->conns == NULL || ep->conns->out.len == 0);
+	}
+	cr_assert_eq(ep->nconns, 0);
+}
+
+Test(endpoint, answer_paused_by_the_input_cap_is_closed_when_quiet)
+{
+	int fd = t_dial();
+	RUN_UNTIL(ep->nconns == 1);
+	struct conn *c = t_quiet_stream();
+	c->sse_started = false; /* no heartbeats: the rule alone */
+	c->paused_ms = fake_now;
+	fake_now += T_IDLE_MS - 1;
+	ep_sweep(ep, clock_now_ms());
+	cr_assert_eq(ep->nconns, 1);
+	fake_now += 1;
+	ep_sweep(ep, clock_now_ms());
+	cr_assert_eq(ep->nconns, 0);
+	close(fd);
+}
+
+static size_t t_count(const char *s, const char *what)
+{
+	size_t n = 0;
+	for (const char *p = s; (p = strstr(p, what)) != NULL; p++)
+		n++;
+	return n;
+}
+
+Test(endpoint, pipelined_batch_is_served_over_several_turns)
+{
+	int fd = t_dial();
+	RUN_UNTIL(ep->nconns == 1);
+	static char req[100 * 64], got[100 * 1024];
+	size_t len = 0, have = 0;
+	for (int i = 0; i < 100; i++)
+		len += (size_t)snprintf(
+			req + len, sizeof req - len,
+			"GET /none HTTP/1.1\r\nHost: x\r\n\r\n");
+	cr_assert_eq(send(fd, req, len, MSG_NOSIGNAL), (ssize_t)len);
+	size_t answered = 0, most = 0;
+	for (int turn = 0; turn < 4000 && answered < 100; turn++) {
+		uv_run(&loop, UV_RUN_NOWAIT);
+		ssize_t n;
+		while ((n = recv(fd, got + have, sizeof got - have - 1, 0)) > 0)
+			have += (size_t)n;
+		got[have] = '\0';
+		size_t now = t_count(got, "HTTP/1.1 ");
+		if (now - answered > most)
+			most = now - answered;
+		answered = now;
+		struct timespec ts = {0, 200000};
+		nanosleep(&ts, NULL);
+	}
+	cr_assert_eq(answered, 100);
+	cr_assert_leq(most, EP_TURN_REQUESTS, "%zu answered in one turn", most);
+	close(fd);
+}
