@@ -386,7 +386,8 @@ const char *pool_instructions(struct pool *pool, const struct server_config *s,
 	if (e)
 		return instance_instructions(e->inst);
 	json_t *lists = pool_lists_known(pool, s, sc, key);
-	if (lists == NULL && pool->cache && !pool_key_per_session(s, sc)) {
+	if (lists == NULL && !toolcache_empty(pool->cache) &&
+	    !pool_key_per_session(s, sc)) {
 		char *name = pool_cache_name(pool, s, sc);
 		lists = known_cached(pool->known, name);
 		free(name);

@@ -431,6 +431,12 @@ out:
 	return lists;
 }
 
+bool toolcache_empty(const struct toolcache *tc)
+{
+	return tc == NULL ||
+	       (tc->loop != NULL && tc->complete && tc->nmem == 0);
+}
+
 json_t *toolcache_load(struct toolcache *tc, const char *name)
 {
 	if (tc == NULL)

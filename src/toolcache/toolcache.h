@@ -57,6 +57,9 @@ int toolcache_store(struct toolcache *tc, const char *name,
  * corrupt, foreign or over the size limit (logged as a warning unless
  * simply absent). */
 json_t *toolcache_load(struct toolcache *tc, const char *name);
+/* True when no name can be found: every file is in memory and there are
+ * none. Callers skip computing a name (a SHA-256) that cannot match. */
+bool toolcache_empty(const struct toolcache *tc);
 /* Drops the file (a server that failed to start). */
 void toolcache_drop(struct toolcache *tc, const char *name);
 

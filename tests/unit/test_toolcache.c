@@ -998,3 +998,33 @@ Test(toolcache, attached_loads_come_from_memory_and_writes_from_the_pool)
 	free(fresh);
 	free(old);
 }
+
+/* An attached cache with no files says so, so that nobody computes a
+ * name (a SHA-256, which maps much of libcrypto) that cannot match. */
+Test(toolcache, empty_until_a_file_or_a_store)
+{
+	cr_assert(toolcache_empty(NULL));
+	/* Detached: only the disk can tell, so never empty. */
+	cr_assert_not(toolcache_empty(tct_tc));
+	uv_loop_t loop;
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	toolcache_attach(tct_tc, &loop);
+	cr_assert(toolcache_empty(tct_tc), "a new cache has no names");
+	char *name = tct_name("first store");
+	json_t *lists = tct_lists();
+	cr_assert_eq(toolcache_store(tct_tc, name, lists), 0);
+	cr_assert_not(toolcache_empty(tct_tc), "a store is a name");
+	toolcache_detach(tct_tc);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&loop), 0);
+
+	/* Files on disk at attach are names too. */
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	toolcache_attach(tct_tc, &loop);
+	cr_assert_not(toolcache_empty(tct_tc), "the file was not counted");
+	toolcache_detach(tct_tc);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&loop), 0);
+	json_decref(lists);
+	free(name);
+}
