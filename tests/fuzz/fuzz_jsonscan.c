@@ -79,6 +79,25 @@ static void fj_fail(const char *what, const char *s, size_t len)
 	abort();
 }
 
+/* s[*i] is the '"' that opens a string: moves *i to the one that closes
+ * it. Returns whether the string has an escape; *name says whether a ':'
+ * follows it (it is a member name). */
+static bool fj_lex_string(const char *s, size_t len, size_t *i, bool *name)
+{
+	bool esc = false;
+	for ((*i)++; *i < len && s[*i] != '"'; (*i)++) {
+		if (s[*i] == '\\') {
+			esc = true;
+			(*i)++;
+		}
+	}
+	size_t j = *i + 1;
+	while (j < len && strchr(" \t\r\n", s[j]))
+		j++;
+	*name = j < len && s[j] == ':';
+	return esc;
+}
+
 /* Whether the text has a member name written with an escape, at any
  * depth. Only called on text jansson accepted, so a plain lexer will do:
  * a string followed by ':' is a name. */
@@ -87,17 +106,8 @@ static bool fj_has_escaped_name(const char *s, size_t len)
 	for (size_t i = 0; i < len; i++) {
 		if (s[i] != '"')
 			continue;
-		bool esc = false;
-		for (i++; i < len && s[i] != '"'; i++) {
-			if (s[i] == '\\') {
-				esc = true;
-				i++;
-			}
-		}
-		size_t j = i + 1;
-		while (j < len && strchr(" \t\r\n", s[j]))
-			j++;
-		if (esc && j < len && s[j] == ':')
+		bool name;
+		if (fj_lex_string(s, len, &i, &name) && name)
 			return true;
 	}
 	return false;
@@ -168,17 +178,9 @@ static bool fj_top_names_ambiguous(const char *s, size_t len, size_t members)
 		}
 		if (s[i] != '"')
 			continue;
-		bool esc = false;
-		for (i++; i < len && s[i] != '"'; i++) {
-			if (s[i] == '\\') {
-				esc = true;
-				i++;
-			}
-		}
-		size_t j = i + 1;
-		while (j < len && strchr(" \t\r\n", s[j]))
-			j++;
-		if (depth == 1 && j < len && s[j] == ':') {
+		bool name;
+		bool esc = fj_lex_string(s, len, &i, &name);
+		if (depth == 1 && name) {
 			if (esc)
 				return true;
 			names++;
