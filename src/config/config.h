@@ -31,6 +31,15 @@ enum server_kind {
 	SERVER_HTTP_LOCAL,  /* command + url with {port} */
 };
 
+/* How a url server speaks: "type" as written, or inferred. */
+enum server_http_type {
+	HTTP_TYPE_AUTO,	      /* no "type": Streamable HTTP, and the legacy
+				 HTTP+SSE transport when the first POST
+				 answers 400, 404 or 405 */
+	HTTP_TYPE_STREAMABLE, /* "http" or "streamable-http" */
+	HTTP_TYPE_SSE,	      /* "sse": the 2024-11-05 HTTP+SSE transport */
+};
+
 enum server_scope { SCOPE_SESSION, SCOPE_SPACE, SCOPE_APP };
 enum server_exposure { EXPOSE_DIRECT, EXPOSE_HIDDEN, EXPOSE_DEFERRED };
 
@@ -56,6 +65,7 @@ struct server_config {
 	char *url;
 	struct config_kv *headers;
 	size_t nheaders;
+	enum server_http_type http_type; /* url servers */
 	enum server_scope scope;
 	enum server_exposure exposure;
 	char *prefix;		    /* never NULL; "" removes the prefix */

@@ -1,0 +1,103 @@
+/*
+ * One MCP client session to one server over HTTP: Streamable HTTP
+ * (2025-03-26 onward) and the legacy HTTP+SSE transport (2024-11-05), on
+ * the loop's HTTP client (http/httpc.h). It carries messages and reports
+ * facts; it decides no policy. Used by the HTTP upstreams and the relay.
+ *
+ * Streamable HTTP: every message is a POST to the URL; the answer is
+ * JSON or an SSE stream that carries the answer and any requests and
+ * notifications the server sends while handling it (reported with the
+ * request's id as `related`). The `initialize` answer's Mcp-Session-Id
+ * goes on every later request, with MCP-Protocol-Version once the
+ * version is known (read from the initialize result). After
+ * notifications/initialized a GET stream is opened for what the server
+ * sends unprompted (405: the server has none). A stream that ends before
+ * its answer is resumed by GET with Last-Event-ID, after the server's
+ * `retry` (or 1 s); when it cannot be, the request is lost (sent). Close
+ * sends DELETE with the session id.
+ *
+ * Legacy: a GET opens the SSE stream; its `endpoint` event names the
+ * POST URL; answers come on that stream (related 0).
+ */
+#ifndef MCPV_MCPC_MCPC_H
+#define MCPV_MCPC_MCPC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct httpc;
+struct mcpc;
+
+#define MCPC_MAX_MESSAGE (16 * 1024 * 1024) /* one message, either way */
+#define MCPC_RESUME_TRIES 3 /* Last-Event-ID attempts for one stream */
+
+enum mcpc_mode {
+	MCPC_AUTO,	 /* Streamable HTTP; legacy when the first POST
+			    answers 400, 404 or 405 */
+	MCPC_STREAMABLE, /* Streamable HTTP only */
+	MCPC_SSE,	 /* legacy HTTP+SSE only */
+};
+
+enum mcpc_fault {
+	MCPC_FAULT_CLOSED,   /* refused, reset, unreachable, TLS failed */
+	MCPC_FAULT_TIMEOUT,  /* connect or silence timeout */
+	MCPC_FAULT_AUTH,     /* 401 or 403 */
+	MCPC_FAULT_EXPIRED,  /* 404 on a request with our session id */
+	MCPC_FAULT_PROTOCOL, /* not MCP: wrong content type, bad SSE, a
+				legacy stream without an endpoint */
+};
+
+struct mcpc_opts {
+	const char *url;
+	/* "Name: value" lines from the config (secrets), NULL-terminated;
+	 * copied. */
+	const char *const *headers;
+	const char *unix_socket; /* NULL: TCP */
+	enum mcpc_mode mode;
+	uint64_t connect_timeout_ms; /* 0: the client's default */
+};
+
+struct mcpc_cbs {
+	/* One JSON-RPC message (not NUL-terminated); related: the id given
+	 * to mcpc_send for the request whose stream carried it, 0 when it
+	 * came on the GET stream (or any legacy stream). */
+	void (*on_message)(void *ctx, const char *msg, size_t len,
+			   int64_t related);
+	/* The answer to request id will not come; sent: it may have
+	 * reached the server. */
+	void (*on_lost)(void *ctx, int64_t id, bool sent);
+	/* An SSE comment on any stream: the server (or the runtime, for the
+	 * relay) is alive. May be NULL. */
+	void (*on_heartbeat)(void *ctx);
+	/* The session is unusable. Once. http_status 0 when none; text one
+	 * sentence without secrets; resource_metadata: the 401 challenge's
+	 * resource_metadata URL or NULL. All borrowed. */
+	void (*on_fault)(void *ctx, enum mcpc_fault f, int http_status,
+			 const char *text, const char *resource_metadata);
+};
+
+/* 0 and *out, or -errno (-EINVAL: bad URL). Nothing is sent until the
+ * first mcpc_send (which should be initialize). */
+int mcpc_new(struct httpc *http, const struct mcpc_opts *opts,
+	     const struct mcpc_cbs *cbs, void *ctx, struct mcpc **out);
+/* Sends one JSON-RPC message (copied). id > 0 for a request (the id in
+ * the message, as the caller knows it), 0 for a notification or an
+ * answer to the server. 0, or -EPIPE once faulted or closing. */
+int mcpc_send(struct mcpc *m, const char *msg, size_t len, int64_t id);
+/* Stops listening for request id's answer (its stream is dropped). */
+void mcpc_forget(struct mcpc *m, int64_t id);
+/* Ends the session: DELETE when it has an id (bounded wait), streams
+ * closed; done(arg) runs once everything is let go, then m is freed. No
+ * other callback runs after this. */
+void mcpc_close(struct mcpc *m, void (*done)(void *arg), void *arg);
+
+/* For status: {"url" (masked by the caller's secrets), "protocol":
+ * "streamable-http"|"sse", "protocolVersion", "sessionId" (verbose:
+ * first 8 chars of its SHA-256)}; new reference. */
+json_t *mcpc_describe(const struct mcpc *m, bool verbose);
+/* Whether a session id was given (Streamable HTTP), for tests. */
+bool mcpc_has_session(const struct mcpc *m);
+
+#endif

@@ -1,0 +1,169 @@
+/*
+ * One connection to one MCP server, whatever carries it: a stdio child, a
+ * remote Streamable HTTP (or legacy HTTP+SSE) server, a local program
+ * serving HTTP on a loopback port mcpvisor owns, and (next) a container.
+ * The instance holds a `const struct upstream_ops *` and a `struct
+ * upstream *` and never learns which kind it has.
+ *
+ * A transport decides no policy: it reports facts (a message and the
+ * request whose stream carried it, a request lost before or after it was
+ * sent, a typed fault, owned resources appearing and going). The instance
+ * decides what they mean: backoff, needs_auth, re-initialize at once on an
+ * expired session, a new port after a lost one, tools kept on a drop, at
+ * most once.
+ *
+ * Callbacks never run from inside open, send, forget or stop, except
+ * on_owned, which may run inside open (a process it just started).
+ */
+#ifndef MCPV_TRANSPORT_UPSTREAM_H
+#define MCPV_TRANSPORT_UPSTREAM_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "config/config.h"
+
+struct upstream; /* opaque, owned by its transport */
+struct httpc;	 /* http/httpc.h */
+
+enum upstream_fault_kind {
+	UPSTREAM_EXITED,   /* its process exited (exit_status, term_signal) */
+	UPSTREAM_CLOSED,   /* output closed; refused, reset, unreachable */
+	UPSTREAM_TIMEOUT,  /* a deadline of the transport passed */
+	UPSTREAM_AUTH,	   /* HTTP 401 or 403: needs credentials */
+	UPSTREAM_EXPIRED,  /* HTTP 404 on our session id: the server
+			      dropped the session */
+	UPSTREAM_LOST_PORT, /* a local server could not keep its port
+			       (EADDRINUSE, or another program answers
+			       there): start again on a new one */
+	UPSTREAM_PROTOCOL, /* what came cannot be MCP (not JSON-RPC, wrong
+			      content type, a legacy server without an
+			      endpoint event) */
+};
+
+struct upstream_fault {
+	enum upstream_fault_kind kind;
+	int64_t exit_status; /* EXITED; -1 when unknown */
+	int term_signal;     /* EXITED; 0 when none */
+	int http_status;     /* AUTH, EXPIRED, PROTOCOL; 0 when none */
+	/* One sentence for status and the host (secrets masked by the
+	 * transport); borrowed. */
+	const char *text;
+	/* AUTH: the resource_metadata URL of the WWW-Authenticate
+	 * challenge, NULL when none; borrowed. */
+	const char *resource_metadata;
+};
+
+enum upstream_owned_kind {
+	UPSTREAM_OWNED_PROCESS,
+	UPSTREAM_OWNED_CONTAINER,
+};
+
+/* Something the runtime started and must stop (or find after a crash):
+ * what the journal records. */
+struct upstream_owned {
+	enum upstream_owned_kind kind;
+	const char *token; /* owner token (environment or label) */
+	/* PROCESS */
+	pid_t pid;
+	pid_t pgid;
+	uint64_t start_time; /* /proc/PID/stat field 22 */
+	int port;	     /* loopback port it serves on, 0: none */
+	/* CONTAINER */
+	const char *engine; /* "podman", "docker" (path as run) */
+	const char *container_id;
+	const char *container_name;
+};
+
+struct upstream_cbs {
+	/* One JSON-RPC message from the server (not NUL-terminated).
+	 * related: the id (as given to send) of the request whose answer
+	 * stream carried it, 0 when the transport cannot tell (stdio, the
+	 * HTTP GET stream). */
+	void (*on_message)(void *ctx, const char *msg, size_t len,
+			   int64_t related);
+	/* Something came that is not a message (invalid UTF-8, not JSON).
+	 * The connection goes on. */
+	void (*on_garbage)(void *ctx, const char *what);
+	/* A message over the size limit ended: its first and last bytes,
+	 * so the request it answered can be failed. */
+	void (*on_overlong)(void *ctx, const char *head, size_t head_len,
+			    const char *tail, size_t tail_len);
+	/* The answer to request id will never come. sent false: it never
+	 * reached the server (safe to send again); true: it may have. */
+	void (*on_lost)(void *ctx, int64_t id, bool sent);
+	/* send may be called again after it returned -ENOBUFS. */
+	void (*on_drain)(void *ctx);
+	/* A line the server's program printed (stderr; a local HTTP
+	 * server's stdout too), as it came, not NUL-terminated. */
+	void (*on_log)(void *ctx, const char *line, size_t len);
+	/* The connection is unusable. Once; on_closed follows (after
+	 * whatever stop the transport runs on its own). */
+	void (*on_fault)(void *ctx, const struct upstream_fault *f);
+	/* Something we own appeared (live) or is provably gone (!live). */
+	void (*on_owned)(void *ctx, const struct upstream_owned *o, bool live);
+	/* After stop (or after on_fault) once everything is closed and
+	 * everything owned is gone or killed; the upstream is freed right
+	 * after this returns. Once. */
+	void (*on_closed)(void *ctx);
+};
+
+struct upstream_spec {
+	const struct server_config *server; /* borrowed for open only */
+	const char *cwd;		    /* resolved by scope; NULL: inherit */
+	/* Owner token, already on disk in the journal: in the environment
+	 * of every process (JOURNAL_OWNER_ENV), or a container's label. */
+	const char *token;
+	struct httpc *http;	     /* the loop's HTTP client (http kinds) */
+	uint64_t startup_timeout_ms; /* local HTTP: how long to wait for
+					the port to answer */
+	uint64_t stop_grace_ms;	     /* 0: the transport's default */
+};
+
+/* What a transport can tell, for the instance's choices. */
+#define UPSTREAM_RELATES 0x1 /* on_message names the related request */
+#define UPSTREAM_OWNS 0x2    /* it runs something (on_owned) */
+
+struct upstream_ops {
+	const char *kind; /* "stdio", "http", "sse", "http-local", ... */
+	unsigned caps;	  /* UPSTREAM_* */
+	/* Starts connecting (or spawning). 0, or -errno with nothing left
+	 * running and no callback to come (-ENOENT: no such command). */
+	int (*open)(uv_loop_t *loop, const struct upstream_spec *spec,
+		    const struct upstream_cbs *cbs, void *ctx,
+		    struct upstream **out);
+	/* One message (copied). id > 0 for a request (its answer stream is
+	 * tied to it), 0 for a notification or an answer. 0; -ENOBUFS: its
+	 * queue is full (wait for on_drain); -EPIPE: gone or stopping. */
+	int (*send)(struct upstream *u, const char *msg, size_t len,
+		    int64_t id);
+	/* Request id was cancelled: stop waiting for its answer (no
+	 * on_lost for it). May be NULL. */
+	void (*forget)(struct upstream *u, int64_t id);
+	/* Stops reading the server's output (on) or resumes. May be NULL. */
+	void (*pause)(struct upstream *u, bool on);
+	/* Stop ladder, DELETE of the session, engine stop: on_closed
+	 * follows. Idempotent; allowed after on_fault. */
+	void (*stop)(struct upstream *u);
+	/* What status shows, new object: "transport", and per kind "pid",
+	 * "port", "url" (secrets masked), "sessionId" (verbose only,
+	 * fingerprinted), "protocol" ("streamable-http", "sse"),
+	 * "container"... */
+	json_t *(*describe)(const struct upstream *u, bool verbose);
+	/* The last n lines the server printed, joined with '\n' (caller
+	 * frees); "" when none. May be NULL. */
+	char *(*log_tail)(const struct upstream *u, int n);
+};
+
+extern const struct upstream_ops upstream_stdio;      /* transport/up_stdio.c */
+extern const struct upstream_ops upstream_http;	      /* transport/up_http.c */
+extern const struct upstream_ops upstream_http_local; /* transport/up_local.c */
+
+/* The transport for a server: by kind (and, for url servers, its type). */
+const struct upstream_ops *upstream_ops_for(const struct server_config *s);
+
+#endif
