@@ -40,7 +40,7 @@ static void instance_handle_notification(struct instance *inst, json_t *msg)
 		}
 	}
 	if (inst->cbs.on_notification)
-		inst->cbs.on_notification(inst->ctx, inst, msg);
+		inst->cbs.on_notification(inst->ctx, inst, msg, NULL);
 }
 
 /* The request id answers on this connection: only one written on it. */
@@ -248,7 +248,7 @@ static void instance_handle_line(struct instance *inst, const char *line,
 		if (strcmp(jr_method(msg), "ping") == 0)
 			instance_respond(inst, id, json_object(), NULL);
 		else if (inst->cbs.on_request)
-			inst->cbs.on_request(inst->ctx, inst, msg);
+			inst->cbs.on_request(inst->ctx, inst, msg, NULL);
 		else
 			instance_respond(inst, id, NULL,
 					 json_pack("{s:i,s:s}", "code",

@@ -21,6 +21,7 @@
 #include "jsonrpc/jsonrpc.h"
 #include "jsonrpc/outbox.h"
 #include "transport/stdio.h"
+#include "transport/upstream.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/flow.h"
@@ -322,6 +323,22 @@ static char *instance_exit_reason(int64_t status, int sig)
 	return xstrdup("closed its output");
 }
 
+static void instance_report_owned(struct instance *inst,
+				  const struct instance_link *link,
+				  uint64_t start_time, bool live)
+{
+	if (inst->cbs.on_owned == NULL)
+		return;
+	struct upstream_owned o = {
+		.kind = UPSTREAM_OWNED_PROCESS,
+		.token = link->token,
+		.pid = link->pid,
+		.pgid = link->pid,
+		.start_time = start_time,
+	};
+	inst->cbs.on_owned(inst->ctx, inst, &o, live);
+}
+
 static void instance_exit_cb(void *ctx, int64_t status, int sig)
 {
 	struct instance_link *link = ctx;
@@ -351,9 +368,7 @@ static void instance_closed_cb(void *ctx)
 			instance_fail(inst, INSTANCE_FAILED,
 				      xstrdup("connection closed"));
 	}
-	if (inst->cbs.on_process)
-		inst->cbs.on_process(inst->ctx, inst, link->pid, 0, link->token,
-				     false);
+	instance_report_owned(inst, link, 0, false);
 	free(link);
 	if (settles && inst->state == INSTANCE_STOPPING) {
 		instance_set_state(inst, INSTANCE_STOPPED, NULL);
@@ -425,10 +440,8 @@ void instance_start(struct instance *inst)
 		inst->tp->pause(inst->conn, true);
 	inst->pid = inst->tp->pid(inst->conn);
 	link->pid = inst->pid;
-	if (inst->cbs.on_process)
-		inst->cbs.on_process(inst->ctx, inst, link->pid,
-				     inst->tp->start_time(inst->conn),
-				     link->token, true);
+	instance_report_owned(inst, link, inst->tp->start_time(inst->conn),
+			      true);
 	free(inst->stderr_tail);
 	inst->stderr_tail = NULL;
 	uv_timer_start(&inst->startup_timer, instance_startup_timeout_cb,

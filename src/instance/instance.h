@@ -39,24 +39,32 @@ enum instance_list {
 
 struct instance;
 
+struct upstream_owned; /* transport/upstream.h */
+struct httpc;	       /* http/httpc.h */
+
 struct instance_cbs {
 	/* A notification from the server (progress, message, list_changed
-	 * after the instance refreshed that list, resources/updated...). */
-	void (*on_notification)(void *ctx, struct instance *inst, json_t *msg);
+	 * after the instance refreshed that list, resources/updated...).
+	 * cause: the arg of the client request whose answer stream carried
+	 * it (transports that can tell: HTTP), NULL when unknown (stdio). */
+	void (*on_notification)(void *ctx, struct instance *inst, json_t *msg,
+				void *cause);
 	/* A request from the server that the instance does not answer itself
 	 * (sampling, elicitation, roots/list). Answer with
-	 * instance_respond. */
-	void (*on_request)(void *ctx, struct instance *inst, json_t *msg);
+	 * instance_respond_on. cause as for on_notification: when set, that
+	 * call's session, and no other, is asked. */
+	void (*on_request)(void *ctx, struct instance *inst, json_t *msg,
+			   void *cause);
 	/* After every state change. */
 	void (*on_state)(void *ctx, struct instance *inst,
 			 enum instance_state from, enum instance_state to);
 	/* After one of the lists changed (fresh start or list_changed). */
 	void (*on_lists)(void *ctx, struct instance *inst);
-	/* A server process was started (started true: pid, start time and
-	 * owner token), or it and its group are gone (started false). */
-	void (*on_process)(void *ctx, struct instance *inst, pid_t pid,
-			   uint64_t start_time, const char *token,
-			   bool started);
+	/* Something the instance's transport runs appeared (live: a
+	 * process with its pid, start time and owner token; a container)
+	 * or is provably gone (!live). For the journal. */
+	void (*on_owned)(void *ctx, struct instance *inst,
+			 const struct upstream_owned *o, bool live);
 };
 
 /* What the instance is made from: copied by instance_new. */
@@ -73,6 +81,11 @@ struct instance_spec {
 	/* Where owner tokens come from (written ahead of use); NULL: fresh
 	 * random ones. */
 	struct journal *journal;
+	/* The loop's HTTP client for url servers, made on first use (it
+	 * loads libcurl): called when such a server starts; NULL getter:
+	 * url servers fail to start. */
+	struct httpc *(*http)(void *arg);
+	void *http_arg;
 };
 
 /* Waiting for a start: err is 0 when ready, or -errno. */

@@ -14,6 +14,7 @@
 #include "pool/known.h"
 #include "pool/lease.h"
 #include "toolcache/toolcache.h"
+#include "transport/upstream.h"
 #include "util/clock.h"
 #include "util/keymap.h"
 #include "util/log.h"
@@ -116,18 +117,19 @@ static void pool_idle_arm(struct pool_entry *e)
 /* ---- instance callbacks, passed on to the hub ---- */
 
 static void pool_inst_notification_cb(void *ctx, struct instance *inst,
-				      json_t *msg)
+				      json_t *msg, void *cause)
 {
 	struct pool_entry *e = ctx;
 	if (e->pool->cbs.on_notification)
-		e->pool->cbs.on_notification(e->pool->ctx, inst, msg);
+		e->pool->cbs.on_notification(e->pool->ctx, inst, msg, cause);
 }
 
-static void pool_inst_request_cb(void *ctx, struct instance *inst, json_t *msg)
+static void pool_inst_request_cb(void *ctx, struct instance *inst, json_t *msg,
+				 void *cause)
 {
 	struct pool_entry *e = ctx;
 	if (e->pool->cbs.on_request)
-		e->pool->cbs.on_request(e->pool->ctx, inst, msg);
+		e->pool->cbs.on_request(e->pool->ctx, inst, msg, cause);
 }
 
 static void pool_inst_state_cb(void *ctx, struct instance *inst,
@@ -167,18 +169,21 @@ static void pool_inst_lists_cb(void *ctx, struct instance *inst)
 		e->pool->cbs.on_lists(e->pool->ctx, inst);
 }
 
-static void pool_inst_process_cb(void *ctx, struct instance *inst, pid_t pid,
-				 uint64_t start_time, const char *token,
-				 bool started)
+static void pool_inst_owned_cb(void *ctx, struct instance *inst,
+			       const struct upstream_owned *o, bool started)
 {
 	struct pool_entry *e = ctx;
+	pid_t pid = o->pid;
+	pid_t pgid = o->pgid;
+	uint64_t start_time = o->start_time;
+	const char *token = o->token;
 	if (started)
 		e->live++;
 	else if (e->live > 0)
 		e->live--;
 	if (e->pool->journal) {
 		if (started)
-			journal_add(e->pool->journal, pid, pid, start_time,
+			journal_add(e->pool->journal, pid, pgid, start_time,
 				    token, instance_public_key(inst));
 		else
 			journal_remove(e->pool->journal, pid);
@@ -192,7 +197,7 @@ static const struct instance_cbs pool_instance_cbs = {
 	.on_request = pool_inst_request_cb,
 	.on_state = pool_inst_state_cb,
 	.on_lists = pool_inst_lists_cb,
-	.on_process = pool_inst_process_cb,
+	.on_owned = pool_inst_owned_cb,
 };
 
 /* ---- keys ---- */

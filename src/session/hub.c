@@ -75,7 +75,7 @@ static void hub_fanout_done(struct hub_fanout *f)
 }
 
 static void hub_inst_notification_cb(void *ctx, struct instance *inst,
-				     json_t *msg)
+				     json_t *msg, void *cause)
 {
 	struct hub *hub = ctx;
 	const char *method = jr_method(msg);
@@ -118,7 +118,8 @@ static void hub_inst_notification_cb(void *ctx, struct instance *inst,
  * request instead of showing one client another's. When that session
  * cannot answer, the server gets an error (or, for roots, which the
  * runtime always advertises, an empty list). */
-static void hub_inst_request_cb(void *ctx, struct instance *inst, json_t *msg)
+static void hub_inst_request_cb(void *ctx, struct instance *inst, json_t *msg,
+				void *cause)
 {
 	struct hub *hub = ctx;
 	const char *method = jr_method(msg);

@@ -31,18 +31,18 @@ struct upstream; /* opaque, owned by its transport */
 struct httpc;	 /* http/httpc.h */
 
 enum upstream_fault_kind {
-	UPSTREAM_EXITED,   /* its process exited (exit_status, term_signal) */
-	UPSTREAM_CLOSED,   /* output closed; refused, reset, unreachable */
-	UPSTREAM_TIMEOUT,  /* a deadline of the transport passed */
-	UPSTREAM_AUTH,	   /* HTTP 401 or 403: needs credentials */
-	UPSTREAM_EXPIRED,  /* HTTP 404 on our session id: the server
-			      dropped the session */
+	UPSTREAM_EXITED,    /* its process exited (exit_status, term_signal) */
+	UPSTREAM_CLOSED,    /* output closed; refused, reset, unreachable */
+	UPSTREAM_TIMEOUT,   /* a deadline of the transport passed */
+	UPSTREAM_AUTH,	    /* HTTP 401 or 403: needs credentials */
+	UPSTREAM_EXPIRED,   /* HTTP 404 on our session id: the server
+			       dropped the session */
 	UPSTREAM_LOST_PORT, /* a local server could not keep its port
 			       (EADDRINUSE, or another program answers
 			       there): start again on a new one */
-	UPSTREAM_PROTOCOL, /* what came cannot be MCP (not JSON-RPC, wrong
-			      content type, a legacy server without an
-			      endpoint event) */
+	UPSTREAM_PROTOCOL,  /* what came cannot be MCP (not JSON-RPC, wrong
+			       content type, a legacy server without an
+			       endpoint event) */
 };
 
 struct upstream_fault {
@@ -114,7 +114,7 @@ struct upstream_cbs {
 
 struct upstream_spec {
 	const struct server_config *server; /* borrowed for open only */
-	const char *cwd;		    /* resolved by scope; NULL: inherit */
+	const char *cwd; /* resolved by scope; NULL: inherit */
 	/* Owner token, already on disk in the journal: in the environment
 	 * of every process (JOURNAL_OWNER_ENV), or a container's label. */
 	const char *token;
