@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "config/secrets.h"
 #include "util/xmalloc.h"
 
 #define TH_SECRET "tok-7Qx91-SECRET"
@@ -311,4 +312,21 @@ Test(config_http, unset_header_variable_is_named)
 			"{\"Authorization\": \"Bearer ${MCPV_TH_UNSET}\"}}",
 			"field \"headers\": \"Authorization\": variable "
 			"\"MCPV_TH_UNSET\" is not set");
+}
+
+/* A server refusing a token may quote it without its scheme. */
+Test(config_http, a_header_credential_is_masked_without_its_scheme)
+{
+	setenv("MCPV_TH_TOKEN", TH_SECRET, 1);
+	struct config *cfg =
+		th_one("{\"url\": \"https://h/mcp\", \"headers\": "
+		       "{\"Authorization\": \"Bearer ${MCPV_TH_TOKEN}\"}}");
+	struct secrets *sec = secrets_new();
+	secrets_add_config(sec, cfg);
+	char *m = secrets_mask(sec, "401: invalid token " TH_SECRET
+				    "; sent Bearer " TH_SECRET);
+	cr_assert_str_eq(m, "401: invalid token ***; sent ***");
+	free(m);
+	secrets_free(sec);
+	config_free(cfg);
 }
