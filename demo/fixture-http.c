@@ -488,11 +488,22 @@ void fxh_end_stream(struct fxh_session *hs, json_t *cause)
 
 /* ---- sessions --------------------------------------------------------- */
 
+/* Finds a live session and moves it to the front: the list is in order of
+ * use, so that the one to forget when full is the least recently used. */
 struct fxh_session *fxh_session_find(const char *id)
 {
-	for (struct fxh_session *hs = fxh.sessions; hs && id; hs = hs->next)
-		if (strcmp(hs->id, id) == 0)
-			return hs->dead ? NULL : hs;
+	struct fxh_session **pp, *hs;
+
+	for (pp = &fxh.sessions; id && (hs = *pp); pp = &hs->next) {
+		if (strcmp(hs->id, id) != 0)
+			continue;
+		if (hs->dead)
+			return NULL;
+		*pp = hs->next;
+		hs->next = fxh.sessions;
+		fxh.sessions = hs;
+		return hs;
+	}
 	return NULL;
 }
 
@@ -501,8 +512,17 @@ struct fxh_session *fxh_session_new(bool legacy)
 	struct fxh_session *hs;
 	unsigned char rnd[16];
 
-	if (fxh.nsessions >= FXH_MAX_SESSIONS)
-		return NULL;
+	if (fxh.nsessions >= FXH_MAX_SESSIONS) {
+		/* Clients rarely DELETE theirs: forget the least recently
+		 * used, as servers do (its client gets 404). */
+		struct fxh_session *old = fxh.sessions;
+
+		while (old->next)
+			old = old->next;
+		fxh_log("forgetting session %s: %d sessions", old->id,
+			FXH_MAX_SESSIONS);
+		fxh_session_close(old);
+	}
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
 		return NULL;
 	hs = calloc(1, sizeof(*hs));
