@@ -11,7 +11,7 @@
 #include "fixture-http.h"
 
 #define FXH_MAX_BODY (4u << 20) /* one JSON-RPC message */
-#define FXH_MAX_CONNS 256
+#define FXH_MAX_CONNS 1024
 #define FXH_MAX_SESSIONS 256
 #define FXH_MAX_EVENTS 512	/* kept per stream for replay */
 #define FXH_KEEP_DONE 16	/* finished POST streams kept per session */

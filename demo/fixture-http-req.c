@@ -644,9 +644,14 @@ static void fxh_on_connection(uv_stream_t *server, int status)
 	c->next = fxh.conns;
 	fxh.conns = c;
 	fxh.nconns++;
-	if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 ||
-	    fxh.nconns > FXH_MAX_CONNS || fxh.stopping) {
+	if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 || fxh.stopping) {
 		fxh_conn_close(c);
+		return;
+	}
+	if (fxh.nconns > FXH_MAX_CONNS) {
+		/* Said, not just dropped, so a test sees why. */
+		c->keep_alive = false;
+		fxh_respond_error(c, 503, -32000, "Too many connections", NULL);
 		return;
 	}
 	uv_tcp_nodelay(&c->tcp, 1);
