@@ -381,6 +381,17 @@ check("a taken port: exit 98 and EADDRINUSE on stderr; --http-env", async () => 
   }
 });
 
+check("--heartbeat 50: comments on an open GET stream", () =>
+  withServer(CONF, ["--http", "0", "--heartbeat", "50"], async (s) => {
+    const h = await initialize(s.url);
+    const g = await fetch(s.url, { headers: { ...h, accept: "text/event-stream" } });
+    const reader = g.body.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    while (!text.includes(": heartbeat\n\n"))
+      text += (await within(WAIT_MS, "heartbeat", reader.read())).value;
+    await reader.cancel();
+  }));
+
 check("--slow-start: nothing listens before the delay", async () => {
   const t0 = Date.now();
   await withServer(DEMO, ["--http", "0", "--slow-start", "300"], async (s) => {
