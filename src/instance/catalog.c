@@ -14,7 +14,7 @@
 #include "instance/instance_int.h"
 #include "journal/journal.h"
 #include "jsonrpc/jsonrpc.h"
-#include "transport/stdio.h"
+#include "transport/supervisor.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"

@@ -14,7 +14,7 @@
 #include "instance/instance_int.h"
 #include "jsonrpc/jsonrpc.h"
 #include "jsonrpc/outbox.h"
-#include "transport/stdio.h"
+#include "transport/supervisor.h"
 #include "util/flow.h"
 #include "util/jsonscan.h"
 #include "util/log.h"
@@ -391,7 +391,7 @@ void instance_overlong_cb(void *ctx, const char *head, size_t head_len,
 	if (h == 2) {
 		log_warn("instance %s: a request or notification over %d "
 			 "bytes was dropped",
-			 inst->name, STDIO_MAX_LINE);
+			 inst->name, SUP_MAX_LINE);
 		return;
 	}
 	bool found = h == 1 || edge_scan_tail(tail, tail_len, &id);
@@ -399,29 +399,29 @@ void instance_overlong_cb(void *ctx, const char *head, size_t head_len,
 	if (found && r == NULL) {
 		log_warn("instance %s: an answer over %d bytes to request "
 			 "%lld, which is no longer in flight, was dropped",
-			 inst->name, STDIO_MAX_LINE, id);
+			 inst->name, SUP_MAX_LINE, id);
 		return;
 	}
 	if (r == NULL) {
 		char *what = xasprintf("its message over the %d MiB line "
 				       "limit was dropped and names no "
 				       "request we could read",
-				       STDIO_MAX_LINE / (1024 * 1024));
+				       SUP_MAX_LINE / (1024 * 1024));
 		instance_fail_unnamed(inst, what, NULL);
 		free(what);
 		return;
 	}
 	log_warn("instance %s: the answer to %s (id %lld) is over %d bytes; "
 		 "the request fails",
-		 inst->name, outbox_req_method(r), id, STDIO_MAX_LINE);
+		 inst->name, outbox_req_method(r), id, SUP_MAX_LINE);
 	char *msg = xasprintf("Server \"%s\" answered %s with a message over "
 			      "the runtime's %d MiB limit, so the answer was "
 			      "dropped; the request ran, ask for less (a "
 			      "smaller range or page).",
 			      inst->name, outbox_req_method(r),
-			      STDIO_MAX_LINE / (1024 * 1024));
+			      SUP_MAX_LINE / (1024 * 1024));
 	json_t *data = json_pack("{s:s,s:i,s:b}", "server", inst->name,
-				 "limitBytes", STDIO_MAX_LINE, "mayHaveRun", 1);
+				 "limitBytes", SUP_MAX_LINE, "mayHaveRun", 1);
 	json_t *err = jr_error(NULL, JR_INTERNAL_ERROR, msg, data);
 	free(msg);
 	outbox_settle(inst->outbox, r, OUTBOX_LOST_SENT, err);

@@ -20,7 +20,7 @@
 #include "journal/journal.h"
 #include "jsonrpc/jsonrpc.h"
 #include "jsonrpc/outbox.h"
-#include "transport/stdio.h"
+#include "transport/supervisor.h"
 #include "transport/upstream.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -98,40 +98,6 @@ static void instance_free_strv(char **v)
 	free(v);
 }
 
-/* The parent's environment with the server's env laid over it. */
-static char **instance_build_env(const struct server_config *s,
-				 size_t *owner_slot)
-{
-	extern char **environ;
-	size_t n = 0;
-	while (environ[n])
-		n++;
-	char **env = xcalloc(n + s->nenv + 2, sizeof *env);
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		const char *eq = strchr(environ[i], '=');
-		size_t klen =
-			eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
-		bool overridden = strncmp(environ[i], JOURNAL_OWNER_ENV "=",
-					  strlen(JOURNAL_OWNER_ENV "=")) == 0;
-		for (size_t j = 0; j < s->nenv; j++) {
-			if (strlen(s->env[j].key) == klen &&
-			    strncmp(s->env[j].key, environ[i], klen) == 0) {
-				overridden = true;
-				break;
-			}
-		}
-		if (!overridden)
-			env[k++] = xstrdup(environ[i]);
-	}
-	for (size_t j = 0; j < s->nenv; j++)
-		env[k++] = xasprintf("%s=%s", s->env[j].key, s->env[j].value);
-	*owner_slot = k;
-	env[k++] = xstrdup(JOURNAL_OWNER_ENV "=");
-	env[k] = NULL;
-	return env;
-}
-
 static void instance_handle_close_cb(uv_handle_t *h)
 {
 	struct instance *inst = h->data;
@@ -173,7 +139,7 @@ struct instance *instance_new(uv_loop_t *loop, const struct instance_spec *spec,
 	inst->kind = s->kind;
 	inst->command = s->command ? xstrdup(s->command) : NULL;
 	inst->argv = instance_copy_strv(s->args, s->nargs);
-	inst->envp = instance_build_env(s, &inst->owner_slot);
+	inst->envp = sup_env_from_config(s->env, s->nenv);
 	inst->cwd = spec->cwd ? xstrdup(spec->cwd) : NULL;
 	inst->client_caps_json =
 		xstrdup(spec->client_caps_json ? spec->client_caps_json : "{}");
@@ -385,11 +351,11 @@ static void instance_closed_cb(void *ctx)
 	instance_maybe_free(inst);
 }
 
-static const struct stdio_conn_cbs instance_conn_cbs = {
+static const struct sup_cbs instance_conn_cbs = {
 	.on_message = instance_message_cb,
 	.on_garbage = instance_garbage_cb,
 	.on_overlong = instance_overlong_cb,
-	.on_stderr = instance_stderr_cb,
+	.on_log = instance_stderr_cb,
 	.on_exit = instance_exit_cb,
 	.on_closed = instance_closed_cb,
 };
@@ -404,21 +370,19 @@ void instance_start(struct instance *inst)
 				      "yet; only stdio servers run"));
 		return;
 	}
-	struct stdio_spawn_opts opts = {
-		.command = inst->command,
-		.args = inst->argv,
-		.env = inst->envp,
-		.cwd = inst->cwd,
-	};
 	struct instance_link *link = xcalloc(1, sizeof *link);
 	link->inst = inst;
 	link->gen = ++inst->gen;
 	/* A token already on disk: whatever the server starts can be found
 	 * after a crash, however soon it comes. */
 	journal_take_token(inst->journal, link->token);
-	free(inst->envp[inst->owner_slot]);
-	inst->envp[inst->owner_slot] =
-		xasprintf("%s=%s", JOURNAL_OWNER_ENV, link->token);
+	struct sup_spec opts = {
+		.command = inst->command,
+		.args = inst->argv,
+		.env = inst->envp,
+		.token = link->token,
+		.cwd = inst->cwd,
+	};
 	int rc = inst->tp->open(inst->loop, &opts, &instance_conn_cbs, link,
 				&inst->conn);
 	if (rc < 0) {

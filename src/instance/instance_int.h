@@ -15,7 +15,7 @@
 #include "instance/instance.h"
 #include "journal/journal.h"
 #include "jsonrpc/outbox.h"
-#include "transport/stdio.h"
+#include "transport/supervisor.h"
 #include "util/buf.h"
 
 #define INSTANCE_STDERR_TAIL 10
@@ -27,8 +27,8 @@
 struct secrets;
 
 struct instance_transport {
-	int (*open)(uv_loop_t *loop, const struct stdio_spawn_opts *opts,
-		    const struct stdio_conn_cbs *cbs, void *ctx, void **conn);
+	int (*open)(uv_loop_t *loop, const struct sup_spec *opts,
+		    const struct sup_cbs *cbs, void *ctx, void **conn);
 	/* 0, -EPIPE (gone), -ENOBUFS (its input is full). */
 	int (*send)(void *conn, const char *msg, size_t len);
 	void (*stop)(void *conn);
@@ -67,9 +67,9 @@ struct instance {
 	char *public_key;
 	enum server_kind kind;
 	char *command;
-	char **argv;	   /* NULL-terminated, without argv[0] */
-	char **envp;	   /* NULL-terminated full environment */
-	size_t owner_slot; /* envp index of MCPVISOR_OWNER=token */
+	char **argv; /* NULL-terminated, without argv[0] */
+	char **envp; /* NULL-terminated full environment */
+
 	char *cwd;
 	char *client_caps_json;
 	struct journal *journal; /* owner tokens; borrowed, may be NULL */

@@ -16,7 +16,7 @@
 #include "instance/instance_int.h"
 #include "jsonrpc/jsonrpc.h"
 #include "jsonrpc/outbox.h"
-#include "transport/stdio.h"
+#include "transport/supervisor.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/jsonscan.h"

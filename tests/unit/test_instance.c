@@ -16,7 +16,7 @@
 #define FAKE_MAX_LINES 64
 
 struct fake_conn {
-	struct stdio_conn_cbs cbs;
+	struct sup_cbs cbs;
 	void *ctx;
 	char *lines[FAKE_MAX_LINES]; /* what the instance sent, in order */
 	int nlines;
@@ -38,8 +38,8 @@ static uint64_t fake_clock(void)
 	return fake_now;
 }
 
-static int fake_open(uv_loop_t *loop, const struct stdio_spawn_opts *opts,
-		     const struct stdio_conn_cbs *cbs, void *ctx, void **out)
+static int fake_open(uv_loop_t *loop, const struct sup_spec *opts,
+		     const struct sup_cbs *cbs, void *ctx, void **out)
 {
 	if (open_rc)
 		return open_rc;
