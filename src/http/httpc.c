@@ -736,8 +736,19 @@ int httpc_status(const struct httpc_req *r)
 
 const char *httpc_header(const struct httpc_req *r, const char *name)
 {
-	const char *p = r->head.data;
-	const char *end = p + r->head.len;
+	return httpc_head_get(&r->head, name);
+}
+
+void httpc_head_copy(const struct httpc_req *r, struct buf *out)
+{
+	buf_reset(out);
+	buf_append(out, r->head.data, r->head.len);
+}
+
+const char *httpc_head_get(const struct buf *head, const char *name)
+{
+	const char *p = head->data;
+	const char *end = p + head->len;
 	while (p && p < end) {
 		const char *v = p + strlen(p) + 1;
 		if (strcasecmp(p, name) == 0)
