@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <uv.h>
 
 struct httpc;
 struct mcpc;
@@ -50,6 +51,7 @@ enum mcpc_fault {
 };
 
 struct mcpc_opts {
+	uv_loop_t *loop; /* the httpc's loop, for the retry timers */
 	const char *url;
 	/* "Name: value" lines from the config (secrets), NULL-terminated;
 	 * copied. */

@@ -1,0 +1,976 @@
+/*
+ * Unit tests for the MCP client session over HTTP, against a scripted
+ * HTTP server inside the test on the same libuv loop (127.0.0.1, port 0):
+ * each test's script answers each request as it comes and records what
+ * it received; the loop runs until the condition a test waits for.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "http/httpc.h"
+#include "http/httpparse.h"
+#include "mcpc/mcpc.h"
+#include "mcpc/mcpc_int.h"
+#include "util/buf.h"
+#include "util/xmalloc.h"
+
+#define TM_MAX_REQS 32
+#define TM_MAX_CONNS 32
+
+struct tmc;
+struct tm_conn;
+
+/* One request as the server saw it. */
+struct tm_req {
+	char method[8];
+	char *url;
+	char *headers; /* "name: value\n" lines, names lower-cased */
+	char *body;
+	struct tm_conn *conn;
+};
+
+struct tm_conn {
+	uv_tcp_t tcp;
+	struct tmc *t;
+	struct httpparse *hp;
+	bool closed;
+	bool open_stream; /* an SSE answer is being written */
+};
+
+struct tmc {
+	uv_loop_t loop;
+	uv_tcp_t listener;
+	int port;
+	char url[64];
+	/* The script: answers request n (0-based) on conn. */
+	void (*script)(struct tmc *t, struct tm_conn *c, int n,
+		       const struct tm_req *r);
+	struct tm_req reqs[TM_MAX_REQS];
+	int nreqs;
+	struct tm_conn *conns[TM_MAX_CONNS];
+	int nconns;
+	/* the client */
+	struct httpc *http;
+	struct mcpc *m;
+	struct buf log; /* messages: "related: msg\n" */
+	int nmsgs;
+	int nlost;
+	int64_t lost_id;
+	bool lost_sent;
+	int faults;
+	enum mcpc_fault fault;
+	int fault_status;
+	char fault_text[256];
+	char fault_rm[256];
+	int heartbeats;
+	bool closed;
+	int scratch;		/* for scripts */
+	struct tm_conn *stream; /* a script's open event stream */
+	uv_timer_t deadline;
+	bool late;
+};
+
+/* ---- the scripted server --------------------------------------------- */
+
+static void tm_alloc_cb(uv_handle_t *h, size_t sz, uv_buf_t *b)
+{
+	b->base = xmalloc(sz);
+	b->len = sz;
+}
+
+static void tm_conn_closed_cb(uv_handle_t *h)
+{
+	struct tm_conn *c = h->data;
+	httpparse_free(c->hp);
+	c->hp = NULL;
+}
+
+static void tm_close(struct tm_conn *c)
+{
+	if (c->closed)
+		return;
+	c->closed = true;
+	uv_close((uv_handle_t *)&c->tcp, tm_conn_closed_cb);
+}
+
+static void tm_write_cb(uv_write_t *w, int status)
+{
+	free(w->data);
+	free(w);
+}
+
+static void tm_write(struct tm_conn *c, const char *text)
+{
+	if (c->closed)
+		return;
+	size_t n = strlen(text);
+	uv_write_t *w = xmalloc(sizeof *w);
+	w->data = xmalloc(n);
+	memcpy(w->data, text, n);
+	uv_buf_t b = uv_buf_init(w->data, (unsigned)n);
+	uv_write(w, (uv_stream_t *)&c->tcp, &b, 1, tm_write_cb);
+}
+
+static void tm_shutdown_cb(uv_shutdown_t *s, int status)
+{
+	struct tm_conn *c = s->data;
+	free(s);
+	tm_close(c);
+}
+
+/* Ends the response (and the connection) once what was written is out. */
+static void tm_end(struct tm_conn *c)
+{
+	if (c->closed)
+		return;
+	uv_shutdown_t *s = xmalloc(sizeof *s);
+	s->data = c;
+	if (uv_shutdown(s, (uv_stream_t *)&c->tcp, tm_shutdown_cb) < 0) {
+		free(s);
+		tm_close(c);
+	}
+}
+
+/* A whole response; the connection closes after it. */
+static void tm_reply(struct tm_conn *c, int status, const char *headers,
+		     const char *ctype, const char *body)
+{
+	struct buf b;
+	buf_init(&b);
+	buf_printf(&b,
+		   "HTTP/1.1 %d X\r\n%s%s%s%sContent-Length: %zu\r\n"
+		   "Connection: close\r\n\r\n%s",
+		   status, headers ? headers : "",
+		   ctype ? "Content-Type: " : "", ctype ? ctype : "",
+		   ctype ? "\r\n" : "", body ? strlen(body) : 0,
+		   body ? body : "");
+	tm_write(c, b.data);
+	buf_free(&b);
+	tm_end(c);
+}
+
+/* The head of an event stream; the body is written with tm_write, ended
+ * with tm_end (a close-delimited body). */
+static void tm_sse(struct tm_conn *c, const char *headers)
+{
+	struct buf b;
+	buf_init(&b);
+	buf_printf(&b,
+		   "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n%s"
+		   "Connection: close\r\n\r\n",
+		   headers ? headers : "");
+	tm_write(c, b.data);
+	buf_free(&b);
+	c->open_stream = true;
+}
+
+static void tm_read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
+{
+	struct tm_conn *c = st->data;
+	struct tmc *t = c->t;
+	if (n < 0) {
+		tm_close(c);
+		free(b->base);
+		return;
+	}
+	size_t off = 0;
+	while (off < (size_t)n && !c->closed) {
+		size_t used = 0;
+		enum httpparse_state s =
+			httpparse_feed(c->hp, b->base + off, n - off, &used);
+		off += used;
+		if (s == HTTPPARSE_ERROR) {
+			tm_close(c);
+			break;
+		}
+		if (s != HTTPPARSE_DONE) {
+			if (used == 0)
+				break;
+			continue;
+		}
+		const struct http_request *r = httpparse_request(c->hp);
+		cr_assert_lt(t->nreqs, TM_MAX_REQS);
+		struct tm_req *q = &t->reqs[t->nreqs];
+		snprintf(q->method, sizeof q->method, "%s",
+			 r->method == HTTP_M_GET      ? "GET"
+			 : r->method == HTTP_M_POST   ? "POST"
+			 : r->method == HTTP_M_DELETE ? "DELETE"
+						      : "OTHER");
+		q->url = xstrdup(r->url);
+		struct buf h;
+		buf_init(&h);
+		buf_puts(&h, "");
+		for (size_t i = 0; i < r->nheaders; i++)
+			buf_printf(&h, "%s: %s\n", r->headers[i].name,
+				   r->headers[i].value);
+		q->headers = buf_steal(&h);
+		q->body = xstrndup(r->body ? r->body : "", r->body_len);
+		q->conn = c;
+		int idx = t->nreqs++;
+		httpparse_next(c->hp);
+		t->script(t, c, idx, q);
+	}
+	free(b->base);
+}
+
+static void tm_accept_cb(uv_stream_t *l, int status)
+{
+	struct tmc *t = l->data;
+	cr_assert_lt(t->nconns, TM_MAX_CONNS);
+	struct tm_conn *c = xcalloc(1, sizeof *c);
+	c->t = t;
+	c->hp = httpparse_new(HTTP_DEFAULT_MAX_BODY);
+	uv_tcp_init(&t->loop, &c->tcp);
+	c->tcp.data = c;
+	t->conns[t->nconns++] = c;
+	if (uv_accept(l, (uv_stream_t *)&c->tcp) == 0)
+		uv_read_start((uv_stream_t *)&c->tcp, tm_alloc_cb, tm_read_cb);
+	else
+		tm_close(c);
+}
+
+/* ---- the client's callbacks -------------------------------------------- */
+
+static void tm_on_message(void *ctx, const char *msg, size_t len,
+			  int64_t related)
+{
+	struct tmc *t = ctx;
+	buf_printf(&t->log, "%lld: %.*s\n", (long long)related, (int)len, msg);
+	t->nmsgs++;
+}
+
+static void tm_on_lost(void *ctx, int64_t id, bool sent)
+{
+	struct tmc *t = ctx;
+	t->nlost++;
+	t->lost_id = id;
+	t->lost_sent = sent;
+}
+
+static void tm_on_heartbeat(void *ctx)
+{
+	((struct tmc *)ctx)->heartbeats++;
+}
+
+static void tm_on_fault(void *ctx, enum mcpc_fault f, int status,
+			const char *text, const char *rm)
+{
+	struct tmc *t = ctx;
+	t->faults++;
+	t->fault = f;
+	t->fault_status = status;
+	snprintf(t->fault_text, sizeof t->fault_text, "%s", text);
+	snprintf(t->fault_rm, sizeof t->fault_rm, "%s", rm ? rm : "");
+}
+
+static const struct mcpc_cbs tm_cbs = {tm_on_message, tm_on_lost,
+				       tm_on_heartbeat, tm_on_fault};
+
+static const char *const tm_headers[] = {"Authorization: Bearer s3cr3t",
+					 "X-Team: blue", NULL};
+
+static void tm_start(struct tmc *t, enum mcpc_mode mode,
+		     void (*script)(struct tmc *, struct tm_conn *, int,
+				    const struct tm_req *))
+{
+	memset(t, 0, sizeof *t);
+	cr_assert_eq(uv_loop_init(&t->loop), 0);
+	buf_init(&t->log);
+	buf_puts(&t->log, "");
+	t->script = script;
+	uv_timer_init(&t->loop, &t->deadline);
+	t->deadline.data = t;
+	uv_tcp_init(&t->loop, &t->listener);
+	t->listener.data = t;
+	struct sockaddr_in a;
+	uv_ip4_addr("127.0.0.1", 0, &a);
+	cr_assert_eq(uv_tcp_bind(&t->listener, (struct sockaddr *)&a, 0), 0);
+	cr_assert_eq(uv_listen((uv_stream_t *)&t->listener, 16, tm_accept_cb),
+		     0);
+	struct sockaddr_in got;
+	int len = sizeof got;
+	uv_tcp_getsockname(&t->listener, (struct sockaddr *)&got, &len);
+	t->port = ntohs(got.sin_port);
+	snprintf(t->url, sizeof t->url, "http://127.0.0.1:%d/mcp", t->port);
+	const char *why = NULL;
+	t->http = httpc_new(&t->loop, &why);
+	cr_assert_not_null(t->http, "httpc: %s", why ? why : "?");
+	struct mcpc_opts o = {
+		.loop = &t->loop,
+		.url = t->url,
+		.headers = tm_headers,
+		.mode = mode,
+	};
+	cr_assert_eq(mcpc_new(t->http, &o, &tm_cbs, t, &t->m), 0);
+}
+
+static void tm_deadline_cb(uv_timer_t *h)
+{
+	((struct tmc *)h->data)->late = true;
+}
+
+/* Runs the loop until cond(t) holds or 5 s passed (then fails). */
+static void tm_run_until(struct tmc *t, bool (*cond)(struct tmc *),
+			 const char *what)
+{
+	t->late = false;
+	uv_timer_start(&t->deadline, tm_deadline_cb, 5000, 0);
+	while (!cond(t) && !t->late)
+		uv_run(&t->loop, UV_RUN_ONCE);
+	uv_timer_stop(&t->deadline);
+	cr_assert(!t->late, "timed out waiting for %s", what);
+}
+
+static void tm_done_cb(void *arg)
+{
+	((struct tmc *)arg)->closed = true;
+}
+
+static bool tm_is_closed(struct tmc *t)
+{
+	return t->closed;
+}
+
+static void tm_walk_close(uv_handle_t *h, void *arg)
+{
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+static void tm_stop(struct tmc *t)
+{
+	if (t->m && !t->closed) {
+		mcpc_close(t->m, tm_done_cb, t);
+		tm_run_until(t, tm_is_closed, "close");
+	}
+	httpc_free(t->http);
+	for (int i = 0; i < t->nconns; i++)
+		tm_close(t->conns[i]);
+	uv_close((uv_handle_t *)&t->listener, NULL);
+	uv_close((uv_handle_t *)&t->deadline, NULL);
+	uv_run(&t->loop, UV_RUN_DEFAULT);
+	uv_walk(&t->loop, tm_walk_close, NULL);
+	uv_run(&t->loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&t->loop), 0);
+	for (int i = 0; i < t->nconns; i++)
+		free(t->conns[i]);
+	for (int i = 0; i < t->nreqs; i++) {
+		free(t->reqs[i].url);
+		free(t->reqs[i].headers);
+		free(t->reqs[i].body);
+	}
+	buf_free(&t->log);
+}
+
+static void tm_send(struct tmc *t, const char *msg, int64_t id)
+{
+	cr_assert_eq(mcpc_send(t->m, msg, strlen(msg), id), 0);
+}
+
+static bool tm_has_header(const struct tm_req *r, const char *line)
+{
+	return strstr(r->headers, line) != NULL;
+}
+
+#define TM_INIT                                                                \
+	"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","             \
+	"\"params\":{\"protocolVersion\":\"2025-11-25\"}}"
+#define TM_INIT_RESULT                                                         \
+	"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":"       \
+	"\"2025-06-18\",\"capabilities\":{}}}"
+#define TM_INITIALIZED                                                         \
+	"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"
+#define TM_CALL(id)                                                            \
+	"{\"jsonrpc\":\"2.0\",\"id\":" #id ",\"method\":\"tools/call\","       \
+	"\"params\":{\"name\":\"echo\"}}"
+#define TM_ANSWER(id) "{\"jsonrpc\":\"2.0\",\"id\":" #id ",\"result\":{}}"
+
+/* Conditions. */
+static bool tm_msgs1(struct tmc *t)
+{
+	return t->nmsgs >= 1;
+}
+static bool tm_msgs2(struct tmc *t)
+{
+	return t->nmsgs >= 2;
+}
+static bool tm_msgs3(struct tmc *t)
+{
+	return t->nmsgs >= 3;
+}
+static bool tm_lost(struct tmc *t)
+{
+	return t->nlost > 0;
+}
+static bool tm_faulted(struct tmc *t)
+{
+	return t->faults > 0;
+}
+
+/* The requests seen with this method, in order. */
+static const struct tm_req *tm_nth(struct tmc *t, const char *method, int k)
+{
+	for (int i = 0; i < t->nreqs; i++)
+		if (strcmp(t->reqs[i].method, method) == 0 && k-- == 0)
+			return &t->reqs[i];
+	return NULL;
+}
+
+static bool tm_body_has(const struct tm_req *r, const char *s)
+{
+	return strstr(r->body, s) != NULL;
+}
+
+/* A plain Streamable HTTP server: initialize gives a session, the GET
+ * stream is refused with 405, calls are answered with JSON. */
+static void tm_script_plain(struct tmc *t, struct tm_conn *c, int n,
+			    const struct tm_req *r)
+{
+	if (strcmp(r->method, "GET") == 0)
+		tm_reply(c, 405, NULL, NULL, NULL);
+	else if (strcmp(r->method, "DELETE") == 0)
+		tm_reply(c, 200, NULL, NULL, NULL);
+	else if (tm_body_has(r, "\"initialize\""))
+		tm_reply(c, 200, "Mcp-Session-Id: sess-1\r\n",
+			 "application/json", TM_INIT_RESULT);
+	else if (tm_body_has(r, "notifications/"))
+		tm_reply(c, 202, NULL, NULL, NULL);
+	else
+		tm_reply(c, 200, NULL, "application/json", TM_ANSWER(2));
+}
+
+static bool tm_get_seen(struct tmc *t)
+{
+	return tm_nth(t, "GET", 0) != NULL && t->nreqs >= 3;
+}
+
+static void tm_initialize(struct tmc *t)
+{
+	tm_send(t, TM_INIT, 1);
+	tm_run_until(t, tm_msgs1, "the initialize answer");
+	tm_send(t, TM_INITIALIZED, 0);
+	tm_run_until(t, tm_get_seen, "the GET stream");
+}
+
+Test(mcpc, session_id_and_version_go_on_later_requests)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_plain);
+	tm_initialize(&t);
+	cr_assert_str_eq(t.log.data, "1: " TM_INIT_RESULT "\n");
+	cr_assert(mcpc_has_session(t.m));
+	const struct tm_req *init = tm_nth(&t, "POST", 0);
+	cr_assert_str_eq(init->body, TM_INIT);
+	cr_assert_str_eq(init->url, "/mcp");
+	cr_assert(tm_has_header(init, "content-type: application/json\n"));
+	cr_assert(tm_has_header(
+		init, "accept: application/json, text/event-stream\n"));
+	cr_assert(tm_has_header(init, "authorization: Bearer s3cr3t\n"));
+	cr_assert(tm_has_header(init, "x-team: blue\n"));
+	cr_assert(!tm_has_header(init, "mcp-session-id"));
+	cr_assert(!tm_has_header(init, "mcp-protocol-version"));
+	/* The GET stream went after notifications/initialized. */
+	const struct tm_req *note = tm_nth(&t, "POST", 1);
+	cr_assert(tm_body_has(note, "notifications/initialized"));
+	cr_assert(tm_has_header(note, "mcp-session-id: sess-1\n"));
+	const struct tm_req *get = tm_nth(&t, "GET", 0);
+	cr_assert(tm_has_header(get, "accept: text/event-stream\n"));
+	cr_assert(tm_has_header(get, "mcp-session-id: sess-1\n"));
+
+	tm_send(&t, TM_CALL(2), 2);
+	tm_run_until(&t, tm_msgs2, "the call's answer");
+	const struct tm_req *call = tm_nth(&t, "POST", 2);
+	cr_assert(tm_has_header(call, "mcp-session-id: sess-1\n"));
+	cr_assert(tm_has_header(call, "mcp-protocol-version: 2025-06-18\n"));
+	cr_assert_str_eq(t.log.data,
+			 "1: " TM_INIT_RESULT "\n2: " TM_ANSWER(2) "\n");
+	json_t *d = mcpc_describe(t.m, true);
+	cr_assert_str_eq(json_string_value(json_object_get(d, "protocol")),
+			 "streamable-http");
+	cr_assert_str_eq(
+		json_string_value(json_object_get(d, "protocolVersion")),
+		"2025-06-18");
+	cr_assert_eq(strlen(json_string_value(json_object_get(d, "sessionId"))),
+		     8);
+	json_decref(d);
+	cr_assert_eq(t.faults, 0);
+	cr_assert_eq(t.nlost, 0);
+	tm_stop(&t);
+}
+
+static bool tm_delete_seen(struct tmc *t)
+{
+	return tm_nth(t, "DELETE", 0) != NULL && t->closed;
+}
+
+Test(mcpc, close_sends_delete_with_the_session_id)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_plain);
+	tm_initialize(&t);
+	mcpc_close(t.m, tm_done_cb, &t);
+	tm_run_until(&t, tm_delete_seen, "DELETE and done");
+	const struct tm_req *del = tm_nth(&t, "DELETE", 0);
+	cr_assert(tm_has_header(del, "mcp-session-id: sess-1\n"));
+	cr_assert(tm_has_header(del, "authorization: Bearer s3cr3t\n"));
+	cr_assert_eq(t.faults, 0);
+	tm_stop(&t);
+}
+
+/* Calls are answered on an event stream: a progress notification, a
+ * server request, comments, then the answer. */
+static void tm_script_sse(struct tmc *t, struct tm_conn *c, int n,
+			  const struct tm_req *r)
+{
+	if (strcmp(r->method, "POST") != 0) {
+		tm_reply(c, 405, NULL, NULL, NULL);
+		return;
+	}
+	tm_sse(c, NULL);
+	tm_write(c, ": hb\n\nid: a1\ndata:\n\n");
+	tm_write(c, "event: message\nid: a2\ndata: {\"jsonrpc\":\"2.0\","
+		    "\"method\":\"notifications/progress\"}\n\n");
+	tm_write(c, ": hb\r\n\r\nid: a3\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":"
+		    "100,\"method\":\"sampling/createMessage\"}\r\n\r\n");
+	tm_write(c, "id: a4\ndata: " TM_ANSWER(5) "\n\n");
+	tm_end(c);
+}
+
+Test(mcpc, sse_answer_carries_server_messages_related_to_the_call)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_sse);
+	tm_send(&t, TM_CALL(5), 5);
+	tm_run_until(&t, tm_msgs3, "three messages");
+	cr_assert_str_eq(t.log.data,
+			 "5: {\"jsonrpc\":\"2.0\",\"method\":"
+			 "\"notifications/progress\"}\n"
+			 "5: {\"jsonrpc\":\"2.0\",\"id\":100,\"method\":"
+			 "\"sampling/createMessage\"}\n"
+			 "5: " TM_ANSWER(5) "\n");
+	cr_assert_eq(t.heartbeats, 2);
+	cr_assert_eq(t.nlost, 0);
+	cr_assert_eq(t.faults, 0);
+	tm_stop(&t);
+}
+
+/* The call's stream drops after one event with an id (retry 10 ms); the
+ * resumption gets the answer twice (a redelivery): once is delivered. */
+static void tm_script_resume(struct tmc *t, struct tm_conn *c, int n,
+			     const struct tm_req *r)
+{
+	if (strcmp(r->method, "POST") == 0) {
+		tm_sse(c, NULL);
+		tm_write(c, "retry: 10\nid: e1\ndata: {\"jsonrpc\":\"2.0\","
+			    "\"method\":\"notifications/progress\"}\n\n");
+		tm_end(c);
+		return;
+	}
+	if (t->scratch) { /* refuse the resumption */
+		tm_reply(c, 405, NULL, NULL, NULL);
+		return;
+	}
+	tm_sse(c, NULL);
+	tm_write(c, "id: e2\ndata: " TM_ANSWER(7) "\n\n");
+	tm_write(c, "id: e2\ndata: " TM_ANSWER(7) "\n\n");
+	tm_end(c);
+}
+
+static bool tm_resumed(struct tmc *t)
+{
+	return t->nmsgs >= 2 && t->nreqs >= 2 && t->reqs[1].conn->closed;
+}
+
+Test(mcpc, dropped_stream_resumes_with_last_event_id)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_resume);
+	tm_send(&t, TM_CALL(7), 7);
+	tm_run_until(&t, tm_resumed, "the resumed answer");
+	uv_run(&t.loop, UV_RUN_NOWAIT);
+	cr_assert_eq(t.nmsgs, 2);
+	cr_assert_str_eq(t.log.data,
+			 "7: {\"jsonrpc\":\"2.0\",\"method\":"
+			 "\"notifications/progress\"}\n7: " TM_ANSWER(7) "\n");
+	const struct tm_req *get = tm_nth(&t, "GET", 0);
+	cr_assert_not_null(get);
+	cr_assert(tm_has_header(get, "last-event-id: e1\n"), "%s",
+		  get->headers);
+	cr_assert(tm_has_header(get, "accept: text/event-stream\n"));
+	cr_assert_eq(t.nlost, 0);
+	cr_assert_eq(t.faults, 0);
+	tm_stop(&t);
+}
+
+Test(mcpc, refused_resumption_loses_the_call_as_sent)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_resume);
+	t.scratch = 1;
+	tm_send(&t, TM_CALL(8), 8);
+	tm_run_until(&t, tm_lost, "on_lost");
+	cr_assert_eq(t.lost_id, 8);
+	cr_assert(t.lost_sent);
+	cr_assert_eq(t.nmsgs, 1);
+	cr_assert_not_null(tm_nth(&t, "GET", 0));
+	cr_assert_eq(t.faults, 0);
+	tm_stop(&t);
+}
+
+/* A stream that ends without an id cannot be resumed. */
+static void tm_script_noid(struct tmc *t, struct tm_conn *c, int n,
+			   const struct tm_req *r)
+{
+	tm_sse(c, NULL);
+	tm_write(c, "data: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\n");
+	tm_end(c);
+}
+
+Test(mcpc, stream_without_event_id_is_lost_at_once)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_noid);
+	tm_send(&t, TM_CALL(9), 9);
+	tm_run_until(&t, tm_lost, "on_lost");
+	cr_assert_eq(t.lost_id, 9);
+	cr_assert(t.lost_sent);
+	cr_assert_eq(t.nreqs, 1);
+	tm_stop(&t);
+}
+
+Test(mcpc, refused_first_request_is_a_closed_fault)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_plain);
+	/* Nothing listens on the port any more. */
+	uv_close((uv_handle_t *)&t.listener, NULL);
+	uv_run(&t.loop, UV_RUN_NOWAIT);
+	uv_tcp_init(&t.loop, &t.listener);
+	tm_send(&t, TM_INIT, 1);
+	tm_run_until(&t, tm_faulted, "the fault");
+	cr_assert_eq(t.fault, MCPC_FAULT_CLOSED);
+	cr_assert_eq(t.fault_status, 0);
+	cr_assert_null(strstr(t.fault_text, "s3cr3t"));
+	cr_assert_null(strstr(t.fault_text, "127.0.0.1"));
+	cr_assert_eq(mcpc_send(t.m, TM_CALL(2), strlen(TM_CALL(2)), 2), -EPIPE);
+	tm_stop(&t);
+}
+
+Test(mcpc, refused_later_request_is_lost_not_sent)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_plain);
+	tm_initialize(&t);
+	uv_close((uv_handle_t *)&t.listener, NULL);
+	uv_run(&t.loop, UV_RUN_NOWAIT);
+	uv_tcp_init(&t.loop, &t.listener);
+	tm_send(&t, TM_CALL(3), 3);
+	tm_run_until(&t, tm_lost, "on_lost");
+	cr_assert_eq(t.lost_id, 3);
+	cr_assert(!t.lost_sent);
+	cr_assert_eq(t.faults, 0);
+	tm_stop(&t);
+}
+
+static void tm_script_expire(struct tmc *t, struct tm_conn *c, int n,
+			     const struct tm_req *r)
+{
+	if (tm_body_has(r, "tools/call"))
+		tm_reply(c, 404, NULL, NULL, NULL);
+	else
+		tm_script_plain(t, c, n, r);
+}
+
+Test(mcpc, not_found_on_our_session_is_expired)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_expire);
+	tm_initialize(&t);
+	tm_send(&t, TM_CALL(2), 2);
+	tm_run_until(&t, tm_faulted, "the fault");
+	cr_assert_eq(t.fault, MCPC_FAULT_EXPIRED);
+	cr_assert_eq(t.fault_status, 404);
+	cr_assert_eq(t.nlost, 0);
+	tm_stop(&t);
+}
+
+static void tm_script_auth(struct tmc *t, struct tm_conn *c, int n,
+			   const struct tm_req *r)
+{
+	tm_reply(c, 401,
+		 "WWW-Authenticate: Bearer error=\"invalid_token\", "
+		 "resource_metadata=\"https://mcp.example.com/.well-known/"
+		 "oauth-protected-resource\"\r\n",
+		 "application/json", "{}");
+}
+
+Test(mcpc, unauthorized_is_auth_with_resource_metadata)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_AUTO, tm_script_auth);
+	tm_send(&t, TM_INIT, 1);
+	tm_run_until(&t, tm_faulted, "the fault");
+	cr_assert_eq(t.fault, MCPC_FAULT_AUTH);
+	cr_assert_eq(t.fault_status, 401);
+	cr_assert_str_eq(t.fault_rm, "https://mcp.example.com/.well-known/"
+				     "oauth-protected-resource");
+	cr_assert_null(strstr(t.fault_text, "s3cr3t"));
+	tm_stop(&t);
+}
+
+static void tm_script_ctype(struct tmc *t, struct tm_conn *c, int n,
+			    const struct tm_req *r)
+{
+	if (t->scratch)
+		tm_reply(c, 200, NULL, "application/json", "{\"jsonrpc\":");
+	else
+		tm_reply(c, 200, NULL, "text/html", "<html></html>");
+}
+
+Test(mcpc, wrong_content_type_or_bad_json_is_protocol)
+{
+	for (int bad_json = 0; bad_json < 2; bad_json++) {
+		struct tmc t;
+		tm_start(&t, MCPC_STREAMABLE, tm_script_ctype);
+		t.scratch = bad_json;
+		tm_send(&t, TM_INIT, 1);
+		tm_run_until(&t, tm_faulted, "the fault");
+		cr_assert_eq(t.fault, MCPC_FAULT_PROTOCOL);
+		cr_assert_eq(t.nmsgs, 0);
+		tm_stop(&t);
+	}
+}
+
+/* A legacy HTTP+SSE server; POST /mcp answers 405 (for auto mode). */
+static void tm_script_legacy(struct tmc *t, struct tm_conn *c, int n,
+			     const struct tm_req *r)
+{
+	if (strcmp(r->method, "GET") == 0) {
+		tm_sse(c, NULL);
+		t->stream = c;
+		tm_write(c, ": hb\n\n");
+		tm_write(c, t->scratch ? "event: endpoint\ndata: "
+					 "http://evil.example/messages\n\n"
+				       : "event: endpoint\ndata: "
+					 "/messages?sessionId=s1\n\n");
+		return;
+	}
+	if (strcmp(r->url, "/mcp") == 0) {
+		tm_reply(c, 405, NULL, NULL, NULL);
+		return;
+	}
+	tm_reply(c, 202, NULL, NULL, NULL);
+	if (tm_body_has(r, "\"initialize\""))
+		tm_write(t->stream,
+			 "event: message\ndata: " TM_INIT_RESULT "\n\n");
+	else if (tm_body_has(r, "tools/call"))
+		tm_write(t->stream,
+			 "event: message\ndata: " TM_ANSWER(2) "\n\n");
+}
+
+static void tm_legacy_flow(struct tmc *t)
+{
+	tm_send(t, TM_INIT, 1);
+	tm_run_until(t, tm_msgs1, "the initialize answer");
+	tm_send(t, TM_INITIALIZED, 0);
+	tm_send(t, TM_CALL(2), 2);
+	tm_run_until(t, tm_msgs2, "the call's answer");
+	cr_assert_str_eq(t->log.data,
+			 "0: " TM_INIT_RESULT "\n0: " TM_ANSWER(2) "\n");
+	const struct tm_req *get = tm_nth(t, "GET", 0);
+	cr_assert_str_eq(get->url, "/mcp");
+	cr_assert(tm_has_header(get, "accept: text/event-stream\n"));
+	cr_assert(tm_has_header(get, "authorization: Bearer s3cr3t\n"));
+	int posts = 0;
+	for (int i = 0; i < t->nreqs; i++) {
+		const struct tm_req *r = &t->reqs[i];
+		if (strcmp(r->url, "/messages?sessionId=s1") != 0)
+			continue;
+		cr_assert_str_eq(r->method, "POST");
+		cr_assert(tm_has_header(r, "content-type: application/json\n"));
+		cr_assert(tm_has_header(r, "authorization: Bearer s3cr3t\n"));
+		cr_assert(!tm_has_header(r, "mcp-session-id"));
+		cr_assert_str_eq(r->body, posts == 0   ? TM_INIT
+					  : posts == 1 ? TM_INITIALIZED
+						       : TM_CALL(2));
+		posts++;
+	}
+	cr_assert_eq(posts, 3);
+	cr_assert(t->heartbeats >= 1);
+	cr_assert_eq(t->faults, 0);
+	cr_assert_eq(t->nlost, 0);
+	json_t *d = mcpc_describe(t->m, false);
+	cr_assert_str_eq(json_string_value(json_object_get(d, "protocol")),
+			 "sse");
+	json_decref(d);
+}
+
+Test(mcpc, legacy_endpoint_flow)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_SSE, tm_script_legacy);
+	tm_legacy_flow(&t);
+	cr_assert_null(tm_nth(&t, "POST", 3));
+	cr_assert_str_eq(tm_nth(&t, "POST", 0)->url, "/messages?sessionId=s1");
+	tm_stop(&t);
+}
+
+Test(mcpc, auto_falls_back_to_legacy_on_405)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_AUTO, tm_script_legacy);
+	tm_legacy_flow(&t);
+	/* The first POST went to the URL and was answered 405; the
+	 * initialize was sent again to the endpoint. */
+	const struct tm_req *first = &t.reqs[0];
+	cr_assert_str_eq(first->method, "POST");
+	cr_assert_str_eq(first->url, "/mcp");
+	cr_assert_str_eq(first->body, TM_INIT);
+	tm_stop(&t);
+}
+
+Test(mcpc, legacy_endpoint_on_another_origin_is_refused)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_SSE, tm_script_legacy);
+	t.scratch = 1;
+	tm_send(&t, TM_INIT, 1);
+	tm_run_until(&t, tm_faulted, "the fault");
+	cr_assert_eq(t.fault, MCPC_FAULT_PROTOCOL);
+	cr_assert_eq(t.nreqs, 1);
+	cr_assert_null(strstr(t.fault_text, "evil"));
+	tm_stop(&t);
+}
+
+static void tm_script_legacy_drop(struct tmc *t, struct tm_conn *c, int n,
+				  const struct tm_req *r)
+{
+	tm_script_legacy(t, c, n, r);
+	if (strcmp(r->method, "POST") == 0)
+		tm_end(t->stream);
+}
+
+Test(mcpc, legacy_stream_dropping_is_closed)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_SSE, tm_script_legacy_drop);
+	tm_send(&t, TM_INIT, 1);
+	tm_run_until(&t, tm_faulted, "the fault");
+	cr_assert_eq(t.fault, MCPC_FAULT_CLOSED);
+	tm_stop(&t);
+}
+
+Test(mcpc, endpoint_urls_resolve_on_the_same_origin_only)
+{
+	const char *base = "http://Host.example:8080/a/b/sse?x=1";
+	struct {
+		const char *ref, *want;
+	} cases[] = {
+		{"/messages?s=1", "http://Host.example:8080/messages?s=1"},
+		{"messages?s=1", "http://Host.example:8080/a/b/messages?s=1"},
+		{"?s=2", "http://Host.example:8080/a/b/sse?s=2"},
+		{"http://host.EXAMPLE:8080/m", "http://host.EXAMPLE:8080/m"},
+		{"//Host.example:8080/m", "http://Host.example:8080/m"},
+		{"http://host.example/m", NULL},
+		{"https://host.example:8080/m", NULL},
+		{"http://other.example:8080/m", NULL},
+		{"http://user@host.example:8080/m", NULL},
+		{"//evil.example/m", NULL},
+		{"/m\r\nX: y", NULL},
+		{"", NULL},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *got = mc_url_resolve(base, cases[i].ref);
+		if (cases[i].want)
+			cr_assert_str_eq(got ? got : "(null)", cases[i].want,
+					 "%s", cases[i].ref);
+		else
+			cr_assert_null(got, "%s -> %s", cases[i].ref, got);
+		free(got);
+	}
+	char *d = mc_url_resolve("https://h.example/mcp",
+				 "https://h.example:443/x");
+	cr_assert_str_eq(d, "https://h.example:443/x");
+	free(d);
+}
+
+/* The standing GET stream: a heartbeat and a notification, then it ends;
+ * it is reopened with Last-Event-ID after the server's retry. */
+static void tm_script_get(struct tmc *t, struct tm_conn *c, int n,
+			  const struct tm_req *r)
+{
+	if (strcmp(r->method, "GET") != 0) {
+		tm_script_plain(t, c, n, r);
+		return;
+	}
+	tm_sse(c, NULL);
+	if (tm_nth(t, "GET", 1) == NULL) {
+		tm_write(c, "retry: 5\n: hb\n\nid: g1\ndata: {\"jsonrpc\":"
+			    "\"2.0\",\"method\":\"notifications/tools/"
+			    "list_changed\"}\n\n");
+		tm_end(c);
+	} else {
+		t->stream = c; /* stays open */
+		tm_write(c, "id: g2\ndata: {\"jsonrpc\":\"2.0\",\"id\":9,"
+			    "\"method\":\"roots/list\"}\n\n");
+	}
+}
+
+static bool tm_get_reopened(struct tmc *t)
+{
+	return t->nmsgs >= 3;
+}
+
+Test(mcpc, get_stream_heartbeats_and_reopens_with_last_event_id)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_get);
+	tm_send(&t, TM_INIT, 1);
+	tm_run_until(&t, tm_msgs1, "the initialize answer");
+	tm_send(&t, TM_INITIALIZED, 0);
+	tm_run_until(&t, tm_get_reopened, "the reopened GET stream");
+	cr_assert_str_eq(t.log.data,
+			 "1: " TM_INIT_RESULT "\n"
+			 "0: {\"jsonrpc\":\"2.0\",\"method\":"
+			 "\"notifications/tools/list_changed\"}\n"
+			 "0: {\"jsonrpc\":\"2.0\",\"id\":9,\"method\":"
+			 "\"roots/list\"}\n");
+	cr_assert_eq(t.heartbeats, 1);
+	const struct tm_req *again = tm_nth(&t, "GET", 1);
+	cr_assert(!tm_has_header(tm_nth(&t, "GET", 0), "last-event-id"));
+	cr_assert(tm_has_header(again, "last-event-id: g1\n"));
+	cr_assert(tm_has_header(again, "mcp-protocol-version: 2025-06-18\n"));
+	cr_assert_eq(t.faults, 0);
+	tm_stop(&t);
+}
+
+/* A call whose stream stays open, then is forgotten. */
+static void tm_script_hang(struct tmc *t, struct tm_conn *c, int n,
+			   const struct tm_req *r)
+{
+	tm_sse(c, NULL);
+	t->stream = c;
+	tm_write(c, "id: h1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\n");
+}
+
+static bool tm_stream_closed(struct tmc *t)
+{
+	return t->stream && t->stream->closed;
+}
+
+Test(mcpc, forget_drops_the_stream_without_on_lost)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_hang);
+	tm_send(&t, TM_CALL(4), 4);
+	tm_run_until(&t, tm_msgs1, "the first event");
+	mcpc_forget(t.m, 4);
+	tm_run_until(&t, tm_stream_closed, "the server to see the drop");
+	cr_assert_eq(t.nlost, 0);
+	cr_assert_eq(t.nreqs, 1);
+	tm_stop(&t);
+}
