@@ -45,6 +45,8 @@ struct mc_stream {
 	struct httpc_req *req; /* NULL while waiting (due) or done */
 	int64_t id;	       /* the request it carries the answer of */
 	bool sse;	       /* the response is text/event-stream */
+	bool json;	       /* the response is application/json */
+	bool had_session;      /* the request carried our session id */
 	bool parser_on;	       /* sse is initialised */
 	bool answered;	       /* its answer was delivered */
 	bool got_head;	       /* a response head came */
@@ -95,11 +97,29 @@ struct mcpc {
 	void *done_arg;
 };
 
-/* mcpc.c, for legacy.c */
+/* stream.c */
 struct mc_stream *mc_stream_new(struct mcpc *m, enum mc_kind kind, int64_t id);
 void mc_stream_drop(struct mc_stream *s);
+void mc_drop_all(struct mcpc *m);
+/* Frees the streams let go, unless a callback of ours is running. */
+void mc_reap(struct mcpc *m);
+/* Reopens s after delay_ms (or, when its request is still on, ends it
+ * then: an answered stream that lingers). */
+void mc_due(struct mc_stream *s, uint64_t delay_ms);
+/* Sets the timer for the earliest stream due. */
+void mc_arm(struct mcpc *m);
+void mc_held_free(struct mcpc *m);
+bool mc_is_json(struct httpc_req *r);
+/* A printable token that fits a header line (session id, version). */
+bool mc_token_ok(const char *v, size_t n);
 int mc_stream_start(struct mc_stream *s, const char *method, const char *url,
 		    const char *body, size_t len);
+/* mcpc.c: what a Streamable HTTP response means, by kind */
+bool mc_post_head(struct mc_stream *s, int status);
+bool mc_get_head(struct mc_stream *s, int status);
+void mc_post_done(struct mc_stream *s, int status, int err, bool sent);
+void mc_resume_done(struct mc_stream *s, int status, int err, bool sent);
+void mc_get_done(struct mc_stream *s, int status, int err, bool sent);
 void mc_fault(struct mcpc *m, enum mcpc_fault f, int status, const char *text,
 	      const char *resource_metadata);
 /* A status that ends the session (401, 403, 404 with our session id):
@@ -110,6 +130,8 @@ bool mc_is_sse(struct httpc_req *r);
 void mc_sse_begin(struct mc_stream *s);
 /* One message from the server on stream s: delivered, with s's request
  * as related. false when it is not JSON-RPC (a fault was reported). */
+/* Whether msg is the answer (result or error) to request id. */
+bool mc_answers(const char *msg, size_t len, int64_t id);
 bool mc_message(struct mcpc *m, struct mc_stream *s, const char *msg,
 		size_t len);
 void mc_lost(struct mcpc *m, int64_t id, bool sent);
