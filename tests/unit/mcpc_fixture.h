@@ -324,7 +324,18 @@ static void tm_run_until(struct tmc *t, bool (*cond)(struct tmc *),
 	while (!cond(t) && !t->late)
 		uv_run(&t->loop, UV_RUN_ONCE);
 	uv_timer_stop(&t->deadline);
-	cr_assert(!t->late, "timed out waiting for %s", what);
+	if (!t->late)
+		return;
+	struct buf seen;
+	buf_init(&seen);
+	buf_puts(&seen, "");
+	for (int i = 0; i < t->nreqs; i++)
+		buf_printf(&seen, " %s %s;", t->reqs[i].method, t->reqs[i].url);
+	cr_assert(false,
+		  "timed out waiting for %s; requests:%s messages: %s "
+		  "faults %d (%s) lost %d",
+		  what, seen.data, t->log.data, t->faults, t->fault_text,
+		  t->nlost);
 }
 
 static void tm_done_cb(void *arg)

@@ -342,10 +342,10 @@ static void tm_script_legacy(struct tmc *t, struct tm_conn *c, int n,
 		tm_sse(c, NULL);
 		t->stream = c;
 		tm_write(c, ": hb\n\n");
-		tm_write(c, t->scratch ? "event: endpoint\ndata: "
-					 "http://evil.example/messages\n\n"
-				       : "event: endpoint\ndata: "
-					 "/messages?sessionId=s1\n\n");
+		tm_write(c, t->scratch == 1 ? "event: endpoint\ndata: "
+					      "http://evil.example/messages\n\n"
+					    : "event: endpoint\ndata: "
+					      "/messages?sessionId=s1\n\n");
 		return;
 	}
 	if (strcmp(r->url, "/mcp") == 0) {
@@ -561,5 +561,151 @@ Test(mcpc, forget_drops_the_stream_without_on_lost)
 	tm_run_until(&t, tm_stream_closed, "the server to see the drop");
 	cr_assert_eq(t.nlost, 0);
 	cr_assert_eq(t.nreqs, 1);
+	tm_stop(&t);
+}
+
+/* Error statuses: 500 with a page, 400 with our JSON-RPC error, 400 with
+ * someone else's. */
+static void tm_script_errors(struct tmc *t, struct tm_conn *c, int n,
+			     const struct tm_req *r)
+{
+	if (tm_body_has(r, "\"id\":2,"))
+		tm_reply(c, 500, NULL, "text/html", "<h1>oops</h1>");
+	else if (tm_body_has(r, "\"id\":3,"))
+		tm_reply(c, 400, NULL, "application/json",
+			 "{\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":"
+			 "-32602,\"message\":\"bad\"}}");
+	else
+		tm_reply(c, 400, NULL, "application/json",
+			 "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":"
+			 "-32700,\"message\":\"parse\"}}");
+}
+
+static bool tm_three_settled(struct tmc *t)
+{
+	return t->nlost + t->nmsgs >= 3;
+}
+
+Test(mcpc, error_statuses_lose_the_request_or_deliver_our_error)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_errors);
+	tm_send(&t, TM_CALL(2), 2);
+	tm_send(&t, TM_CALL(3), 3);
+	tm_send(&t, TM_CALL(4), 4);
+	tm_run_until(&t, tm_three_settled, "three outcomes");
+	cr_assert_eq(t.faults, 0);
+	cr_assert_eq(t.nmsgs, 1);
+	cr_assert_str_eq(t.log.data,
+			 "3: {\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":"
+			 "-32602,\"message\":\"bad\"}}\n");
+	cr_assert_eq(t.nlost, 2);
+	cr_assert(t.lost_sent);
+	tm_stop(&t);
+}
+
+/* The first POST answered 400 or 404 also means legacy in auto mode. */
+static void tm_script_legacy_status(struct tmc *t, struct tm_conn *c, int n,
+				    const struct tm_req *r)
+{
+	if (strcmp(r->method, "POST") == 0 && strcmp(r->url, "/mcp") == 0)
+		tm_reply(c, t->scratch, NULL, "text/plain", "no");
+	else
+		tm_script_legacy(t, c, n, r);
+}
+
+Test(mcpc, auto_falls_back_on_400_and_404_too)
+{
+	int statuses[] = {400, 404};
+	for (int i = 0; i < 2; i++) {
+		struct tmc t;
+		tm_start(&t, MCPC_AUTO, tm_script_legacy_status);
+		t.scratch = statuses[i];
+		tm_send(&t, TM_INIT, 1);
+		tm_run_until(&t, tm_msgs1, "the initialize answer");
+		cr_assert_str_eq(t.log.data, "0: " TM_INIT_RESULT "\n");
+		cr_assert_eq(t.faults, 0);
+		tm_stop(&t);
+	}
+}
+
+Test(mcpc, streamable_mode_never_falls_back)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_legacy);
+	tm_send(&t, TM_INIT, 1);
+	tm_run_until(&t, tm_lost, "the initialize lost");
+	cr_assert_eq(t.lost_id, 1);
+	cr_assert_null(tm_nth(&t, "GET", 0));
+	tm_stop(&t);
+}
+
+/* No session id given: close sends no DELETE. */
+static void tm_script_nosession(struct tmc *t, struct tm_conn *c, int n,
+				const struct tm_req *r)
+{
+	if (strcmp(r->method, "POST") == 0)
+		tm_reply(c, 200, NULL, "application/json", TM_INIT_RESULT);
+	else
+		tm_reply(c, 405, NULL, NULL, NULL);
+}
+
+Test(mcpc, no_delete_without_a_session_id)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_nosession);
+	tm_send(&t, TM_INIT, 1);
+	tm_run_until(&t, tm_msgs1, "the initialize answer");
+	cr_assert(!mcpc_has_session(t.m));
+	mcpc_close(t.m, tm_done_cb, &t);
+	tm_run_until(&t, tm_is_closed, "close");
+	cr_assert_null(tm_nth(&t, "DELETE", 0));
+	tm_stop(&t);
+}
+
+/* A session id that could inject a header is refused. */
+static void tm_script_badsession(struct tmc *t, struct tm_conn *c, int n,
+				 const struct tm_req *r)
+{
+	tm_reply(c, 200, "Mcp-Session-Id: a\x01z\r\n", "application/json",
+		 TM_INIT_RESULT);
+}
+
+Test(mcpc, malformed_session_id_is_protocol)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_badsession);
+	tm_send(&t, TM_INIT, 1);
+	tm_run_until(&t, tm_faulted, "the fault");
+	cr_assert_eq(t.fault, MCPC_FAULT_PROTOCOL);
+	cr_assert_eq(t.nmsgs, 0);
+	tm_stop(&t);
+}
+
+/* An event past the message size limit loses its request. */
+static void tm_script_huge(struct tmc *t, struct tm_conn *c, int n,
+			   const struct tm_req *r)
+{
+	tm_sse(c, NULL);
+	size_t len = MCPC_MAX_MESSAGE + 16;
+	char *big = xmalloc(len + 1);
+	memcpy(big, "data: ", 6);
+	memset(big + 6, 'x', len - 6);
+	big[len] = '\0';
+	tm_write(c, big);
+	free(big);
+	tm_end(c);
+}
+
+Test(mcpc, event_past_the_size_limit_loses_the_request)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_huge);
+	tm_send(&t, TM_CALL(6), 6);
+	tm_run_until(&t, tm_lost, "on_lost");
+	cr_assert_eq(t.lost_id, 6);
+	cr_assert(t.lost_sent);
+	cr_assert_eq(t.faults, 0);
+	cr_assert_eq(t.nmsgs, 0);
 	tm_stop(&t);
 }
