@@ -709,3 +709,53 @@ Test(mcpc, event_past_the_size_limit_loses_the_request)
 	cr_assert_eq(t.nmsgs, 0);
 	tm_stop(&t);
 }
+
+/* The server goes away after a stream with retry 5 ms ended: a bounded
+ * number of attempts, then the outcome. */
+static void tm_script_vanish(struct tmc *t, struct tm_conn *c, int n,
+			     const struct tm_req *r)
+{
+	if (strcmp(r->method, "GET") == 0 || tm_body_has(r, "tools/call")) {
+		tm_sse(c, NULL);
+		tm_write(c, "retry: 5\nid: v1\ndata:\n\n");
+		tm_end(c);
+		uv_close((uv_handle_t *)&t->listener, NULL);
+		t->scratch = 1; /* the listener is closed */
+		return;
+	}
+	tm_script_plain(t, c, n, r);
+}
+
+static void tm_reopen_listener(struct tmc *t)
+{
+	/* tm_stop closes the listener; give it a fresh closed-able one. */
+	uv_run(&t->loop, UV_RUN_NOWAIT);
+	uv_tcp_init(&t->loop, &t->listener);
+}
+
+Test(mcpc, resumption_of_a_vanished_server_is_bounded_then_lost)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_vanish);
+	tm_send(&t, TM_CALL(5), 5);
+	tm_run_until(&t, tm_lost, "on_lost");
+	cr_assert_eq(t.lost_id, 5);
+	cr_assert(t.lost_sent);
+	cr_assert_eq(t.faults, 0);
+	tm_reopen_listener(&t);
+	tm_stop(&t);
+}
+
+Test(mcpc, get_stream_of_a_vanished_server_is_a_closed_fault)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_vanish);
+	tm_send(&t, TM_INIT, 1);
+	tm_run_until(&t, tm_msgs1, "the initialize answer");
+	tm_send(&t, TM_INITIALIZED, 0);
+	tm_run_until(&t, tm_faulted, "the fault");
+	cr_assert_eq(t.fault, MCPC_FAULT_CLOSED);
+	cr_assert_eq(t.nreqs, 3); /* one GET reached it; the rest refused */
+	tm_reopen_listener(&t);
+	tm_stop(&t);
+}
