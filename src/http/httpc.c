@@ -600,9 +600,8 @@ static int httpc_setup(struct httpc_req *r, const struct httpc_opts *o)
 	SET(CURLOPT_WRITEDATA, (void *)r);
 	SET(CURLOPT_ERRORBUFFER, r->errbuf);
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
-	/* Over HTTP/2 a new request waits to share a connection rather
-	 * than opening another. */
-	SET(CURLOPT_PIPEWAIT, 1L);
+	/* No CURLOPT_PIPEWAIT: a request would wait for a connection whose
+	 * protocol is not known yet, which a silent stream never tells. */
 	SET(CURLOPT_HTTPHEADER, r->headers);
 	const char *m = o->method ? o->method : "GET";
 	if (strcmp(m, "GET") == 0) {
