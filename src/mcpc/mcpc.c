@@ -328,7 +328,7 @@ int mcpc_new(struct httpc *http, const struct mcpc_opts *opts,
 	     const struct mcpc_cbs *cbs, void *ctx, struct mcpc **out)
 {
 	const char *u = opts->url;
-	if (!http || !opts->loop || !u ||
+	if (!http || !u ||
 	    (strncasecmp(u, "http://", 7) != 0 &&
 	     strncasecmp(u, "https://", 8) != 0) ||
 	    strpbrk(u, " \r\n\t"))
@@ -341,7 +341,7 @@ int mcpc_new(struct httpc *http, const struct mcpc_opts *opts,
 		return -EINVAL;
 	struct mcpc *m = xcalloc(1, sizeof *m);
 	m->http = http;
-	m->loop = opts->loop;
+	m->loop = httpc_loop(http);
 	m->url = xstrdup(u);
 	m->headers = xcalloc(nh + 1, sizeof *m->headers);
 	for (size_t i = 0; i < nh; i++)

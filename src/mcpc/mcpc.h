@@ -26,7 +26,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <uv.h>
 
 struct httpc;
 struct mcpc;
@@ -51,7 +50,6 @@ enum mcpc_fault {
 };
 
 struct mcpc_opts {
-	uv_loop_t *loop; /* the httpc's loop, for the retry timers */
 	const char *url;
 	/* "Name: value" lines from the config (secrets), NULL-terminated;
 	 * copied. */
@@ -84,7 +82,7 @@ struct mcpc_cbs {
 			 const char *text, const char *resource_metadata);
 };
 
-/* 0 and *out, or -errno (-EINVAL: bad URL, no loop, too many headers).
+/* 0 and *out, or -errno (-EINVAL: bad URL, too many headers).
  * Nothing is sent until the first mcpc_send (which should be
  * initialize). No callback runs from inside mcpc_new, mcpc_send,
  * mcpc_forget or mcpc_close. */

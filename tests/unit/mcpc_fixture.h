@@ -302,7 +302,6 @@ static void tm_start(struct tmc *t, enum mcpc_mode mode,
 	t->http = httpc_new(&t->loop, &why);
 	cr_assert_not_null(t->http, "httpc: %s", why ? why : "?");
 	struct mcpc_opts o = {
-		.loop = &t->loop,
 		.url = t->url,
 		.headers = tm_headers,
 		.mode = mode,
