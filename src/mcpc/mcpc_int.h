@@ -58,7 +58,7 @@ struct mc_stream {
 	uint64_t retry_ms;     /* the server's retry, or MCPC_RETRY_MS */
 	uint64_t due;	       /* uv_now when to (re)open; 0: not waiting */
 	struct sse parser;
-	struct buf body; /* a JSON answer, or the last event id */
+	struct buf body; /* a JSON answer as it comes */
 	char *last_id;	 /* the last event id of this stream, or NULL */
 };
 
