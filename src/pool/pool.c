@@ -31,7 +31,8 @@ struct pool_entry {
 	struct lease_set *leases;
 	uint64_t idle_ms;
 	uv_timer_t idle_timer;
-	unsigned live;	  /* server processes not yet gone */
+	unsigned live;	  /* owned resources (processes, containers)
+			     not yet gone */
 	bool per_session; /* its key names one session: it ends with it */
 	bool closing;	  /* closed; kept until its processes are gone */
 };
@@ -169,24 +170,23 @@ static void pool_inst_lists_cb(void *ctx, struct instance *inst)
 		e->pool->cbs.on_lists(e->pool->ctx, inst);
 }
 
+/* Whatever the transport runs (a process, a container) is journaled while
+ * it lives, and a closed entry stays until all of it is gone. */
 static void pool_inst_owned_cb(void *ctx, struct instance *inst,
-			       const struct upstream_owned *o, bool started)
+			       const struct upstream_owned *o, bool live)
 {
 	struct pool_entry *e = ctx;
-	pid_t pid = o->pid;
-	pid_t pgid = o->pgid;
-	uint64_t start_time = o->start_time;
-	const char *token = o->token;
-	if (started)
+	if (live)
 		e->live++;
 	else if (e->live > 0)
 		e->live--;
 	if (e->pool->journal) {
-		if (started)
-			journal_add(e->pool->journal, pid, pgid, start_time,
-				    token, instance_public_key(inst));
-		else
-			journal_remove(e->pool->journal, pid);
+		int rc = live ? journal_add_owned(e->pool->journal, o,
+						  instance_public_key(inst))
+			      : journal_remove_owned(e->pool->journal, o);
+		if (rc < 0 && rc != -ENOENT)
+			log_warn("instance %s: journal: %s", e->name,
+				 strerror(-rc));
 	}
 	if (e->closing && e->live == 0)
 		pool_entry_destroy(e);
@@ -416,13 +416,18 @@ void pool_foreach_member(struct pool *pool, struct instance *inst,
 			fn(arg, id);
 }
 
+static void pool_destroy(struct pool *pool)
+{
+	free(pool);
+}
+
 static void pool_entry_close_cb(uv_handle_t *h)
 {
 	struct pool_entry *e = h->data;
 	struct pool *pool = e->pool;
 	free(e);
 	if (--pool->nclosing == 0 && pool->freeing)
-		free(pool);
+		pool_destroy(pool);
 }
 
 static void pool_entry_destroy(struct pool_entry *e)
@@ -719,5 +724,5 @@ void pool_free(struct pool *pool)
 	/* Entries still closing free the pool with the last of them. */
 	pool->freeing = true;
 	if (pool->nclosing == 0)
-		free(pool);
+		pool_destroy(pool);
 }
