@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "http/httpc.h"
 #include "journal/journal.h"
 #include "pool/known.h"
 #include "pool/lease.h"
@@ -55,7 +56,11 @@ struct pool {
 	struct known *known;	/* lists known without instances */
 	struct pool_held *held; /* servers stopped on purpose */
 	unsigned nclosing;	/* closed entries not yet freed */
-	char salt[65];		/* for fingerprints of secrets */
+	/* The loop's HTTP client, made when the first url server starts
+	 * (it loads libcurl): a runtime of stdio servers never carries it. */
+	struct httpc *http;
+	bool http_said; /* its failure was logged */
+	char salt[65];	/* for fingerprints of secrets */
 	bool freeing;
 };
 
@@ -416,8 +421,34 @@ void pool_foreach_member(struct pool *pool, struct instance *inst,
 			fn(arg, id);
 }
 
+struct httpc *pool_http(struct pool *pool)
+{
+	if (pool->http == NULL && !pool->freeing) {
+		const char *why = NULL;
+		pool->http = httpc_new(pool->loop, &why);
+		if (pool->http == NULL && !pool->http_said) {
+			log_error("no HTTP client (%s): servers reached by "
+				  "url cannot start",
+				  why ? why : "unknown error");
+			pool->http_said = true;
+		}
+	}
+	return pool->http;
+}
+
+/* instance_spec's getter: called when a url server starts. */
+static struct httpc *pool_http_cb(void *arg)
+{
+	return pool_http(arg);
+}
+
+/* Last of the pool, once no entry is left: the HTTP client goes too (its
+ * handles close on the loop, which the owner runs before closing it);
+ * an instance still stopping then has its requests ended. */
 static void pool_destroy(struct pool *pool)
 {
+	if (pool->http)
+		httpc_free(pool->http);
 	free(pool);
 }
 
@@ -487,6 +518,8 @@ struct instance *pool_instance_for(struct pool *pool,
 				? sc->client_caps_json
 				: "{\"roots\":{\"listChanged\":true}}",
 		.journal = pool->journal,
+		.http = pool_http_cb,
+		.http_arg = pool,
 	};
 	e = xcalloc(1, sizeof *e);
 	e->pool = pool;

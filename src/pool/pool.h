@@ -38,8 +38,15 @@ struct pool_scope_ctx {
 struct pool *pool_new(uv_loop_t *loop, const struct instance_cbs *cbs,
 		      void *ctx, struct journal *journal,
 		      struct toolcache *cache);
-/* Closes every instance; they finish stopping on the loop. */
+/* Closes every instance; they finish stopping on the loop. The HTTP
+ * client goes with the last of them (run the loop before closing it). */
 void pool_free(struct pool *pool);
+struct httpc;
+/* The loop's HTTP client, made on first use (it loads libcurl, so a
+ * runtime of stdio servers never carries it): what every url server's
+ * instance gets. NULL when it cannot be made (logged once; tried again
+ * at the next call). */
+struct httpc *pool_http(struct pool *pool);
 /* The global idle timeout, for servers without their own. */
 void pool_set_idle_ms(struct pool *pool, uint64_t ms);
 
