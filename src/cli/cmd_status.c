@@ -51,7 +51,10 @@ static void status_reach_lines(struct buf *b, json_t *o)
 	const char *hint = json_string_value(json_object_get(auth, "hint"));
 	if (rm)
 		buf_printf(b, "    resource metadata: %s\n", rm);
-	if (hint)
+	long long code = json_integer_value(json_object_get(auth, "status"));
+	if (hint && code > 0)
+		buf_printf(b, "    needs auth (HTTP %lld): %s\n", code, hint);
+	else if (hint)
 		buf_printf(b, "    needs auth: %s\n", hint);
 }
 

@@ -1,6 +1,7 @@
 /*
  * Instances by canonical key, their leases and idle timers, the journal of
- * their processes and the cache of their lists.
+ * what they own (processes, containers), the HTTP client of url servers
+ * and the cache of their lists.
  */
 #include "pool/pool.h"
 
@@ -35,7 +36,7 @@ struct pool_entry {
 	unsigned live;	  /* owned resources (processes, containers)
 			     not yet gone */
 	bool per_session; /* its key names one session: it ends with it */
-	bool closing;	  /* closed; kept until its processes are gone */
+	bool closing;	  /* closed; kept until what it owns is gone */
 };
 
 struct pool_held {

@@ -1,11 +1,13 @@
 /*
  * The pool: instances by canonical key, who uses and holds them (leases),
- * their idle timers, the ownership journal of their processes and the tool
+ * their idle timers, the ownership journal of what they run and the tool
  * cache of their lists. It creates an instance the first time a key is
  * asked for. A session's own instance closes when its session ends; a
  * shared one (app, space) stays for the idle timeout after its last
  * session; any instance closes after the idle timeout when nobody holds
  * it, and at once when its server is removed or its settings change.
+ * What an instance owns (processes, containers) is journaled while it
+ * lives; url servers share one HTTP client, made on first use.
  * Knows nothing of JSON-RPC beyond passing messages on.
  */
 #ifndef MCPV_POOL_H
