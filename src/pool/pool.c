@@ -77,12 +77,14 @@ static struct pool_entry *pool_entry_of(struct instance *inst)
 static void pool_idle_arm(struct pool_entry *e);
 static void pool_entry_close(struct pool_entry *e, const char *why);
 
-/* Whether the instance has no process and none coming. */
+/* Whether the instance runs nothing and nothing is coming, so nothing is
+ * lost by closing it. Not one that needs credentials: it is what remembers
+ * that they were refused, so that no later session tries them again until
+ * a reload changes them (which closes it) or `mcpvisor restart`. */
 static bool pool_entry_at_rest(const struct pool_entry *e)
 {
 	enum instance_state st = instance_state(e->inst);
-	return st == INSTANCE_STOPPED || st == INSTANCE_FAILED ||
-	       st == INSTANCE_NEEDS_AUTH;
+	return st == INSTANCE_STOPPED || st == INSTANCE_FAILED;
 }
 
 static void pool_idle_cb(uv_timer_t *t)
@@ -97,11 +99,11 @@ static void pool_idle_cb(uv_timer_t *t)
 	}
 	/* Kept warm after its last session, and now idle: nothing is left
 	 * to keep (its lists are in the tool cache). */
-	if (lease_members(e->leases) == 0) {
+	enum instance_state st = instance_state(e->inst);
+	if (lease_members(e->leases) == 0 && st != INSTANCE_NEEDS_AUTH) {
 		pool_entry_close(e, "idle, and no session uses it");
 		return;
 	}
-	enum instance_state st = instance_state(e->inst);
 	if (st == INSTANCE_STOPPED || st == INSTANCE_STOPPING ||
 	    st == INSTANCE_NEEDS_AUTH)
 		return;
@@ -598,6 +600,11 @@ void pool_session_gone(struct pool *pool, const char *session_id)
 			pool_entry_close(e, "its session ended");
 		} else if (pool_entry_at_rest(e)) {
 			pool_entry_close(e, "no session uses it");
+		} else if (instance_state(e->inst) == INSTANCE_NEEDS_AUTH) {
+			log_info("instance %s: no session uses it; kept, as its "
+				 "credentials were refused, until a reload "
+				 "changes them",
+				 e->name);
 		} else {
 			if (unheld)
 				pool_idle_arm(e);

@@ -44,15 +44,18 @@ static void pool_test_setup(void)
 	cr_assert_not_null(getcwd(cwd, sizeof cwd));
 	snprintf(path, sizeof path, "%s/build/san/demo-server", cwd);
 	char *text;
-	/* One server per scope: demo (app), solo (session), room (space). */
+	/* One server per scope: demo (app), solo (session), room (space);
+	 * and locked (app), which refuses our credentials. */
 	const char *b = bin ? bin : path;
 	if (asprintf(&text,
 		     "{\"idleTimeout\":%d,\"mcpServers\":{"
 		     "\"demo\":{\"command\":\"%s\",\"scope\":\"app\"},"
 		     "\"solo\":{\"command\":\"%s\",\"scope\":\"session\"},"
-		     "\"room\":{\"command\":\"%s\",\"scope\":\"space\"}"
+		     "\"room\":{\"command\":\"%s\",\"scope\":\"space\"},"
+		     "\"locked\":{\"command\":\"%s\",\"scope\":\"app\","
+		     "\"args\":[\"--auth-fail\"]}"
 		     "}}",
-		     POOL_TEST_IDLE_MS, b, b, b) < 0)
+		     POOL_TEST_IDLE_MS, b, b, b, b) < 0)
 		abort();
 	cfg = config_parse(text, strlen(text), "/tmp/pool-test.json");
 	free(text);
@@ -534,6 +537,14 @@ Test(pool, the_http_client_is_made_on_first_use)
 	cr_assert(pool_test_curl_mapped());
 }
 
+static bool pool_test_none_wanted(void *arg, const char *name,
+				  const char *ident)
+{
+	(void)arg;
+	(void)ident;
+	return strcmp(name, "locked") != 0;
+}
+
 static bool pool_test_journal_empty(struct instance *inst)
 {
 	(void)inst;
@@ -573,4 +584,33 @@ Test(pool, owned_processes_are_journaled_while_they_run)
 	pool_test_journal = NULL;
 	unlink(path);
 	rmdir(dir);
+}
+
+/* A shared server that refused our credentials is kept after its last
+ * session: the next session is refused at once, nothing is started
+ * again; a reload that changes it closes it. */
+Test(pool, a_server_that_refused_credentials_outlives_its_sessions)
+{
+	const struct server_config *s = &cfg->servers[3];
+	struct pool_scope_ctx s2 = {"s2", NULL, "/tmp", NULL};
+	char *key = pool_instance_key(s, &sc, NULL);
+	struct instance *inst = pool_instance_for(pool, s, &sc, key);
+	int ready = 0;
+	instance_ensure(inst, pool_test_ready_cb, &ready);
+	while (ready == 0)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert_eq(ready, -1);
+	cr_assert_eq(instance_state(inst), INSTANCE_NEEDS_AUTH);
+	pool_session_gone(pool, "s1");
+	cr_assert_eq(pool_instance_find(pool, key), inst, "kept");
+	cr_assert_eq(pool_instance_for(pool, s, &s2, key), inst);
+	ready = 0;
+	instance_ensure(inst, pool_test_ready_cb, &ready);
+	cr_assert_eq(ready, -1, "refused at once, not tried again");
+	cr_assert_eq(instance_pid(inst), 0, "nothing started");
+	pool_session_gone(pool, "s2");
+	cr_assert_not_null(pool_instance_find(pool, key));
+	cr_assert_eq(pool_reload(pool, pool_test_none_wanted, NULL), 1);
+	cr_assert_null(pool_instance_find(pool, key), "a reload closes it");
+	free(key);
 }
