@@ -600,9 +600,8 @@ static int httpc_setup(struct httpc_req *r, const struct httpc_opts *o)
 	SET(CURLOPT_WRITEDATA, (void *)r);
 	SET(CURLOPT_ERRORBUFFER, r->errbuf);
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
-	/* Over HTTP/2 a new request waits to share a connection rather
-	 * than opening another. */
-	SET(CURLOPT_PIPEWAIT, 1L);
+	/* No CURLOPT_PIPEWAIT: a request would wait for a connection whose
+	 * protocol is not known yet, which a silent stream never tells. */
 	SET(CURLOPT_HTTPHEADER, r->headers);
 	const char *m = o->method ? o->method : "GET";
 	if (strcmp(m, "GET") == 0) {
@@ -727,6 +726,11 @@ void httpc_pause(struct httpc_req *r, bool on)
 	/* Resuming delivers kept data at once: never inside the caller. */
 	r->resume = true;
 	httpc_kick(c);
+}
+
+uv_loop_t *httpc_loop(const struct httpc *c)
+{
+	return c->loop;
 }
 
 int httpc_status(const struct httpc_req *r)
