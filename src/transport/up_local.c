@@ -178,8 +178,9 @@ static void upl_shutdown(struct upstream *u)
 	upl_finish(u);
 }
 
-/* Requests that never left are lost unsent (safe to send again), then
- * the fault. */
+/* The fault settles nothing: what waited for the port (the handshake:
+ * the instance sends nothing else before it is ready) is the instance's
+ * to settle, as after any fault. */
 static void upl_deliver_fault(struct upstream *u)
 {
 	if (!u->fault_pending)
@@ -188,8 +189,6 @@ static void upl_deliver_fault(struct upstream *u)
 	while (u->queue) {
 		struct upl_msg *m = u->queue;
 		u->queue = m->next;
-		if (m->id > 0)
-			u->cbs.on_lost(u->ctx, m->id, false);
 		free(m);
 	}
 	u->queue_tail = &u->queue;

@@ -238,3 +238,104 @@ test('two local servers started at once get different ports and both serve', {
 		},
 	);
 });
+
+// A program that takes the port it is given before the server can (what
+// another program does between allocation and bind), from outside the
+// server's group and without its owner token. It records every byte it
+// receives and every signal it gets.
+const SQUATTER_JS = `
+const fs = require('node:fs');
+const net = require('node:net');
+const [port, dir, name, host] = process.argv.slice(2);
+const log = (s) => fs.appendFileSync(dir + '/' + name + '.log', s + '\\n');
+for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP'])
+	process.on(s, () => log('signalled ' + s));
+net.createServer((c) => c.on('data', (d) => log('data ' + d.toString().split('\\r\\n')[0])))
+	.listen(Number(port), host, () => {
+		fs.writeFileSync(dir + '/' + name + '.pid', String(process.pid));
+	});
+`;
+
+// The server's command: its first two starts find their port squatted;
+// the third serves. First on 127.0.0.1, and the server never listens:
+// the listener found there is the squatter's. Then on ::1 only, where no
+// connection to 127.0.0.1 reaches it, but the server's listen on :: fails
+// with EADDRINUSE.
+function racingWrapper(dir) {
+	return `#!/bin/sh
+port=$1
+n=$(cat "${dir}/starts" 2>/dev/null || echo 0)
+n=$((n + 1))
+echo $n >"${dir}/starts"
+if [ $n -le 2 ]; then
+	host=127.0.0.1
+	[ $n -eq 2 ] && host=::1
+	env -u MCPVISOR_OWNER setsid ${process.execPath} "${dir}/squatter.js" "$port" "${dir}" "sq$n" $host </dev/null >/dev/null 2>&1 &
+	i=0
+	while [ ! -s "${dir}/sq$n.pid" ] && [ $i -lt 200 ]; do sleep 0.02; i=$((i + 1)); done
+	echo "squatted $port"
+	[ $n -eq 1 ] && exec sleep 30
+fi
+PORT=$port exec ${process.execPath} ${EVERYTHING} streamableHttp
+`;
+}
+
+test('a port taken between allocation and bind: picked again, the squatters never spoken to nor signalled', {
+	timeout: 30_000,
+}, async (t) => {
+	const dir = await makeHome('mcpvisor-squat-');
+	// The squatters are stopped by pid whatever happened, then the
+	// folder that names them goes.
+	t.after(async () => {
+		for (const n of [1, 2]) {
+			const pid = Number(await fsp.readFile(path.join(dir, `sq${n}.pid`), 'utf8').catch(() => 0));
+			if (pid > 1 && procStat(pid))
+				process.kill(pid, 'SIGKILL');
+		}
+		await fsp.rm(dir, { recursive: true, force: true });
+	});
+	await fsp.writeFile(path.join(dir, 'squatter.js'), SQUATTER_JS);
+	const wrapper = path.join(dir, 'server.sh');
+	await fsp.writeFile(wrapper, racingWrapper(dir), { mode: 0o755 });
+	const squatters = [];
+	await withRuntime(
+		t,
+		{
+			racy: {
+				command: wrapper,
+				args: ['{port}'],
+				url: 'http://127.0.0.1:{port}/mcp',
+				scope: 'app',
+			},
+		},
+		async (rt) => {
+			const c = await connect(rt);
+			const echo = await c.call('racy__echo', { message: 'third time' });
+			assert.equal(echo.content[0].text, 'Echo: third time');
+			assert.equal((await fsp.readFile(path.join(dir, 'starts'), 'utf8')).trim(), '3');
+			const ports = [];
+			for (const n of [1, 2]) {
+				const pid = Number(await fsp.readFile(path.join(dir, `sq${n}.pid`), 'utf8'));
+				squatters.push(pid);
+				assert.ok(procStat(pid), `squatter ${n} is alive`);
+			}
+			const log = rt.stderr();
+			for (const m of log.matchAll(/squatted (\d+)/g))
+				ports.push(Number(m[1]));
+			assert.equal(ports.length, 2, log);
+			const inst = instanceOf(await rt.status(), 'racy');
+			assert.equal(inst.state, 'running');
+			assert.ok(!ports.includes(inst.port), `served on a squatted port ${inst.port}`);
+			assert.notEqual(ports[0], ports[1], 'the same port twice');
+			assert.match(log, /another program answers on port/);
+			assert.match(log, /could not bind port/);
+		},
+	);
+	for (const n of [1, 2]) {
+		const log = await fsp.readFile(path.join(dir, `sq${n}.log`), 'utf8').catch(() => '');
+		assert.doesNotMatch(log, /signalled/, `squatter ${n}: ${log}`);
+		assert.doesNotMatch(log, /data/, `squatter ${n} was spoken to: ${log}`);
+	}
+	for (const pid of squatters)
+		assert.ok(procStat(pid), `squatter ${pid} outlived the runtime`);
+});
