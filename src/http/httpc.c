@@ -225,72 +225,6 @@ static void httpc_end(struct httpc_req *r, int err, const char *why)
 	uv_close((uv_handle_t *)&r->silence, httpc_req_close_cb);
 }
 
-/* A CURLcode as -errno and a sentence that names no header value and no
- * URL (either may hold a secret). */
-static int httpc_map(struct httpc_req *r, CURLcode code, const char **why)
-{
-	const char *what = r->c->cu->easy_strerror(code);
-	int err;
-	switch (code) {
-	case CURLE_OK:
-		*why = "";
-		return 0;
-	case CURLE_COULDNT_CONNECT:
-		err = -ECONNREFUSED;
-		*why = "the server refused the connection";
-		return err;
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
-		*why = "the server's host name did not resolve";
-		return -EHOSTUNREACH;
-	case CURLE_OPERATION_TIMEDOUT:
-		*why = r->heard ? "the response did not finish in time"
-				: "the server did not answer in time";
-		return -ETIMEDOUT;
-	case CURLE_RECV_ERROR:
-	case CURLE_SEND_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_PARTIAL_FILE:
-		*why = r->heard ? "the connection closed before the response "
-				  "was whole"
-				: "the connection closed without a response";
-		return -ECONNRESET;
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_SSL_CIPHER:
-	case CURLE_SSL_CACERT_BADFILE:
-	case CURLE_SSL_ISSUER_ERROR:
-	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-	case CURLE_SSL_INVALIDCERTSTATUS:
-	case CURLE_SSL_SHUTDOWN_FAILED:
-	case CURLE_SSL_CRL_BADFILE:
-	case CURLE_USE_SSL_FAILED:
-		/* TLS errors name the certificate problem and at most the
-		 * host; never a header or a path. */
-		snprintf(r->why, sizeof r->why, "TLS failed: %.150s",
-			 r->errbuf[0] ? r->errbuf : what);
-		*why = r->why;
-		return -EPROTO;
-	case CURLE_WRITE_ERROR:
-	case CURLE_ABORTED_BY_CALLBACK:
-		*why = "the request was ended by its owner";
-		return -ECANCELED;
-	case CURLE_OUT_OF_MEMORY:
-		*why = "out of memory";
-		return -ENOMEM;
-	case CURLE_URL_MALFORMAT:
-	case CURLE_UNSUPPORTED_PROTOCOL:
-		*why = "the URL is not a valid http or https URL";
-		return -EINVAL;
-	default:
-		snprintf(r->why, sizeof r->why,
-			 "the HTTP exchange failed: %.150s", what);
-		*why = r->why;
-		return -EPROTO;
-	}
-}
-
 /* What curl finished, and what was cancelled while curl ran. */
 static void httpc_settle(struct httpc *c)
 {
@@ -308,7 +242,9 @@ static void httpc_settle(struct httpc *c)
 					 (char **)&r);
 			CURLcode code = m->data.result;
 			const char *why;
-			int err = httpc_map(r, code, &why);
+			int err = curlso_errno(r->c->cu, code, r->heard,
+					       r->errbuf, r->why, sizeof r->why,
+					       &why);
 			if (r->err) {
 				err = r->err;
 				why = r->err_why;
