@@ -90,15 +90,13 @@ int curlso_errno(const struct curlso *cu, CURLcode code, bool heard,
 		 const char **why)
 {
 	const char *what = cu->easy_strerror(code);
-	int err;
 	switch (code) {
 	case CURLE_OK:
 		*why = "";
 		return 0;
 	case CURLE_COULDNT_CONNECT:
-		err = -ECONNREFUSED;
 		*why = "the server refused the connection";
-		return err;
+		return -ECONNREFUSED;
 	case CURLE_COULDNT_RESOLVE_HOST:
 	case CURLE_COULDNT_RESOLVE_PROXY:
 		*why = "the server's host name did not resolve";
