@@ -28,6 +28,7 @@ struct httpc_sock {
 	uv_poll_t poll;
 	curl_socket_t fd;
 	struct httpc *c;
+	struct httpc_sock *prev, *next;
 };
 
 struct httpc {
@@ -37,8 +38,9 @@ struct httpc {
 	uv_timer_t timer; /* curl's own timeout */
 	uv_timer_t kick;  /* deferred adds and resumes */
 	struct httpc_req *reqs;
-	int handles;   /* open uv handles; freed at 0 once closing */
-	int depth;     /* inside our dispatch: httpc_free waits */
+	struct httpc_sock *socks; /* polled for curl */
+	int handles;		  /* open uv handles; freed at 0 once closing */
+	int depth;		  /* inside our dispatch: httpc_free waits */
 	int in_curl;   /* inside a curl call: curl may not be re-entered */
 	int cancelled; /* requests cancelled inside curl, to remove */
 	bool closing;  /* httpc_free ran: nothing new starts */
@@ -135,6 +137,18 @@ static void httpc_timer_cb(uv_timer_t *t)
 	httpc_action(t->data, CURL_SOCKET_TIMEOUT, 0);
 }
 
+static void httpc_sock_close(struct httpc_sock *s)
+{
+	struct httpc *c = s->c;
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		c->socks = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	uv_close((uv_handle_t *)&s->poll, httpc_sock_close_cb);
+}
+
 static int httpc_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
 			   void *socketp)
 {
@@ -143,7 +157,7 @@ static int httpc_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
 	if (what == CURL_POLL_REMOVE) {
 		if (s) {
 			c->cu->multi_assign(c->multi, fd, NULL);
-			uv_close((uv_handle_t *)&s->poll, httpc_sock_close_cb);
+			httpc_sock_close(s);
 		}
 		return 0;
 	}
@@ -156,6 +170,10 @@ static int httpc_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
 		s->fd = fd;
 		s->c = c;
 		s->poll.data = s;
+		s->next = c->socks;
+		if (c->socks)
+			c->socks->prev = s;
+		c->socks = s;
 		c->handles++;
 		c->cu->multi_assign(c->multi, fd, s);
 	}
@@ -483,6 +501,9 @@ static void httpc_free_now(struct httpc *c)
 	 * httpc_socket_cb. */
 	c->cu->multi_cleanup(c->multi);
 	c->multi = NULL;
+	/* Whatever curl did not take back itself. */
+	while (c->socks)
+		httpc_sock_close(c->socks);
 	uv_close((uv_handle_t *)&c->timer, httpc_timer_close_cb);
 	uv_close((uv_handle_t *)&c->kick, httpc_timer_close_cb);
 }
