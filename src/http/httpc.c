@@ -685,6 +685,11 @@ void httpc_pause(struct httpc_req *r, bool on)
 	httpc_kick(c);
 }
 
+uv_loop_t *httpc_loop(const struct httpc *c)
+{
+	return c->loop;
+}
+
 int httpc_status(const struct httpc_req *r)
 {
 	return r->head_done ? r->status : 0;

@@ -80,6 +80,9 @@ void httpc_cancel(struct httpc_req *r);
 /* Stops (on) or resumes reading the response body: backpressure. */
 void httpc_pause(struct httpc_req *r, bool on);
 
+/* The loop the client runs on (for its users' own timers). */
+uv_loop_t *httpc_loop(const struct httpc *c);
+
 /* From on_head on: the status code (0 before). */
 int httpc_status(const struct httpc_req *r);
 /* A response header's value (name case-insensitive), NULL when absent;
