@@ -329,3 +329,44 @@ Test(hub_http, needs_auth_shows_the_metadata_and_what_to_set)
 	hub_session_end(fx_hub, a);
 	fx_req_free(r);
 }
+
+/* A stdio server that refused its credentials (the demo fixture's
+ * --auth-fail): its transport says stdio, and what to set is its env. */
+static void hh_stdio_setup(void)
+{
+	const char *bin = getenv("DEMO_SERVER_BIN");
+	char cwd[4096], text[4400];
+	cr_assert_not_null(getcwd(cwd, sizeof cwd));
+	snprintf(text, sizeof text,
+		 "{\"mcpServers\":{\"locked\":{\"command\":\"%s%s\","
+		 "\"args\":[\"--auth-fail\"],\"scope\":\"app\"}}}",
+		 bin ? "" : cwd, bin ? bin : "/build/san/demo-server");
+	fx_hub_open(text, true);
+}
+
+TestSuite(hub_stdio_auth, .init = hh_stdio_setup, .fini = hh_teardown,
+	  .timeout = 30);
+
+Test(hub_stdio_auth, a_stdio_server_is_told_to_set_its_env)
+{
+	struct session *a = fx_open(NULL);
+	struct fx_req *r = fx_send(
+		a, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+	cr_assert(fx_run_until(fx_answered, r));
+	json_t *st = hub_status(fx_hub, HUB_STATUS_PUBLIC);
+	json_t *sv = json_array_get(json_object_get(st, "servers"), 0);
+	cr_assert_str_eq(json_string_value(json_object_get(sv, "transport")),
+			 "stdio");
+	json_t *in = json_array_get(json_object_get(sv, "instances"), 0);
+	cr_assert_str_eq(json_string_value(json_object_get(in, "state")),
+			 "needs_auth");
+	cr_assert_str_eq(json_string_value(json_object_get(in, "transport")),
+			 "stdio");
+	const char *hint = json_string_value(
+		json_object_get(json_object_get(in, "auth"), "hint"));
+	cr_assert_not_null(hint);
+	cr_assert_not_null(strstr(hint, "\"env\""), "%s", hint);
+	json_decref(st);
+	hub_session_end(fx_hub, a);
+	fx_req_free(r);
+}
