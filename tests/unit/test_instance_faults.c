@@ -412,14 +412,15 @@ Test(faults, the_http_client_is_made_only_when_a_url_server_starts)
 	finish(inst);
 }
 
-Test(faults, a_url_server_without_a_transport_fails_clearly)
+Test(faults, a_url_server_without_an_http_client_fails_clearly)
 {
+	/* The real transport, and no HTTP client (libcurl not loadable). */
 	struct instance *inst = make_kind(0, SERVER_HTTP_REMOTE, true, NULL);
 	int err = 1;
 	instance_ensure(inst, ready_cb, &err);
 	cr_assert_eq(err, -EIO);
 	cr_assert_eq(nconns, 0);
-	cr_assert_not_null(strstr(instance_last_error(inst), "not served yet"),
+	cr_assert_not_null(strstr(instance_last_error(inst), "shared library"),
 			   "%s", instance_last_error(inst));
 	finish(inst);
 }
@@ -448,5 +449,16 @@ Test(faults, describe_merges_the_transport_s_under_the_instance_s)
 			 "fake");
 	cr_assert_null(json_object_get(d, "port"));
 	json_decref(d);
+	finish(inst);
+}
+
+Test(faults, a_fault_s_text_is_masked_before_it_is_shown)
+{
+	struct instance *inst = make_ready(0);
+	struct upstream_fault f = {.kind = UPSTREAM_CLOSED,
+				   .text = "reset by peer (key s3cr3t-XYZ)"};
+	conns[0]->cbs.on_fault(conns[0]->ctx, &f);
+	cr_assert_str_eq(instance_last_error(inst), "reset by peer (key ***)");
+	fake_close(conns[0]);
 	finish(inst);
 }
