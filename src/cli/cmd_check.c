@@ -165,13 +165,6 @@ int cmd_check(int argc, char **argv)
 			const struct server_config *sv = &cfg->servers[i];
 			if (sv->error)
 				fprintf(stderr, "error: %s\n", sv->error);
-			else if (sv->kind != SERVER_STDIO)
-				fprintf(stderr,
-					"note: server \"%s\" is reached by "
-					"url: "
-					"it is valid, but mcpvisor does not "
-					"serve url servers yet (only stdio)\n",
-					sv->name);
 			else if (sv->command && !check_command_found(sv))
 				fprintf(stderr,
 					"note: server \"%s\": command \"%s\" "
