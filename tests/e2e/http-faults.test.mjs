@@ -275,3 +275,34 @@ test('legacy HTTP+SSE: type "sse" and a server with no type (fallback) both work
 		await c.close();
 	});
 });
+
+test('a session the server itself expires (--expire-after): reads go on unbroken, one re-initialize, no backoff', {
+	timeout: 30_000,
+}, async (t) => {
+	const dir = await scratchDir(t);
+	const cf = path.join(dir, 'count');
+	// Past the first session's start (initialize and the lists), well
+	// before the reads below end.
+	const fx = await startFixture(t, ['--expire-after', '12', '--count-file', cf]);
+	const px = await FaultProxy.start(t, fx.url);
+	await withRuntime(t, { x: { url: px.url, scope: 'app' } }, async (rt) => {
+		const c = await connect(rt);
+		await c.listAll();
+		for (let i = 0; i < 12; i++) {
+			const r = await c.request('resources/read', { uri: 'demo://readme' });
+			assert.ok(r.result, `read ${i}: ${JSON.stringify(r)}`);
+		}
+		const notFound = px.requests.filter((r) => r.status === 404);
+		assert.equal(notFound.length, 1, `404s: ${notFound.length}`);
+		assert.match(fx.stderr(), /expired \(--expire-after 12\)/);
+		const inits = px.initializes();
+		assert.equal(inits.length, 2, 'one re-initialize');
+		const ms = inits[1].doneAt - notFound[0].doneAt;
+		assert.ok(ms < 500, `re-initialized ${ms} ms after the 404`);
+		t.diagnostic(`the fixture's own expiry: new session ${ms.toFixed(1)} ms after its 404`);
+		const { inst } = instanceOf(await rt.status(), 'x');
+		assert.equal(inst.state, 'running');
+		assert.equal(inst.lastFailure, undefined, JSON.stringify(inst));
+		await c.close();
+	});
+});
