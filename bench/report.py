@@ -325,7 +325,7 @@ COLS = [
     ("peak_tree_rss_kb", "all", "mb"),
     ("first_call_ms", "call", "ms"),
 ]
-WIDTH = [7, 7, 7, 7, 8, 9, 9, 7, 7, 8]
+WIDTH = [7, 7, 7, 7, 8, 10, 10, 7, 7, 8]
 NAMEW = 28
 
 
