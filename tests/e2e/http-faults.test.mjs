@@ -306,3 +306,37 @@ test('a session the server itself expires (--expire-after): reads go on unbroken
 		await c.close();
 	});
 });
+
+test('a server that stops answering (--hang-after): calls fail at toolTimeout, status answers, the runtime still stops at once', {
+	timeout: 30_000,
+}, async (t) => {
+	// Past the start (initialize and the lists): the hang comes within
+	// the calls below.
+	const fx = await startFixture(t, ['--hang-after', '9']);
+	let stopAt;
+	await withRuntime(t, { x: { url: fx.url, scope: 'app', toolTimeout: '1s' } }, async (rt) => {
+		const c = await connect(rt);
+		await c.listAll();
+		let failed = null;
+		for (let i = 0; i < 6 && !failed; i++) {
+			const { value: r, ms } = await timed(callReq(c, 'x__echo', { text: `t${i}` }));
+			if (r.error)
+				failed = { r, ms, i };
+			else
+				assert.equal(r.result.content[0].text, `t${i}`);
+		}
+		assert.ok(failed, 'no call met the hang');
+		assert.match(failed.r.error.message, /time|timed out/i, failed.r.error.message);
+		assert.ok(failed.ms >= 900 && failed.ms < 3000, `answered after ${failed.ms} ms`);
+		assert.match(fx.stderr(), /hanging: 9 POSTs answered/);
+		const st = await timed(rt.cli(['status', '--json']));
+		assert.equal(st.value.code, 0, st.value.stderr);
+		assert.ok(st.ms < 2000, `status took ${st.ms} ms`);
+		stopAt = performance.now();
+		rt.terminate();
+		await rt.waitExit();
+		const stopMs = performance.now() - stopAt;
+		assert.ok(stopMs < 5000, `the runtime took ${stopMs} ms to stop`);
+		t.diagnostic(`hung server: call failed ${failed.ms.toFixed(0)} ms after it was sent; runtime stopped in ${stopMs.toFixed(0)} ms`);
+	});
+});
