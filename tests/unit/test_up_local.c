@@ -204,6 +204,47 @@ static void tst_reap(pid_t pid)
 	waitpid(pid, NULL, 0);
 }
 
+Test(listener, sock_diag_and_proc_find_the_same_listeners)
+{
+	/* One listener on 127.0.0.1 and one on ::1, same port; a connected
+	 * socket on it too, which is no listener. */
+	int port = 0;
+	int v4 = tst_listen(&port);
+	int v6 = socket(AF_INET6, SOCK_STREAM, 0);
+	int one = 1;
+	setsockopt(v6, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+	struct sockaddr_in6 sa = {.sin6_family = AF_INET6,
+				  .sin6_port = htons((uint16_t)port),
+				  .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	bool have_v6 = bind(v6, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+		       listen(v6, 4) == 0;
+	int cl = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in to = {.sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	cr_assert_eq(connect(cl, (struct sockaddr *)&to, sizeof to), 0);
+
+	static const int families[] = {AF_INET, AF_INET6};
+	for (size_t i = 0; i < 2; i++) {
+		uint64_t a[8], b[8];
+		size_t na = 0, nb = 0;
+		int rc = listener_diag(families[i], port, a, 8, &na);
+		if (rc < 0)
+			cr_skip_test("no sock_diag here: %s", strerror(-rc));
+		listener_proc(families[i], port, b, 8, &nb);
+		size_t want = families[i] == AF_INET ? 1 : (have_v6 ? 1 : 0);
+		cr_assert_eq(na, want, "family %d: %zu from sock_diag",
+			     families[i], na);
+		cr_assert_eq(nb, want, "family %d: %zu from /proc", families[i],
+			     nb);
+		if (want)
+			cr_assert_eq(a[0], b[0], "not the same socket");
+	}
+	close(cl);
+	close(v6);
+	close(v4);
+}
+
 Test(listener, owner_is_nobody_until_someone_listens)
 {
 	int port = 0;
