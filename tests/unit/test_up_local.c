@@ -654,3 +654,83 @@ Test(up_local, the_port_reaches_args_and_env)
 	cr_assert(strstr(t.logs, want) != NULL, "logs: %s", t.logs);
 	cr_assert_eq(t.kind, UPSTREAM_EXITED);
 }
+
+/* Many local servers opened at once on one loop (none listens): each
+ * gets its own port, reserved until it is gone. */
+#define TST_MANY 24
+
+struct tst_many {
+	int ports[TST_MANY];
+	int nowned, ngone, nclosed;
+};
+
+static void tst_many_owned(void *ctx, const struct upstream_owned *o, bool live)
+{
+	struct tst_many *m = ctx;
+	if (live)
+		m->ports[m->nowned++] = o->port;
+	else
+		m->ngone++;
+}
+
+static void tst_many_closed(void *ctx)
+{
+	((struct tst_many *)ctx)->nclosed++;
+}
+
+static void tst_many_fault(void *ctx, const struct upstream_fault *f)
+{
+	cr_assert_fail("fault: %s", f->text);
+}
+
+Test(up_local, concurrent_starts_get_distinct_ports)
+{
+	static const struct upstream_cbs cbs = {
+		.on_message = tst_up_message,
+		.on_lost = tst_up_lost,
+		.on_fault = tst_many_fault,
+		.on_owned = tst_many_owned,
+		.on_closed = tst_many_closed,
+	};
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	char *args[] = {"30"};
+	struct server_config s = {
+		.name = "many",
+		.kind = SERVER_HTTP_LOCAL,
+		.command = "/bin/sleep",
+		.args = args,
+		.nargs = 1,
+		.url = "http://127.0.0.1:{port}/mcp",
+	};
+	char token[40];
+	snprintf(token, sizeof token, "tst%d", (int)getpid());
+	struct upstream_spec spec = {
+		.server = &s,
+		.token = token,
+		.http = (struct httpc *)&tst_no_http,
+		.startup_timeout_ms = 20000,
+	};
+	struct tst_many m = {0};
+	struct upstream *ups[TST_MANY];
+	for (int i = 0; i < TST_MANY; i++)
+		cr_assert_eq(upstream_http_local.open(&loop, &spec, &cbs, &m,
+						      &ups[i]),
+			     0);
+	cr_assert_eq(m.nowned, TST_MANY);
+	for (int i = 0; i < TST_MANY; i++) {
+		cr_assert(ports_is_reserved(ports_default(), m.ports[i]));
+		for (int j = 0; j < i; j++)
+			cr_assert_neq(m.ports[i], m.ports[j],
+				      "starts %d and %d", i, j);
+	}
+	/* Let them probe a while, then stop them all. */
+	uv_run(&loop, UV_RUN_NOWAIT);
+	for (int i = 0; i < TST_MANY; i++)
+		upstream_http_local.stop(ups[i]);
+	while (m.nclosed < TST_MANY)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert_eq(m.ngone, TST_MANY);
+	cr_assert_eq(ports_count(ports_default()), 0);
+	cr_assert_eq(uv_loop_close(&loop), 0);
+}
