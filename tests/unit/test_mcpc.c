@@ -759,3 +759,33 @@ Test(mcpc, get_stream_of_a_vanished_server_is_a_closed_fault)
 	tm_reopen_listener(&t);
 	tm_stop(&t);
 }
+
+/* A server with sessions and no GET route answers GET with 404: neither
+ * the standing stream nor a resumption takes it for an expired session. */
+static void tm_script_get404(struct tmc *t, struct tm_conn *c, int n,
+			     const struct tm_req *r)
+{
+	if (strcmp(r->method, "GET") == 0) {
+		tm_reply(c, 404, NULL, "text/html", "Cannot GET /mcp");
+	} else if (tm_body_has(r, "tools/call")) {
+		tm_sse(c, NULL);
+		tm_write(c, "retry: 5\nid: p1\ndata:\n\n");
+		tm_end(c);
+	} else {
+		tm_script_plain(t, c, n, r);
+	}
+}
+
+Test(mcpc, get_404_is_no_stream_not_an_expired_session)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_get404);
+	tm_initialize(&t);
+	tm_send(&t, TM_CALL(2), 2);
+	tm_run_until(&t, tm_lost, "on_lost");
+	cr_assert_eq(t.lost_id, 2);
+	cr_assert(t.lost_sent);
+	cr_assert_eq(t.faults, 0);
+	cr_assert(tm_has_header(tm_nth(&t, "GET", 1), "last-event-id: p1\n"));
+	tm_stop(&t);
+}
