@@ -789,3 +789,40 @@ Test(mcpc, get_404_is_no_stream_not_an_expired_session)
 	cr_assert(tm_has_header(tm_nth(&t, "GET", 1), "last-event-id: p1\n"));
 	tm_stop(&t);
 }
+
+/* The conformance suite's sse-retry shape: a priming event with retry
+ * 150, the stream closed; the resumption comes no earlier than that, and
+ * the answer comes on it (a stream the server keeps open after it). */
+static void tm_script_retry(struct tmc *t, struct tm_conn *c, int n,
+			    const struct tm_req *r)
+{
+	if (strcmp(r->method, "POST") == 0) {
+		tm_sse(c, NULL);
+		tm_write(c, "id: event-1\nretry: 150\ndata: \n\n");
+		tm_end(c);
+		t->scratch = (int)uv_now(&t->loop);
+		return;
+	}
+	t->scratch = (int)uv_now(&t->loop) - t->scratch;
+	tm_sse(c, NULL);
+	t->stream = c;
+	tm_write(c, "id: event-2\nretry: 150\ndata: \n\nevent: message\nid: "
+		    "event-3\ndata: " TM_ANSWER(7) "\n\n");
+}
+
+Test(mcpc, resumption_waits_the_servers_retry)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_retry);
+	tm_send(&t, TM_CALL(7), 7);
+	tm_run_until(&t, tm_msgs1, "the answer");
+	cr_assert_str_eq(t.log.data, "7: " TM_ANSWER(7) "\n");
+	cr_assert_geq(t.scratch, 145, "resumed after %d ms", t.scratch);
+	cr_assert_lt(t.scratch, 400, "resumed after %d ms", t.scratch);
+	cr_assert(tm_has_header(tm_nth(&t, "GET", 0),
+				"last-event-id: event-1\n"));
+	/* The stream left open after the answer is let go. */
+	tm_run_until(&t, tm_stream_closed, "the answered stream let go");
+	cr_assert_eq(t.nlost, 0);
+	tm_stop(&t);
+}
