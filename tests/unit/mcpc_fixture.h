@@ -76,6 +76,8 @@ struct tmc {
 	bool closed;
 	int scratch;		/* for scripts */
 	struct tm_conn *stream; /* a script's open event stream */
+	int on_msg;		/* 1: forget, 2: close from inside on_message */
+	bool closing;
 	uv_timer_t deadline;
 	bool late;
 };
@@ -241,12 +243,24 @@ static void tm_accept_cb(uv_stream_t *l, int status)
 
 /* ---- the client's callbacks -------------------------------------------- */
 
+static void tm_done_cb(void *arg)
+{
+	((struct tmc *)arg)->closed = true;
+}
+
 static void tm_on_message(void *ctx, const char *msg, size_t len,
 			  int64_t related)
 {
 	struct tmc *t = ctx;
 	buf_printf(&t->log, "%lld: %.*s\n", (long long)related, (int)len, msg);
 	t->nmsgs++;
+	/* What a caller may do from inside the callback. */
+	if (t->on_msg == 1)
+		mcpc_forget(t->m, related);
+	else if (t->on_msg == 2 && !t->closing)
+		mcpc_close(t->m, tm_done_cb, t);
+	if (t->on_msg == 2)
+		t->closing = true;
 }
 
 static void tm_on_lost(void *ctx, int64_t id, bool sent)
@@ -255,6 +269,10 @@ static void tm_on_lost(void *ctx, int64_t id, bool sent)
 	t->nlost++;
 	t->lost_id = id;
 	t->lost_sent = sent;
+	if (t->on_msg == 3 && !t->closing) {
+		t->closing = true;
+		mcpc_close(t->m, tm_done_cb, t);
+	}
 }
 
 static void tm_on_heartbeat(void *ctx)
@@ -271,6 +289,10 @@ static void tm_on_fault(void *ctx, enum mcpc_fault f, int status,
 	t->fault_status = status;
 	snprintf(t->fault_text, sizeof t->fault_text, "%s", text);
 	snprintf(t->fault_rm, sizeof t->fault_rm, "%s", rm ? rm : "");
+	if (t->on_msg == 3 && !t->closing) {
+		t->closing = true;
+		mcpc_close(t->m, tm_done_cb, t);
+	}
 }
 
 static const struct mcpc_cbs tm_cbs = {tm_on_message, tm_on_lost,
@@ -341,11 +363,6 @@ static void tm_run_until(struct tmc *t, bool (*cond)(struct tmc *),
 		  t->nlost);
 }
 
-static void tm_done_cb(void *arg)
-{
-	((struct tmc *)arg)->closed = true;
-}
-
 static bool tm_is_closed(struct tmc *t)
 {
 	return t->closed;
@@ -360,7 +377,8 @@ static void tm_walk_close(uv_handle_t *h, void *arg)
 static void tm_stop(struct tmc *t)
 {
 	if (t->m && !t->closed) {
-		mcpc_close(t->m, tm_done_cb, t);
+		if (!t->closing)
+			mcpc_close(t->m, tm_done_cb, t);
 		tm_run_until(t, tm_is_closed, "close");
 	}
 	httpc_free(t->http);

@@ -826,3 +826,40 @@ Test(mcpc, resumption_waits_the_servers_retry)
 	cr_assert_eq(t.nlost, 0);
 	tm_stop(&t);
 }
+
+/* Forgetting the call, or closing the session, from inside on_message
+ * while its stream's parser is running: nothing more is delivered, and
+ * nothing is used after it is freed. */
+Test(mcpc, forget_or_close_from_inside_on_message)
+{
+	for (int what = 1; what <= 2; what++) {
+		struct tmc t;
+		tm_start(&t, MCPC_STREAMABLE, tm_script_sse);
+		t.on_msg = what;
+		tm_send(&t, TM_CALL(5), 5);
+		tm_run_until(&t, tm_msgs1, "the first message");
+		if (what == 2)
+			tm_run_until(&t, tm_is_closed, "close");
+		uv_run(&t.loop, UV_RUN_NOWAIT);
+		cr_assert_eq(t.nmsgs, 1);
+		cr_assert_eq(t.nlost, 0);
+		cr_assert_eq(t.faults, 0);
+		tm_stop(&t);
+	}
+}
+
+Test(mcpc, close_from_inside_on_lost_and_on_fault)
+{
+	void (*scripts[])(struct tmc *, struct tm_conn *, int,
+			  const struct tm_req *) = {tm_script_noid,
+						    tm_script_auth};
+	for (int i = 0; i < 2; i++) {
+		struct tmc t;
+		tm_start(&t, MCPC_STREAMABLE, scripts[i]);
+		t.on_msg = 3;
+		tm_send(&t, TM_CALL(9), 9);
+		tm_run_until(&t, tm_is_closed, "close");
+		cr_assert_eq(t.nlost + t.faults, 1);
+		tm_stop(&t);
+	}
+}
