@@ -1,5 +1,5 @@
 /*
- * The scripted HTTP server and the recording client of test_mcpc.c: a
+ * The scripted HTTP server and the recording client of test_mcpc*.c: a
  * libuv TCP server on 127.0.0.1 port 0 that parses requests with the
  * runtime's own parser, records them, and hands each to the test's
  * script; an mcpc on the same loop whose callbacks log what they get.
