@@ -373,9 +373,13 @@ static const char *instance_send_errtext(int rc)
 	}
 }
 
+/* The server is told a request it was sent is cancelled, and the
+ * transport stops waiting for its answer (an HTTP stream tied to it). */
 static void instance_tell_cancelled(struct instance *inst, int64_t id,
 				    const char *reason)
 {
+	if (inst->ops->forget)
+		inst->ops->forget(inst->up, id);
 	json_t *params = json_object();
 	json_object_set_new(params, "requestId", json_integer(id));
 	if (reason)

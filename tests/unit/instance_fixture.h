@@ -34,6 +34,7 @@ struct upstream {
 	int pauses;  /* times it was paused */
 	const char *stderr_text;
 	struct httpc *http; /* what the spec carried */
+	int64_t forgot;	    /* the last id forget was given */
 };
 #define fake_conn upstream
 
@@ -92,6 +93,11 @@ static inline void fake_stop(struct upstream *c)
 	c->stopped = true;
 }
 
+static inline void fake_forget(struct upstream *c, int64_t id)
+{
+	c->forgot = id;
+}
+
 static inline json_t *fake_describe(const struct upstream *c, bool verbose)
 {
 	return json_pack("{s:s,s:s,s:i}", "transport", "fake", "state",
@@ -116,6 +122,7 @@ static struct upstream_ops fake_ops = {
 	.open = fake_open,
 	.send = fake_send,
 	.stop = fake_stop,
+	.forget = fake_forget,
 	.describe = fake_describe,
 	.log_tail = fake_log_tail,
 };

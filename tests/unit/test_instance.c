@@ -26,6 +26,8 @@ Test(instance, resend_keeps_the_id_so_cancel_settles_it_once)
 	cr_assert(instance_cancel(inst, id, "user"));
 	int64_t cid;
 	cr_assert(sent_method(conns[1], "notifications/cancelled", &cid));
+	/* ...and the transport stops waiting for its answer. */
+	cr_assert_eq(conns[1]->forgot, id);
 	/* The late answer reaches nobody, and a second cancel finds
 	 * nothing: one outcome. */
 	char line[128];

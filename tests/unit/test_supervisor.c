@@ -3,8 +3,9 @@
  * server or a container CLI runs): stdin is /dev/null, stdout and stderr
  * both arrive as log lines (on_log and the ring), stdout's end is not an
  * exit, the owner token is in the environment, and the stop ladder ends
- * the whole group. Also the stdin queue's on_drain in pipes mode. Real
- * /bin/sh programs, one loop per test.
+ * the whole group. Also the stdin queue's on_drain in pipes mode, and
+ * upstream_stdio (the supervisor with pipes as an upstream: its facts).
+ * Real /bin/sh programs, one loop per test.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -264,4 +265,163 @@ Test(supervisor, a_full_stdin_queue_tells_when_it_drains)
 	tst_run_until(&t, &t.nclosed, 1);
 	cr_assert_eq(t.ndrain, 1);
 	tst_fini(&t);
+}
+
+/* ---- upstream_stdio: the supervisor with pipes as an upstream ---- */
+
+struct up_tst {
+	uv_loop_t loop;
+	char msg[256];
+	int64_t related;
+	int nmsgs, nlogs, nfaults, nlive, ngone, nclosed;
+	struct upstream_fault fault;
+	char fault_text[128];
+	pid_t pid, owned_pid;
+	char token[SUP_TOKEN_MAX + 1];
+	bool gone_at_gone; /* the process was gone when !live came */
+};
+
+static void up_on_message(void *ctx, const char *m, size_t len, int64_t related)
+{
+	struct up_tst *t = ctx;
+	snprintf(t->msg, sizeof t->msg, "%.*s", (int)len, m);
+	t->related = related;
+	t->nmsgs++;
+}
+
+static void up_on_log(void *ctx, const char *line, size_t len)
+{
+	((struct up_tst *)ctx)->nlogs++;
+}
+
+static void up_on_fault(void *ctx, const struct upstream_fault *f)
+{
+	struct up_tst *t = ctx;
+	t->nfaults++;
+	t->fault = *f;
+	snprintf(t->fault_text, sizeof t->fault_text, "%s", f->text);
+	t->fault.text = t->fault_text;
+}
+
+static void up_on_owned(void *ctx, const struct upstream_owned *o, bool live)
+{
+	struct up_tst *t = ctx;
+	cr_assert_eq(o->kind, UPSTREAM_OWNED_PROCESS);
+	cr_assert_eq(o->pgid, o->pid);
+	if (live) {
+		t->nlive++;
+		t->owned_pid = o->pid;
+		snprintf(t->token, sizeof t->token, "%s", o->token);
+		cr_assert_gt(o->start_time, 0);
+	} else {
+		t->ngone++;
+		t->gone_at_gone = tst_gone(o->pid);
+	}
+}
+
+static void up_on_closed(void *ctx)
+{
+	((struct up_tst *)ctx)->nclosed++;
+}
+
+static const struct upstream_cbs up_cbs = {
+	.on_message = up_on_message,
+	.on_log = up_on_log,
+	.on_fault = up_on_fault,
+	.on_owned = up_on_owned,
+	.on_closed = up_on_closed,
+};
+
+Test(supervisor, upstream_stdio_reports_its_facts)
+{
+	struct up_tst t = {0};
+	cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	cr_assert_eq(uv_loop_init(&t.loop), 0);
+	char *args[] = {"-c",
+			"echo oops >&2; read line; echo \"$line\"; "
+			"echo \"{\\\"owner\\\":\\\"$MCPVISOR_OWNER\\\"}\"; "
+			"exit 9",
+			NULL};
+	struct server_config s = {.name = "u",
+				  .kind = SERVER_STDIO,
+				  .command = "sh",
+				  .args = args,
+				  .nargs = 2};
+	struct upstream_spec spec = {.server = &s, .token = TST_TOKEN};
+	cr_assert_eq(upstream_ops_for(&s), &upstream_stdio);
+	struct upstream *u = NULL;
+	cr_assert_eq(upstream_stdio.open(&t.loop, &spec, &up_cbs, &t, &u), 0);
+	/* The process appeared, from inside open. */
+	cr_assert_eq(t.nlive, 1);
+	cr_assert_str_eq(t.token, TST_TOKEN);
+	tst_live_group = t.owned_pid;
+	json_t *d = upstream_stdio.describe(u, false);
+	cr_assert_str_eq(json_string_value(json_object_get(d, "transport")),
+			 "stdio");
+	cr_assert_null(json_object_get(d, "pid"));
+	json_decref(d);
+	d = upstream_stdio.describe(u, true);
+	cr_assert_eq(json_integer_value(json_object_get(d, "pid")),
+		     t.owned_pid);
+	json_decref(d);
+	cr_assert_eq(upstream_stdio.send(u, "{\"a\":1}", 7, 5), 0);
+	while (t.nfaults == 0)
+		uv_run(&t.loop, UV_RUN_ONCE);
+	/* A pipe cannot tell which request a message belongs to. */
+	cr_assert_eq(t.related, 0);
+	cr_assert_eq(t.nmsgs, 2);
+	cr_assert_str_eq(t.msg, "{\"owner\":\"" TST_TOKEN "\"}");
+	cr_assert_eq(t.nlogs, 1);
+	char *tail = upstream_stdio.log_tail(u, 5);
+	cr_assert_str_eq(tail, "oops");
+	free(tail);
+	cr_assert_eq(t.fault.kind, UPSTREAM_EXITED);
+	cr_assert_eq(t.fault.exit_status, 9);
+	cr_assert_str_eq(t.fault.text, "exited with code 9");
+	/* Stop after the fault is allowed; the close follows once. */
+	upstream_stdio.stop(u);
+	while (t.nclosed == 0)
+		uv_run(&t.loop, UV_RUN_ONCE);
+	cr_assert_eq(t.ngone, 1);
+	cr_assert(t.gone_at_gone);
+	cr_assert_eq(t.nfaults, 1);
+	tst_live_group = 0;
+	uv_run(&t.loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&t.loop), 0);
+}
+
+Test(supervisor, upstream_stdio_stopped_is_no_fault_and_url_servers_wait)
+{
+	struct up_tst t = {0};
+	cr_assert_eq(uv_loop_init(&t.loop), 0);
+	char *args[] = {"-c", "exec cat", NULL};
+	struct server_config s = {.name = "u",
+				  .kind = SERVER_STDIO,
+				  .command = "sh",
+				  .args = args,
+				  .nargs = 2};
+	struct upstream_spec spec = {.server = &s};
+	struct upstream *u = NULL;
+	cr_assert_eq(upstream_stdio.open(&t.loop, &spec, &up_cbs, &t, &u), 0);
+	tst_live_group = t.owned_pid;
+	upstream_stdio.stop(u);
+	while (t.nclosed == 0)
+		uv_run(&t.loop, UV_RUN_ONCE);
+	cr_assert_eq(t.nfaults, 0);
+	cr_assert_eq(t.ngone, 1);
+	tst_live_group = 0;
+	uv_run(&t.loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&t.loop), 0);
+	/* A missing command: an error, nothing owned, no callback. */
+	struct up_tst t2 = {0};
+	cr_assert_eq(uv_loop_init(&t2.loop), 0);
+	s.command = "/nonexistent/mcpv-cmd";
+	cr_assert_eq(upstream_stdio.open(&t2.loop, &spec, &up_cbs, &t2, &u),
+		     -ENOENT);
+	cr_assert_eq(t2.nlive, 0);
+	uv_run(&t2.loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&t2.loop), 0);
+	/* Url servers: no transport yet (the instance says so). */
+	s.kind = SERVER_HTTP_REMOTE;
+	cr_assert_null(upstream_ops_for(&s));
 }
