@@ -7,7 +7,9 @@ PKGS := libuv jansson libcrypto
 # The flags are read when make parses this file. `run`, `test`, `e2e`,
 # `conformance` and `bench` install missing packages first and then run a
 # second make that reads the flags of what is now there.
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+# libcurl: its headers only. It is loaded with dlopen on first outbound
+# HTTP (src/http/curlso.c), so a runtime that never needs it never maps it.
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) libcurl 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser
 
 WARN := -std=c11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter

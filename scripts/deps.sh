@@ -5,9 +5,10 @@ set -e
 need=""
 # clang and libclang-rt-dev (libFuzzer and the sanitizer runtimes; on
 # Debian 12 it pulls libclang-rt-14-dev, the version `clang` is) build the
-# fuzz harnesses.
+# fuzz harnesses. libcurl4-openssl-dev gives curl's headers (and brings
+# libcurl4, which the runtime loads on first outbound HTTP; never linked).
 for p in build-essential pkg-config libuv1-dev libjansson-dev \
-	libhttp-parser-dev libssl-dev libcriterion-dev \
+	libhttp-parser-dev libssl-dev libcurl4-openssl-dev libcriterion-dev \
 	nodejs npm clang-format clang libclang-rt-dev; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
 		need="$need $p"

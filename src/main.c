@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "transport/stdio.h"
+#include "transport/supervisor.h"
 
 static void main_usage(FILE *f)
 {
@@ -36,7 +36,7 @@ static void main_usage(FILE *f)
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && strcmp(argv[1], "__exec") == 0)
-		return stdio_exec_main(argc, argv);
+		return sup_exec_main(argc, argv);
 	if (argc < 2) {
 		main_usage(stderr);
 		return CLI_USAGE;

@@ -14,7 +14,7 @@
 #include "instance/instance_int.h"
 #include "journal/journal.h"
 #include "jsonrpc/jsonrpc.h"
-#include "transport/stdio.h"
+#include "transport/upstream.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -43,6 +43,7 @@ static void instance_lists_done(struct instance *inst)
 	uint64_t ms = clock_now_ms() - inst->started_ms;
 	char *why = xasprintf("ready in %llu ms", (unsigned long long)ms);
 	backoff_reset(&inst->backoff);
+	inst->lost_ports = 0;
 	/* Running now: a reason it failed before would be stale. */
 	instance_set_error(inst, NULL);
 	inst->lists_cached = false;
@@ -91,7 +92,7 @@ static void instance_list_reply_cb(void *arg, json_t *resp, bool sent)
 		if (cursor && cursor[0] &&
 		    f->page + 1 < INSTANCE_MAX_LIST_PAGES &&
 		    json_array_size(f->acc) < INSTANCE_MAX_LIST_ITEMS &&
-		    inst->conn) {
+		    inst->up) {
 			instance_fetch_list(inst, f->which, f->acc, cursor,
 					    f->page + 1);
 			json_decref(f->acc);
@@ -99,7 +100,7 @@ static void instance_list_reply_cb(void *arg, json_t *resp, bool sent)
 			return;
 		}
 	}
-	if (inst->conn && (starting || inst->state == INSTANCE_READY)) {
+	if (inst->up && (starting || inst->state == INSTANCE_READY)) {
 		json_decref(inst->lists[f->which]);
 		inst->lists[f->which] = json_incref(f->acc);
 		if (starting) {
@@ -148,7 +149,9 @@ static bool instance_is_auth_error(json_t *error)
 void instance_init_reply_cb(void *arg, json_t *resp, bool sent)
 {
 	struct instance *inst = arg;
-	if (inst->state != INSTANCE_STARTING)
+	/* Without a connection its loss is being handled already (a
+	 * failure, or a re-open that sends a new initialize). */
+	if (inst->state != INSTANCE_STARTING || inst->up == NULL)
 		return;
 	json_t *error = json_object_get(resp, "error");
 	json_t *result = json_object_get(resp, "result");

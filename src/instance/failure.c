@@ -24,7 +24,9 @@ char *instance_mask(const struct instance *inst, const char *s, size_t len)
 
 char *instance_stderr_now(const struct instance *inst)
 {
-	char *raw = inst->tp->stderr_tail(inst->conn, INSTANCE_STDERR_TAIL);
+	if (inst->up == NULL || inst->ops->log_tail == NULL)
+		return xstrdup("");
+	char *raw = inst->ops->log_tail(inst->up, INSTANCE_STDERR_TAIL);
 	char *masked = instance_mask(inst, raw, strlen(raw));
 	free(raw);
 	return masked;
@@ -32,7 +34,7 @@ char *instance_stderr_now(const struct instance *inst)
 
 void instance_save_stderr(struct instance *inst)
 {
-	if (inst->conn == NULL)
+	if (inst->up == NULL)
 		return;
 	free(inst->stderr_tail);
 	inst->stderr_tail = instance_stderr_now(inst);

@@ -14,13 +14,14 @@
 #include "instance/instance_int.h"
 #include "jsonrpc/jsonrpc.h"
 #include "jsonrpc/outbox.h"
-#include "transport/stdio.h"
+#include "transport/upstream.h"
 #include "util/flow.h"
 #include "util/jsonscan.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
-static void instance_handle_notification(struct instance *inst, json_t *msg)
+static void instance_handle_notification(struct instance *inst, json_t *msg,
+					 void *cause)
 {
 	const char *method = jr_method(msg);
 	for (int i = 0; i < INSTANCE_NLISTS; i++) {
@@ -40,7 +41,16 @@ static void instance_handle_notification(struct instance *inst, json_t *msg)
 		}
 	}
 	if (inst->cbs.on_notification)
-		inst->cbs.on_notification(inst->ctx, inst, msg, NULL);
+		inst->cbs.on_notification(inst->ctx, inst, msg, cause);
+}
+
+/* A client's request was answered: the server keeps its session, so
+ * expiries before this one are not "in a row". */
+static void instance_answered_ok(struct instance *inst,
+				 const struct outbox_req *r)
+{
+	if (!outbox_req_internal(r))
+		inst->expiries = 0;
 }
 
 /* The request id answers on this connection: only one written on it. */
@@ -74,6 +84,7 @@ static bool instance_fast_answer(struct instance *inst, const char *line,
 	}
 	if (!outbox_req_has_text(r))
 		return false; /* the full parse hands it to cb */
+	instance_answered_ok(inst, r);
 	outbox_settle_text(inst->outbox, r, line, sp[3].off, sp[3].len);
 	return true;
 }
@@ -186,9 +197,23 @@ static void instance_odd_id_answer(struct instance *inst, json_t *msg,
 }
 
 static void instance_handle_line(struct instance *inst, const char *line,
-				 size_t len);
+				 size_t len, void *cause);
 
-void instance_message_cb(void *ctx, const char *line, size_t len)
+/* The caller's arg of the client request whose answer stream carried a
+ * message (transports that can tell), so a server's question goes to
+ * that call's session; NULL when unknown or the instance's own. */
+static void *instance_cause(struct instance *inst, int64_t related)
+{
+	if (related <= 0)
+		return NULL;
+	struct outbox_req *r = outbox_find(inst->outbox, related);
+	if (r == NULL || outbox_req_internal(r))
+		return NULL;
+	return outbox_req_arg(r);
+}
+
+void instance_message_cb(void *ctx, const char *line, size_t len,
+			 int64_t related)
 {
 	struct instance_link *link = ctx;
 	struct instance *inst = link->inst;
@@ -199,12 +224,12 @@ void instance_message_cb(void *ctx, const char *line, size_t len)
 	 * (handling it may run another instance's code, never its reads). */
 	struct flow *outer = flow_current;
 	flow_current = inst->flow;
-	instance_handle_line(inst, line, len);
+	instance_handle_line(inst, line, len, instance_cause(inst, related));
 	flow_current = outer;
 }
 
 static void instance_handle_line(struct instance *inst, const char *line,
-				 size_t len)
+				 size_t len, void *cause)
 {
 	if (instance_fast_answer(inst, line, len))
 		return;
@@ -238,17 +263,19 @@ static void instance_handle_line(struct instance *inst, const char *line,
 				  inst->name);
 			break;
 		}
+		if (!json_object_get(msg, "error"))
+			instance_answered_ok(inst, r);
 		outbox_settle(inst->outbox, r, OUTBOX_ANSWERED, msg);
 		break;
 	}
 	case JR_NOTIFICATION:
-		instance_handle_notification(inst, msg);
+		instance_handle_notification(inst, msg, cause);
 		break;
 	case JR_REQUEST:
 		if (strcmp(jr_method(msg), "ping") == 0)
 			instance_respond(inst, id, json_object(), NULL);
 		else if (inst->cbs.on_request)
-			inst->cbs.on_request(inst->ctx, inst, msg, NULL);
+			inst->cbs.on_request(inst->ctx, inst, msg, cause);
 		else
 			instance_respond(inst, id, NULL,
 					 json_pack("{s:i,s:s}", "code",
@@ -391,7 +418,7 @@ void instance_overlong_cb(void *ctx, const char *head, size_t head_len,
 	if (h == 2) {
 		log_warn("instance %s: a request or notification over %d "
 			 "bytes was dropped",
-			 inst->name, STDIO_MAX_LINE);
+			 inst->name, UPSTREAM_MAX_MESSAGE);
 		return;
 	}
 	bool found = h == 1 || edge_scan_tail(tail, tail_len, &id);
@@ -399,29 +426,30 @@ void instance_overlong_cb(void *ctx, const char *head, size_t head_len,
 	if (found && r == NULL) {
 		log_warn("instance %s: an answer over %d bytes to request "
 			 "%lld, which is no longer in flight, was dropped",
-			 inst->name, STDIO_MAX_LINE, id);
+			 inst->name, UPSTREAM_MAX_MESSAGE, id);
 		return;
 	}
 	if (r == NULL) {
 		char *what = xasprintf("its message over the %d MiB line "
 				       "limit was dropped and names no "
 				       "request we could read",
-				       STDIO_MAX_LINE / (1024 * 1024));
+				       UPSTREAM_MAX_MESSAGE / (1024 * 1024));
 		instance_fail_unnamed(inst, what, NULL);
 		free(what);
 		return;
 	}
 	log_warn("instance %s: the answer to %s (id %lld) is over %d bytes; "
 		 "the request fails",
-		 inst->name, outbox_req_method(r), id, STDIO_MAX_LINE);
+		 inst->name, outbox_req_method(r), id, UPSTREAM_MAX_MESSAGE);
 	char *msg = xasprintf("Server \"%s\" answered %s with a message over "
 			      "the runtime's %d MiB limit, so the answer was "
 			      "dropped; the request ran, ask for less (a "
 			      "smaller range or page).",
 			      inst->name, outbox_req_method(r),
-			      STDIO_MAX_LINE / (1024 * 1024));
-	json_t *data = json_pack("{s:s,s:i,s:b}", "server", inst->name,
-				 "limitBytes", STDIO_MAX_LINE, "mayHaveRun", 1);
+			      UPSTREAM_MAX_MESSAGE / (1024 * 1024));
+	json_t *data =
+		json_pack("{s:s,s:i,s:b}", "server", inst->name, "limitBytes",
+			  UPSTREAM_MAX_MESSAGE, "mayHaveRun", 1);
 	json_t *err = jr_error(NULL, JR_INTERNAL_ERROR, msg, data);
 	free(msg);
 	outbox_settle(inst->outbox, r, OUTBOX_LOST_SENT, err);

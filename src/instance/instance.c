@@ -1,11 +1,12 @@
 /*
  * One connection to one MCP server and its state machine: every change of
  * state goes through instance_set_state, which logs it. The instance
- * spawns the server (through the stdio transport), wakes the requests that
- * wait for its start, fails what it loses, backs off failed starts, and
- * stops it. Requests and their ids are in requests.c, the handshake and
- * lists in catalog.c. Policy (who holds it, when it closes) lives in the
- * pool.
+ * opens the server through its transport (upstream_ops, whatever kind),
+ * wakes the requests that wait for its start, fails what it loses, backs
+ * off failed starts, and stops it. Requests and their ids are in
+ * requests.c, the handshake and lists in catalog.c, the transport's
+ * callbacks and what each fault means in link.c. Policy (who holds it,
+ * when it closes) lives in the pool.
  */
 #include <errno.h>
 #include <signal.h>
@@ -20,7 +21,6 @@
 #include "journal/journal.h"
 #include "jsonrpc/jsonrpc.h"
 #include "jsonrpc/outbox.h"
-#include "transport/stdio.h"
 #include "transport/upstream.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -36,8 +36,6 @@ const char *const instance_list_keys[INSTANCE_NLISTS] = {
 	"tools", "prompts", "resources", "resourceTemplates"};
 const char *const instance_list_caps[INSTANCE_NLISTS] = {
 	"tools", "prompts", "resources", "resources"};
-
-static void instance_maybe_free(struct instance *inst);
 
 const char *instance_state_name(enum instance_state s)
 {
@@ -83,53 +81,52 @@ void instance_set_error(struct instance *inst, char *msg)
 	inst->last_error = msg;
 }
 
+/* What the transports read of the server's entry, copied: the config
+ * it came from may be reloaded and freed while the instance lives. */
 static char **instance_copy_strv(char *const *v, size_t n)
 {
+	if (v == NULL)
+		return NULL;
 	char **out = xcalloc(n + 1, sizeof *out);
 	for (size_t i = 0; i < n; i++)
-		out[i] = xstrdup(v[i]);
+		out[i] = v[i] ? xstrdup(v[i]) : NULL;
 	return out;
 }
 
-static void instance_free_strv(char **v)
+static struct config_kv *instance_copy_kv(const struct config_kv *kv, size_t n)
 {
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
+	if (n == 0)
+		return NULL;
+	struct config_kv *out = xcalloc(n, sizeof *out);
+	for (size_t i = 0; i < n; i++) {
+		out[i].key = xstrdup(kv[i].key);
+		out[i].value = xstrdup(kv[i].value);
+	}
+	return out;
 }
 
-/* The parent's environment with the server's env laid over it. */
-static char **instance_build_env(const struct server_config *s,
-				 size_t *owner_slot)
+static void instance_copy_server(struct server_config *d,
+				 const struct server_config *s)
 {
-	extern char **environ;
-	size_t n = 0;
-	while (environ[n])
-		n++;
-	char **env = xcalloc(n + s->nenv + 2, sizeof *env);
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		const char *eq = strchr(environ[i], '=');
-		size_t klen =
-			eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
-		bool overridden = strncmp(environ[i], JOURNAL_OWNER_ENV "=",
-					  strlen(JOURNAL_OWNER_ENV "=")) == 0;
-		for (size_t j = 0; j < s->nenv; j++) {
-			if (strlen(s->env[j].key) == klen &&
-			    strncmp(s->env[j].key, environ[i], klen) == 0) {
-				overridden = true;
-				break;
-			}
-		}
-		if (!overridden)
-			env[k++] = xstrdup(environ[i]);
-	}
-	for (size_t j = 0; j < s->nenv; j++)
-		env[k++] = xasprintf("%s=%s", s->env[j].key, s->env[j].value);
-	*owner_slot = k;
-	env[k++] = xstrdup(JOURNAL_OWNER_ENV "=");
-	env[k] = NULL;
-	return env;
+	d->name = xstrdup(s->name);
+	d->kind = s->kind;
+	d->command = s->command ? xstrdup(s->command) : NULL;
+	d->args = instance_copy_strv(s->args, s->nargs);
+	d->args_tpl = instance_copy_strv(s->args_tpl, s->nargs);
+	d->nargs = s->nargs;
+	d->env = instance_copy_kv(s->env, s->nenv);
+	d->nenv = s->nenv;
+	d->cwd = s->cwd ? xstrdup(s->cwd) : NULL;
+	d->url = s->url ? xstrdup(s->url) : NULL;
+	d->headers = instance_copy_kv(s->headers, s->nheaders);
+	d->nheaders = s->nheaders;
+	d->http_type = s->http_type;
+	d->scope = s->scope;
+	d->exposure = s->exposure;
+	d->prefix = xstrdup(s->prefix ? s->prefix : "");
+	d->startup_timeout_ms = s->startup_timeout_ms;
+	d->idle_timeout_ms = s->idle_timeout_ms;
+	d->tool_timeout_ms = s->tool_timeout_ms;
 }
 
 static void instance_handle_close_cb(uv_handle_t *h)
@@ -150,8 +147,8 @@ void instance_pause_reads(struct instance *inst, bool on)
 		log_debug("instance %s: %s reading its output", inst->name,
 			  on ? "clients are slow, pausing" : "resuming");
 	inst->reads_paused = on;
-	if (inst->conn && inst->tp->pause)
-		inst->tp->pause(inst->conn, on);
+	if (inst->up && inst->ops->pause)
+		inst->ops->pause(inst->up, on);
 }
 
 struct flow *instance_flow(const struct instance *inst)
@@ -171,9 +168,10 @@ struct instance *instance_new(uv_loop_t *loop, const struct instance_spec *spec,
 	inst->public_key =
 		xstrdup(spec->public_key ? spec->public_key : "(not shown)");
 	inst->kind = s->kind;
-	inst->command = s->command ? xstrdup(s->command) : NULL;
-	inst->argv = instance_copy_strv(s->args, s->nargs);
-	inst->envp = instance_build_env(s, &inst->owner_slot);
+	instance_copy_server(&inst->server, s);
+	inst->ops = upstream_ops_for(s);
+	inst->http = spec->http;
+	inst->http_arg = spec->http_arg;
 	inst->cwd = spec->cwd ? xstrdup(spec->cwd) : NULL;
 	inst->client_caps_json =
 		xstrdup(spec->client_caps_json ? spec->client_caps_json : "{}");
@@ -186,7 +184,6 @@ struct instance *instance_new(uv_loop_t *loop, const struct instance_spec *spec,
 	inst->secrets = secrets_new();
 	secrets_add_server(inst->secrets, s);
 	inst->state = INSTANCE_STOPPED;
-	inst->tp = &instance_stdio_transport;
 	inst->outbox = outbox_new();
 	buf_init(&inst->scratch);
 	inst->cbs = *cbs;
@@ -247,18 +244,17 @@ void instance_drop_lists(struct instance *inst)
 	}
 }
 
-/* Lets go of the current connection and starts its stop ladder. */
-static void instance_detach_conn(struct instance *inst, bool settles_stop)
+void instance_detach_conn(struct instance *inst, bool settles_stop)
 {
-	void *c = inst->conn;
-	if (c == NULL)
+	struct upstream *up = inst->up;
+	if (up == NULL)
 		return;
 	inst->link->detached = true;
 	inst->link->settles_stop = settles_stop;
-	inst->conn = NULL;
+	inst->up = NULL;
 	inst->link = NULL;
 	inst->pid = 0;
-	inst->tp->stop(c);
+	inst->ops->stop(up);
 }
 
 /* The connection is unusable: fail what waits on it and go to FAILED (or
@@ -266,6 +262,12 @@ static void instance_detach_conn(struct instance *inst, bool settles_stop)
  * lists and counts for the backoff; a connection that dropped after it
  * was ready keeps them (tools kept, reconnects when next used). */
 void instance_fail(struct instance *inst, enum instance_state to, char *why)
+{
+	instance_fail_how(inst, to, why, false);
+}
+
+void instance_fail_how(struct instance *inst, enum instance_state to, char *why,
+		       bool give_up)
 {
 	bool was_starting = inst->state == INSTANCE_STARTING;
 	bool was_ready = inst->state == INSTANCE_READY;
@@ -289,11 +291,11 @@ void instance_fail(struct instance *inst, enum instance_state to, char *why)
 	 * start, so the backoff holds the next one, and nothing is queued
 	 * for a re-send that would skip it. */
 	bool poisoned = instance_resent_in_flight(inst);
-	bool keep = was_ready && to == INSTANCE_FAILED && !poisoned;
-	if (was_starting || poisoned)
+	bool keep = was_ready && to == INSTANCE_FAILED && !poisoned && !give_up;
+	if (was_starting || poisoned || give_up)
 		backoff_fail(&inst->backoff, clock_now_ms());
 	instance_set_state(inst, to, inst->last_error);
-	instance_fail_pending(inst, keep);
+	instance_fail_pending(inst, keep ? KEEP_ONCE : KEEP_NONE);
 	if (!keep)
 		instance_fail_resend(inst);
 	instance_wake_waiters(inst, to == INSTANCE_NEEDS_AUTH ? -EACCES : -EIO);
@@ -313,135 +315,38 @@ static void instance_startup_timeout_cb(uv_timer_t *t)
 				(unsigned long long)inst->startup_timeout_ms));
 }
 
-static char *instance_exit_reason(int64_t status, int sig)
+/* What a failed open says: the command a stdio server runs, or the
+ * transport's error for the rest (a url may hold secrets: not named). */
+static char *instance_open_error(struct instance *inst, int rc)
 {
-	if (sig)
-		return xasprintf("exited on signal %d (%s)", sig,
-				 strsignal(sig));
-	if (status >= 0)
-		return xasprintf("exited with code %lld", (long long)status);
-	return xstrdup("closed its output");
+	const char *cmd = inst->server.command;
+	if (inst->server.kind == SERVER_STDIO && cmd != NULL)
+		return rc == -ENOENT
+			       ? xasprintf("command \"%s\" not found", cmd)
+			       : xasprintf("could not start \"%s\": %s", cmd,
+					   strerror(-rc));
+	return xasprintf("could not open it: %s", strerror(-rc));
 }
-
-static void instance_report_owned(struct instance *inst,
-				  const struct instance_link *link,
-				  uint64_t start_time, bool live)
-{
-	if (inst->cbs.on_owned == NULL)
-		return;
-	struct upstream_owned o = {
-		.kind = UPSTREAM_OWNED_PROCESS,
-		.token = link->token,
-		.pid = link->pid,
-		.pgid = link->pid,
-		.start_time = start_time,
-	};
-	inst->cbs.on_owned(inst->ctx, inst, &o, live);
-}
-
-static void instance_exit_cb(void *ctx, int64_t status, int sig)
-{
-	struct instance_link *link = ctx;
-	struct instance *inst = link->inst;
-	if (link->detached)
-		return;
-	char *reason = instance_exit_reason(status, sig);
-	char *why = inst->state == INSTANCE_STARTING
-			    ? xasprintf("%s during startup", reason)
-			    : xstrdup(reason);
-	free(reason);
-	instance_fail(inst, INSTANCE_FAILED, why);
-}
-
-static void instance_closed_cb(void *ctx)
-{
-	struct instance_link *link = ctx;
-	struct instance *inst = link->inst;
-	bool settles = link->settles_stop;
-	if (!link->detached) {
-		/* Closed without a stop (the transport gave up on its own):
-		 * treat it as a drop. */
-		inst->conn = NULL;
-		inst->link = NULL;
-		if (inst->state == INSTANCE_STARTING ||
-		    inst->state == INSTANCE_READY)
-			instance_fail(inst, INSTANCE_FAILED,
-				      xstrdup("connection closed"));
-	}
-	instance_report_owned(inst, link, 0, false);
-	free(link);
-	if (settles && inst->state == INSTANCE_STOPPING) {
-		instance_set_state(inst, INSTANCE_STOPPED, NULL);
-		/* Requests that came during the stop wait for the start that
-		 * follows it (a restart), or learn that nothing follows. */
-		if (inst->restart_after_stop && !inst->freeing) {
-			inst->restart_after_stop = false;
-			instance_start(inst);
-		} else {
-			instance_wake_waiters(inst, -ECANCELED);
-		}
-	}
-	inst->handles_open--;
-	instance_maybe_free(inst);
-}
-
-static const struct stdio_conn_cbs instance_conn_cbs = {
-	.on_message = instance_message_cb,
-	.on_garbage = instance_garbage_cb,
-	.on_overlong = instance_overlong_cb,
-	.on_stderr = instance_stderr_cb,
-	.on_exit = instance_exit_cb,
-	.on_closed = instance_closed_cb,
-};
 
 void instance_start(struct instance *inst)
 {
 	inst->started_ms = clock_now_ms();
 	instance_set_state(inst, INSTANCE_STARTING, NULL);
-	if (inst->kind != SERVER_STDIO) {
+	if (inst->ops == NULL) {
 		instance_fail(inst, INSTANCE_FAILED,
 			      xstrdup("servers reached by url are not served "
 				      "yet; only stdio servers run"));
 		return;
 	}
-	struct stdio_spawn_opts opts = {
-		.command = inst->command,
-		.args = inst->argv,
-		.env = inst->envp,
-		.cwd = inst->cwd,
-	};
-	struct instance_link *link = xcalloc(1, sizeof *link);
-	link->inst = inst;
-	link->gen = ++inst->gen;
-	/* A token already on disk: whatever the server starts can be found
-	 * after a crash, however soon it comes. */
-	journal_take_token(inst->journal, link->token);
-	free(inst->envp[inst->owner_slot]);
-	inst->envp[inst->owner_slot] =
-		xasprintf("%s=%s", JOURNAL_OWNER_ENV, link->token);
-	int rc = inst->tp->open(inst->loop, &opts, &instance_conn_cbs, link,
-				&inst->conn);
+	int rc = instance_open_upstream(inst);
 	if (rc < 0) {
-		free(link);
-		inst->conn = NULL;
 		instance_fail(inst, INSTANCE_FAILED,
-			      rc == -ENOENT
-				      ? xasprintf("command \"%s\" not found",
-						  inst->command)
-				      : xasprintf("could not start \"%s\": %s",
-						  inst->command,
-						  strerror(-rc)));
+			      instance_open_error(inst, rc));
 		return;
 	}
-	inst->link = link;
-	inst->handles_open++; /* the conn, until its on_closed */
 	/* Its clients may still be catching up with the last one's output. */
-	if (inst->reads_paused && inst->tp->pause)
-		inst->tp->pause(inst->conn, true);
-	inst->pid = inst->tp->pid(inst->conn);
-	link->pid = inst->pid;
-	instance_report_owned(inst, link, inst->tp->start_time(inst->conn),
-			      true);
+	if (inst->reads_paused && inst->ops->pause)
+		inst->ops->pause(inst->up, true);
 	free(inst->stderr_tail);
 	inst->stderr_tail = NULL;
 	uv_timer_start(&inst->startup_timer, instance_startup_timeout_cb,
@@ -507,7 +412,7 @@ void instance_stop(struct instance *inst, const char *why, bool keep_lists)
 		instance_drop_lists(inst);
 		inst->lists_cached = false;
 	}
-	if (inst->conn == NULL) {
+	if (inst->up == NULL) {
 		if (inst->state != INSTANCE_STOPPING)
 			instance_set_state(inst, INSTANCE_STOPPED, why);
 		instance_fail_resend(inst);
@@ -519,13 +424,13 @@ void instance_stop(struct instance *inst, const char *why, bool keep_lists)
 	instance_set_error(inst, NULL);
 	/* What the requests lost here are told: stopped, and why. */
 	inst->stop_why = why;
-	instance_fail_pending(inst, false);
+	instance_fail_pending(inst, KEEP_NONE);
 	instance_fail_resend(inst);
 	inst->stop_why = NULL;
 	instance_detach_conn(inst, true);
 }
 
-static void instance_maybe_free(struct instance *inst)
+void instance_maybe_free(struct instance *inst)
 {
 	if (!inst->freeing || inst->handles_open > 0)
 		return;
@@ -545,9 +450,8 @@ static void instance_maybe_free(struct instance *inst)
 	free(inst->name);
 	free(inst->key);
 	free(inst->public_key);
-	free(inst->command);
-	instance_free_strv(inst->argv);
-	instance_free_strv(inst->envp);
+	free(inst->auth_metadata);
+	config_server_clear(&inst->server);
 	free(inst->cwd);
 	free(inst->client_caps_json);
 	free(inst);
@@ -628,7 +532,7 @@ json_t *instance_describe(const struct instance *inst, bool verbose)
 	if (inst->stderr_tail && inst->stderr_tail[0])
 		json_object_set_new(o, "stderr",
 				    json_string(inst->stderr_tail));
-	else if (inst->conn) {
+	else if (inst->up) {
 		char *tail = instance_stderr_now(inst);
 		if (tail[0])
 			json_object_set_new(o, "stderr", json_string(tail));
@@ -667,10 +571,29 @@ json_t *instance_describe(const struct instance *inst, bool verbose)
 	if (inst->state == INSTANCE_FAILED && wait > 0)
 		json_object_set_new(o, "nextAttemptInMs",
 				    json_integer((json_int_t)wait));
+	/* NEEDS_AUTH: what the server said, so the user knows where to
+	 * get credentials. */
+	if (inst->state == INSTANCE_NEEDS_AUTH && inst->auth_status > 0) {
+		json_t *auth = json_pack("{s:i}", "status", inst->auth_status);
+		if (inst->auth_metadata)
+			json_object_set_new(auth, "resourceMetadata",
+					    json_string(inst->auth_metadata));
+		json_object_set_new(o, "auth", auth);
+	}
 	if (verbose) {
 		if (inst->pid > 0)
 			json_object_set_new(o, "pid", json_integer(inst->pid));
 		json_object_set_new(o, "key", json_string(inst->public_key));
+	}
+	/* The transport's own (transport, url, port, ...), under the
+	 * instance's: its keys never replace the state's. */
+	if (inst->up && inst->ops->describe) {
+		json_t *d = inst->ops->describe(inst->up, verbose);
+		json_object_update_missing(o, d);
+		json_decref(d);
+	} else if (inst->ops) {
+		json_object_set_new(o, "transport",
+				    json_string(inst->ops->kind));
 	}
 	return o;
 }

@@ -15,43 +15,33 @@
 #include "instance/instance.h"
 #include "journal/journal.h"
 #include "jsonrpc/outbox.h"
-#include "transport/stdio.h"
+#include "transport/upstream.h"
 #include "util/buf.h"
 
 #define INSTANCE_STDERR_TAIL 10
 
-/* The seam between an instance and what carries its messages: the stdio
- * transport in the runtime, a fake in unit tests. Its calls mirror
- * stdio_conn_*; issue 10's upstream_ops grows from here (the instance
- * already treats the connection as opaque). */
 struct secrets;
 
-struct instance_transport {
-	int (*open)(uv_loop_t *loop, const struct stdio_spawn_opts *opts,
-		    const struct stdio_conn_cbs *cbs, void *ctx, void **conn);
-	/* 0, -EPIPE (gone), -ENOBUFS (its input is full). */
-	int (*send)(void *conn, const char *msg, size_t len);
-	void (*stop)(void *conn);
-	pid_t (*pid)(const void *conn);
-	uint64_t (*start_time)(const void *conn);
-	char *(*stderr_tail)(const void *conn, int n);
-	/* Stops or resumes reading the server's output. May be NULL. */
-	void (*pause)(void *conn, bool on);
-};
+/* After a fault that re-opens at once (EXPIRED, LOST_PORT), how many in a
+ * row are allowed: a server that drops every session it makes, or a
+ * program that never keeps a port, must not loop us. */
+#define INSTANCE_MAX_EXPIRIES 3		/* the 3rd in a row fails */
+#define INSTANCE_EXPIRY_WINDOW_MS 10000 /* ...when within this long */
+#define INSTANCE_MAX_LOST_PORTS 3	/* re-starts on a new port */
+/* A request lost before it reached the server is sent again while it
+ * has been written fewer times than this. */
+#define INSTANCE_MAX_UNSENT_WRITES 3
 
-extern const struct instance_transport instance_stdio_transport;
-
-/* The transport's context: one per spawned connection, so that late
+/* The transport's context: one per opened upstream, so that late
  * callbacks of a connection the instance already let go of are told
- * apart from the current one's. */
+ * apart from the current one's (no-ops, except what it owned going, which
+ * the journal must hear, and its close). */
 struct instance_link {
 	struct instance *inst;
-	uint64_t gen; /* connection generation: 1, 2, ... per instance */
-	pid_t pid;
-	char token[JOURNAL_TOKEN_LEN + 1];
+	uint64_t gen;	   /* connection generation: 1, 2, ... per instance */
 	bool detached;	   /* no longer the instance's connection */
 	bool settles_stop; /* its on_closed ends a STOPPING state */
-	bool stderr_seen;  /* some stderr line came (for the failure) */
+	bool stderr_seen;  /* some log line came (for the failure) */
 };
 
 struct instance_waiter {
@@ -66,10 +56,9 @@ struct instance {
 	char *key;
 	char *public_key;
 	enum server_kind kind;
-	char *command;
-	char **argv;	   /* NULL-terminated, without argv[0] */
-	char **envp;	   /* NULL-terminated full environment */
-	size_t owner_slot; /* envp index of MCPVISOR_OWNER=token */
+	/* Its own copy of the server's entry: what the transport opens
+	 * (the config it came from may be reloaded and freed). */
+	struct server_config server;
 	char *cwd;
 	char *client_caps_json;
 	struct journal *journal; /* owner tokens; borrowed, may be NULL */
@@ -79,11 +68,15 @@ struct instance {
 	struct secrets *secrets;  /* masked in what the server prints */
 
 	enum instance_state state;
-	const struct instance_transport *tp;
-	void *conn;
-	struct instance_link *link; /* of conn */
-	uint64_t gen;		    /* of the newest link */
-	pid_t pid;
+	/* What carries it (NULL: no transport serves this kind yet) and
+	 * the open connection, NULL when none. */
+	const struct upstream_ops *ops;
+	struct upstream *up;
+	struct instance_link *link;	  /* of up */
+	uint64_t gen;			  /* of the newest link */
+	pid_t pid;			  /* from on_owned, 0 when none */
+	struct httpc *(*http)(void *arg); /* the pool's lazy HTTP client */
+	void *http_arg;
 	uint64_t started_ms;
 	/* Every request in flight, queued for a re-send or written. */
 	struct outbox *outbox;
@@ -98,6 +91,15 @@ struct instance {
 	struct instance_waiter *waiters;
 	unsigned starting_lists; /* first lists still to come */
 	bool restart_after_stop;
+	/* Re-opens at once in a row (see INSTANCE_MAX_*): expiries since
+	 * expiry_first_ms, new ports since the last ready. */
+	unsigned expiries;
+	uint64_t expiry_first_ms;
+	unsigned lost_ports;
+	/* NEEDS_AUTH: the HTTP status and the resource_metadata URL of the
+	 * challenge (NULL: none), for status. */
+	int auth_status;
+	char *auth_metadata;
 	const char *stop_why; /* during instance_stop: why (borrowed) */
 
 	json_t *lists[INSTANCE_NLISTS];
@@ -136,12 +138,27 @@ void instance_drop_lists(struct instance *inst);
 /* The connection is unusable: go to to (FAILED or NEEDS_AUTH) with why
  * (taken). */
 void instance_fail(struct instance *inst, enum instance_state to, char *why);
+/* The same; give_up: nothing is kept for a re-send and it counts for the
+ * backoff (a bound on re-opens was reached). */
+void instance_fail_how(struct instance *inst, enum instance_state to, char *why,
+		       bool give_up);
+/* Frees it once instance_free was called and nothing is open. */
+void instance_maybe_free(struct instance *inst);
 void instance_start(struct instance *inst);
+/* Lets go of the current connection and starts its stop. */
+void instance_detach_conn(struct instance *inst, bool settles_stop);
+
+/* link.c: the upstream's callbacks and the policy for each fact */
+extern const struct upstream_cbs instance_upstream_cbs;
+/* Opens the upstream for a start; 0 or -errno (nothing runs then). */
+int instance_open_upstream(struct instance *inst);
+/* Replaces the transport (unit tests); before the first start. */
+void instance_set_ops(struct instance *inst, const struct upstream_ops *ops);
 
 /* failure.c: stderr, secrets masked, the last failure */
 /* A copy of s (len bytes) with every configured secret value masked. */
 char *instance_mask(const struct instance *inst, const char *s, size_t len);
-/* The connection's stderr tail, masked (caller frees). */
+/* The connection's log tail (stderr), masked (caller frees). */
 char *instance_stderr_now(const struct instance *inst);
 /* Keeps the tail in inst->stderr_tail before the connection goes. */
 void instance_save_stderr(struct instance *inst);
@@ -149,19 +166,28 @@ void instance_save_stderr(struct instance *inst);
 char *instance_first_line(const char *tail);
 /* last_error and the stderr tail become the last failure, timed. */
 void instance_record_failure(struct instance *inst);
-/* The stdio transport's on_stderr: the line, masked, to the log. */
+/* The upstream's on_log: the line, masked, to the log. */
 void instance_stderr_cb(void *ctx, const char *line, size_t len);
-/* Replaces the transport (unit tests); before the first start. */
-void instance_set_transport(struct instance *inst,
-			    const struct instance_transport *tp);
 
 /* requests.c: ids, requests in flight, messages from the server */
 /* Why requests are lost now: the failure, or why it is being stopped. */
 const char *instance_lost_reason(const struct instance *inst);
 json_t *instance_unavailable_error(struct instance *inst, bool sent);
-/* The connection is gone. keep_idempotent: requests that change nothing
- * and were sent once are queued for one re-send; the rest get errors. */
-void instance_fail_pending(struct instance *inst, bool keep_idempotent);
+/* What a lost connection does to the requests on it. */
+enum instance_keep {
+	KEEP_NONE,   /* every one gets an error */
+	KEEP_ONCE,   /* the idempotent ones sent once are queued for one
+			re-send (a server that died on one may die on it
+			again) */
+	KEEP_REOPEN, /* the server dropped the session (not died): every
+			idempotent one is queued, and so is every one
+			never written */
+};
+void instance_fail_pending(struct instance *inst, enum instance_keep keep);
+/* The transport lost request r's answer: sent or not, the outbox's rule
+ * (re-send, or the error that says whether it may have run). */
+void instance_lose_request(struct instance *inst, struct outbox_req *r,
+			   bool sent);
 /* Whether a request that was sent again after a drop is in flight. */
 bool instance_resent_in_flight(const struct instance *inst);
 void instance_fail_resend(struct instance *inst);
@@ -174,7 +200,8 @@ void instance_resend(struct instance *inst);
 /* Fails the requests whose toolTimeout passed (by the replaceable clock)
  * and re-arms the deadline timer for the next. */
 void instance_expire(struct instance *inst);
-void instance_message_cb(void *ctx, const char *line, size_t len);
+void instance_message_cb(void *ctx, const char *line, size_t len,
+			 int64_t related);
 void instance_garbage_cb(void *ctx, const char *what);
 void instance_overlong_cb(void *ctx, const char *head, size_t head_len,
 			  const char *tail, size_t tail_len);

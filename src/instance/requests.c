@@ -16,7 +16,7 @@
 #include "instance/instance_int.h"
 #include "jsonrpc/jsonrpc.h"
 #include "jsonrpc/outbox.h"
-#include "transport/stdio.h"
+#include "transport/upstream.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/jsonscan.h"
@@ -73,7 +73,43 @@ bool instance_resent_in_flight(const struct instance *inst)
 	return false;
 }
 
-void instance_fail_pending(struct instance *inst, bool keep_idempotent)
+/* The error for a request whose answer will not come. */
+static json_t *instance_lost_error(struct instance *inst,
+				   const struct outbox_req *r, bool written)
+{
+	if (!written)
+		return instance_unavailable_error(inst, false);
+	if (instance_req_resendable(r))
+		return outbox_req_sends(r) > 1
+			       ? instance_lost_call_error(inst, true)
+			       : instance_unavailable_error(inst, true);
+	if (!outbox_req_internal(r) &&
+	    !jr_method_is_idempotent(outbox_req_method(r)))
+		return instance_lost_call_error(inst, false);
+	return instance_unavailable_error(inst, true);
+}
+
+/* Whether the request waits for the next connection under keep. */
+static bool instance_keeps(const struct outbox_req *r, enum instance_keep keep)
+{
+	bool written = outbox_req_state(r) == OUTBOX_WRITTEN;
+	switch (keep) {
+	case KEEP_NONE:
+		return false;
+	case KEEP_ONCE:
+		/* One re-send at most: a request the server dies on twice
+		 * is likely what kills it. */
+		return instance_req_resendable(r) && outbox_req_sends(r) < 2;
+	case KEEP_REOPEN:
+		/* The server did not die: nothing it was sent killed it.
+		 * A queued request never reached it (it has its params:
+		 * only those are queued). */
+		return !written || instance_req_resendable(r);
+	}
+	return false;
+}
+
+void instance_fail_pending(struct instance *inst, enum instance_keep keep)
 {
 	size_t n;
 	int64_t *ids = instance_snapshot(inst, &n);
@@ -82,31 +118,54 @@ void instance_fail_pending(struct instance *inst, bool keep_idempotent)
 		if (r == NULL)
 			continue;
 		bool written = outbox_req_state(r) == OUTBOX_WRITTEN;
-		/* One re-send at most: a request the server dies on twice is
-		 * likely what kills it. */
-		if (keep_idempotent && instance_req_resendable(r) &&
-		    outbox_req_sends(r) < 2) {
-			outbox_requeue(inst->outbox, r);
+		if (instance_keeps(r, keep)) {
+			if (written)
+				outbox_requeue(inst->outbox, r);
 			continue;
 		}
-		json_t *err;
-		if (!written)
-			err = instance_unavailable_error(inst, false);
-		else if (instance_req_resendable(r))
-			err = outbox_req_sends(r) > 1
-				      ? instance_lost_call_error(inst, true)
-				      : instance_unavailable_error(inst, true);
-		else if (!outbox_req_internal(r) &&
-			 !jr_method_is_idempotent(outbox_req_method(r)))
-			err = instance_lost_call_error(inst, false);
-		else
-			err = instance_unavailable_error(inst, true);
+		json_t *err = instance_lost_error(inst, r, written);
 		outbox_settle(inst->outbox, r,
 			      written ? OUTBOX_LOST_SENT : OUTBOX_LOST_UNSENT,
 			      err);
 		json_decref(err);
 	}
 	free(ids);
+}
+
+/*
+ * The transport lost one request's answer while the connection goes on
+ * (an HTTP stream that ended without it). Never sent: it is sent again
+ * (any method: the server never saw it), a few times at most. Sent: one
+ * that changes nothing is sent again once; any other may have run, and
+ * its client is told so. The handshake's and the lists' own requests get
+ * the error, which their callbacks handle as any failed answer.
+ */
+void instance_lose_request(struct instance *inst, struct outbox_req *r,
+			   bool sent)
+{
+	bool again =
+		!outbox_req_internal(r) && outbox_req_params(r) != NULL &&
+		(sent ? instance_req_resendable(r) && outbox_req_sends(r) < 2
+		      : outbox_req_sends(r) < INSTANCE_MAX_UNSENT_WRITES);
+	log_info("instance %s: the answer to %s (id %" PRId64 ") was lost %s "
+		 "it was sent%s",
+		 inst->name, outbox_req_method(r), outbox_req_id(r),
+		 sent ? "after" : "before", again ? "; sending it again" : "");
+	if (again) {
+		outbox_requeue(inst->outbox, r);
+		if (inst->state == INSTANCE_READY)
+			instance_resend(inst);
+		return;
+	}
+	const char *outer = inst->stop_why;
+	if (inst->last_error == NULL)
+		inst->stop_why = sent ? "its answer was lost on the way"
+				      : "it could not be sent";
+	json_t *err = instance_lost_error(inst, r, sent);
+	inst->stop_why = outer;
+	outbox_settle(inst->outbox, r,
+		      sent ? OUTBOX_LOST_SENT : OUTBOX_LOST_UNSENT, err);
+	json_decref(err);
 }
 
 /* A queued request that will not be written: answered as never sent. */
@@ -158,7 +217,7 @@ static int instance_write_req(struct instance *inst, struct outbox_req *r)
 	json_decref(msg);
 	if (s == NULL)
 		return -EINVAL;
-	int rc = inst->tp->send(inst->conn, s, strlen(s));
+	int rc = inst->ops->send(inst->up, s, strlen(s), outbox_req_id(r));
 	free(s);
 	if (rc == 0)
 		outbox_written(inst->outbox, r, inst->gen);
@@ -189,7 +248,7 @@ int64_t instance_send_request(struct instance *inst, const char *method,
 			      json_t *params, instance_reply_cb cb, void *arg,
 			      bool internal)
 {
-	if (inst->conn == NULL) {
+	if (inst->up == NULL) {
 		json_decref(params);
 		return -EPIPE;
 	}
@@ -210,10 +269,12 @@ int64_t instance_send_request(struct instance *inst, const char *method,
 
 static void instance_resend_one(struct instance *inst, struct outbox_req *r)
 {
-	log_info("instance %s: sending %s again after the reconnect "
-		 "(id %" PRId64 ", once at most)",
-		 inst->name, outbox_req_method(r), outbox_req_id(r));
-	int rc = inst->conn ? instance_write_req(inst, r) : -EPIPE;
+	log_info("instance %s: sending %s again (id %" PRId64 ")", inst->name,
+		 outbox_req_method(r), outbox_req_id(r));
+	int rc = inst->up ? instance_write_req(inst, r) : -EPIPE;
+	/* A full queue: it waits for the transport's on_drain. */
+	if (rc == -ENOBUFS)
+		return;
 	if (rc < 0)
 		instance_lose_unsent(inst, r);
 }
@@ -255,7 +316,7 @@ int64_t instance_request_raw(struct instance *inst, const char *method,
 			     instance_reply_cb cb, instance_text_cb text_cb,
 			     void *arg)
 {
-	if (inst->state != INSTANCE_READY || inst->conn == NULL)
+	if (inst->state != INSTANCE_READY || inst->up == NULL)
 		return -EAGAIN;
 	/* The message goes into a buffer the instance keeps: no
 	 * allocation per call once it has grown. */
@@ -270,7 +331,7 @@ int64_t instance_request_raw(struct instance *inst, const char *method,
 	buf_puts(b, "\",\"params\":");
 	buf_append(b, params, params_len);
 	buf_puts(b, "}");
-	int rc = inst->tp->send(inst->conn, b->data, b->len);
+	int rc = inst->ops->send(inst->up, b->data, b->len, id);
 	if (b->cap > 4 * 1024 * 1024)
 		buf_free(b); /* one huge call does not pin its memory */
 	if (rc < 0)
@@ -278,7 +339,13 @@ int64_t instance_request_raw(struct instance *inst, const char *method,
 	struct outbox_req *r =
 		outbox_add(inst->outbox, method, NULL, false, cb, text_cb, arg);
 	outbox_written(inst->outbox, r, inst->gen);
-	if (inst->tool_timeout_ms > 0)
+	/* A transport that can lose a request before it reaches the server
+	 * (HTTP: on_lost, not sent) needs it whole to send it again: the
+	 * parse is paid only there. Else the name, for a toolTimeout. */
+	if (inst->ops->caps & UPSTREAM_RELATES)
+		outbox_req_set_params(r,
+				      json_loadb(params, params_len, 0, NULL));
+	else if (inst->tool_timeout_ms > 0)
 		outbox_req_set_params(r, instance_raw_name(params, params_len));
 	instance_arm_deadline(inst, r);
 	return outbox_req_id(r);
@@ -306,9 +373,13 @@ static const char *instance_send_errtext(int rc)
 	}
 }
 
+/* The server is told a request it was sent is cancelled, and the
+ * transport stops waiting for its answer (an HTTP stream tied to it). */
 static void instance_tell_cancelled(struct instance *inst, int64_t id,
 				    const char *reason)
 {
+	if (inst->ops->forget)
+		inst->ops->forget(inst->up, id);
 	json_t *params = json_object();
 	json_object_set_new(params, "requestId", json_integer(id));
 	if (reason)
@@ -322,7 +393,7 @@ bool instance_cancel(struct instance *inst, int64_t id, const char *reason)
 	if (r == NULL)
 		return false;
 	/* Only the connection it was written on has heard of it. */
-	bool tell = outbox_req_on(r, inst->gen) && inst->conn != NULL;
+	bool tell = outbox_req_on(r, inst->gen) && inst->up != NULL;
 	outbox_settle(inst->outbox, r, OUTBOX_CANCELLED, NULL);
 	if (tell)
 		instance_tell_cancelled(inst, id, reason);
@@ -334,7 +405,7 @@ static int instance_write(struct instance *inst, json_t *msg)
 	char *s = json_dumps(msg, JSON_COMPACT);
 	if (s == NULL)
 		return -EINVAL;
-	int rc = inst->tp->send(inst->conn, s, strlen(s));
+	int rc = inst->ops->send(inst->up, s, strlen(s), 0);
 	free(s);
 	return rc;
 }
@@ -342,7 +413,7 @@ static int instance_write(struct instance *inst, json_t *msg)
 int instance_notify(struct instance *inst, const char *method, json_t *params)
 {
 	int rc = -EPIPE;
-	if (inst->conn != NULL) {
+	if (inst->up != NULL) {
 		json_t *msg = jr_notification(method, params);
 		params = NULL;
 		rc = instance_write(inst, msg);
@@ -365,7 +436,7 @@ int instance_respond_on(struct instance *inst, uint64_t gen, json_t *id,
 		/* The request came from a connection since replaced: its
 		 * id means nothing (or something else) to the new one. */
 		rc = -ESTALE;
-	} else if (inst->conn != NULL) {
+	} else if (inst->up != NULL) {
 		json_t *msg = json_object();
 		json_object_set_new(msg, "jsonrpc", json_string("2.0"));
 		json_object_set(msg, "id", id);
@@ -397,7 +468,7 @@ int instance_respond(struct instance *inst, json_t *id, json_t *result,
 
 uint64_t instance_conn_gen(const struct instance *inst)
 {
-	return inst->conn ? inst->gen : 0;
+	return inst->up ? inst->gen : 0;
 }
 
 /* ---- toolTimeout ---- */
@@ -444,7 +515,7 @@ void instance_expire(struct instance *inst)
 			 inst->name, outbox_req_method(r), outbox_req_id(r));
 		json_t *err = instance_timeout_error(inst, r);
 		int64_t id = outbox_req_id(r);
-		bool tell = outbox_req_on(r, inst->gen) && inst->conn != NULL;
+		bool tell = outbox_req_on(r, inst->gen) && inst->up != NULL;
 		outbox_settle(inst->outbox, r, OUTBOX_LOST_SENT, err);
 		json_decref(err);
 		if (tell)

@@ -282,6 +282,11 @@ bool outbox_req_internal(const struct outbox_req *r)
 	return r->internal;
 }
 
+void *outbox_req_arg(const struct outbox_req *r)
+{
+	return r->arg;
+}
+
 const char *outbox_req_method(const struct outbox_req *r)
 {
 	return r->method;

@@ -80,6 +80,8 @@ bool outbox_req_on(const struct outbox_req *r, uint64_t link);
 unsigned outbox_req_sends(const struct outbox_req *r);
 /* The owner's own (handshake, list refresh), not a client's. */
 bool outbox_req_internal(const struct outbox_req *r);
+/* The arg its callbacks get (whose request it is). */
+void *outbox_req_arg(const struct outbox_req *r);
 const char *outbox_req_method(const struct outbox_req *r);
 /* Kept for a re-send (borrowed), or NULL. set takes params and drops
  * what was kept. */

@@ -19,7 +19,7 @@
 #include "journal/journal.h"
 #include "session/hub.h"
 #include "toolcache/toolcache.h"
-#include "transport/stdio.h"
+#include "transport/supervisor.h"
 #include "trust/trust.h"
 #include "util/fsutil.h"
 #include "util/log.h"
@@ -333,7 +333,7 @@ int runtime_serve(const struct runtime_opts *opts)
 	char exe[4096];
 	size_t exelen = sizeof exe;
 	if (uv_exepath(exe, &exelen) == 0)
-		stdio_set_exec_shim(exe);
+		sup_set_exec_shim(exe);
 
 	rt.loop = xmalloc(sizeof *rt.loop);
 	uv_loop_init(rt.loop);

@@ -1,7 +1,8 @@
 /*
- * Running a stdio server's command: finding the file execvp would run, so
- * a missing command fails at spawn, building the argv, and the exec shim
- * that sets the parent-death signal before it execs. Owns the shim's path.
+ * Running a supervised program's command: its environment, finding the
+ * file execvp would run (so a missing command fails at spawn), building
+ * the argv, and the exec shim that sets the parent-death signal before it
+ * execs. Owns the shim's path.
  */
 #include <errno.h>
 #include <limits.h>
@@ -14,29 +15,96 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "transport/stdio.h"
-#include "transport/stdio_int.h"
+#include "journal/journal.h"
+#include "transport/supervisor.h"
+#include "transport/supervisor_int.h"
 #include "util/xmalloc.h"
 
 /* glibc's execvp search path when PATH is unset. */
-#define STDIO_DEFAULT_PATH "/bin:/usr/bin"
+#define SUP_DEFAULT_PATH "/bin:/usr/bin"
 
-static char *stdio_shim_path;
+static char *sup_shim_path;
 
-void stdio_set_exec_shim(const char *path)
+void sup_set_exec_shim(const char *path)
 {
-	free(stdio_shim_path);
-	stdio_shim_path = path ? xstrdup(path) : NULL;
+	free(sup_shim_path);
+	sup_shim_path = path ? xstrdup(path) : NULL;
 }
 
-const char *stdio_exec_shim(void)
+const char *sup_exec_shim(void)
 {
-	return stdio_shim_path;
+	return sup_shim_path;
+}
+
+/* ---- environment ---- */
+
+static size_t sup_env_keylen(const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	return eq ? (size_t)(eq - kv) : strlen(kv);
+}
+
+/* Whether env sets the variable named by kv's key. */
+static bool sup_env_has(char *const *env, const char *kv)
+{
+	size_t klen = sup_env_keylen(kv);
+	for (; env != NULL && *env != NULL; env++)
+		if (sup_env_keylen(*env) == klen &&
+		    strncmp(*env, kv, klen) == 0)
+			return true;
+	return false;
+}
+
+static bool sup_env_is_owner(const char *kv)
+{
+	return strncmp(kv, JOURNAL_OWNER_ENV "=",
+		       strlen(JOURNAL_OWNER_ENV "=")) == 0;
+}
+
+/* The owner variable is always ours: neither the runtime's own (it may
+ * run under another runtime) nor the config's may stand in for it, or the
+ * ladder and the journal would look for the wrong processes. */
+char **sup_build_env(char *const *env, const char *token)
+{
+	extern char **environ;
+	size_t n = 0, m = 0;
+	while (environ[n])
+		n++;
+	while (env != NULL && env[m])
+		m++;
+	char **out = xcalloc(n + m + 2, sizeof *out);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!sup_env_is_owner(environ[i]) &&
+		    !sup_env_has(env, environ[i]))
+			out[k++] = xstrdup(environ[i]);
+	for (size_t j = 0; j < m; j++)
+		if (!sup_env_is_owner(env[j]))
+			out[k++] = xstrdup(env[j]);
+	if (token != NULL)
+		out[k++] = xasprintf("%s=%s", JOURNAL_OWNER_ENV, token);
+	out[k] = NULL;
+	return out;
+}
+
+char **sup_env_from_config(const struct config_kv *kv, size_t n)
+{
+	char **out = xcalloc(n + 1, sizeof *out);
+	for (size_t i = 0; i < n; i++)
+		out[i] = xasprintf("%s=%s", kv[i].key, kv[i].value);
+	return out;
+}
+
+void sup_env_free(char **env)
+{
+	for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+		free(env[i]);
+	free(env);
 }
 
 /* ---- command lookup ---- */
 
-static int stdio_check_exec(const char *path, const char *cwd)
+static int sup_check_exec(const char *path, const char *cwd)
 {
 	char *full = NULL;
 	struct stat st;
@@ -66,7 +134,7 @@ fail:
 	return err;
 }
 
-static const char *stdio_env_path(char *const *env)
+static const char *sup_env_path(char *const *env)
 {
 	if (env == NULL)
 		return getenv("PATH");
@@ -82,8 +150,8 @@ static const char *stdio_env_path(char *const *env)
  * missing command fails here, synchronously, even when the exec shim (whose
  * own exec would succeed) stands in front of it.
  */
-int stdio_resolve_command(const char *cmd, char *const *env, const char *cwd,
-			  char **out)
+int sup_resolve_command(const char *cmd, char *const *env, const char *cwd,
+			char **out)
 {
 	*out = NULL;
 	if (cmd == NULL)
@@ -91,7 +159,7 @@ int stdio_resolve_command(const char *cmd, char *const *env, const char *cwd,
 	if (cmd[0] == '\0')
 		return -ENOENT;
 	if (strchr(cmd, '/') != NULL) {
-		int err = stdio_check_exec(cmd, cwd);
+		int err = sup_check_exec(cmd, cwd);
 		if (err == 0)
 			*out = xstrdup(cmd);
 		return err;
@@ -99,9 +167,9 @@ int stdio_resolve_command(const char *cmd, char *const *env, const char *cwd,
 	if (strlen(cmd) > NAME_MAX)
 		return -ENAMETOOLONG;
 
-	const char *path = stdio_env_path(env);
+	const char *path = sup_env_path(env);
 	if (path == NULL)
-		path = STDIO_DEFAULT_PATH;
+		path = SUP_DEFAULT_PATH;
 	bool denied = false;
 	for (const char *p = path;;) {
 		const char *colon = strchrnul(p, ':');
@@ -109,7 +177,7 @@ int stdio_resolve_command(const char *cmd, char *const *env, const char *cwd,
 		/* An empty entry means the current directory. */
 		char *cand = n ? xasprintf("%.*s/%s", (int)n, p, cmd)
 			       : xasprintf("./%s", cmd);
-		int err = stdio_check_exec(cand, cwd);
+		int err = sup_check_exec(cand, cwd);
 		if (err == 0) {
 			*out = cand;
 			return 0;
@@ -126,8 +194,8 @@ int stdio_resolve_command(const char *cmd, char *const *env, const char *cwd,
 
 /* ---- argv and the exec shim ---- */
 
-char **stdio_build_argv(const char *command, const char *file,
-			const char *parent, char *const *args)
+char **sup_build_argv(const char *command, const char *file, const char *parent,
+		      char *const *args)
 {
 	size_t nargs = 0;
 	size_t i = 0;
@@ -135,8 +203,8 @@ char **stdio_build_argv(const char *command, const char *file,
 	while (args != NULL && args[nargs] != NULL)
 		nargs++;
 	char **argv = xcalloc(nargs + 5, sizeof *argv);
-	if (stdio_shim_path != NULL) {
-		argv[i++] = stdio_shim_path;
+	if (sup_shim_path != NULL) {
+		argv[i++] = sup_shim_path;
 		argv[i++] = "__exec";
 		argv[i++] = (char *)parent;
 		argv[i++] = (char *)file;
@@ -149,7 +217,7 @@ char **stdio_build_argv(const char *command, const char *file,
 	return argv;
 }
 
-int stdio_exec_main(int argc, char **argv)
+int sup_exec_main(int argc, char **argv)
 {
 	if (argc < 4) {
 		fprintf(stderr, "usage: %s __exec PARENT_PID COMMAND [ARGS]\n",

@@ -13,65 +13,64 @@
 #include <sys/wait.h>
 
 #include "transport/framer.h"
-#include "transport/stdio.h"
-#include "transport/stdio_int.h"
+#include "transport/supervisor.h"
+#include "transport/supervisor_int.h"
 #include "util/log.h"
 
 /* While a stop waits for orphaned group members that are not our
  * children (no subreaper), nothing signals their end: poll this often. */
-#define STDIO_RECHECK_MS 20
+#define SUP_RECHECK_MS 20
 
-static const char *const stdio_state_names[] = {
+static const char *const sup_state_names[] = {
 	"running", "stop-stdin", "stop-term", "stop-kill", "closing",
 };
 
-static void stdio_set_state(struct stdio_conn *c, enum stdio_state state)
+static void sup_set_state(struct supervisor *c, enum sup_state state)
 {
-	log_debug("pid %d: %s -> %s", (int)c->pid, stdio_state_names[c->state],
-		  stdio_state_names[state]);
+	log_debug("pid %d: %s -> %s", (int)c->pid, sup_state_names[c->state],
+		  sup_state_names[state]);
 	c->state = state;
 }
 
 /* ---- handles and lifetime ---- */
 
-void stdio_release(struct stdio_conn *c)
+void sup_release(struct supervisor *c)
 {
 	if (--c->open_handles > 0)
 		return;
 	if (!c->discard && c->cbs.on_closed != NULL)
 		c->cbs.on_closed(c->ctx);
 	framer_free(c->framer);
-	stdio_strays_free(c);
+	sup_strays_free(c);
 	free(c);
 }
 
-static void stdio_close_cb(uv_handle_t *h)
+static void sup_close_cb(uv_handle_t *h)
 {
-	stdio_release(h->data);
+	sup_release(h->data);
 }
 
-static void stdio_close_handle(struct stdio_conn *c, void *handle)
+static void sup_close_handle(struct supervisor *c, void *handle)
 {
 	uv_handle_t *h = handle;
 
 	if (!uv_is_closing(h))
-		uv_close(h, stdio_close_cb);
+		uv_close(h, sup_close_cb);
 }
 
-void stdio_close_all(struct stdio_conn *c)
+void sup_close_all(struct supervisor *c)
 {
-	stdio_close_handle(c, &c->in);
-	stdio_close_handle(c, &c->out);
-	stdio_close_handle(c, &c->err);
-	stdio_close_handle(c, &c->ladder_timer);
-	stdio_close_handle(c, &c->recheck_timer);
-	stdio_close_handle(c, &c->eof_timer);
-	stdio_close_handle(c, &c->sigchld);
-	stdio_close_handle(c, &c->proc);
+	sup_close_handle(c, &c->in);
+	sup_close_handle(c, &c->out);
+	sup_close_handle(c, &c->err);
+	sup_close_handle(c, &c->ladder_timer);
+	sup_close_handle(c, &c->recheck_timer);
+	sup_close_handle(c, &c->eof_timer);
+	sup_close_handle(c, &c->sigchld);
+	sup_close_handle(c, &c->proc);
 }
 
-void stdio_report_exit(struct stdio_conn *c, int64_t exit_status,
-		       int term_signal)
+void sup_report_exit(struct supervisor *c, int64_t exit_status, int term_signal)
 {
 	if (c->reported)
 		return;
@@ -80,16 +79,16 @@ void stdio_report_exit(struct stdio_conn *c, int64_t exit_status,
 		c->cbs.on_exit(c->ctx, exit_status, term_signal);
 }
 
-static void stdio_finish(struct stdio_conn *c)
+static void sup_finish(struct supervisor *c)
 {
-	if (c->state == STDIO_CLOSING)
+	if (c->state == SUP_CLOSING)
 		return;
-	stdio_set_state(c, STDIO_CLOSING);
+	sup_set_state(c, SUP_CLOSING);
 	if (c->exited)
-		stdio_report_exit(c, c->exit_status, c->term_signal);
+		sup_report_exit(c, c->exit_status, c->term_signal);
 	else
-		stdio_report_exit(c, -1, 0);
-	stdio_close_all(c);
+		sup_report_exit(c, -1, 0);
+	sup_close_all(c);
 	if (!c->exited) {
 		/* libuv stops tracking the process once its handle closes;
 		 * take the exit ourselves if it is there by now. */
@@ -104,7 +103,7 @@ static void stdio_finish(struct stdio_conn *c)
 
 /* Only meaningful once libuv has reaped the leader: before that the
  * leader itself keeps the group (and its id) alive. */
-static bool stdio_group_gone(struct stdio_conn *c)
+static bool sup_group_gone(struct supervisor *c)
 {
 	if (c->group_gone)
 		return true;
@@ -131,11 +130,11 @@ static bool stdio_group_gone(struct stdio_conn *c)
 	return c->group_gone;
 }
 
-int stdio_ladder_signal(const struct stdio_conn *c)
+int sup_ladder_signal(const struct supervisor *c)
 {
-	if (c->state == STDIO_STOP_TERM)
+	if (c->state == SUP_STOP_TERM)
 		return SIGTERM;
-	if (c->state == STDIO_STOP_KILL)
+	if (c->state == SUP_STOP_KILL)
 		return SIGKILL;
 	return 0;
 }
@@ -145,19 +144,19 @@ int stdio_ladder_signal(const struct stdio_conn *c)
  * began after the group went must have found nothing. The search runs
  * only once the cheap checks pass, so a stop costs a few, not one per
  * recheck; its result checks the ladder again. */
-static bool stdio_all_gone(struct stdio_conn *c)
+static bool sup_all_gone(struct supervisor *c)
 {
-	if (!stdio_group_gone(c))
+	if (!sup_group_gone(c))
 		return false;
-	if (stdio_strays_prune(c) > 0)
+	if (sup_strays_prune(c) > 0)
 		return false;
 	if (c->owner_token[0] == '\0' || c->scan_clean)
 		return true;
-	stdio_strays_scan(c);
+	sup_strays_scan(c);
 	return false;
 }
 
-static void stdio_signal_group(struct stdio_conn *c, int sig)
+static void sup_signal_group(struct supervisor *c, int sig)
 {
 	if (c->group_gone)
 		return;
@@ -174,99 +173,103 @@ static void stdio_signal_group(struct stdio_conn *c, int sig)
 }
 
 /* One ladder step: signal the group and wait one grace period more. */
-static void stdio_escalate(struct stdio_conn *c, int sig,
-			   enum stdio_state next);
+static void sup_escalate(struct supervisor *c, int sig, enum sup_state next);
 
-static void stdio_ladder_timer_cb(uv_timer_t *t)
+static void sup_ladder_timer_cb(uv_timer_t *t)
 {
-	struct stdio_conn *c = t->data;
+	struct supervisor *c = t->data;
 
-	if (stdio_all_gone(c)) {
-		stdio_finish(c);
+	if (sup_all_gone(c)) {
+		sup_finish(c);
 		return;
 	}
 	switch (c->state) {
-	case STDIO_STOP_STDIN:
-		stdio_escalate(c, SIGTERM, STDIO_STOP_TERM);
+	case SUP_STOP_STDIN:
+		sup_escalate(c, SIGTERM, SUP_STOP_TERM);
 		break;
-	case STDIO_STOP_TERM:
-		stdio_escalate(c, SIGKILL, STDIO_STOP_KILL);
+	case SUP_STOP_TERM:
+		sup_escalate(c, SIGKILL, SUP_STOP_KILL);
 		break;
-	case STDIO_STOP_KILL:
+	case SUP_STOP_KILL:
 		log_warn("pid %d: its processes are still there %llu ms "
 			 "after SIGKILL; giving up on them",
 			 (int)c->pid, (unsigned long long)c->grace_ms);
-		stdio_finish(c);
+		sup_finish(c);
 		break;
 	default:
 		break;
 	}
 }
 
-static void stdio_escalate(struct stdio_conn *c, int sig, enum stdio_state next)
+static void sup_escalate(struct supervisor *c, int sig, enum sup_state next)
 {
-	stdio_signal_group(c, sig);
+	sup_signal_group(c, sig);
 	/* A child that called setsid() is no longer in the group: those
 	 * known now get the signal at once, those found later on arrival. */
-	stdio_strays_signal(c, sig);
-	stdio_set_state(c, next);
-	stdio_strays_scan(c);
-	uv_timer_start(&c->ladder_timer, stdio_ladder_timer_cb, c->grace_ms, 0);
-	if (stdio_all_gone(c))
-		stdio_finish(c);
+	sup_strays_signal(c, sig);
+	sup_set_state(c, next);
+	sup_strays_scan(c);
+	uv_timer_start(&c->ladder_timer, sup_ladder_timer_cb, c->grace_ms, 0);
+	if (sup_all_gone(c))
+		sup_finish(c);
 }
 
-static void stdio_recheck_timer_cb(uv_timer_t *t)
+static void sup_recheck_timer_cb(uv_timer_t *t)
 {
-	stdio_ladder_check(t->data);
+	sup_ladder_check(t->data);
 }
 
-static void stdio_sigchld_cb(uv_signal_t *s, int signum)
+static void sup_sigchld_cb(uv_signal_t *s, int signum)
 {
-	stdio_ladder_check(s->data);
+	sup_ladder_check(s->data);
 }
 
 /* Re-evaluates a stop in progress: done when the leader is reaped, the
  * group is empty and no process carries the owner token; what the leader
  * left behind gets SIGTERM at once. */
-void stdio_ladder_check(struct stdio_conn *c)
+void sup_ladder_check(struct supervisor *c)
 {
-	if (c->state == STDIO_RUNNING || c->state == STDIO_CLOSING ||
-	    !c->exited)
+	if (c->state == SUP_RUNNING || c->state == SUP_CLOSING || !c->exited)
 		return;
-	if (stdio_all_gone(c)) {
-		stdio_finish(c);
+	if (sup_all_gone(c)) {
+		sup_finish(c);
 		return;
 	}
 	/* Until a search says whether anything left the group, there may be
 	 * nothing to signal: its result checks again. */
-	if (c->state == STDIO_STOP_STDIN &&
-	    (!c->group_gone || c->nstrays > 0)) {
+	if (c->state == SUP_STOP_STDIN && (!c->group_gone || c->nstrays > 0)) {
 		/* The leader is gone, and nothing else would tell its
 		 * leftovers to go. */
-		stdio_escalate(c, SIGTERM, STDIO_STOP_TERM);
-		if (c->state == STDIO_CLOSING)
+		sup_escalate(c, SIGTERM, SUP_STOP_TERM);
+		if (c->state == SUP_CLOSING)
 			return;
 	}
 	if (!uv_is_active((uv_handle_t *)&c->recheck_timer)) {
-		uv_timer_start(&c->recheck_timer, stdio_recheck_timer_cb,
-			       STDIO_RECHECK_MS, STDIO_RECHECK_MS);
-		uv_signal_start(&c->sigchld, stdio_sigchld_cb, SIGCHLD);
+		uv_timer_start(&c->recheck_timer, sup_recheck_timer_cb,
+			       SUP_RECHECK_MS, SUP_RECHECK_MS);
+		uv_signal_start(&c->sigchld, sup_sigchld_cb, SIGCHLD);
 	}
 }
 
-void stdio_conn_stop(struct stdio_conn *c)
+void sup_stop(struct supervisor *c)
 {
-	if (c == NULL || c->state != STDIO_RUNNING)
+	if (c == NULL || c->state != SUP_RUNNING)
 		return;
-	stdio_set_state(c, STDIO_STOP_STDIN);
+	if (c->mode == SUP_LOGS) {
+		/* Its stdin is /dev/null: there is no EOF to tell it to
+		 * leave, so a wait for one would only delay every stop. */
+		uv_timer_stop(&c->eof_timer);
+		sup_escalate(c, SIGTERM, SUP_STOP_TERM);
+		return;
+	}
+	sup_set_state(c, SUP_STOP_STDIN);
 	uv_timer_stop(&c->eof_timer);
 	/* A well-behaved server exits on stdin EOF; anything still queued
 	 * for it is dropped (its callbacks see UV_ECANCELED). */
-	stdio_close_handle(c, &c->in);
+	sup_close_handle(c, &c->in);
 	/* A server paused by slow clients may be blocked writing: its
 	 * output is read (and dropped) again so it can see that EOF. */
-	stdio_conn_pause(c, false);
-	uv_timer_start(&c->ladder_timer, stdio_ladder_timer_cb, c->grace_ms, 0);
-	stdio_ladder_check(c);
+	sup_pause(c, false);
+	uv_timer_start(&c->ladder_timer, sup_ladder_timer_cb, c->grace_ms, 0);
+	sup_ladder_check(c);
 }

@@ -13,8 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "transport/stdio.h"
-#include "transport/stdio_int.h"
+#include "journal/journal.h"
+#include "transport/supervisor.h"
+#include "transport/supervisor_int.h"
 #include "util/log.h"
 #include "util/procfs.h"
 #include "util/xmalloc.h"
@@ -24,19 +25,7 @@ uint64_t proc_start_time(pid_t pid)
 	return procfs_start_time(pid);
 }
 
-int stdio_conn_set_owner(struct stdio_conn *c, const char *name,
-			 const char *token)
-{
-	if (c == NULL || name == NULL || token == NULL ||
-	    strlen(name) >= sizeof c->owner_name ||
-	    strlen(token) >= sizeof c->owner_token || token[0] == '\0')
-		return -EINVAL;
-	strcpy(c->owner_name, name);
-	strcpy(c->owner_token, token);
-	return 0;
-}
-
-void stdio_strays_free(struct stdio_conn *c)
+void sup_strays_free(struct supervisor *c)
 {
 	free(c->strays);
 	c->strays = NULL;
@@ -47,7 +36,7 @@ void stdio_strays_free(struct stdio_conn *c)
  * zombie; libuv reaps only the leaders it spawned. Only a zombie whose
  * parent is us and whose start time is the stray's is reaped, so no other
  * child's exit is ever taken. */
-static void stdio_stray_reap(const struct procfs_owned *s)
+static void sup_stray_reap(const struct procfs_owned *s)
 {
 	struct procfs_stat st;
 	if (procfs_read_stat(s->pid, &st) == 0 && procfs_state_dead(st.state) &&
@@ -58,7 +47,7 @@ static void stdio_stray_reap(const struct procfs_owned *s)
 	}
 }
 
-size_t stdio_strays_prune(struct stdio_conn *c)
+size_t sup_strays_prune(struct supervisor *c)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < c->nstrays; i++) {
@@ -67,7 +56,7 @@ size_t stdio_strays_prune(struct stdio_conn *c)
 			c->strays[k++] = *s;
 			continue;
 		}
-		stdio_stray_reap(s);
+		sup_stray_reap(s);
 	}
 	c->nstrays = k;
 	return k;
@@ -76,7 +65,7 @@ size_t stdio_strays_prune(struct stdio_conn *c)
 /* Where to look: below us when we are a subreaper (orphans of our
  * servers come to us), else anywhere (they went to init or another
  * subreaper). */
-static pid_t stdio_strays_ancestor(void)
+static pid_t sup_strays_ancestor(void)
 {
 	int reaper = 0;
 	if (prctl(PR_GET_CHILD_SUBREAPER, &reaper) == 0 && reaper)
@@ -86,23 +75,23 @@ static pid_t stdio_strays_ancestor(void)
 
 /* In the thread pool: reads only what the loop does not change while the
  * scan runs (the owner token, the pid, the scan_* inputs and outputs). */
-static void stdio_scan_work_cb(uv_work_t *req)
+static void sup_scan_work_cb(uv_work_t *req)
 {
-	struct stdio_conn *c = req->data;
+	struct supervisor *c = req->data;
 	const char *values[] = {c->owner_token};
 	c->scan_found = NULL;
 	c->scan_nfound = 0;
-	c->scan_rc =
-		procfs_find_by_env(c->scan_uid, c->scan_ancestor, c->owner_name,
-				   values, 1, &c->scan_found, &c->scan_nfound);
+	c->scan_rc = procfs_find_by_env(c->scan_uid, c->scan_ancestor,
+					JOURNAL_OWNER_ENV, values, 1,
+					&c->scan_found, &c->scan_nfound);
 }
 
-static void stdio_scan_start(struct stdio_conn *c);
+static void sup_scan_start(struct supervisor *c);
 
 /* Adds what the scan found to the strays: not the leader (libuv's to
  * reap), not its group's members (signalled as a group), not one known.
  * *outside* counts every process found outside the group. */
-static size_t stdio_scan_merge(struct stdio_conn *c, size_t *outside)
+static size_t sup_scan_merge(struct supervisor *c, size_t *outside)
 {
 	size_t added = 0;
 	*outside = 0;
@@ -125,19 +114,19 @@ static size_t stdio_scan_merge(struct stdio_conn *c, size_t *outside)
 	return added;
 }
 
-static void stdio_scan_after_cb(uv_work_t *req, int status)
+static void sup_scan_after_cb(uv_work_t *req, int status)
 {
-	struct stdio_conn *c = req->data;
+	struct supervisor *c = req->data;
 	c->scanning = false;
 	if (status < 0 && c->scan_rc == 0)
 		c->scan_rc = status;
-	if (c->state != STDIO_CLOSING) {
+	if (c->state != SUP_CLOSING) {
 		if (c->scan_rc < 0)
 			log_warn("pid %d: cannot look for its processes in "
 				 "/proc: %s",
 				 (int)c->pid, strerror(-c->scan_rc));
 		size_t outside = 0;
-		size_t added = stdio_scan_merge(c, &outside);
+		size_t added = sup_scan_merge(c, &outside);
 		/* Clean only when nothing at all carries the token. */
 		c->scan_clean =
 			outside == 0 && c->scan_after_group && c->scan_rc == 0;
@@ -145,34 +134,34 @@ static void stdio_scan_after_cb(uv_work_t *req, int status)
 			log_debug("pid %d: %zu process(es) with its token "
 				  "outside its group",
 				  (int)c->pid, added);
-			int sig = stdio_ladder_signal(c);
+			int sig = sup_ladder_signal(c);
 			if (sig)
-				stdio_strays_signal(c, sig);
+				sup_strays_signal(c, sig);
 		}
 	}
 	free(c->scan_found);
 	c->scan_found = NULL;
 	c->scan_nfound = 0;
-	if (c->state != STDIO_CLOSING) {
+	if (c->state != SUP_CLOSING) {
 		if (c->scan_again) {
 			c->scan_again = false;
-			stdio_scan_start(c);
+			sup_scan_start(c);
 		}
-		stdio_ladder_check(c);
+		sup_ladder_check(c);
 	}
-	stdio_release(c);
+	sup_release(c);
 }
 
-static void stdio_scan_start(struct stdio_conn *c)
+static void sup_scan_start(struct supervisor *c)
 {
 	c->scan_req.data = c;
 	c->scan_uid = geteuid();
 	/* The runtime is a subreaper: whatever a server left behind is
 	 * still below us, so no other process's environment is read. */
-	c->scan_ancestor = stdio_strays_ancestor();
+	c->scan_ancestor = sup_strays_ancestor();
 	c->scan_after_group = c->group_gone;
-	int rc = uv_queue_work(c->proc.loop, &c->scan_req, stdio_scan_work_cb,
-			       stdio_scan_after_cb);
+	int rc = uv_queue_work(c->proc.loop, &c->scan_req, sup_scan_work_cb,
+			       sup_scan_after_cb);
 	if (rc < 0) {
 		log_warn("pid %d: cannot look for its processes: %s",
 			 (int)c->pid, uv_strerror(rc));
@@ -182,9 +171,9 @@ static void stdio_scan_start(struct stdio_conn *c)
 	c->open_handles++;
 }
 
-void stdio_strays_scan(struct stdio_conn *c)
+void sup_strays_scan(struct supervisor *c)
 {
-	if (c->owner_token[0] == '\0' || c->state == STDIO_CLOSING)
+	if (c->owner_token[0] == '\0' || c->state == SUP_CLOSING)
 		return;
 	if (c->scanning) {
 		/* One that began before the group went proves nothing
@@ -193,10 +182,10 @@ void stdio_strays_scan(struct stdio_conn *c)
 			c->scan_again = true;
 		return;
 	}
-	stdio_scan_start(c);
+	sup_scan_start(c);
 }
 
-void stdio_strays_signal(struct stdio_conn *c, int sig)
+void sup_strays_signal(struct supervisor *c, int sig)
 {
 	for (size_t i = 0; i < c->nstrays; i++) {
 		if (procfs_signal(c->strays[i].pid, c->strays[i].start_time,

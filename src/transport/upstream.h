@@ -27,6 +27,10 @@
 
 #include "config/config.h"
 
+/* The largest message any transport passes on (a stdio line, an HTTP
+ * body or SSE event): over it, on_overlong. */
+#define UPSTREAM_MAX_MESSAGE (16 * 1024 * 1024)
+
 struct upstream; /* opaque, owned by its transport */
 struct httpc;	 /* http/httpc.h */
 

@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "transport/stdio.h"
+#include "transport/supervisor.h"
 #include "util/log.h"
 #include "util/procfs.h"
 #include "util/xmalloc.h"
@@ -29,7 +29,7 @@
 struct tst {
 	uv_loop_t loop;
 	uv_timer_t guard;
-	struct stdio_conn *conn;
+	struct supervisor *conn;
 	pid_t pid;
 	pid_t stray; /* the pid the script printed */
 	int nexit;
@@ -84,7 +84,7 @@ static void tst_on_closed(void *ctx)
 	t->t_closed = uv_now(&t->loop);
 }
 
-static const struct stdio_conn_cbs tst_cbs = {
+static const struct sup_cbs tst_cbs = {
 	.on_message = tst_on_message,
 	.on_garbage = tst_on_garbage,
 	.on_exit = tst_on_exit,
@@ -117,20 +117,17 @@ static void tst_fini(struct tst *t)
 static void tst_spawn(struct tst *t, const char *script, bool owner)
 {
 	char *args[] = {"-c", (char *)script, NULL};
-	char *env[] = {"PATH=/usr/bin:/bin", "MCPVISOR_OWNER=" TST_TOKEN, NULL};
-	struct stdio_spawn_opts o = {
+	char *env[] = {"PATH=/usr/bin:/bin", NULL};
+	struct sup_spec o = {
 		.command = "/bin/sh",
 		.args = args,
 		.env = env,
+		.token = owner ? TST_TOKEN : NULL,
 		.stop_grace_ms = TST_GRACE_MS,
 	};
-	cr_assert_eq(stdio_conn_spawn(&t->loop, &o, &tst_cbs, t, &t->conn), 0);
-	t->pid = stdio_conn_pid(t->conn);
+	cr_assert_eq(sup_spawn(&t->loop, &o, &tst_cbs, t, &t->conn), 0);
+	t->pid = sup_pid(t->conn);
 	tst_live[0] = t->pid;
-	if (owner)
-		cr_assert_eq(stdio_conn_set_owner(t->conn, "MCPVISOR_OWNER",
-						  TST_TOKEN),
-			     0);
 	while (t->stray == 0)
 		uv_run(&t->loop, UV_RUN_ONCE);
 	/* The stray has left the group, and has run its own command. */
@@ -147,7 +144,7 @@ static void tst_spawn(struct tst *t, const char *script, bool owner)
 static void tst_stop(struct tst *t)
 {
 	t->t_stop = uv_now(&t->loop);
-	stdio_conn_stop(t->conn);
+	sup_stop(t->conn);
 	while (t->nclosed == 0)
 		uv_run(&t->loop, UV_RUN_ONCE);
 }
@@ -245,27 +242,25 @@ Test(ladder, without_an_owner_only_the_group_is_stopped)
 	waitpid(t.stray, NULL, 0);
 }
 
-Test(ladder, set_owner_rejects_bad_input)
+Test(ladder, a_bad_owner_token_is_refused_before_anything_runs)
 {
 	struct tst t;
 	tst_init(&t);
 	char *args[] = {"-c", "echo 1; exec cat >/dev/null", NULL};
-	struct stdio_spawn_opts o = {
-		.command = "/bin/sh",
-		.args = args,
-		.stop_grace_ms = TST_GRACE_MS,
-	};
-	cr_assert_eq(stdio_conn_spawn(&t.loop, &o, &tst_cbs, &t, &t.conn), 0);
-	t.pid = stdio_conn_pid(t.conn);
-	tst_live[0] = t.pid;
 	char big[128];
 	memset(big, 'a', sizeof big - 1);
 	big[sizeof big - 1] = '\0';
-	cr_assert_eq(stdio_conn_set_owner(t.conn, "X", ""), -EINVAL);
-	cr_assert_eq(stdio_conn_set_owner(t.conn, "X", big), -EINVAL);
-	cr_assert_eq(stdio_conn_set_owner(t.conn, big, "x"), -EINVAL);
-	cr_assert_eq(stdio_conn_set_owner(NULL, "X", "x"), -EINVAL);
-	tst_stop(&t);
+	const char *bad[] = {"", big, "a=b", "a\nb"};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		struct sup_spec o = {
+			.command = "/bin/sh",
+			.args = args,
+			.token = bad[i],
+		};
+		cr_assert_eq(sup_spawn(&t.loop, &o, &tst_cbs, &t, &t.conn),
+			     -EINVAL);
+		cr_assert_null(t.conn);
+	}
 	tst_fini(&t);
 }
 
@@ -279,7 +274,7 @@ Test(ladder, a_leader_that_exits_alone_takes_its_setsid_child)
 		  "setsid sleep 30 </dev/null >/dev/null 2>&1 & echo $!; "
 		  "read x; exit 5",
 		  true);
-	cr_assert_eq(stdio_conn_send(t.conn, "{}", 2), 0);
+	cr_assert_eq(sup_send(t.conn, "{}", 2), 0);
 	while (t.nclosed == 0)
 		uv_run(&t.loop, UV_RUN_ONCE);
 	cr_assert_eq(t.nexit, 1);

@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "transport/stdio.h"
+#include "transport/supervisor.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
@@ -30,7 +30,7 @@
 struct tst {
 	uv_loop_t loop;
 	uv_timer_t guard;
-	struct stdio_conn *conn;
+	struct supervisor *conn;
 	pid_t pid;
 	pid_t extra_pid; /* a grandchild whose pid the script printed */
 	char *msgs[TST_MAX_MSGS];
@@ -44,8 +44,8 @@ struct tst {
 	char *tail_all; /* stderr tails taken inside on_exit */
 	char *tail_few;
 	char *tail_none;
-	int send_at_exit; /* stdio_conn_send's answer inside on_exit */
-	int stop_at_exit; /* call stdio_conn_stop from on_exit */
+	int send_at_exit; /* sup_send's answer inside on_exit */
+	int stop_at_exit; /* call sup_stop from on_exit */
 	uint64_t t_stop;
 	uint64_t t_closed;
 	int nstderr;	       /* lines through on_stderr */
@@ -139,12 +139,12 @@ static void tst_on_exit(void *ctx, int64_t exit_status, int term_signal)
 	free(t->tail_all);
 	free(t->tail_few);
 	free(t->tail_none);
-	t->tail_all = stdio_conn_stderr_tail(t->conn, 1000);
-	t->tail_few = stdio_conn_stderr_tail(t->conn, 4);
-	t->tail_none = stdio_conn_stderr_tail(t->conn, 0);
-	t->send_at_exit = stdio_conn_send(t->conn, "{}", 2);
+	t->tail_all = sup_log_tail(t->conn, 1000);
+	t->tail_few = sup_log_tail(t->conn, 4);
+	t->tail_none = sup_log_tail(t->conn, 0);
+	t->send_at_exit = sup_send(t->conn, "{}", 2);
 	if (t->stop_at_exit)
-		stdio_conn_stop(t->conn);
+		sup_stop(t->conn);
 }
 
 static void tst_on_closed(void *ctx)
@@ -175,8 +175,8 @@ static void tst_on_overlong(void *ctx, const char *head, size_t head_len,
 		 (int)head_len, head);
 }
 
-static const struct stdio_conn_cbs tst_cbs = {
-	.on_stderr = tst_on_stderr,
+static const struct sup_cbs tst_cbs = {
+	.on_log = tst_on_stderr,
 	.on_overlong = tst_on_overlong,
 	.on_message = tst_on_message,
 	.on_garbage = tst_on_garbage,
@@ -187,16 +187,16 @@ static const struct stdio_conn_cbs tst_cbs = {
 static int tst_spawn_full(struct tst *t, const char *command, char *const *args,
 			  char *const *env, const char *cwd)
 {
-	struct stdio_spawn_opts o = {
+	struct sup_spec o = {
 		.command = command,
 		.args = args,
 		.env = env,
 		.cwd = cwd,
 		.stop_grace_ms = TST_GRACE_MS,
 	};
-	int err = stdio_conn_spawn(&t->loop, &o, &tst_cbs, t, &t->conn);
+	int err = sup_spawn(&t->loop, &o, &tst_cbs, t, &t->conn);
 	if (err == 0) {
-		t->pid = stdio_conn_pid(t->conn);
+		t->pid = sup_pid(t->conn);
 		tst_live_group = t->pid;
 	} else
 		cr_assert_null(t->conn);
@@ -220,7 +220,7 @@ static void tst_run_until(struct tst *t, const int *counter, int want)
 static void tst_stop(struct tst *t)
 {
 	t->t_stop = uv_now(&t->loop);
-	stdio_conn_stop(t->conn);
+	sup_stop(t->conn);
 }
 
 static int tst_gone(pid_t pid)
@@ -242,16 +242,16 @@ Test(stdio, echo_through_cat)
 
 	tst_init(&t);
 	cr_assert_eq(tst_spawn_full(&t, "cat", NULL, NULL, NULL), 0);
-	cr_assert_neq(stdio_conn_start_time(t.conn), 0);
-	cr_assert_eq(stdio_conn_start_time(t.conn), proc_start_time(t.pid));
+	cr_assert_neq(sup_start_time(t.conn), 0);
+	cr_assert_eq(sup_start_time(t.conn), proc_start_time(t.pid));
 	cr_assert_eq(getpgid(t.pid), t.pid, "not its own group leader");
 	cr_assert_eq(getsid(t.pid), t.pid, "not its own session");
 
 	const char *m1 = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
-	cr_assert_eq(stdio_conn_send(t.conn, m1, strlen(m1)), 0);
+	cr_assert_eq(sup_send(t.conn, m1, strlen(m1)), 0);
 	/* Pretty-printed JSON stays one line. */
 	const char *m2 = "{\n  \"id\": 2\r\n}";
-	cr_assert_eq(stdio_conn_send(t.conn, m2, strlen(m2)), 0);
+	cr_assert_eq(sup_send(t.conn, m2, strlen(m2)), 0);
 	tst_run_until(&t, &t.nmsgs, 2);
 	cr_assert_str_eq(t.msgs[0], m1);
 	cr_assert_str_eq(t.msgs[1], "{   \"id\": 2  }");
@@ -260,7 +260,7 @@ Test(stdio, echo_through_cat)
 	for (int i = 0; i < 1000; i++) {
 		char m[64];
 		int n = snprintf(m, sizeof m, "{\"id\":%d}", i + 3);
-		cr_assert_eq(stdio_conn_send(t.conn, m, (size_t)n), 0);
+		cr_assert_eq(sup_send(t.conn, m, (size_t)n), 0);
 	}
 	tst_run_until(&t, &t.nmsgs, 1002);
 	for (int i = 0; i < 1000; i++) {
@@ -270,8 +270,8 @@ Test(stdio, echo_through_cat)
 	}
 
 	tst_stop(&t);
-	cr_assert_eq(stdio_conn_send(t.conn, "{}", 2), -EPIPE);
-	stdio_conn_stop(t.conn); /* twice is fine */
+	cr_assert_eq(sup_send(t.conn, "{}", 2), -EPIPE);
+	sup_stop(t.conn); /* twice is fine */
 	tst_run_until(&t, &t.nclosed, 1);
 	cr_assert_eq(t.nexit, 1);
 	cr_assert_eq(t.exit_status, 0);
@@ -318,7 +318,7 @@ Test(stdio, stderr_ring_keeps_last_lines)
 	struct buf want;
 	buf_init(&want);
 	buf_puts(&want, "line59\n");
-	for (int i = 0; i < STDIO_STDERR_LINE_MAX; i++)
+	for (int i = 0; i < SUP_LOG_LINE_MAX; i++)
 		buf_puts(&want, "0");
 	buf_puts(&want, "\n?bad\npartial");
 	cr_assert_str_eq(t.tail_few, want.data);
@@ -331,7 +331,7 @@ Test(stdio, stderr_ring_keeps_last_lines)
 	int nl = 0;
 	for (const char *p = t.tail_all; *p; p++)
 		nl += *p == '\n';
-	cr_assert_eq(nl, STDIO_STDERR_LINES - 1);
+	cr_assert_eq(nl, SUP_LOG_LINES - 1);
 	tst_fini(&t);
 }
 
@@ -375,7 +375,7 @@ Test(stdio, stderr_pending_at_exit_is_read_first)
 
 	struct buf want;
 	buf_init(&want);
-	for (int i = 0; i < STDIO_STDERR_LINE_MAX; i++)
+	for (int i = 0; i < SUP_LOG_LINE_MAX; i++)
 		buf_puts(&want, "z");
 	buf_puts(&want, "\nlast-line\npartial");
 	cr_assert_str_eq(t.tail_few, want.data);
@@ -444,11 +444,17 @@ Test(stdio, env_and_cwd_applied)
 {
 	struct tst t;
 	char tmpl[] = "/tmp/mcpv-stdio-XXXXXX";
-	char *env[] = {"FOO=bar baz", "PATH=/usr/bin:/bin", NULL};
-	char *args[] = {"-c",
-			"printf '%s|%s|%s\\n' \"$FOO\" \"$(pwd -P)\" "
-			"\"${HOME-unset}\"",
-			NULL};
+	/* env is laid over ours; the owner variable is never the config's
+	 * nor ours. */
+	char *env[] = {"FOO=bar baz", "PATH=/usr/bin:/bin",
+		       "MCPVISOR_OWNER=forged", NULL};
+	char *args[] = {
+		"-c",
+		"printf '%s|%s|%s|%s\\n' \"$FOO\" \"$(pwd -P)\" "
+		"\"${TST_INHERITED-unset}\" \"${MCPVISOR_OWNER-unset}\"",
+		NULL};
+	setenv("TST_INHERITED", "ours", 1);
+	setenv("MCPVISOR_OWNER", "the-runtime-s", 1);
 
 	tst_init(&t);
 	cr_assert_not_null(mkdtemp(tmpl));
@@ -457,7 +463,9 @@ Test(stdio, env_and_cwd_applied)
 
 	cr_assert_eq(tst_spawn_full(&t, "sh", args, env, tmpl), 0);
 	tst_run_until(&t, &t.nclosed, 1);
-	char *want = xasprintf("bar baz|%s|unset", real);
+	unsetenv("TST_INHERITED");
+	unsetenv("MCPVISOR_OWNER");
+	char *want = xasprintf("bar baz|%s|ours|unset", real);
 	cr_assert_eq(t.nmsgs, 1);
 	cr_assert_str_eq(t.msgs[0], want);
 	free(want);
@@ -489,7 +497,7 @@ Test(stdio, stop_well_behaved_needs_no_signal)
 
 	tst_init(&t);
 	cr_assert_eq(tst_spawn_full(&t, "cat", NULL, NULL, NULL), 0);
-	cr_assert_eq(stdio_conn_send(t.conn, "[1]", 3), 0);
+	cr_assert_eq(sup_send(t.conn, "[1]", 3), 0);
 	tst_run_until(&t, &t.nmsgs, 1);
 	tst_stop(&t);
 	tst_run_until(&t, &t.nclosed, 1);
@@ -571,7 +579,7 @@ static void tst_release_leader(struct tst *t, const char *msg)
 	t->extra_pid = (pid_t)atoi(msg);
 	tst_live_extra = t->extra_pid;
 	cr_assert_gt(t->extra_pid, 1);
-	cr_assert_eq(stdio_conn_send(t->conn, "{}", 2), 0);
+	cr_assert_eq(sup_send(t->conn, "{}", 2), 0);
 }
 
 Test(stdio, exit_alone_still_cleans_group)
@@ -614,7 +622,7 @@ Test(stdio, stdout_closed_while_running)
 Test(stdio, send_backpressure_and_cancel)
 {
 	struct tst t;
-	size_t big = STDIO_MAX_LINE;
+	size_t big = SUP_MAX_LINE;
 
 	tst_init(&t);
 	/* Never reads stdin. */
@@ -624,7 +632,7 @@ Test(stdio, send_backpressure_and_cancel)
 	int err = 0;
 	int sent = 0;
 	for (int i = 0; i < 8 && err == 0; i++) {
-		err = stdio_conn_send(t.conn, m, big);
+		err = sup_send(t.conn, m, big);
 		sent += err == 0;
 	}
 	cr_assert_eq(err, -ENOBUFS);
@@ -701,7 +709,7 @@ Test(stdio, exec_shim_is_spawned)
 	      f);
 	fclose(f);
 	chmod(shim, 0755);
-	stdio_set_exec_shim(shim);
+	sup_set_exec_shim(shim);
 
 	tst_init(&t);
 	cr_assert_eq(tst_spawn_full(&t, "mcpv-no-such-command-xyz", NULL, NULL,
@@ -715,13 +723,13 @@ Test(stdio, exec_shim_is_spawned)
 	cr_assert_str_eq(t.msgs[0], "\"shimmed\"");
 	tst_fini(&t);
 
-	stdio_set_exec_shim(NULL);
+	sup_set_exec_shim(NULL);
 	unlink(shim);
 	rmdir(tmpl);
 	free(shim);
 }
 
-/* Runs stdio_exec_main in a child; returns its wait status. err_out (if
+/* Runs sup_exec_main in a child; returns its wait status. err_out (if
  * not NULL) gets the child's stderr. */
 static int tst_exec_main(char **argv, int argc, char *err_out, size_t cap)
 {
@@ -732,7 +740,7 @@ static int tst_exec_main(char **argv, int argc, char *err_out, size_t cap)
 	if (pid == 0) {
 		dup2(p[1], 2);
 		close(p[0]);
-		_exit(stdio_exec_main(argc, argv));
+		_exit(sup_exec_main(argc, argv));
 	}
 	close(p[1]);
 	size_t len = 0;
@@ -800,7 +808,7 @@ Test(stdio, exec_main_dies_with_parent)
 		if (server == 0) {
 			char *argv[] = {"mcpvisor", "__exec", me,
 					"sleep",    "5",      NULL};
-			_exit(stdio_exec_main(5, argv));
+			_exit(sup_exec_main(5, argv));
 		}
 		close(ready[1]);
 		char c;

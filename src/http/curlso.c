@@ -1,0 +1,81 @@
+/*
+ * Loads libcurl on first use (dlopen) and fills the function table of
+ * curlso.h. Loaded once per process and never unloaded: libcurl and the
+ * TLS library keep global state that must outlive every handle.
+ */
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "http/curlso.h"
+
+/* Debian's libcurl4 (the OpenSSL flavour, which shares the libcrypto the
+ * runtime already maps). */
+#define CURLSO_NAME "libcurl.so.4"
+
+static struct curlso curlso;
+static bool curlso_tried;
+static const char *curlso_why;
+
+/* dlsym gives a void *; POSIX lets it hold a function's address, and it
+ * is stored through the slot's bytes since C does not convert the two. */
+static bool curlso_sym(void *h, const char *name, void *slot, size_t size)
+{
+	void *p = dlsym(h, name);
+	if (p == NULL || size != sizeof p)
+		return false;
+	*(void **)slot = p;
+	return true;
+}
+
+#define CURLSO_SYM(field, name)                                                \
+	curlso_sym(h, name, &curlso.field, sizeof curlso.field)
+
+static const char *curlso_load(void)
+{
+	void *h = dlopen(CURLSO_NAME, RTLD_NOW | RTLD_LOCAL);
+	if (h == NULL)
+		return "libcurl (" CURLSO_NAME ") cannot be loaded; install "
+		       "libcurl4";
+	bool ok = CURLSO_SYM(global_init, "curl_global_init") &&
+		  CURLSO_SYM(easy_init, "curl_easy_init") &&
+		  CURLSO_SYM(easy_cleanup, "curl_easy_cleanup") &&
+		  CURLSO_SYM(easy_setopt, "curl_easy_setopt") &&
+		  CURLSO_SYM(easy_getinfo, "curl_easy_getinfo") &&
+		  CURLSO_SYM(easy_pause, "curl_easy_pause") &&
+		  CURLSO_SYM(easy_strerror, "curl_easy_strerror") &&
+		  CURLSO_SYM(multi_init, "curl_multi_init") &&
+		  CURLSO_SYM(multi_cleanup, "curl_multi_cleanup") &&
+		  CURLSO_SYM(multi_setopt, "curl_multi_setopt") &&
+		  CURLSO_SYM(multi_add_handle, "curl_multi_add_handle") &&
+		  CURLSO_SYM(multi_remove_handle, "curl_multi_remove_handle") &&
+		  CURLSO_SYM(multi_socket_action, "curl_multi_socket_action") &&
+		  CURLSO_SYM(multi_assign, "curl_multi_assign") &&
+		  CURLSO_SYM(multi_info_read, "curl_multi_info_read") &&
+		  CURLSO_SYM(slist_append, "curl_slist_append") &&
+		  CURLSO_SYM(slist_free_all, "curl_slist_free_all");
+	/* Kept loaded even on failure: dlclose of a half-used TLS stack is
+	 * not worth the risk for a process that will report and go on. */
+	if (!ok)
+		return "libcurl (" CURLSO_NAME ") lacks a function mcpvisor "
+		       "needs; it is older than 7.85";
+	/* CURL_GLOBAL_ALL initialises TLS once; no signal handlers are
+	 * installed (each easy handle sets CURLOPT_NOSIGNAL). */
+	if (curlso.global_init(CURL_GLOBAL_ALL) != CURLE_OK)
+		return "libcurl failed to initialise";
+	return NULL;
+}
+
+const struct curlso *curlso_get(const char **why)
+{
+	if (!curlso_tried) {
+		curlso_tried = true;
+		curlso_why = curlso_load();
+	}
+	if (curlso_why) {
+		if (why)
+			*why = curlso_why;
+		return NULL;
+	}
+	return &curlso;
+}

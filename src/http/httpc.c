@@ -1,0 +1,768 @@
+/*
+ * The loop's HTTP client: libcurl's multi interface driven by libuv (one
+ * uv_poll per socket curl asks for, one uv_timer for curl's timeouts, one
+ * silence timer per request). Owns the multi handle, its connection cache
+ * and every request in flight. curl may not be re-entered from its own
+ * callbacks, so what a callback asks for (cancel, start, resume, free) is
+ * done when curl has returned.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http/curlso.h"
+#include "http/httpc.h"
+#include "util/xmalloc.h"
+
+/* Connections per host: every open SSE stream (a session's GET stream, a
+ * long call's answer) holds one over HTTP/1.1, so this is generous;
+ * requests past it wait for a free connection. */
+#define HTTPC_MAX_HOST_CONNECTIONS 32
+/* Idle connections kept for reuse. */
+#define HTTPC_MAX_CACHED 32
+#define HTTPC_WHY_MAX 200
+
+struct httpc_sock {
+	uv_poll_t poll;
+	curl_socket_t fd;
+	struct httpc *c;
+};
+
+struct httpc {
+	uv_loop_t *loop;
+	const struct curlso *cu;
+	CURLM *multi;
+	uv_timer_t timer; /* curl's own timeout */
+	uv_timer_t kick;  /* deferred adds and resumes */
+	struct httpc_req *reqs;
+	int handles;   /* open uv handles; freed at 0 once closing */
+	int depth;     /* inside our dispatch: httpc_free waits */
+	int in_curl;   /* inside a curl call: curl may not be re-entered */
+	int cancelled; /* requests cancelled inside curl, to remove */
+	bool closing;  /* httpc_free ran: nothing new starts */
+	bool free_pending;
+};
+
+struct httpc_req {
+	struct httpc *c;
+	struct httpc_req *prev, *next;
+	CURL *easy;
+	struct curl_slist *headers;
+	struct httpc_cbs cbs;
+	void *ctx;
+	uv_timer_t silence;
+	uint64_t silence_ms;
+	struct buf head; /* the final head: "name\0value\0" pairs */
+	int status;
+	bool head_done;
+	bool heard;	/* any byte of a response came */
+	bool added;	/* in the multi handle */
+	bool queued;	/* to add at the kick */
+	bool cancelled; /* no callback any more; removed when curl allows */
+	bool paused;
+	bool resume; /* to resume at the kick */
+	bool done;   /* on_done runs or ran */
+	bool sent;   /* valid once done */
+	int err;     /* our own reason, before curl's */
+	const char *err_why;
+	char why[HTTPC_WHY_MAX];
+	char errbuf[CURL_ERROR_SIZE];
+};
+
+static void httpc_leave(struct httpc *c);
+static void httpc_free_now(struct httpc *c);
+
+/* ---- handles ---- */
+
+static void httpc_handle_closed(struct httpc *c)
+{
+	if (--c->handles == 0 && c->closing)
+		free(c);
+}
+
+static void httpc_timer_close_cb(uv_handle_t *h)
+{
+	httpc_handle_closed(h->data);
+}
+
+static void httpc_sock_close_cb(uv_handle_t *h)
+{
+	struct httpc_sock *s = h->data;
+	struct httpc *c = s->c;
+	free(s);
+	httpc_handle_closed(c);
+}
+
+static void httpc_req_close_cb(uv_handle_t *h)
+{
+	struct httpc_req *r = h->data;
+	struct httpc *c = r->c;
+	free(r);
+	httpc_handle_closed(c);
+}
+
+/* ---- curl driven by the loop ---- */
+
+/* One curl_multi_socket_action, then what it finished and what its
+ * callbacks asked for. */
+static void httpc_action(struct httpc *c, curl_socket_t fd, int flags)
+{
+	int running = 0;
+	c->depth++;
+	c->in_curl++;
+	c->cu->multi_socket_action(c->multi, fd, flags, &running);
+	c->in_curl--;
+	httpc_leave(c);
+}
+
+static void httpc_poll_cb(uv_poll_t *p, int status, int events)
+{
+	struct httpc_sock *s = p->data;
+	int flags = 0;
+	if (status < 0)
+		flags = CURL_CSELECT_ERR;
+	if (events & UV_READABLE)
+		flags |= CURL_CSELECT_IN;
+	if (events & UV_WRITABLE)
+		flags |= CURL_CSELECT_OUT;
+	httpc_action(s->c, s->fd, flags);
+}
+
+static void httpc_timer_cb(uv_timer_t *t)
+{
+	httpc_action(t->data, CURL_SOCKET_TIMEOUT, 0);
+}
+
+static int httpc_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
+			   void *socketp)
+{
+	struct httpc *c = userp;
+	struct httpc_sock *s = socketp;
+	if (what == CURL_POLL_REMOVE) {
+		if (s) {
+			c->cu->multi_assign(c->multi, fd, NULL);
+			uv_close((uv_handle_t *)&s->poll, httpc_sock_close_cb);
+		}
+		return 0;
+	}
+	if (s == NULL) {
+		s = xcalloc(1, sizeof *s);
+		if (uv_poll_init_socket(c->loop, &s->poll, fd) < 0) {
+			free(s);
+			return -1;
+		}
+		s->fd = fd;
+		s->c = c;
+		s->poll.data = s;
+		c->handles++;
+		c->cu->multi_assign(c->multi, fd, s);
+	}
+	int events = 0;
+	if (what & CURL_POLL_IN)
+		events |= UV_READABLE;
+	if (what & CURL_POLL_OUT)
+		events |= UV_WRITABLE;
+	uv_poll_start(&s->poll, events, httpc_poll_cb);
+	return 0;
+}
+
+static int httpc_curl_timer_cb(CURLM *m, long ms, void *userp)
+{
+	struct httpc *c = userp;
+	if (ms < 0)
+		uv_timer_stop(&c->timer);
+	else
+		uv_timer_start(&c->timer, httpc_timer_cb, (uint64_t)ms, 0);
+	return 0;
+}
+
+/* ---- ending a request ---- */
+
+static bool httpc_sent_now(const struct httpc_req *r)
+{
+	if (r->heard)
+		return true;
+	if (!r->added)
+		return false;
+	/* Bytes of the request written to a socket, counted as they go
+	 * (a partial write counts). */
+	long size = 0;
+	if (r->c->cu->easy_getinfo(r->easy, CURLINFO_REQUEST_SIZE, &size) !=
+	    CURLE_OK)
+		return true;
+	return size > 0;
+}
+
+/* Removes r from curl (never from inside curl), tells its owner unless
+ * it was cancelled, and frees it. */
+static void httpc_end(struct httpc_req *r, int err, const char *why)
+{
+	struct httpc *c = r->c;
+	const struct curlso *cu = c->cu;
+	r->sent = httpc_sent_now(r);
+	if (r->added) {
+		c->in_curl++;
+		cu->multi_remove_handle(c->multi, r->easy);
+		c->in_curl--;
+		r->added = false;
+	}
+	uv_timer_stop(&r->silence);
+	if (!r->cancelled && r->cbs.on_done) {
+		r->done = true;
+		r->cbs.on_done(r->ctx, r, err, why);
+	}
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		c->reqs = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	cu->easy_cleanup(r->easy);
+	cu->slist_free_all(r->headers);
+	buf_free(&r->head);
+	uv_close((uv_handle_t *)&r->silence, httpc_req_close_cb);
+}
+
+/* A CURLcode as -errno and a sentence that names no header value and no
+ * URL (either may hold a secret). */
+static int httpc_map(struct httpc_req *r, CURLcode code, const char **why)
+{
+	const char *what = r->c->cu->easy_strerror(code);
+	int err;
+	switch (code) {
+	case CURLE_OK:
+		*why = "";
+		return 0;
+	case CURLE_COULDNT_CONNECT:
+		err = -ECONNREFUSED;
+		*why = "the server refused the connection";
+		return err;
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		*why = "the server's host name did not resolve";
+		return -EHOSTUNREACH;
+	case CURLE_OPERATION_TIMEDOUT:
+		*why = r->heard ? "the response did not finish in time"
+				: "the server did not answer in time";
+		return -ETIMEDOUT;
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+		*why = r->heard ? "the connection closed before the response "
+				  "was whole"
+				: "the connection closed without a response";
+		return -ECONNRESET;
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+	case CURLE_SSL_INVALIDCERTSTATUS:
+	case CURLE_SSL_SHUTDOWN_FAILED:
+	case CURLE_SSL_CRL_BADFILE:
+	case CURLE_USE_SSL_FAILED:
+		/* TLS errors name the certificate problem and at most the
+		 * host; never a header or a path. */
+		snprintf(r->why, sizeof r->why, "TLS failed: %.150s",
+			 r->errbuf[0] ? r->errbuf : what);
+		*why = r->why;
+		return -EPROTO;
+	case CURLE_WRITE_ERROR:
+	case CURLE_ABORTED_BY_CALLBACK:
+		*why = "the request was ended by its owner";
+		return -ECANCELED;
+	case CURLE_OUT_OF_MEMORY:
+		*why = "out of memory";
+		return -ENOMEM;
+	case CURLE_URL_MALFORMAT:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+		*why = "the URL is not a valid http or https URL";
+		return -EINVAL;
+	default:
+		snprintf(r->why, sizeof r->why,
+			 "the HTTP exchange failed: %.150s", what);
+		*why = r->why;
+		return -EPROTO;
+	}
+}
+
+/* What curl finished, and what was cancelled while curl ran. */
+static void httpc_settle(struct httpc *c)
+{
+	const struct curlso *cu = c->cu;
+	for (;;) {
+		bool any = false;
+		CURLMsg *m;
+		int left;
+		while (!c->closing &&
+		       (m = cu->multi_info_read(c->multi, &left)) != NULL) {
+			if (m->msg != CURLMSG_DONE)
+				continue;
+			struct httpc_req *r = NULL;
+			cu->easy_getinfo(m->easy_handle, CURLINFO_PRIVATE,
+					 (char **)&r);
+			CURLcode code = m->data.result;
+			const char *why;
+			int err = httpc_map(r, code, &why);
+			if (r->err) {
+				err = r->err;
+				why = r->err_why;
+			}
+			httpc_end(r, err, why);
+			any = true;
+		}
+		if (c->cancelled > 0) {
+			c->cancelled = 0;
+			struct httpc_req *next;
+			for (struct httpc_req *r = c->reqs; r; r = next) {
+				next = r->next;
+				if (r->cancelled)
+					httpc_end(r, -ECANCELED, "");
+			}
+			any = true;
+		}
+		if (!any)
+			break;
+	}
+}
+
+static void httpc_leave(struct httpc *c)
+{
+	if (c->depth > 1) {
+		c->depth--;
+		return;
+	}
+	if (!c->closing)
+		httpc_settle(c);
+	c->depth = 0;
+	if (c->free_pending) {
+		c->free_pending = false;
+		httpc_free_now(c);
+	}
+}
+
+/* ---- the response as it comes ---- */
+
+static void httpc_silence_cb(uv_timer_t *t)
+{
+	struct httpc_req *r = t->data;
+	struct httpc *c = r->c;
+	if (r->cancelled || r->done)
+		return;
+	c->depth++;
+	snprintf(r->why, sizeof r->why, "the server sent nothing for %llu ms",
+		 (unsigned long long)r->silence_ms);
+	httpc_end(r, -ETIMEDOUT, r->why);
+	httpc_leave(c);
+}
+
+static void httpc_heard(struct httpc_req *r)
+{
+	r->heard = true;
+	if (r->silence_ms && !r->paused)
+		uv_timer_start(&r->silence, httpc_silence_cb, r->silence_ms, 0);
+}
+
+/* Keeps one header as "name\0value\0"; leading and trailing blanks of the
+ * value dropped. Folded continuation lines (obsolete) are ignored. */
+static void httpc_head_add(struct httpc_req *r, const char *p, size_t len)
+{
+	while (len && (p[len - 1] == '\n' || p[len - 1] == '\r'))
+		len--;
+	const char *colon = memchr(p, ':', len);
+	if (colon == NULL || colon == p || p[0] == ' ' || p[0] == '\t')
+		return;
+	const char *v = colon + 1;
+	const char *end = p + len;
+	while (v < end && (*v == ' ' || *v == '\t'))
+		v++;
+	while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	buf_append(&r->head, p, (size_t)(colon - p));
+	buf_append(&r->head, "", 1);
+	buf_append(&r->head, v, (size_t)(end - v));
+	buf_append(&r->head, "", 1);
+}
+
+/* "HTTP/1.1 200 OK" or "HTTP/2 200": the code, or 0. */
+static int httpc_status_line(const char *p, size_t len)
+{
+	const char *sp = memchr(p, ' ', len);
+	if (sp == NULL || (size_t)(sp - p) + 4 > len)
+		return 0;
+	int code = 0;
+	for (int i = 1; i <= 3; i++) {
+		if (sp[i] < '0' || sp[i] > '9')
+			return 0;
+		code = code * 10 + (sp[i] - '0');
+	}
+	return code;
+}
+
+static size_t httpc_header_cb(char *p, size_t size, size_t n, void *ud)
+{
+	struct httpc_req *r = ud;
+	size_t len = size * n;
+	if (r->cancelled)
+		return 0;
+	httpc_heard(r);
+	if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) {
+		/* A new head (after a 1xx): it replaces the one before. */
+		buf_reset(&r->head);
+		r->status = httpc_status_line(p, len);
+		r->head_done = false;
+		return len;
+	}
+	if (r->head_done)
+		return len; /* trailers */
+	if ((len == 2 && p[0] == '\r') || (len == 1 && p[0] == '\n')) {
+		if (r->status >= 100 && r->status < 200)
+			return len; /* interim: the real head follows */
+		r->head_done = true;
+		if (r->cbs.on_head && !r->cbs.on_head(r->ctx, r) &&
+		    !r->cancelled) {
+			r->err = -ECANCELED;
+			r->err_why = "the request was ended by its owner";
+		}
+		return r->cancelled || r->err ? 0 : len;
+	}
+	if (r->head.len + len + 2 > HTTPC_MAX_HEAD) {
+		r->err = -EPROTO;
+		r->err_why = "the response head is larger than 64 KiB";
+		return 0;
+	}
+	httpc_head_add(r, p, len);
+	return len;
+}
+
+static size_t httpc_write_cb(char *p, size_t size, size_t n, void *ud)
+{
+	struct httpc_req *r = ud;
+	size_t len = size * n;
+	if (r->cancelled)
+		return 0;
+	/* curl keeps this piece and gives it again on resume. */
+	if (r->paused)
+		return CURL_WRITEFUNC_PAUSE;
+	httpc_heard(r);
+	if (r->cbs.on_body && !r->cbs.on_body(r->ctx, r, p, len) &&
+	    !r->cancelled) {
+		r->err = -ECANCELED;
+		r->err_why = "the request was ended by its owner";
+	}
+	return r->cancelled || r->err ? 0 : len;
+}
+
+/* ---- the kick: what could not be done inside curl ---- */
+
+static void httpc_kick_cb(uv_timer_t *t)
+{
+	struct httpc *c = t->data;
+	c->depth++;
+	struct httpc_req *next;
+	for (struct httpc_req *r = c->reqs; r && !c->closing; r = next) {
+		next = r->next;
+		if (r->cancelled)
+			continue;
+		if (r->queued) {
+			r->queued = false;
+			CURLMcode mc =
+				c->cu->multi_add_handle(c->multi, r->easy);
+			if (mc != CURLM_OK) {
+				/* Ended below: its on_done may cancel next. */
+				r->err = -ENOMEM;
+				r->err_why = "the request could not be started";
+				continue;
+			}
+			r->added = true;
+		}
+		if (r->resume) {
+			r->resume = false;
+			/* May deliver the kept piece right away. */
+			c->in_curl++;
+			c->cu->easy_pause(r->easy, CURLPAUSE_CONT);
+			c->in_curl--;
+		}
+	}
+	for (struct httpc_req *r = c->reqs; r && !c->closing; r = next) {
+		next = r->next;
+		if (!r->added && !r->queued && !r->cancelled && r->err) {
+			httpc_end(r, r->err, r->err_why);
+			next = c->reqs; /* on_done may have ended others */
+		}
+	}
+	httpc_leave(c);
+}
+
+static void httpc_kick(struct httpc *c)
+{
+	uv_timer_start(&c->kick, httpc_kick_cb, 0, 0);
+}
+
+/* ---- API ---- */
+
+struct httpc *httpc_new(uv_loop_t *loop, const char **why)
+{
+	const struct curlso *cu = curlso_get(why);
+	if (cu == NULL)
+		return NULL;
+	CURLM *multi = cu->multi_init();
+	if (multi == NULL) {
+		if (why)
+			*why = "libcurl could not make a multi handle";
+		return NULL;
+	}
+	struct httpc *c = xcalloc(1, sizeof *c);
+	c->loop = loop;
+	c->cu = cu;
+	c->multi = multi;
+	uv_timer_init(loop, &c->timer);
+	uv_timer_init(loop, &c->kick);
+	c->timer.data = c->kick.data = c;
+	c->handles = 2;
+	cu->multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, httpc_socket_cb);
+	cu->multi_setopt(multi, CURLMOPT_SOCKETDATA, c);
+	cu->multi_setopt(multi, CURLMOPT_TIMERFUNCTION, httpc_curl_timer_cb);
+	cu->multi_setopt(multi, CURLMOPT_TIMERDATA, c);
+	cu->multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+			 (long)HTTPC_MAX_HOST_CONNECTIONS);
+	cu->multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long)HTTPC_MAX_CACHED);
+	return c;
+}
+
+static void httpc_free_now(struct httpc *c)
+{
+	c->closing = true;
+	/* Every request ends; an on_done that starts another is refused. */
+	while (c->reqs) {
+		struct httpc_req *r = c->reqs;
+		httpc_end(r, -ECANCELED, "the HTTP client was closed");
+	}
+	/* Closes the cached connections: their polls go through
+	 * httpc_socket_cb. */
+	c->cu->multi_cleanup(c->multi);
+	c->multi = NULL;
+	uv_close((uv_handle_t *)&c->timer, httpc_timer_close_cb);
+	uv_close((uv_handle_t *)&c->kick, httpc_timer_close_cb);
+}
+
+void httpc_free(struct httpc *c)
+{
+	if (c == NULL || c->closing)
+		return;
+	if (c->depth > 0 || c->in_curl > 0) {
+		c->free_pending = true;
+		return;
+	}
+	httpc_free_now(c);
+}
+
+static bool httpc_header_ok(const char *h)
+{
+	const char *colon = strchr(h, ':');
+	return colon && colon != h && strpbrk(h, "\r\n") == NULL;
+}
+
+/* Sets the options every request gets (see httpc.h and the file head). */
+static int httpc_setup(struct httpc_req *r, const struct httpc_opts *o)
+{
+	const struct curlso *cu = r->c->cu;
+	CURL *e = r->easy;
+	CURLcode rc = CURLE_OK;
+#define SET(opt, val)                                                          \
+	do {                                                                   \
+		if (rc == CURLE_OK)                                            \
+			rc = cu->easy_setopt(e, opt, val);                     \
+	} while (0)
+	SET(CURLOPT_NOSIGNAL, 1L);
+	SET(CURLOPT_PRIVATE, (void *)r);
+	SET(CURLOPT_URL, o->url);
+	SET(CURLOPT_PROTOCOLS_STR, "http,https");
+	SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	/* A redirect must not carry our Authorization elsewhere. */
+	SET(CURLOPT_FOLLOWLOCATION, 0L);
+	SET(CURLOPT_NOPROXY, "127.0.0.1,localhost,::1");
+	if (o->unix_socket)
+		SET(CURLOPT_UNIX_SOCKET_PATH, o->unix_socket);
+	SET(CURLOPT_CONNECTTIMEOUT_MS,
+	    (long)(o->connect_timeout_ms ? o->connect_timeout_ms
+					 : HTTPC_CONNECT_TIMEOUT_MS));
+	if (o->total_timeout_ms)
+		SET(CURLOPT_TIMEOUT_MS, (long)o->total_timeout_ms);
+	SET(CURLOPT_HEADERFUNCTION, httpc_header_cb);
+	SET(CURLOPT_HEADERDATA, (void *)r);
+	SET(CURLOPT_WRITEFUNCTION, httpc_write_cb);
+	SET(CURLOPT_WRITEDATA, (void *)r);
+	SET(CURLOPT_ERRORBUFFER, r->errbuf);
+	SET(CURLOPT_TCP_KEEPALIVE, 1L);
+	/* No CURLOPT_PIPEWAIT: a request would wait for a connection whose
+	 * protocol is not known yet, which a silent stream never tells. */
+	SET(CURLOPT_HTTPHEADER, r->headers);
+	const char *m = o->method ? o->method : "GET";
+	if (strcmp(m, "GET") == 0) {
+		SET(CURLOPT_HTTPGET, 1L);
+	} else if (strcmp(m, "POST") == 0) {
+		SET(CURLOPT_POST, 1L);
+	} else {
+		SET(CURLOPT_CUSTOMREQUEST, m);
+	}
+	if (o->body || strcmp(m, "POST") == 0) {
+		/* The size first: COPYPOSTFIELDS copies that many bytes. */
+		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)o->body_len);
+		SET(CURLOPT_COPYPOSTFIELDS, o->body ? o->body : "");
+	}
+#undef SET
+	return rc == CURLE_OK ? 0 : -EINVAL;
+}
+
+int httpc_start(struct httpc *c, const struct httpc_opts *opts,
+		const struct httpc_cbs *cbs, void *ctx, struct httpc_req **out)
+{
+	const struct curlso *cu = c->cu;
+	if (c->closing || opts->url == NULL ||
+	    (strncasecmp(opts->url, "http://", 7) != 0 &&
+	     strncasecmp(opts->url, "https://", 8) != 0) ||
+	    (opts->body == NULL && opts->body_len > 0) ||
+	    (opts->method && (opts->method[0] == '\0' ||
+			      strpbrk(opts->method, " \r\n") != NULL)))
+		return -EINVAL;
+	struct curl_slist *hs = NULL;
+	size_t nh = 0;
+	for (; opts->headers && opts->headers[nh]; nh++) {
+		if (nh == HTTPC_MAX_HEADERS ||
+		    !httpc_header_ok(opts->headers[nh])) {
+			cu->slist_free_all(hs);
+			return -EINVAL;
+		}
+		hs = cu->slist_append(hs, opts->headers[nh]);
+	}
+	/* No "Expect: 100-continue" wait before a large body. */
+	hs = cu->slist_append(hs, "Expect:");
+	CURL *e = cu->easy_init();
+	if (hs == NULL || e == NULL) {
+		cu->slist_free_all(hs);
+		if (e)
+			cu->easy_cleanup(e);
+		return -ENOMEM;
+	}
+	struct httpc_req *r = xcalloc(1, sizeof *r);
+	r->c = c;
+	r->easy = e;
+	r->headers = hs;
+	r->cbs = *cbs;
+	r->ctx = ctx;
+	r->silence_ms = opts->silence_timeout_ms;
+	buf_init(&r->head);
+	if (httpc_setup(r, opts) < 0) {
+		cu->easy_cleanup(e);
+		cu->slist_free_all(hs);
+		free(r);
+		return -EINVAL;
+	}
+	uv_timer_init(c->loop, &r->silence);
+	r->silence.data = r;
+	c->handles++;
+	r->next = c->reqs;
+	if (c->reqs)
+		c->reqs->prev = r;
+	c->reqs = r;
+	if (r->silence_ms)
+		uv_timer_start(&r->silence, httpc_silence_cb, r->silence_ms, 0);
+	if (c->in_curl > 0) {
+		r->queued = true;
+		httpc_kick(c);
+	} else if (cu->multi_add_handle(c->multi, e) != CURLM_OK) {
+		r->cancelled = true;
+		httpc_end(r, -ENOMEM, "");
+		return -ENOMEM;
+	} else {
+		r->added = true;
+	}
+	if (out)
+		*out = r;
+	return 0;
+}
+
+void httpc_cancel(struct httpc_req *r)
+{
+	if (r == NULL || r->cancelled || r->done)
+		return;
+	r->cancelled = true;
+	struct httpc *c = r->c;
+	if (c->in_curl > 0) {
+		c->cancelled++;
+		return;
+	}
+	c->depth++;
+	httpc_end(r, -ECANCELED, "");
+	httpc_leave(c);
+}
+
+void httpc_pause(struct httpc_req *r, bool on)
+{
+	if (r->cancelled || r->done || r->paused == on)
+		return;
+	struct httpc *c = r->c;
+	r->paused = on;
+	if (on) {
+		uv_timer_stop(&r->silence);
+		r->resume = false;
+		/* Inside curl the next piece is refused with
+		 * CURL_WRITEFUNC_PAUSE instead. */
+		if (c->in_curl == 0 && r->added) {
+			c->in_curl++;
+			c->cu->easy_pause(r->easy, CURLPAUSE_RECV);
+			c->in_curl--;
+		}
+		return;
+	}
+	if (r->silence_ms)
+		uv_timer_start(&r->silence, httpc_silence_cb, r->silence_ms, 0);
+	/* Resuming delivers kept data at once: never inside the caller. */
+	r->resume = true;
+	httpc_kick(c);
+}
+
+uv_loop_t *httpc_loop(const struct httpc *c)
+{
+	return c->loop;
+}
+
+int httpc_status(const struct httpc_req *r)
+{
+	return r->head_done ? r->status : 0;
+}
+
+const char *httpc_header(const struct httpc_req *r, const char *name)
+{
+	return httpc_head_get(&r->head, name);
+}
+
+void httpc_head_copy(const struct httpc_req *r, struct buf *out)
+{
+	buf_reset(out);
+	buf_append(out, r->head.data, r->head.len);
+}
+
+const char *httpc_head_get(const struct buf *head, const char *name)
+{
+	const char *p = head->data;
+	const char *end = p + head->len;
+	while (p && p < end) {
+		const char *v = p + strlen(p) + 1;
+		if (strcasecmp(p, name) == 0)
+			return v;
+		p = v + strlen(v) + 1;
+	}
+	return NULL;
+}
+
+bool httpc_sent(const struct httpc_req *r)
+{
+	return r->done ? r->sent : httpc_sent_now(r);
+}

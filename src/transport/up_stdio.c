@@ -1,0 +1,204 @@
+/*
+ * The stdio upstream: a stdio MCP server is the process supervisor with
+ * pipes, its stdout framed into messages. Its facts: messages (related 0:
+ * a pipe cannot tell which request a message belongs to), garbage and
+ * overlong lines, stderr lines, the stdin queue draining, the process
+ * appearing and going (with its group), and its exit or its stdout's end
+ * as the one fault. Decides nothing.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/supervisor.h"
+#include "transport/upstream.h"
+#include "util/xmalloc.h"
+
+struct upstream {
+	struct supervisor *sup;
+	struct upstream_cbs cbs;
+	void *ctx;
+	bool stopping; /* stop was called: its exit is no fault */
+	pid_t pid;
+	uint64_t start_time;
+	char token[SUP_TOKEN_MAX + 1];
+};
+
+static void up_stdio_message(void *ctx, const char *line, size_t len)
+{
+	struct upstream *u = ctx;
+	u->cbs.on_message(u->ctx, line, len, 0);
+}
+
+static void up_stdio_garbage(void *ctx, const char *what)
+{
+	struct upstream *u = ctx;
+	if (u->cbs.on_garbage)
+		u->cbs.on_garbage(u->ctx, what);
+}
+
+static void up_stdio_overlong(void *ctx, const char *head, size_t head_len,
+			      const char *tail, size_t tail_len)
+{
+	struct upstream *u = ctx;
+	if (u->cbs.on_overlong)
+		u->cbs.on_overlong(u->ctx, head, head_len, tail, tail_len);
+}
+
+static void up_stdio_drain(void *ctx)
+{
+	struct upstream *u = ctx;
+	if (u->cbs.on_drain)
+		u->cbs.on_drain(u->ctx);
+}
+
+static void up_stdio_log(void *ctx, const char *line, size_t len)
+{
+	struct upstream *u = ctx;
+	if (u->cbs.on_log)
+		u->cbs.on_log(u->ctx, line, len);
+}
+
+static void up_stdio_exit(void *ctx, int64_t status, int sig)
+{
+	struct upstream *u = ctx;
+	if (u->stopping || u->cbs.on_fault == NULL)
+		return;
+	/* The supervisor says -1 and no signal when stdout ended while
+	 * the process still ran (or was never reaped): the pipe closed. */
+	struct upstream_fault f = {
+		.kind = status < 0 && sig == 0 ? UPSTREAM_CLOSED
+					       : UPSTREAM_EXITED,
+		.exit_status = status,
+		.term_signal = sig,
+	};
+	char *text;
+	if (sig)
+		text = xasprintf("exited on signal %d (%s)", sig,
+				 strsignal(sig));
+	else if (status >= 0)
+		text = xasprintf("exited with code %lld", (long long)status);
+	else
+		text = xstrdup("closed its output");
+	f.text = text;
+	u->cbs.on_fault(u->ctx, &f);
+	free(text);
+}
+
+static void up_stdio_owned(struct upstream *u, bool live)
+{
+	if (u->cbs.on_owned == NULL)
+		return;
+	struct upstream_owned o = {
+		.kind = UPSTREAM_OWNED_PROCESS,
+		.token = u->token,
+		.pid = u->pid,
+		.pgid = u->pid, /* its own group (the supervisor's setsid) */
+		.start_time = u->start_time,
+	};
+	u->cbs.on_owned(u->ctx, &o, live);
+}
+
+static void up_stdio_closed(void *ctx)
+{
+	struct upstream *u = ctx;
+	/* The supervisor calls this once the group and every process with
+	 * the token are gone or killed. */
+	up_stdio_owned(u, false);
+	if (u->cbs.on_closed)
+		u->cbs.on_closed(u->ctx);
+	free(u);
+}
+
+static const struct sup_cbs up_stdio_sup_cbs = {
+	.on_message = up_stdio_message,
+	.on_garbage = up_stdio_garbage,
+	.on_overlong = up_stdio_overlong,
+	.on_drain = up_stdio_drain,
+	.on_log = up_stdio_log,
+	.on_exit = up_stdio_exit,
+	.on_closed = up_stdio_closed,
+};
+
+static int up_stdio_open(uv_loop_t *loop, const struct upstream_spec *spec,
+			 const struct upstream_cbs *cbs, void *ctx,
+			 struct upstream **out)
+{
+	const struct server_config *s = spec->server;
+	*out = NULL;
+	if (s->command == NULL)
+		return -EINVAL;
+	char **args = xcalloc(s->nargs + 1, sizeof *args);
+	for (size_t i = 0; i < s->nargs; i++)
+		args[i] = s->args[i];
+	char **env = sup_env_from_config(s->env, s->nenv);
+	struct upstream *u = xcalloc(1, sizeof *u);
+	u->cbs = *cbs;
+	u->ctx = ctx;
+	struct sup_spec sp = {
+		.command = s->command,
+		.args = args,
+		.env = env,
+		.token = spec->token,
+		.cwd = spec->cwd,
+		.mode = SUP_PIPES,
+		.stop_grace_ms = spec->stop_grace_ms,
+	};
+	int rc = sup_spawn(loop, &sp, &up_stdio_sup_cbs, u, &u->sup);
+	free(args);
+	sup_env_free(env);
+	if (rc < 0) {
+		free(u);
+		return rc;
+	}
+	u->pid = sup_pid(u->sup);
+	u->start_time = sup_start_time(u->sup);
+	snprintf(u->token, sizeof u->token, "%s", sup_token(u->sup));
+	*out = u;
+	up_stdio_owned(u, true);
+	return 0;
+}
+
+static int up_stdio_send(struct upstream *u, const char *msg, size_t len,
+			 int64_t id)
+{
+	return sup_send(u->sup, msg, len);
+}
+
+static void up_stdio_pause(struct upstream *u, bool on)
+{
+	sup_pause(u->sup, on);
+}
+
+static void up_stdio_stop(struct upstream *u)
+{
+	u->stopping = true;
+	sup_stop(u->sup);
+}
+
+static json_t *up_stdio_describe(const struct upstream *u, bool verbose)
+{
+	json_t *o = json_pack("{s:s}", "transport", "stdio");
+	if (verbose)
+		json_object_set_new(o, "pid", json_integer(u->pid));
+	return o;
+}
+
+static char *up_stdio_log_tail(const struct upstream *u, int n)
+{
+	return sup_log_tail(u->sup, n);
+}
+
+const struct upstream_ops upstream_stdio = {
+	.kind = "stdio",
+	.caps = UPSTREAM_OWNS,
+	.open = up_stdio_open,
+	.send = up_stdio_send,
+	.forget = NULL, /* a pipe has nothing to let go of */
+	.pause = up_stdio_pause,
+	.stop = up_stdio_stop,
+	.describe = up_stdio_describe,
+	.log_tail = up_stdio_log_tail,
+};
