@@ -44,6 +44,10 @@ static void instance_lists_done(struct instance *inst)
 	char *why = xasprintf("ready in %llu ms", (unsigned long long)ms);
 	backoff_reset(&inst->backoff);
 	inst->lost_ports = 0;
+	/* It let us in: a challenge from before is stale. */
+	inst->auth_status = 0;
+	free(inst->auth_metadata);
+	inst->auth_metadata = NULL;
 	/* Running now: a reason it failed before would be stale. */
 	instance_set_error(inst, NULL);
 	inst->lists_cached = false;

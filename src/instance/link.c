@@ -67,11 +67,13 @@ void instance_set_ops(struct instance *inst, const struct upstream_ops *ops)
 
 /* ---- faults ---- */
 
-/* The transport's sentence, or one made from the fact. */
-static char *instance_fault_text(const struct upstream_fault *f)
+/* The transport's sentence (masked again: it becomes last_error, which
+ * status and hosts show), or one made from the fact. */
+static char *instance_fault_text(const struct instance *inst,
+				 const struct upstream_fault *f)
 {
 	if (f->text != NULL)
-		return xstrdup(f->text);
+		return instance_mask(inst, f->text, strlen(f->text));
 	switch (f->kind) {
 	case UPSTREAM_EXITED:
 		if (f->term_signal)
@@ -159,7 +161,10 @@ static void instance_needs_auth(struct instance *inst,
 	inst->auth_status = f->http_status;
 	free(inst->auth_metadata);
 	inst->auth_metadata =
-		f->resource_metadata ? xstrdup(f->resource_metadata) : NULL;
+		f->resource_metadata
+			? instance_mask(inst, f->resource_metadata,
+					strlen(f->resource_metadata))
+			: NULL;
 	char status[32] = "";
 	if (f->http_status > 0)
 		snprintf(status, sizeof status, " (HTTP %d)", f->http_status);
@@ -177,7 +182,7 @@ static void instance_fault_cb(void *ctx, const struct upstream_fault *f)
 	struct instance *inst = link->inst;
 	if (link->detached)
 		return;
-	char *text = instance_fault_text(f);
+	char *text = instance_fault_text(inst, f);
 	switch (f->kind) {
 	case UPSTREAM_AUTH:
 		instance_needs_auth(inst, f, text);

@@ -396,15 +396,20 @@ static int mc_post(struct mcpc *m, const char *msg, size_t len, int64_t id,
 static int mc_route(struct mcpc *m, const char *msg, size_t len, int64_t id)
 {
 	bool opens_get = false;
-	/* Only until the session is set up: the hot path scans nothing. */
-	if (m->init_id == 0 && id > 0 &&
-	    mc_method_is(msg, len, "\"initialize\"")) {
-		m->init_id = id;
-		if (!m->decided) {
-			m->init_msg = xmalloc(len);
-			memcpy(m->init_msg, msg, len);
-			m->init_len = len;
-		}
+	/* Only the first request can be the initialize, and only
+	 * notifications before the GET stream open it: the hot path scans
+	 * nothing. */
+	if (!m->first_seen && id > 0) {
+		m->first_seen = true;
+		if (mc_method_is(msg, len, "\"initialize\""))
+			m->init_id = id;
+	}
+	/* Auto mode: kept to send again should this POST find a legacy
+	 * server. */
+	if (id > 0 && id == m->init_id && !m->decided && !m->deciding) {
+		m->init_msg = xmalloc(len);
+		memcpy(m->init_msg, msg, len);
+		m->init_len = len;
 	} else if (id == 0 && !m->get_opened && !m->legacy &&
 		   mc_method_is(msg, len, "\"notifications/initialized\"")) {
 		opens_get = true;

@@ -78,6 +78,7 @@ struct mcpc {
 	bool ever_ok;	 /* a response came from the server */
 	bool get_opened; /* the standing GET stream was started */
 	bool deciding;	 /* auto mode: the POST that finds out is out */
+	bool first_seen; /* the first request was sent */
 	uint64_t connect_timeout_ms;
 	struct mcpc_cbs cbs;
 	void *ctx;

@@ -20,8 +20,12 @@
 #include "util/buf.h"
 #include "util/xmalloc.h"
 
+#ifndef TM_MAX_REQS
 #define TM_MAX_REQS 32
+#endif
+#ifndef TM_MAX_CONNS
 #define TM_MAX_CONNS 32
+#endif
 
 struct tmc;
 struct tm_conn;

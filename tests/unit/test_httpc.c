@@ -169,6 +169,11 @@ static void srv_answer(struct sconn *s, const char *path, const char *body,
 static void srv_parse(struct sconn *s)
 {
 	for (;;) {
+		/* Not HTTP (a TLS hello): hang up, as a plain server would. */
+		if (s->in.len && (s->in.data[0] < 'A' || s->in.data[0] > 'Z')) {
+			srv_close(s);
+			return;
+		}
 		char *eoh = s->in.data ? strstr(s->in.data, "\r\n\r\n") : NULL;
 		if (eoh == NULL)
 			return;
@@ -492,6 +497,23 @@ Test(httpc, connection_refused_not_sent)
 	cr_assert_eq(x.err, -ECONNREFUSED, "%d %s", x.err, x.why);
 	cr_assert_not(x.sent, "nothing reached a server");
 	cr_assert_null(strstr(x.why, "127.0.0.1"), "no URL in why");
+	rec_free(&x);
+}
+
+Test(httpc, tls_failure_is_eproto_and_not_sent)
+{
+	/* https to a plain HTTP server: the handshake fails before any
+	 * byte of the request could go. */
+	char url[64];
+	snprintf(url, sizeof url, "https://127.0.0.1:%d/json", srv_port);
+	struct rec x = {0};
+	buf_init(&x.body);
+	struct httpc_opts o = {.url = url};
+	cr_assert_eq(httpc_start(hc, &o, &rec_cbs, &x, NULL), 0);
+	RUN_UNTIL(x.done);
+	cr_assert_eq(x.err, -EPROTO, "%d %s", x.err, x.why);
+	cr_assert_not(x.sent);
+	cr_assert_eq(srv_requests, 0);
 	rec_free(&x);
 }
 

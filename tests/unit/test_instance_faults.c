@@ -450,3 +450,14 @@ Test(faults, describe_merges_the_transport_s_under_the_instance_s)
 	json_decref(d);
 	finish(inst);
 }
+
+Test(faults, a_fault_s_text_is_masked_before_it_is_shown)
+{
+	struct instance *inst = make_ready(0);
+	struct upstream_fault f = {.kind = UPSTREAM_CLOSED,
+				   .text = "reset by peer (key s3cr3t-XYZ)"};
+	conns[0]->cbs.on_fault(conns[0]->ctx, &f);
+	cr_assert_str_eq(instance_last_error(inst), "reset by peer (key ***)");
+	fake_close(conns[0]);
+	finish(inst);
+}
