@@ -20,7 +20,7 @@ static const char ep_heartbeat[] = "6\r\n: hb\n\n\r\n";
  * so a client hears the runtime alive from the first second on. */
 static void ep_heartbeat_check(struct conn *c, uint64_t now)
 {
-	if (!c->sse || c->state != CONN_BUSY ||
+	if (!(c->sse || c->sse_started) || c->state != CONN_BUSY ||
 	    now - c->sse_ms < EP_HEARTBEAT_MS ||
 	    c->u.s.write_queue_size + c->out.len > 0)
 		return;
