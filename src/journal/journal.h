@@ -36,8 +36,9 @@
 #define JOURNAL_OWNER_ENV "MCPVISOR_OWNER"
 #define JOURNAL_TOKEN_LEN 32
 
-/* Bounds of a container's fields: with the key's, they keep a full
- * journal of containers far below JOURNAL_MAX_BYTES. */
+/* Bounds of a container's fields: with the key's, a full journal of
+ * containers at every bound is about 3.1 MB, under JOURNAL_MAX_BYTES
+ * (test_journal_owned checks it). */
 #define JOURNAL_ENGINE_MAX 200	       /* engine as run: a name or a path */
 #define JOURNAL_CONTAINER_ID_MAX 64    /* hex, as podman and docker give */
 #define JOURNAL_CONTAINER_NAME_MAX 128 /* [A-Za-z0-9][A-Za-z0-9_.-]* */

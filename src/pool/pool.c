@@ -601,10 +601,11 @@ void pool_session_gone(struct pool *pool, const char *session_id)
 		} else if (pool_entry_at_rest(e)) {
 			pool_entry_close(e, "no session uses it");
 		} else if (instance_state(e->inst) == INSTANCE_NEEDS_AUTH) {
-			log_info("instance %s: no session uses it; kept, as its "
-				 "credentials were refused, until a reload "
-				 "changes them",
-				 e->name);
+			log_info(
+				"instance %s: no session uses it; kept, as its "
+				"credentials were refused, until a reload "
+				"changes them",
+				e->name);
 		} else {
 			if (unheld)
 				pool_idle_arm(e);

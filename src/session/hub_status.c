@@ -68,7 +68,8 @@ static void hub_status_reach(json_t *o, const struct server_config *sv,
 }
 
 /* A server that refused our credentials: what its challenge named (the
- * resource metadata url, masked) and what to set. */
+ * resource metadata url, masked) and what to set: a url server takes them
+ * in "headers", a stdio one in "env". */
 static void hub_status_auth(json_t *d, const char *name, struct secrets *sec)
 {
 	const char *state = json_string_value(json_object_get(d, "state"));
@@ -82,11 +83,16 @@ static void hub_status_auth(json_t *d, const char *name, struct secrets *sec)
 	}
 	hub_status_mask(auth, "resourceMetadata", sec);
 	hub_status_mask(auth, "challenge", sec);
+	const char *t = json_string_value(json_object_get(d, "transport"));
+	bool stdio = t == NULL || strcmp(t, "stdio") == 0;
 	char *hint = xasprintf(
-		"set the credentials of server \"%s\" in its \"headers\" "
-		"(for example \"Authorization\": \"Bearer ${TOKEN}\") and "
-		"reload the config; it is not tried again until they change",
-		name);
+		"set the credentials of server \"%s\" in its \"%s\" (for "
+		"example %s) and reload the config; it is not tried again "
+		"until "
+		"they change",
+		name, stdio ? "env" : "headers",
+		stdio ? "\"API_KEY\": \"${API_KEY}\""
+		      : "\"Authorization\": \"Bearer ${TOKEN}\"");
 	json_object_set_new(auth, "hint", json_string(hint));
 	free(hint);
 }
