@@ -561,8 +561,10 @@ static int upl_open(uv_loop_t *loop, const struct upstream_spec *spec,
 		    struct upstream **out)
 {
 	const struct server_config *s = spec->server;
-	if (s->command == NULL || s->url == NULL || spec->http == NULL)
+	if (s->command == NULL || s->url == NULL)
 		return -EINVAL;
+	if (spec->http == NULL)
+		return -ELIBACC; /* libcurl could not be loaded */
 	struct upstream *u = xcalloc(1, sizeof *u);
 	u->cbs = *cbs;
 	u->ctx = ctx;

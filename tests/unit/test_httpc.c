@@ -37,6 +37,7 @@ struct sconn {
 	struct buf in;
 	const char *const *steps; /* pieces written one per timer tick */
 	int step;
+	uint64_t step_ms;
 	int handles;
 };
 
@@ -112,7 +113,7 @@ static void srv_step_cb(uv_timer_t *t)
 		return;
 	srv_puts(s, s->steps[s->step++]);
 	if (s->steps[s->step])
-		uv_timer_start(&s->step_timer, srv_step_cb, 5, 0);
+		uv_timer_start(&s->step_timer, srv_step_cb, s->step_ms, 0);
 }
 
 static void srv_answer(struct sconn *s, const char *path, const char *body,
@@ -135,10 +136,15 @@ static void srv_answer(struct sconn *s, const char *path, const char *body,
 			   "\r\n\r\n",
 			   body_len);
 		buf_append(&out, body, body_len);
-	} else if (strcmp(path, "/chunked") == 0 || strcmp(path, "/sse") == 0) {
+	} else if (strcmp(path, "/chunked") == 0 ||
+		   strncmp(path, "/sse", 4) == 0) {
 		s->steps = path[1] == 'c' ? chunked_steps : sse_steps;
 		s->step = 0;
+		/* /sse-slow: 60 ms between pieces, 300 ms in all */
+		s->step_ms = strcmp(path, "/sse-slow") == 0 ? 60 : 5;
 		srv_step_cb(&s->step_timer);
+	} else if (strcmp(path, "/close") == 0) {
+		srv_close(s);
 	} else if (strcmp(path, "/bighead") == 0) {
 		buf_puts(&out, "HTTP/1.1 200 OK\r\nX-Big: ");
 		for (int i = 0; i < 70 * 1024; i++)
@@ -473,6 +479,30 @@ Test(httpc, sse_trickled_within_silence)
 	cr_assert_str_eq(x.body.data,
 			 ": hb\n\ndata: one\n\ndata: two\n\ndata: three\n\n");
 	cr_assert_geq(x.bodies, 3);
+	rec_free(&x);
+}
+
+Test(httpc, silence_counts_from_the_last_byte)
+{
+	/* Pieces every 60 ms for 300 ms: a 100 ms silence timeout that
+	 * counted from the start would end it. */
+	struct rec x = {0};
+	struct httpc_opts o = {.silence_timeout_ms = 100};
+	rec_start(&x, "/sse-slow", false, &o);
+	RUN_UNTIL(x.done);
+	cr_assert_eq(x.err, 0, "%d %s", x.err, x.why);
+	cr_assert_str_eq(x.body.data,
+			 ": hb\n\ndata: one\n\ndata: two\n\ndata: three\n\n");
+	rec_free(&x);
+}
+
+Test(httpc, closed_after_the_request_is_reset_and_sent)
+{
+	struct rec x = {0};
+	rec_start(&x, "/close", false, NULL);
+	RUN_UNTIL(x.done);
+	cr_assert_eq(x.err, -ECONNRESET, "%d %s", x.err, x.why);
+	cr_assert(x.sent, "the request reached the server");
 	rec_free(&x);
 }
 
