@@ -67,7 +67,8 @@ struct httpc_cbs {
  * cannot be loaded. */
 struct httpc *httpc_new(uv_loop_t *loop, const char **why);
 /* Ends every request (on_done with -ECANCELED), closes its handles; freed
- * once they are closed (run the loop). */
+ * once they are closed (run the loop). From inside a callback it takes
+ * effect when the callback returns. */
 void httpc_free(struct httpc *c);
 
 /* Starts a request. 0 and *out, or -errno (-EINVAL: bad options,
@@ -75,9 +76,11 @@ void httpc_free(struct httpc *c);
 int httpc_start(struct httpc *c, const struct httpc_opts *opts,
 		const struct httpc_cbs *cbs, void *ctx, struct httpc_req **out);
 /* Ends a request: no callback runs after this, not even on_done. Safe
- * from inside its own callbacks. */
+ * from inside any callback (inside its own on_done it does nothing). */
 void httpc_cancel(struct httpc_req *r);
-/* Stops (on) or resumes reading the response body: backpressure. */
+/* Stops (on) or resumes reading the response body: backpressure. The
+ * silence timeout does not run while stopped; what was held comes from
+ * the next loop turn on, never from inside this call. */
 void httpc_pause(struct httpc_req *r, bool on);
 
 /* The loop the client runs on (for its users' own timers). */
