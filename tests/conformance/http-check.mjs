@@ -392,6 +392,25 @@ check("--heartbeat 50: comments on an open GET stream", () =>
     await reader.cancel();
   }));
 
+check("SIGTERM while a client does not read a large answer: exits 0 at once", () =>
+  withServer(DEMO, ["--http", "0", "--echo-repeat", "100000"], async (s) => {
+    const h = await initialize(s.url);
+    const body = JSON.stringify(call(1, "echo", { text: "x".repeat(200) }));
+    const sock = net.connect(s.port, "127.0.0.1");
+    await new Promise((r) => sock.on("connect", r));
+    sock.pause(); // 20 MB of answer, never read
+    sock.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n` +
+      `Content-Type: application/json\r\nAccept: ${ACCEPT}\r\n` +
+      `Mcp-Session-Id: ${h["mcp-session-id"]}\r\nConnection: close\r\n` +
+      `Content-Length: ${body.length}\r\n\r\n${body}`);
+    await new Promise((r) => setTimeout(r, 300));
+    const t0 = Date.now();
+    await s.stop();
+    ok(Date.now() - t0 < 2000, `stopped in ${Date.now() - t0} ms`);
+    sock.destroy();
+    s.stop = async () => {};
+  }));
+
 check("--slow-start: nothing listens before the delay", async () => {
   const t0 = Date.now();
   await withServer(DEMO, ["--http", "0", "--slow-start", "300"], async (s) => {
