@@ -238,6 +238,25 @@ check("sessions are independent (conformance-server state per session)", () =>
     }
   }));
 
+check("test_reconnection: the POST stream ends after priming; GET resumes it", () =>
+  withServer(CONF, ["--http", "0"], async (s) => {
+    const h = await initialize(s.url);
+    const r = await post(s.url, call(1, "test_reconnection"), h);
+    const first = await within(WAIT_MS, "priming", r.sse.next());
+    ok(first.id && first.data === "", "priming");
+    eq(await within(WAIT_MS, "end", r.sse.next()), null, "ended");
+    ok(!r.sse.cut, "ended properly, not cut");
+    const g = sseReader(await fetch(s.url, { headers: { ...h,
+      accept: "text/event-stream", "last-event-id": first.id } }));
+    const m = await within(WAIT_MS, "answer", g.message());
+    eq(m.id, 1, "the answer on the resumed stream");
+    // A session that ends with a call in flight frees it.
+    const slow = await post(s.url, call(2, "test_slow", { ms: 5000 }), h);
+    ok(slow.sse, "a slow call streams");
+    eq((await fetch(s.url, { method: "DELETE", headers: h })).status, 200, "DELETE");
+    eq(await within(WAIT_MS, "cut by DELETE", slow.sse.message()), null, "no answer");
+  }));
+
 check("list_changed on the GET stream; Last-Event-ID replays", () =>
   withServer(DEMO, ["--http", "0"], async (s) => {
     const h = await initialize(s.url);
