@@ -89,8 +89,9 @@ struct fxh_conn {
 	bool ready; /* a whole request parsed, not handled yet */
 	bool busy;  /* its answer is under way */
 	bool keep_alive;
-	bool closing;
-	bool resume; /* held input to feed at the prepare step */
+	bool closing;  /* uv_close called */
+	bool shutting; /* closes once its output is out */
+	bool resume;   /* held input to feed at the prepare step */
 	struct fxh_stream *stream;
 	char *pend;
 	size_t plen;

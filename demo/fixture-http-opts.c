@@ -90,6 +90,11 @@ int fxh_parse_flag(struct fxh_opts *o, int argc, char **argv, int *i)
 	} else if (strcmp(f, "--http") == 0 || strcmp(f, "--http-env") == 0) {
 		const char *p = f[6] == '\0' ? v : v ? getenv(v) : NULL;
 
+		if (f[6] != '\0' && !p) {
+			fprintf(stderr, "%s: --http-env: %s is not set\n",
+				o->prog, v ? v : "(no name)");
+			return -1;
+		}
 		if (fxh_num(o->prog, f, p, 0, 65535, &n) < 0)
 			return -1;
 		o->on = true;

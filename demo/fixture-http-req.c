@@ -576,7 +576,7 @@ static void fxh_route(struct fxh_conn *c)
 
 void fxh_conn_feed(struct fxh_conn *c, const char *p, size_t n)
 {
-	while (n > 0 && !c->busy && !c->closing) {
+	while (n > 0 && !c->busy && !c->closing && !c->shutting) {
 		size_t used = http_parser_execute(&c->parser, &fxh.ps, p, n);
 		enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
 
@@ -597,7 +597,7 @@ void fxh_conn_feed(struct fxh_conn *c, const char *p, size_t n)
 			break;
 		}
 	}
-	if (n > 0 && !c->closing) {
+	if (n > 0 && !c->closing && !c->shutting) {
 		if (c->plen + n > FXH_MAX_PEND) {
 			fxh_conn_close(c);
 			return;

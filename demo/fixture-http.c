@@ -94,8 +94,7 @@ static void fxh_on_shutdown(uv_shutdown_t *req, int status)
 	struct fxh_conn *c = req->data;
 
 	free(req);
-	c->closing = false; /* it was only shutting down */
-	fxh_conn_close(c);
+	fxh_conn_close(c); /* a no-op when fxh_stop closed it already */
 }
 
 /* Closes after what is written has gone out. */
@@ -103,17 +102,16 @@ void fxh_conn_shutdown(struct fxh_conn *c)
 {
 	uv_shutdown_t *req;
 
-	if (c->closing)
+	if (c->closing || c->shutting)
 		return;
 	fxh_detach(c);
 	req = malloc(sizeof(*req));
 	if (!req)
 		abort();
 	req->data = c;
-	c->closing = true;
+	c->shutting = true;
 	if (uv_shutdown(req, (uv_stream_t *)&c->tcp, fxh_on_shutdown) < 0) {
 		free(req);
-		c->closing = false;
 		fxh_conn_close(c);
 	}
 }
@@ -125,7 +123,7 @@ void fxh_write3(struct fxh_conn *c, const char *a, size_t alen, const char *b,
 	struct fxh_wreq *w;
 	uv_buf_t buf;
 
-	if (c->closing)
+	if (c->closing || c->shutting)
 		return;
 	/* A client that stops reading must not make us hold its output
 	 * without bound. */
@@ -627,7 +625,7 @@ static void fxh_on_prepare(uv_prepare_t *h)
 			fxh_session_close(hs);
 	}
 	for (struct fxh_conn *c = fxh.conns; c; c = c->next) {
-		if (c->resume && !c->busy && !c->closing) {
+		if (c->resume && !c->busy && !c->closing && !c->shutting) {
 			char *p = c->pend;
 			size_t n = c->plen;
 

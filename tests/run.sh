@@ -91,7 +91,9 @@ conf_part() { # name command...
 run_conformance() {
 	c=tests/conformance
 	conf_part conformance sh $c/run-against-runtime.sh
+	conf_part conformance-http sh $c/run-against-runtime.sh --http
 	conf_part conformance-fixture-http sh $c/run-fixture-http.sh
+	conf_part conformance-client sh $c/run-client.sh
 	conf_part fixture-stdio-check node $c/stdio-check.mjs build/san/conformance-server
 	conf_part fixture-http-check node $c/http-check.mjs build/san
 }

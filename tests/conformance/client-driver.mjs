@@ -134,6 +134,14 @@ async function main() {
     return 0;
   }
   const rt = await startRuntime(serverUrl);
+  // The suite kills a client that overruns its timeout: take mcpvisor
+  // along, so that no process is left.
+  for (const sig of ["SIGTERM", "SIGINT"])
+    process.on(sig, () => {
+      rt.proc.kill("SIGKILL");
+      rmSync(rt.home, { recursive: true, force: true });
+      process.exit(1);
+    });
   let failure = null;
   try {
     await drive(rt.endpoint);

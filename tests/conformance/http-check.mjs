@@ -238,6 +238,25 @@ check("sessions are independent (conformance-server state per session)", () =>
     }
   }));
 
+check("test_reconnection: the POST stream ends after priming; GET resumes it", () =>
+  withServer(CONF, ["--http", "0"], async (s) => {
+    const h = await initialize(s.url);
+    const r = await post(s.url, call(1, "test_reconnection"), h);
+    const first = await within(WAIT_MS, "priming", r.sse.next());
+    ok(first.id && first.data === "", "priming");
+    eq(await within(WAIT_MS, "end", r.sse.next()), null, "ended");
+    ok(!r.sse.cut, "ended properly, not cut");
+    const g = sseReader(await fetch(s.url, { headers: { ...h,
+      accept: "text/event-stream", "last-event-id": first.id } }));
+    const m = await within(WAIT_MS, "answer", g.message());
+    eq(m.id, 1, "the answer on the resumed stream");
+    // A session that ends with a call in flight frees it.
+    const slow = await post(s.url, call(2, "test_slow", { ms: 5000 }), h);
+    ok(slow.sse, "a slow call streams");
+    eq((await fetch(s.url, { method: "DELETE", headers: h })).status, 200, "DELETE");
+    eq(await within(WAIT_MS, "cut by DELETE", slow.sse.message()), null, "no answer");
+  }));
+
 check("list_changed on the GET stream; Last-Event-ID replays", () =>
   withServer(DEMO, ["--http", "0"], async (s) => {
     const h = await initialize(s.url);
@@ -390,6 +409,25 @@ check("--heartbeat 50: comments on an open GET stream", () =>
     while (!text.includes(": heartbeat\n\n"))
       text += (await within(WAIT_MS, "heartbeat", reader.read())).value;
     await reader.cancel();
+  }));
+
+check("SIGTERM while a client does not read a large answer: exits 0 at once", () =>
+  withServer(DEMO, ["--http", "0", "--echo-repeat", "100000"], async (s) => {
+    const h = await initialize(s.url);
+    const body = JSON.stringify(call(1, "echo", { text: "x".repeat(200) }));
+    const sock = net.connect(s.port, "127.0.0.1");
+    await new Promise((r) => sock.on("connect", r));
+    sock.pause(); // 20 MB of answer, never read
+    sock.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n` +
+      `Content-Type: application/json\r\nAccept: ${ACCEPT}\r\n` +
+      `Mcp-Session-Id: ${h["mcp-session-id"]}\r\nConnection: close\r\n` +
+      `Content-Length: ${body.length}\r\n\r\n${body}`);
+    await new Promise((r) => setTimeout(r, 300));
+    const t0 = Date.now();
+    await s.stop();
+    ok(Date.now() - t0 < 2000, `stopped in ${Date.now() - t0} ms`);
+    sock.destroy();
+    s.stop = async () => {};
   }));
 
 check("--slow-start: nothing listens before the delay", async () => {
