@@ -10,8 +10,6 @@ import http from 'node:http';
 
 import { DEMO, procStat, readMessages, sseMessages, waitFor } from './lib.mjs';
 
-export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
 // The path the fixture serves MCP on (Streamable HTTP, and the legacy
 // transport's SSE stream).
 export const FIX_PATH = '/mcp';

@@ -10,8 +10,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { DEMO, connect, scratchDir, waitFor, withRuntime } from './lib.mjs';
-import { callCount, instanceOf, openGetStream, startCount, startPids, timed } from './failures-lib.mjs';
+import { DEMO, connect, runCli, scratchDir, waitFor, withRuntime } from './lib.mjs';
+import { instanceOf, openGetStream, startPids, timed } from './failures-lib.mjs';
 import { alive, awaitGone, watchGone, withConfig } from './lifetime-lib.mjs';
 import { FIX_PATH, argAfter, pidsWith, streamRequest } from './http-faults-lib.mjs';
 
@@ -181,5 +181,32 @@ test('progress, sampling and elicitation through an HTTP server reach exactly th
 		assert.deepEqual(stray, [], 'messages on a GET stream');
 		await a.close();
 		await b.close();
+	});
+});
+
+test('config: a local url that is not loopback, or {port} in a remote url, is refused naming the field; serve runs the others', {
+	timeout: 30_000,
+}, async (t) => {
+	const servers = {
+		lan: local([], { url: 'http://192.168.1.20:{port}/mcp' }),
+		far: { url: 'https://example.invalid:{port}/mcp', scope: 'app' },
+		web: local(),
+	};
+	const dir = await scratchDir(t);
+	const file = path.join(dir, 'mcp.json');
+	await fsp.writeFile(file, JSON.stringify({ mcpServers: servers }));
+	const chk = await runCli(['check', file]);
+	assert.equal(chk.code, 2, chk.stdout + chk.stderr);
+	assert.match(chk.stderr, /server "lan": field "url": with "command" the url's host must be loopback/);
+	assert.match(chk.stderr, /server "far": field "url": \{port\} is only for a local server/);
+	assert.match(chk.stdout, /^web\s+http-local\s+scope app\s+transport auto\s+http:\/\/127\.0\.0\.1:\{port\}\/mcp$/m);
+	await withRuntime(t, servers, async (rt) => {
+		assert.match(rt.stdoutText, /serving 1 of 3 servers/);
+		const c = await connect(rt);
+		const tools = (await c.listAll()).map((x) => x.name);
+		assert.ok(tools.includes('web__echo'), `tools: ${tools}`);
+		assert.ok(!tools.some((n) => n.startsWith('lan__') || n.startsWith('far__')), `tools: ${tools}`);
+		await rt.demoPids(c, 'web__pid');
+		await c.close();
 	});
 });
