@@ -83,6 +83,12 @@ test('401: needs_auth with the resource metadata URL, tools dropped, no retry st
 				assert.ok(ms < 1000, `a call to a needs_auth server took ${ms} ms`);
 				await c.listAll();
 			}
+			// Nor does a new session try the refused credentials again.
+			const c2 = await connect(rt);
+			assert.ok(!(await c2.listAll()).some((x) => x.name.startsWith('locked__')));
+			const r2 = await callReq(c2, 'locked__echo', { text: 'y' });
+			assert.ok(r2.error, JSON.stringify(r2));
+			await c2.close();
 			const st = instanceOf(await rt.status(), 'locked').inst;
 			assert.equal(st.state, 'needs_auth');
 			assert.equal(px.count(), sent, 'needs_auth was retried');
