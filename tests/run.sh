@@ -96,7 +96,7 @@ run_smoke() {
 }
 
 # Each harness built by `make fuzz-build` runs FUZZ_TEST_SECONDS (6 s keeps
-# the five under 45 s on two shared cores); one pass when it found nothing, one
+# the six under 50 s on two shared cores); one pass when it found nothing, one
 # failure for a crash, leak, timeout or oracle report (tests/fuzz/run.sh
 # says which and where the input is). `make fuzz` runs them longer.
 run_fuzz() {

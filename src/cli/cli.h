@@ -53,8 +53,9 @@ struct client;
 
 /* Finds the runtime of home (NULL: MCPVISOR_HOME or XDG). On failure
  * returns a CLI_* code with a message printed. Every request after it is
- * bounded by MCPVISOR_TIMEOUT (default 10 s) of silence; an MCP request
- * whose runtime still answers a second connection waits on (a long call). */
+ * bounded: a plain one by MCPVISOR_TIMEOUT (default 10 s) as a whole, an
+ * MCP one by 5 s of silence (its answer stream carries heartbeats, so a
+ * long call waits on). */
 int client_open(const char *home, struct client **out);
 /* The pid of the runtime the client talks to, its Unix socket, and the
  * port it asked for when that was taken (else 0). */

@@ -1,27 +1,23 @@
 /*
- * A small blocking MCP client for the terminal: HTTP/1.1 over the runtime's
- * Unix socket (one connection per request), JSON or SSE answers. It needs
- * no HTTP library, so the runtime binary carries none it does not use.
- * Every wait is bounded: a runtime that says nothing for the timeout is
- * asked on a second connection whether it still answers at all (a long
- * tool call is fine; a frozen runtime is reported, never waited on).
+ * The terminal's MCP client: one exchange at a time with the runtime over
+ * its Unix socket, through httpc_fetch (the loop's HTTP client on a
+ * private loop). Every wait is bounded: a plain answer by
+ * MCPVISOR_TIMEOUT as a whole, an MCP answer by silence, since the
+ * runtime writes a heartbeat on every open answer stream: a long tool call
+ * goes on, a frozen runtime is reported.
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "config/config.h"
+#include "http/httpc.h"
 #include "jsonrpc/jsonrpc.h"
 #include "runtime/runtime.h"
 #include "util/buf.h"
@@ -31,6 +27,14 @@
 #define CLIENT_MAX_BODY (64 * 1024 * 1024)
 #define CLIENT_TIMEOUT_MS 10000
 #define CLIENT_POLL_NS (50 * 1000 * 1000)
+/* Connecting to a live runtime's socket takes microseconds; a full listen
+ * queue (a frozen runtime) is not waited on longer than this. */
+#define CLIENT_CONNECT_MS 2000
+/* An open answer stream hears a heartbeat about once a second: this much
+ * silence means frozen. A shorter MCPVISOR_TIMEOUT shortens it, down to
+ * three heartbeats. */
+#define CLIENT_SILENCE_MS 5000
+#define CLIENT_SILENCE_MIN_MS 3000
 
 struct client {
 	long pid;
@@ -41,26 +45,43 @@ struct client {
 	char *session;
 	long next_id;
 	struct buf body;
-	struct buf headers;
+	struct buf headers; /* of the last answer (httpc_head_get) */
+};
+
+/* Reading an SSE answer: the JSON-RPC response with id, as it comes. */
+struct client_sse {
+	long id;
+	json_t *found;
 };
 
 static char *client_header(struct client *c, const char *name)
 {
-	size_t nlen = strlen(name);
-	char *p = c->headers.data;
-	while (p && *p) {
-		char *eol = strstr(p, "\r\n");
-		size_t len = eol ? (size_t)(eol - p) : strlen(p);
-		if (len > nlen && strncasecmp(p, name, nlen) == 0 &&
-		    p[nlen] == ':') {
-			const char *v = p + nlen + 1;
-			while (*v == ' ')
-				v++;
-			return xstrndup(v, len - (size_t)(v - p));
-		}
-		p = eol ? eol + 2 : NULL;
+	const char *v = httpc_head_get(&c->headers, name);
+	return v ? xstrdup(v) : NULL;
+}
+
+static uint64_t client_silence_ms(int timeout_ms)
+{
+	if (timeout_ms >= CLIENT_SILENCE_MS)
+		return CLIENT_SILENCE_MS;
+	return timeout_ms < CLIENT_SILENCE_MIN_MS ? CLIENT_SILENCE_MIN_MS
+						  : (uint64_t)timeout_ms;
+}
+
+/* One SSE event's data: keeps the response to our request and stops
+ * reading there (notifications and server requests are not for us). */
+static bool client_sse_cb(void *arg, const char *data, size_t len)
+{
+	struct client_sse *sse = arg;
+	json_t *m = json_loadb(data, len, 0, NULL);
+	if (m && json_is_integer(json_object_get(m, "id")) &&
+	    json_integer_value(json_object_get(m, "id")) == sse->id &&
+	    json_object_get(m, "method") == NULL) {
+		sse->found = m;
+		return false;
 	}
-	return NULL;
+	json_decref(m);
+	return true;
 }
 
 /* MCPVISOR_TIMEOUT (a duration: "10s", "1500ms") or 10 s. */
@@ -152,224 +173,97 @@ const char *client_socket(const struct client *c)
 	return c->socket;
 }
 
-static int client_connect(struct client *c)
-{
-	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	if (strlen(c->socket) >= sizeof addr.sun_path)
-		return -ENAMETOOLONG;
-	strcpy(addr.sun_path, c->socket);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	/* A Unix connect waits only while the listen queue is full; bound
-	 * that wait too. */
-	struct timeval tv = {c->timeout_ms / 1000,
-			     (c->timeout_ms % 1000) * 1000};
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-	if (connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
-		int e = errno == EINPROGRESS ? ETIMEDOUT : errno;
-		close(fd);
-		return -(e == EAGAIN ? ETIMEDOUT : e);
-	}
-	return fd;
-}
-
-/* Waits up to ms for events on fd: 1 ready, 0 timed out, -1 error. */
-static int client_wait(int fd, short events, int ms)
-{
-	struct pollfd p = {.fd = fd, .events = events};
-	for (;;) {
-		int n = poll(&p, 1, ms);
-		if (n < 0 && errno == EINTR)
-			continue;
-		return n < 0 ? -1 : n;
-	}
-}
-
-static int client_write_all(int fd, const char *p, size_t n, int ms)
-{
-	while (n) {
-		int ready = client_wait(fd, POLLOUT, ms);
-		if (ready <= 0)
-			return ready == 0 ? -ETIMEDOUT : -errno;
-		ssize_t w = send(fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (w < 0 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EPIPE;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-/* Decodes a chunked body in place into out. -1 when malformed. */
-static int client_dechunk(const char *p, size_t n, struct buf *out)
-{
-	size_t i = 0;
-	for (;;) {
-		char *end;
-		unsigned long long sz = strtoull(p + i, &end, 16);
-		size_t hdr = (size_t)(end - (p + i));
-		if (hdr == 0)
-			return -1;
-		const char *crlf = memchr(end, '\n', n - (size_t)(end - p));
-		if (crlf == NULL)
-			return -1;
-		i = (size_t)(crlf - p) + 1;
-		if (sz == 0)
-			return 0;
-		if (sz > n - i || out->len + sz > CLIENT_MAX_BODY)
-			return -1;
-		buf_append(out, p + i, (size_t)sz);
-		i += (size_t)sz;
-		if (i + 2 > n)
-			return -1;
-		i += 2; /* CRLF after the data */
-	}
-}
-
-static int client_exchange(struct client *c, const char *req, size_t len,
-			   struct buf *raw, bool probe);
-
-/* Whether the runtime still answers at all: GET /status on a second
- * connection within the timeout. */
-static bool client_alive(struct client *c)
-{
-	static const char req[] = "GET /status HTTP/1.1\r\nHost: localhost\r\n"
-				  "Connection: close\r\n\r\n";
-	struct buf raw;
-	buf_init(&raw);
-	int rc = client_exchange(c, req, sizeof req - 1, &raw, false);
-	bool ok =
-		rc == 0 && raw.len > 12 && strncmp(raw.data, "HTTP/1.", 7) == 0;
-	buf_free(&raw);
-	return ok;
-}
-
-/* Sends req on a fresh connection and reads the answer to its end into
- * raw. Silence for the timeout ends it with -ETIMEDOUT, unless probe and
- * the runtime still answers a second connection (a long call: wait on). */
-static int client_exchange(struct client *c, const char *req, size_t len,
-			   struct buf *raw, bool probe)
-{
-	int fd = client_connect(c);
-	if (fd < 0)
-		return fd;
-	int rc = client_write_all(fd, req, len, c->timeout_ms);
-	while (rc == 0) {
-		int ready = client_wait(fd, POLLIN, c->timeout_ms);
-		if (ready < 0) {
-			rc = -errno;
-			break;
-		}
-		if (ready == 0) {
-			if (probe && client_alive(c))
-				continue;
-			rc = -ETIMEDOUT;
-			break;
-		}
-		buf_reserve(raw, 65536);
-		ssize_t r = read(fd, raw->data + raw->len, 65536);
-		if (r < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (r < 0) {
-			rc = -errno;
-			break;
-		}
-		if (r == 0)
-			break;
-		raw->len += (size_t)r;
-		raw->data[raw->len] = '\0';
-		if (raw->len > CLIENT_MAX_BODY)
-			rc = -EFBIG;
-	}
-	close(fd);
-	return rc;
-}
-
-/* One HTTP exchange on a fresh connection (Connection: close, read to the
- * end); *status gets the HTTP status, c->headers and c->body the rest. */
+/* Runs one exchange with the runtime. mcp: a POST to /mcp, whose answer
+ * may be an SSE stream that stays open while a call runs; it is bounded
+ * by silence (the runtime writes a heartbeat on every open answer about
+ * once a second), never by its length. Anything else is bounded as a
+ * whole. Errors are printed; CLI_OK or CLI_FAILED. */
 static int client_http_ex(struct client *c, const char *method,
 			  const char *path, const char *body, long *status,
-			  bool probe)
+			  bool mcp, struct client_sse *sse)
 {
 	buf_reset(&c->body);
 	buf_reset(&c->headers);
-	struct buf req;
-	buf_init(&req);
-	buf_printf(&req,
-		   "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
-		   "Accept: application/json, text/event-stream\r\n"
-		   "Content-Type: application/json\r\nContent-Length: %zu\r\n",
-		   method, path, body ? strlen(body) : 0);
-	if (c->session)
-		buf_printf(&req,
-			   "Mcp-Session-Id: %s\r\nMCP-Protocol-Version: "
-			   "%s\r\n",
-			   c->session, MCP_LATEST_VERSION);
-	buf_puts(&req, "\r\n");
-	if (body)
-		buf_puts(&req, body);
-	struct buf raw;
-	buf_init(&raw);
-	int rc = c->frozen ? -ETIMEDOUT
-			   : client_exchange(c, req.data, req.len, &raw, probe);
-	buf_free(&req);
+	if (c->frozen)
+		return CLI_FAILED;
+	char *url = xasprintf("http://localhost%s", path);
+	char *sid =
+		c->session ? xasprintf("Mcp-Session-Id: %s", c->session) : NULL;
+	const char *hs[] = {
+		"Accept: application/json, text/event-stream",
+		"Content-Type: application/json",
+		sid ? sid : NULL,
+		sid ? "MCP-Protocol-Version: " MCP_LATEST_VERSION : NULL,
+		NULL,
+	};
+	uint64_t wait_ms = (uint64_t)c->timeout_ms;
+	if (mcp)
+		wait_ms = client_silence_ms(c->timeout_ms);
+	struct httpc_opts o = {
+		.method = method,
+		.url = url,
+		.unix_socket = c->socket,
+		.headers = hs,
+		.body = body,
+		.body_len = body ? strlen(body) : 0,
+		.connect_timeout_ms = CLIENT_CONNECT_MS < wait_ms
+					      ? CLIENT_CONNECT_MS
+					      : wait_ms,
+		.silence_timeout_ms = mcp ? wait_ms : 0,
+		.total_timeout_ms = mcp ? 0 : wait_ms,
+	};
+	int st = 0;
+	const char *why = "";
+	int rc = httpc_fetch_head(&o, &st, &c->headers, &c->body,
+				  CLIENT_MAX_BODY, sse ? client_sse_cb : NULL,
+				  sse, &why);
+	free(url);
+	free(sid);
+	*status = st;
 	if (rc == -ETIMEDOUT) {
 		c->frozen = true;
 		fprintf(stderr,
 			"mcpvisor: the runtime at pid %ld did not answer "
 			"within %g s; it may be frozen (a stopped process "
 			"continues with `kill -CONT %ld`)\n",
-			c->pid, c->timeout_ms / 1000.0, c->pid);
-		buf_free(&raw);
+			c->pid, (double)wait_ms / 1000.0, c->pid);
 		return CLI_FAILED;
 	}
-	if (rc < 0 && raw.len == 0) {
+	if (rc == -ENOSYS) {
+		fprintf(stderr, "mcpvisor: %s\n", why);
+		return CLI_FAILED;
+	}
+	if (rc < 0 && st == 0) {
 		fprintf(stderr,
 			"mcpvisor: cannot reach the runtime (pid %ld) at %s: "
 			"%s\n",
-			c->pid, c->socket, strerror(-rc));
-		buf_free(&raw);
+			c->pid, c->socket,
+			rc == -ECONNRESET ? "it closed the connection"
+					  : strerror(-rc));
 		return CLI_FAILED;
 	}
-	const char *eoh = raw.data ? strstr(raw.data, "\r\n\r\n") : NULL;
-	if (rc < 0 || eoh == NULL ||
-	    sscanf(raw.data, "HTTP/1.%*d %ld", status) != 1) {
+	if (rc == -EMSGSIZE) {
 		fprintf(stderr,
-			"mcpvisor: the runtime at %s gave no HTTP "
-			"answer\n",
-			c->socket);
-		buf_free(&raw);
+			"mcpvisor: the runtime's answer is larger than %d "
+			"MiB\n",
+			CLIENT_MAX_BODY >> 20);
 		return CLI_FAILED;
 	}
-	const char *line2 = strstr(raw.data, "\r\n") + 2;
-	buf_append(&c->headers, line2, (size_t)(eoh + 2 - line2));
-	const char *payload = eoh + 4;
-	size_t plen = raw.len - (size_t)(payload - raw.data);
-	char *te = client_header(c, "transfer-encoding");
-	if (te && strcasecmp(te, "chunked") == 0) {
-		if (client_dechunk(payload, plen, &c->body) < 0) {
-			fprintf(stderr,
-				"mcpvisor: the runtime's answer was cut "
-				"short\n");
-			free(te);
-			buf_free(&raw);
-			return CLI_FAILED;
-		}
-	} else {
-		buf_append(&c->body, payload, plen);
+	if (rc < 0) {
+		fprintf(stderr,
+			"mcpvisor: the runtime's answer was cut short "
+			"(%s)\n",
+			why);
+		return CLI_FAILED;
 	}
-	free(te);
-	buf_free(&raw);
 	return CLI_OK;
 }
 
 int client_get_json(struct client *c, const char *path, json_t **out)
 {
 	long status = 0;
-	if (client_http_ex(c, "GET", path, NULL, &status, false) != CLI_OK)
+	if (client_http_ex(c, "GET", path, NULL, &status, false, NULL) !=
+	    CLI_OK)
 		return CLI_FAILED;
 	json_error_t jerr;
 	*out = json_loadb(c->body.data ? c->body.data : "", c->body.len, 0,
@@ -389,49 +283,12 @@ int client_post(struct client *c, const char *path, long *status, json_t **body)
 	*status = 0;
 	if (body)
 		*body = NULL;
-	if (client_http_ex(c, "POST", path, "", status, false) != CLI_OK)
+	if (client_http_ex(c, "POST", path, "", status, false, NULL) != CLI_OK)
 		return CLI_FAILED;
 	if (body)
 		*body = json_loadb(c->body.data ? c->body.data : "",
 				   c->body.len, 0, NULL);
 	return CLI_OK;
-}
-
-/* The response with id from an SSE body (data lines of message events). */
-static json_t *client_sse_find(const char *body, long id)
-{
-	json_t *found = NULL;
-	struct buf data;
-	buf_init(&data);
-	const char *p = body;
-	while (p && *p && found == NULL) {
-		const char *eol = strchr(p, '\n');
-		size_t len = eol ? (size_t)(eol - p) : strlen(p);
-		if (len && p[len - 1] == '\r')
-			len--;
-		if (len == 0) {
-			json_t *m = json_loadb(data.data ? data.data : "",
-					       data.len, 0, NULL);
-			if (m &&
-			    json_integer_value(json_object_get(m, "id")) ==
-				    id &&
-			    json_object_get(m, "method") == NULL)
-				found = m;
-			else
-				json_decref(m);
-			buf_reset(&data);
-		} else if (len >= 5 && strncmp(p, "data:", 5) == 0) {
-			const char *v = p + 5;
-			if (*v == ' ')
-				v++;
-			if (data.len)
-				buf_puts(&data, "\n");
-			buf_append(&data, v, len - (size_t)(v - p));
-		}
-		p = eol ? eol + 1 : NULL;
-	}
-	buf_free(&data);
-	return found;
 }
 
 static int client_rpc(struct client *c, const char *method, json_t *params,
@@ -443,18 +300,17 @@ static int client_rpc(struct client *c, const char *method, json_t *params,
 	char *text = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
 	long status = 0;
-	int rc = client_http_ex(c, "POST", "/mcp", text, &status, true);
+	struct client_sse sse = {.id = id};
+	int rc = client_http_ex(c, "POST", "/mcp", text, &status, true, &sse);
 	free(text);
-	if (rc != CLI_OK)
+	if (rc != CLI_OK) {
+		json_decref(sse.found);
 		return rc;
-	char *ctype = client_header(c, "content-type");
-	json_t *resp = NULL;
-	if (ctype && strncasecmp(ctype, "text/event-stream", 17) == 0)
-		resp = client_sse_find(c->body.data ? c->body.data : "", id);
-	else
+	}
+	json_t *resp = sse.found;
+	if (resp == NULL)
 		resp = json_loadb(c->body.data ? c->body.data : "", c->body.len,
 				  0, NULL);
-	free(ctype);
 	if (resp == NULL) {
 		fprintf(stderr,
 			"mcpvisor: %s: the runtime answered HTTP %ld "
@@ -494,7 +350,8 @@ int client_request(struct client *c, const char *method, json_t *params,
 		char *text = json_dumps(note, JSON_COMPACT);
 		json_decref(note);
 		long status;
-		rc = client_http_ex(c, "POST", "/mcp", text, &status, true);
+		rc = client_http_ex(c, "POST", "/mcp", text, &status, true,
+				    NULL);
 		free(text);
 		if (rc != CLI_OK)
 			return rc;
@@ -508,7 +365,7 @@ void client_close(struct client *c)
 		return;
 	if (c->session && !c->frozen) {
 		long status;
-		client_http_ex(c, "DELETE", "/mcp", NULL, &status, false);
+		client_http_ex(c, "DELETE", "/mcp", NULL, &status, false, NULL);
 	}
 	buf_free(&c->body);
 	buf_free(&c->headers);

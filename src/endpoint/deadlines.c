@@ -15,13 +15,19 @@ static const char ep_heartbeat[] = "6\r\n: hb\n\n\r\n";
 
 /* A quiet SSE answer gets a comment. Only streams that wrote nothing for
  * EP_HEARTBEAT_MS pay for it, and nothing is allocated when the socket
- * takes it at once (the usual case for a quiet stream). */
+ * takes it at once (the usual case for a quiet stream). An answer whose
+ * head still waits for its first event (a long call) gets its head then,
+ * so a client hears the runtime alive from the first second on. */
 static void ep_heartbeat_check(struct conn *c, uint64_t now)
 {
-	if (!c->sse_started || c->state != CONN_BUSY ||
+	if (!(c->sse || c->sse_started) || c->state != CONN_BUSY ||
 	    now - c->sse_ms < EP_HEARTBEAT_MS ||
 	    c->u.s.write_queue_size + c->out.len > 0)
 		return;
+	if (!c->sse_started) {
+		ep_sse_start(c);
+		return;
+	}
 	c->sse_ms = now;
 	ep_write(c, ep_heartbeat, sizeof ep_heartbeat - 1);
 }

@@ -20,6 +20,7 @@
 #include "session/hub.h"
 #include "session/session.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/jsonscan.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
@@ -33,6 +34,7 @@ static void ep_sse_open(struct conn *c, struct session *s)
 	session_stream_open(s, c->ex);
 	session_stream_prime(s, c->ex, c->prime_id);
 	c->prime_pending = true;
+	c->sse_ms = clock_now_ms(); /* the head's heartbeat counts from here */
 }
 
 static void ep_ex_deliver_cb(void *ctx, json_t *msg, const char *event_id,

@@ -1,11 +1,14 @@
 /*
  * Loads libcurl on first use (dlopen) and fills the function table of
  * curlso.h. Loaded once per process and never unloaded: libcurl and the
- * TLS library keep global state that must outlive every handle.
+ * TLS library keep global state that must outlive every handle. Also
+ * says what a CURLcode means to us.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "http/curlso.h"
 
@@ -78,4 +81,70 @@ const struct curlso *curlso_get(const char **why)
 		return NULL;
 	}
 	return &curlso;
+}
+
+/* A CURLcode as -errno and a sentence that names no header value and no
+ * URL (either may hold a secret). */
+int curlso_errno(const struct curlso *cu, CURLcode code, bool heard,
+		 const char *errbuf, char *out, size_t out_size,
+		 const char **why)
+{
+	const char *what = cu->easy_strerror(code);
+	switch (code) {
+	case CURLE_OK:
+		*why = "";
+		return 0;
+	case CURLE_COULDNT_CONNECT:
+		*why = "the server refused the connection";
+		return -ECONNREFUSED;
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		*why = "the server's host name did not resolve";
+		return -EHOSTUNREACH;
+	case CURLE_OPERATION_TIMEDOUT:
+		*why = heard ? "the response did not finish in time"
+			     : "the server did not answer in time";
+		return -ETIMEDOUT;
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+		*why = heard ? "the connection closed before the response "
+			       "was whole"
+			     : "the connection closed without a response";
+		return -ECONNRESET;
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+	case CURLE_SSL_INVALIDCERTSTATUS:
+	case CURLE_SSL_SHUTDOWN_FAILED:
+	case CURLE_SSL_CRL_BADFILE:
+	case CURLE_USE_SSL_FAILED:
+		/* TLS errors name the certificate problem and at most the
+		 * host; never a header or a path. */
+		snprintf(out, out_size, "TLS failed: %.150s",
+			 errbuf && errbuf[0] ? errbuf : what);
+		*why = out;
+		return -EPROTO;
+	case CURLE_WRITE_ERROR:
+	case CURLE_ABORTED_BY_CALLBACK:
+		*why = "the request was ended by its owner";
+		return -ECANCELED;
+	case CURLE_OUT_OF_MEMORY:
+		*why = "out of memory";
+		return -ENOMEM;
+	case CURLE_URL_MALFORMAT:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+		*why = "the URL is not a valid http or https URL";
+		return -EINVAL;
+	default:
+		snprintf(out, out_size, "the HTTP exchange failed: %.150s",
+			 what);
+		*why = out;
+		return -EPROTO;
+	}
 }

@@ -9,6 +9,8 @@
 #define MCPV_HTTP_CURLSO_H
 
 #include <curl/curl.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 struct curlso {
 	__typeof__(curl_global_init) *global_init;
@@ -36,4 +38,13 @@ struct curlso {
  * same answer without trying again. */
 const struct curlso *curlso_get(const char **why);
 
+/* A finished transfer's CURLcode as -errno (0, -ECONNREFUSED, -ETIMEDOUT,
+ * -ECONNRESET, -EHOSTUNREACH, -EPROTO, -ECANCELED, -EINVAL, -ENOMEM) and
+ * *why, a sentence that names no header value and no URL (either may hold
+ * a secret): static text, or written into out. heard: any byte of a
+ * response came. errbuf: curl's error buffer, used for TLS errors only
+ * (they name a certificate problem and at most the host). */
+int curlso_errno(const struct curlso *cu, CURLcode code, bool heard,
+		 const char *errbuf, char *out, size_t out_size,
+		 const char **why);
 #endif

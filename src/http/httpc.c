@@ -28,6 +28,7 @@ struct httpc_sock {
 	uv_poll_t poll;
 	curl_socket_t fd;
 	struct httpc *c;
+	struct httpc_sock *prev, *next;
 };
 
 struct httpc {
@@ -37,8 +38,9 @@ struct httpc {
 	uv_timer_t timer; /* curl's own timeout */
 	uv_timer_t kick;  /* deferred adds and resumes */
 	struct httpc_req *reqs;
-	int handles;   /* open uv handles; freed at 0 once closing */
-	int depth;     /* inside our dispatch: httpc_free waits */
+	struct httpc_sock *socks; /* polled for curl */
+	int handles;		  /* open uv handles; freed at 0 once closing */
+	int depth;		  /* inside our dispatch: httpc_free waits */
 	int in_curl;   /* inside a curl call: curl may not be re-entered */
 	int cancelled; /* requests cancelled inside curl, to remove */
 	bool closing;  /* httpc_free ran: nothing new starts */
@@ -135,6 +137,18 @@ static void httpc_timer_cb(uv_timer_t *t)
 	httpc_action(t->data, CURL_SOCKET_TIMEOUT, 0);
 }
 
+static void httpc_sock_close(struct httpc_sock *s)
+{
+	struct httpc *c = s->c;
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		c->socks = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	uv_close((uv_handle_t *)&s->poll, httpc_sock_close_cb);
+}
+
 static int httpc_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
 			   void *socketp)
 {
@@ -143,7 +157,7 @@ static int httpc_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
 	if (what == CURL_POLL_REMOVE) {
 		if (s) {
 			c->cu->multi_assign(c->multi, fd, NULL);
-			uv_close((uv_handle_t *)&s->poll, httpc_sock_close_cb);
+			httpc_sock_close(s);
 		}
 		return 0;
 	}
@@ -156,6 +170,10 @@ static int httpc_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
 		s->fd = fd;
 		s->c = c;
 		s->poll.data = s;
+		s->next = c->socks;
+		if (c->socks)
+			c->socks->prev = s;
+		c->socks = s;
 		c->handles++;
 		c->cu->multi_assign(c->multi, fd, s);
 	}
@@ -225,72 +243,6 @@ static void httpc_end(struct httpc_req *r, int err, const char *why)
 	uv_close((uv_handle_t *)&r->silence, httpc_req_close_cb);
 }
 
-/* A CURLcode as -errno and a sentence that names no header value and no
- * URL (either may hold a secret). */
-static int httpc_map(struct httpc_req *r, CURLcode code, const char **why)
-{
-	const char *what = r->c->cu->easy_strerror(code);
-	int err;
-	switch (code) {
-	case CURLE_OK:
-		*why = "";
-		return 0;
-	case CURLE_COULDNT_CONNECT:
-		err = -ECONNREFUSED;
-		*why = "the server refused the connection";
-		return err;
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
-		*why = "the server's host name did not resolve";
-		return -EHOSTUNREACH;
-	case CURLE_OPERATION_TIMEDOUT:
-		*why = r->heard ? "the response did not finish in time"
-				: "the server did not answer in time";
-		return -ETIMEDOUT;
-	case CURLE_RECV_ERROR:
-	case CURLE_SEND_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_PARTIAL_FILE:
-		*why = r->heard ? "the connection closed before the response "
-				  "was whole"
-				: "the connection closed without a response";
-		return -ECONNRESET;
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_SSL_CIPHER:
-	case CURLE_SSL_CACERT_BADFILE:
-	case CURLE_SSL_ISSUER_ERROR:
-	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-	case CURLE_SSL_INVALIDCERTSTATUS:
-	case CURLE_SSL_SHUTDOWN_FAILED:
-	case CURLE_SSL_CRL_BADFILE:
-	case CURLE_USE_SSL_FAILED:
-		/* TLS errors name the certificate problem and at most the
-		 * host; never a header or a path. */
-		snprintf(r->why, sizeof r->why, "TLS failed: %.150s",
-			 r->errbuf[0] ? r->errbuf : what);
-		*why = r->why;
-		return -EPROTO;
-	case CURLE_WRITE_ERROR:
-	case CURLE_ABORTED_BY_CALLBACK:
-		*why = "the request was ended by its owner";
-		return -ECANCELED;
-	case CURLE_OUT_OF_MEMORY:
-		*why = "out of memory";
-		return -ENOMEM;
-	case CURLE_URL_MALFORMAT:
-	case CURLE_UNSUPPORTED_PROTOCOL:
-		*why = "the URL is not a valid http or https URL";
-		return -EINVAL;
-	default:
-		snprintf(r->why, sizeof r->why,
-			 "the HTTP exchange failed: %.150s", what);
-		*why = r->why;
-		return -EPROTO;
-	}
-}
-
 /* What curl finished, and what was cancelled while curl ran. */
 static void httpc_settle(struct httpc *c)
 {
@@ -308,7 +260,9 @@ static void httpc_settle(struct httpc *c)
 					 (char **)&r);
 			CURLcode code = m->data.result;
 			const char *why;
-			int err = httpc_map(r, code, &why);
+			int err = curlso_errno(r->c->cu, code, r->heard,
+					       r->errbuf, r->why, sizeof r->why,
+					       &why);
 			if (r->err) {
 				err = r->err;
 				why = r->err_why;
@@ -547,6 +501,9 @@ static void httpc_free_now(struct httpc *c)
 	 * httpc_socket_cb. */
 	c->cu->multi_cleanup(c->multi);
 	c->multi = NULL;
+	/* Whatever curl did not take back itself. */
+	while (c->socks)
+		httpc_sock_close(c->socks);
 	uv_close((uv_handle_t *)&c->timer, httpc_timer_close_cb);
 	uv_close((uv_handle_t *)&c->kick, httpc_timer_close_cb);
 }
@@ -600,9 +557,8 @@ static int httpc_setup(struct httpc_req *r, const struct httpc_opts *o)
 	SET(CURLOPT_WRITEDATA, (void *)r);
 	SET(CURLOPT_ERRORBUFFER, r->errbuf);
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
-	/* Over HTTP/2 a new request waits to share a connection rather
-	 * than opening another. */
-	SET(CURLOPT_PIPEWAIT, 1L);
+	/* No CURLOPT_PIPEWAIT: a request would wait for a connection whose
+	 * protocol is not known yet, which a silent stream never tells. */
 	SET(CURLOPT_HTTPHEADER, r->headers);
 	const char *m = o->method ? o->method : "GET";
 	if (strcmp(m, "GET") == 0) {
@@ -729,6 +685,11 @@ void httpc_pause(struct httpc_req *r, bool on)
 	httpc_kick(c);
 }
 
+uv_loop_t *httpc_loop(const struct httpc *c)
+{
+	return c->loop;
+}
+
 int httpc_status(const struct httpc_req *r)
 {
 	return r->head_done ? r->status : 0;
@@ -736,8 +697,19 @@ int httpc_status(const struct httpc_req *r)
 
 const char *httpc_header(const struct httpc_req *r, const char *name)
 {
-	const char *p = r->head.data;
-	const char *end = p + r->head.len;
+	return httpc_head_get(&r->head, name);
+}
+
+void httpc_head_copy(const struct httpc_req *r, struct buf *out)
+{
+	buf_reset(out);
+	buf_append(out, r->head.data, r->head.len);
+}
+
+const char *httpc_head_get(const struct buf *head, const char *name)
+{
+	const char *p = head->data;
+	const char *end = p + head->len;
 	while (p && p < end) {
 		const char *v = p + strlen(p) + 1;
 		if (strcasecmp(p, name) == 0)

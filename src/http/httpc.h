@@ -67,7 +67,8 @@ struct httpc_cbs {
  * cannot be loaded. */
 struct httpc *httpc_new(uv_loop_t *loop, const char **why);
 /* Ends every request (on_done with -ECANCELED), closes its handles; freed
- * once they are closed (run the loop). */
+ * once they are closed (run the loop). From inside a callback it takes
+ * effect when the callback returns. */
 void httpc_free(struct httpc *c);
 
 /* Starts a request. 0 and *out, or -errno (-EINVAL: bad options,
@@ -75,16 +76,24 @@ void httpc_free(struct httpc *c);
 int httpc_start(struct httpc *c, const struct httpc_opts *opts,
 		const struct httpc_cbs *cbs, void *ctx, struct httpc_req **out);
 /* Ends a request: no callback runs after this, not even on_done. Safe
- * from inside its own callbacks. */
+ * from inside any callback (inside its own on_done it does nothing). */
 void httpc_cancel(struct httpc_req *r);
-/* Stops (on) or resumes reading the response body: backpressure. */
+/* Stops (on) or resumes reading the response body: backpressure. The
+ * silence timeout does not run while stopped; what was held comes from
+ * the next loop turn on, never from inside this call. */
 void httpc_pause(struct httpc_req *r, bool on);
+
+/* The loop the client runs on (for its users' own timers). */
+uv_loop_t *httpc_loop(const struct httpc *c);
 
 /* From on_head on: the status code (0 before). */
 int httpc_status(const struct httpc_req *r);
 /* A response header's value (name case-insensitive), NULL when absent;
  * valid until on_done returns. */
 const char *httpc_header(const struct httpc_req *r, const char *name);
+/* Copies the response head's headers into out (read them with
+ * httpc_head_get), for a caller that keeps them past on_done. */
+void httpc_head_copy(const struct httpc_req *r, struct buf *out);
 /* Whether any byte of the request may have reached the server: false
  * only when it provably did not (no connection was made). */
 bool httpc_sent(const struct httpc_req *r);
@@ -99,5 +108,14 @@ int httpc_fetch(const struct httpc_opts *opts, int *status, struct buf *body,
 		size_t max_body,
 		bool (*on_sse)(void *arg, const char *data, size_t len),
 		void *arg, const char **why);
+/* httpc_fetch that also keeps the response head's headers in head (read
+ * them with httpc_head_get); head may be NULL. */
+int httpc_fetch_head(const struct httpc_opts *opts, int *status,
+		     struct buf *head, struct buf *body, size_t max_body,
+		     bool (*on_sse)(void *arg, const char *data, size_t len),
+		     void *arg, const char **why);
+/* A header's value (name case-insensitive) in a head httpc_fetch_head
+ * filled, NULL when absent. */
+const char *httpc_head_get(const struct buf *head, const char *name);
 
 #endif

@@ -13,6 +13,7 @@
 
 struct fetch {
 	int *status;
+	struct buf *head;
 	struct buf *body;
 	size_t max;
 	bool (*on_sse)(void *arg, const char *data, size_t len);
@@ -33,6 +34,8 @@ static bool fetch_head_cb(void *ctx, struct httpc_req *r)
 {
 	struct fetch *f = ctx;
 	*f->status = httpc_status(r);
+	if (f->head)
+		httpc_head_copy(r, f->head);
 	const char *ct = httpc_header(r, "content-type");
 	f->sse = f->on_sse && ct &&
 		 strncasecmp(ct, "text/event-stream", 17) == 0;
@@ -118,6 +121,15 @@ int httpc_fetch(const struct httpc_opts *opts, int *status, struct buf *body,
 		bool (*on_sse)(void *arg, const char *data, size_t len),
 		void *arg, const char **why)
 {
+	return httpc_fetch_head(opts, status, NULL, body, max_body, on_sse, arg,
+				why);
+}
+
+int httpc_fetch_head(const struct httpc_opts *opts, int *status,
+		     struct buf *head, struct buf *body, size_t max_body,
+		     bool (*on_sse)(void *arg, const char *data, size_t len),
+		     void *arg, const char **why)
+{
 	static const struct httpc_cbs cbs = {
 		.on_head = fetch_head_cb,
 		.on_body = fetch_body_cb,
@@ -125,6 +137,7 @@ int httpc_fetch(const struct httpc_opts *opts, int *status, struct buf *body,
 	};
 	struct fetch f = {
 		.status = status,
+		.head = head,
 		.body = body,
 		.max = max_body,
 		.on_sse = on_sse,

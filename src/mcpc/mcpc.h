@@ -71,20 +71,28 @@ struct mcpc_cbs {
 	/* An SSE comment on any stream: the server (or the runtime, for the
 	 * relay) is alive. May be NULL. */
 	void (*on_heartbeat)(void *ctx);
-	/* The session is unusable. Once. http_status 0 when none; text one
-	 * sentence without secrets; resource_metadata: the 401 challenge's
-	 * resource_metadata URL or NULL. All borrowed. */
+	/* The session is unusable. Once; no on_lost follows for requests
+	 * still pending (all of them are the caller's to settle). A refused
+	 * or failed connection on the first request is this fault (CLOSED,
+	 * or TIMEOUT); on later requests it is on_lost(id, false).
+	 * http_status 0 when none; text one sentence without secrets;
+	 * resource_metadata: the 401 challenge's resource_metadata URL or
+	 * NULL. All borrowed. */
 	void (*on_fault)(void *ctx, enum mcpc_fault f, int http_status,
 			 const char *text, const char *resource_metadata);
 };
 
-/* 0 and *out, or -errno (-EINVAL: bad URL). Nothing is sent until the
- * first mcpc_send (which should be initialize). */
+/* 0 and *out, or -errno (-EINVAL: bad URL, too many headers).
+ * Nothing is sent until the first mcpc_send (which should be
+ * initialize). No callback runs from inside mcpc_new, mcpc_send,
+ * mcpc_forget or mcpc_close. */
 int mcpc_new(struct httpc *http, const struct mcpc_opts *opts,
 	     const struct mcpc_cbs *cbs, void *ctx, struct mcpc **out);
 /* Sends one JSON-RPC message (copied). id > 0 for a request (the id in
  * the message, as the caller knows it), 0 for a notification or an
- * answer to the server. 0, or -EPIPE once faulted or closing. */
+ * answer to the server. 0; -EPIPE once faulted or closing; -EMSGSIZE
+ * past MCPC_MAX_MESSAGE; another -errno when the HTTP request could not
+ * be started (nothing was sent). */
 int mcpc_send(struct mcpc *m, const char *msg, size_t len, int64_t id);
 /* Stops listening for request id's answer (its stream is dropped). */
 void mcpc_forget(struct mcpc *m, int64_t id);

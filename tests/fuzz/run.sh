@@ -24,13 +24,14 @@ for name in "$@"; do
 	log=$out/log/$name.log
 	mkdir -p "$out/corpus/$name" "$out/art/$name" "$out/log"
 	# -max_len reaches each parser's own limits (edge.sh has inputs on
-	# them); the framer and jsonscan harnesses pick their limits inside.
+	# them); the framer, jsonscan and sse harnesses pick their limits inside.
 	case $name in
 	httpparse) opts="-max_len=45056 -dict=tests/fuzz/http.dict" ;;
 	jsonscan) opts="-max_len=4096 -dict=tests/fuzz/json.dict" ;;
 	framer) opts="-max_len=2048" ;;
 	config) opts="-max_len=69632 -dict=tests/fuzz/config.dict" ;;
 	expand) opts="-max_len=512 -dict=tests/fuzz/expand.dict" ;;
+	sse) opts="-max_len=4096 -dict=tests/fuzz/sse.dict" ;;
 	*) opts="" ;;
 	esac
 	if [ ! -x "$bin" ]; then

@@ -406,6 +406,36 @@ Test(endpoint, quiet_sse_answer_gets_a_heartbeat_each_second)
 	close(fd);
 }
 
+Test(endpoint, waiting_sse_answer_gets_its_head_at_the_first_heartbeat)
+{
+	int fd = t_dial();
+	RUN_UNTIL(ep->nconns == 1);
+	struct conn *c = t_quiet_stream();
+	/* A long call: its SSE answer chosen, nothing written yet. */
+	c->sse = true;
+	c->sse_started = false;
+	c->prime_pending = true;
+	snprintf(c->prime_id, sizeof c->prime_id, "1-1");
+	char buf[512];
+	fake_now += EP_HEARTBEAT_MS - 1;
+	ep_sweep(ep, clock_now_ms());
+	uv_run(&loop, UV_RUN_NOWAIT);
+	cr_assert_eq(t_recv(fd, buf, sizeof buf), 0,
+		     "a quick answer: one write");
+	fake_now += 1;
+	ep_sweep(ep, clock_now_ms());
+	RUN_UNTIL(t_recv(fd, buf, sizeof buf) > 0);
+	cr_assert(strncmp(buf, "HTTP/1.1 200", 12) == 0, "%s", buf);
+	cr_assert_not_null(strstr(buf, "text/event-stream"), "%s", buf);
+	cr_assert_not_null(strstr(buf, "id: 1-1"), "the priming event: %s",
+			   buf);
+	fake_now += EP_HEARTBEAT_MS;
+	ep_sweep(ep, clock_now_ms());
+	RUN_UNTIL(t_recv(fd, buf, sizeof buf) > 0);
+	cr_assert_str_eq(buf, "6\r\n: hb\n\n\r\n");
+	close(fd);
+}
+
 Test(endpoint, heartbeat_closes_a_stream_whose_peer_is_gone)
 {
 	/* Reading is stopped, so the reset is seen only by a write. */
