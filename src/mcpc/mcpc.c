@@ -84,7 +84,10 @@ bool mc_status_fault(struct mc_stream *s, int status)
 		free(rm);
 		return true;
 	}
-	if (status == 404 && s->had_session) {
+	/* Only a POST's 404 says the session is gone: a server without a
+	 * GET route often answers 404 where the spec says 405, and taking
+	 * that for an expired session would re-initialize forever. */
+	if (status == 404 && s->had_session && s->kind == MC_POST) {
 		mc_fault(m, MCPC_FAULT_EXPIRED, status,
 			 "the server no longer knows our session", NULL);
 		return true;

@@ -8,10 +8,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "util/buf.h"
@@ -195,6 +200,18 @@ static int listener_read(const char *path, struct buf *out)
 	return rc;
 }
 
+void listener_proc(int family, int port, uint64_t *inodes, size_t max,
+		   size_t *n)
+{
+	bool v6 = family == AF_INET6;
+	struct buf b;
+	buf_init(&b);
+	if (listener_read(v6 ? "/proc/net/tcp6" : "/proc/net/tcp", &b) == 0)
+		listener_parse_proc_net(b.data ? b.data : "", b.len, v6, port,
+					inodes, max, n);
+	buf_free(&b);
+}
+
 /* Marks in held[] the inodes that pid has open. */
 static void listener_mark_fds(pid_t pid, const uint64_t *inodes, size_t n,
 			      bool *held)
@@ -224,22 +241,91 @@ static void listener_mark_fds(pid_t pid, const uint64_t *inodes, size_t n,
 	closedir(d);
 }
 
+#define LISTENER_TCP_LISTEN 10 /* TCP_LISTEN in include/net/tcp_states.h */
+
+int listener_diag(int family, int port, uint64_t *inodes, size_t max, size_t *n)
+{
+	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC,
+			NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return -errno;
+	struct {
+		struct nlmsghdr nh;
+		struct inet_diag_req_v2 r;
+	} req = {
+		.nh = {.nlmsg_len = sizeof req,
+		       .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+		       .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP},
+		.r = {.sdiag_family = (uint8_t)family,
+		      .sdiag_protocol = IPPROTO_TCP,
+		      .idiag_states = 1u << LISTENER_TCP_LISTEN},
+	};
+	int rc = 0;
+	if (send(fd, &req, sizeof req, 0) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	char buf[16384] __attribute__((aligned(NLMSG_ALIGNTO)));
+	for (;;) {
+		ssize_t len = recv(fd, buf, sizeof buf, 0);
+		if (len < 0 && errno == EINTR)
+			continue;
+		if (len <= 0) {
+			rc = len < 0 ? -errno : -EIO;
+			goto out;
+		}
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf;
+		     NLMSG_OK(h, (size_t)len); h = NLMSG_NEXT(h, len)) {
+			if (h->nlmsg_type == NLMSG_DONE)
+				goto out;
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+				rc = e->error < 0 ? e->error : -EPROTO;
+				goto out;
+			}
+			const struct inet_diag_msg *m = NLMSG_DATA(h);
+			if (h->nlmsg_len < NLMSG_LENGTH(sizeof *m) ||
+			    ntohs(m->id.idiag_sport) != port ||
+			    m->idiag_inode == 0 || *n >= max)
+				continue;
+			uint8_t addr[16];
+			memcpy(addr, m->id.idiag_src, sizeof addr);
+			if (listener_reachable(addr, family == AF_INET6))
+				inodes[(*n)++] = m->idiag_inode;
+		}
+	}
+out:
+	close(fd);
+	return rc;
+}
+
+/* Is pid (of uid, alive) ours: in group pgid (by_token false), or
+ * carrying env_name=token (by_token true)? */
 static bool listener_is_ours(pid_t pid, uid_t uid, pid_t pgid,
-			     const char *env_name, const char *token)
+			     const char *env_name, const char *token,
+			     bool by_token)
 {
 	struct procfs_stat st;
 	uid_t owner;
 	if (procfs_read_stat(pid, &st) < 0 || procfs_state_dead(st.state) ||
+	    (!by_token && (pgid <= 0 || st.pgrp != pgid)) ||
+	    (by_token && st.pgrp == pgid) || /* the first pass saw it */
 	    procfs_uid(pid, &owner) < 0 || owner != uid)
 		return false;
-	if (pgid > 0 && st.pgrp == pgid)
+	if (!by_token)
 		return true;
-	if (token == NULL)
-		return false;
 	char value[LISTENER_VALUE_MAX];
 	return procfs_environ_get(pid, uid, env_name, value, sizeof value) ==
 		       0 &&
 	       strcmp(value, token) == 0;
+}
+
+static bool listener_all_held(const bool *held, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!held[i])
+			return false;
+	return true;
 }
 
 enum listener_owner listener_owner(int port, uid_t uid, pid_t pgid,
@@ -247,15 +333,16 @@ enum listener_owner listener_owner(int port, uid_t uid, pid_t pgid,
 {
 	uint64_t inodes[LISTENER_MAX_INODES];
 	size_t n = 0;
-	static const char *const files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+	static const int families[] = {AF_INET, AF_INET6};
 	for (size_t i = 0; i < 2; i++) {
-		struct buf b;
-		buf_init(&b);
-		if (listener_read(files[i], &b) == 0)
-			listener_parse_proc_net(b.data ? b.data : "", b.len,
-						i == 1, port, inodes,
-						LISTENER_MAX_INODES, &n);
-		buf_free(&b);
+		size_t before = n;
+		int rc = listener_diag(families[i], port, inodes,
+				       LISTENER_MAX_INODES, &n);
+		if (rc == 0 || (families[i] == AF_INET6 && rc == -ENOENT))
+			continue;
+		n = before; /* no sock_diag here: the kernel's text */
+		listener_proc(families[i], port, inodes, LISTENER_MAX_INODES,
+			      &n);
 	}
 	if (n == 0)
 		return LISTENER_NONE;
@@ -264,14 +351,16 @@ enum listener_owner listener_owner(int port, uid_t uid, pid_t pgid,
 	size_t npids = 0;
 	if (procfs_list_pids(&pids, &npids) < 0)
 		return LISTENER_OTHER; /* unproven is not ours */
-	for (size_t i = 0; i < npids; i++) {
-		if (!listener_is_ours(pids[i], uid, pgid, env_name, token))
-			continue;
-		listener_mark_fds(pids[i], inodes, n, held);
+	/* The group first: a stat line each. Environments (the costly read)
+	 * only when a listener is still unaccounted for. */
+	for (int pass = 0; pass < 2 && !listener_all_held(held, n); pass++) {
+		if (pass == 1 && token == NULL)
+			break;
+		for (size_t i = 0; i < npids; i++)
+			if (listener_is_ours(pids[i], uid, pgid, env_name,
+					     token, pass == 1))
+				listener_mark_fds(pids[i], inodes, n, held);
 	}
 	free(pids);
-	for (size_t i = 0; i < n; i++)
-		if (!held[i])
-			return LISTENER_OTHER;
-	return LISTENER_OURS;
+	return listener_all_held(held, n) ? LISTENER_OURS : LISTENER_OTHER;
 }

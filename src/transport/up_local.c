@@ -423,8 +423,8 @@ static void upl_probe_connect_cb(uv_connect_t *req, int status)
 		uv_timer_start(&u->probe_timer, upl_probe_cb, UPL_PROBE_MS, 0);
 		return;
 	}
-	/* Something accepts connections there; the /proc search reads
-	 * every process's stat line, so it runs off the loop. */
+	/* Something accepts connections there. Whose it is takes reads
+	 * of /proc (and sock_diag): off the loop. */
 	u->state = UPL_PROVING;
 	u->work.data = u;
 	if (uv_queue_work(u->loop, &u->work, upl_proof_work_cb,
@@ -438,8 +438,12 @@ static void upl_probe_connect_cb(uv_connect_t *req, int status)
 static void upl_probe_cb(uv_timer_t *t)
 {
 	struct upstream *u = t->data;
-	if (u->state != UPL_STARTING || u->probing)
+	if (u->state != UPL_STARTING)
 		return;
+	if (u->probing) { /* the last probe's handle is still closing */
+		uv_timer_start(&u->probe_timer, upl_probe_cb, UPL_PROBE_MS, 0);
+		return;
+	}
 	bool v6 = u->probe_v6 || (u->probe_both && (u->probe_turn++ & 1));
 	struct sockaddr_storage ss;
 	if (v6)

@@ -126,6 +126,26 @@ test('local server-everything on an owned port: tools, a call, status -v shows t
 	});
 });
 
+test('a restart of a local server gets a new port; its client never sees it', {
+	timeout: 30_000,
+}, async (t) => {
+	await withRuntime(t, { everything: localEverything() }, async (rt) => {
+		const c = await connect(rt);
+		await c.call('everything__echo', { message: 'before' });
+		const before = instanceOf(await rt.status(), 'everything');
+		const r = await rt.cli(['restart', 'everything']);
+		assert.equal(r.code, 0, r.stderr);
+		// The same client session goes on, on whatever port it is now.
+		const echo = await c.call('everything__echo', { message: 'after' });
+		assert.equal(echo.content[0].text, 'Echo: after');
+		const after = instanceOf(await rt.status(), 'everything');
+		assert.equal(after.state, 'running');
+		assert.notEqual(after.pid, before.pid, 'not restarted');
+		assert.notEqual(after.port, before.port, 'the port just let go of was handed out again');
+		await waitFor(() => procStat(before.pid) === null, 5000, 'the old server gone');
+	});
+});
+
 test('remote server-everything: url + headers with a ${VAR} token that never shows', {
 	timeout: 30_000,
 }, async (t) => {

@@ -1,9 +1,9 @@
 /*
- * The scripted HTTP server and the recording client of test_mcpc.c: a
+ * The scripted HTTP server and the recording client of test_mcpc*.c: a
  * libuv TCP server on 127.0.0.1 port 0 that parses requests with the
  * runtime's own parser, records them, and hands each to the test's
  * script; an mcpc on the same loop whose callbacks log what they get.
- * Static functions, for one test file.
+ * Static inline functions: a test file uses what it needs.
  */
 #ifndef MCPV_TESTS_MCPC_FIXTURE_H
 #define MCPV_TESTS_MCPC_FIXTURE_H
@@ -76,26 +76,28 @@ struct tmc {
 	bool closed;
 	int scratch;		/* for scripts */
 	struct tm_conn *stream; /* a script's open event stream */
+	int on_msg;		/* 1: forget, 2: close from inside on_message */
+	bool closing;
 	uv_timer_t deadline;
 	bool late;
 };
 
 /* ---- the scripted server --------------------------------------------- */
 
-static void tm_alloc_cb(uv_handle_t *h, size_t sz, uv_buf_t *b)
+static inline void tm_alloc_cb(uv_handle_t *h, size_t sz, uv_buf_t *b)
 {
 	b->base = xmalloc(sz);
 	b->len = sz;
 }
 
-static void tm_conn_closed_cb(uv_handle_t *h)
+static inline void tm_conn_closed_cb(uv_handle_t *h)
 {
 	struct tm_conn *c = h->data;
 	httpparse_free(c->hp);
 	c->hp = NULL;
 }
 
-static void tm_close(struct tm_conn *c)
+static inline void tm_close(struct tm_conn *c)
 {
 	if (c->closed)
 		return;
@@ -103,13 +105,13 @@ static void tm_close(struct tm_conn *c)
 	uv_close((uv_handle_t *)&c->tcp, tm_conn_closed_cb);
 }
 
-static void tm_write_cb(uv_write_t *w, int status)
+static inline void tm_write_cb(uv_write_t *w, int status)
 {
 	free(w->data);
 	free(w);
 }
 
-static void tm_write(struct tm_conn *c, const char *text)
+static inline void tm_write(struct tm_conn *c, const char *text)
 {
 	if (c->closed)
 		return;
@@ -121,7 +123,7 @@ static void tm_write(struct tm_conn *c, const char *text)
 	uv_write(w, (uv_stream_t *)&c->tcp, &b, 1, tm_write_cb);
 }
 
-static void tm_shutdown_cb(uv_shutdown_t *s, int status)
+static inline void tm_shutdown_cb(uv_shutdown_t *s, int status)
 {
 	struct tm_conn *c = s->data;
 	free(s);
@@ -129,7 +131,7 @@ static void tm_shutdown_cb(uv_shutdown_t *s, int status)
 }
 
 /* Ends the response (and the connection) once what was written is out. */
-static void tm_end(struct tm_conn *c)
+static inline void tm_end(struct tm_conn *c)
 {
 	if (c->closed)
 		return;
@@ -142,8 +144,8 @@ static void tm_end(struct tm_conn *c)
 }
 
 /* A whole response; the connection closes after it. */
-static void tm_reply(struct tm_conn *c, int status, const char *headers,
-		     const char *ctype, const char *body)
+static inline void tm_reply(struct tm_conn *c, int status, const char *headers,
+			    const char *ctype, const char *body)
 {
 	struct buf b;
 	buf_init(&b);
@@ -161,7 +163,7 @@ static void tm_reply(struct tm_conn *c, int status, const char *headers,
 
 /* The head of an event stream; the body is written with tm_write, ended
  * with tm_end (a close-delimited body). */
-static void tm_sse(struct tm_conn *c, const char *headers)
+static inline void tm_sse(struct tm_conn *c, const char *headers)
 {
 	struct buf b;
 	buf_init(&b);
@@ -174,7 +176,7 @@ static void tm_sse(struct tm_conn *c, const char *headers)
 	c->open_stream = true;
 }
 
-static void tm_read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
+static inline void tm_read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 {
 	struct tm_conn *c = st->data;
 	struct tmc *t = c->t;
@@ -223,7 +225,7 @@ static void tm_read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 	free(b->base);
 }
 
-static void tm_accept_cb(uv_stream_t *l, int status)
+static inline void tm_accept_cb(uv_stream_t *l, int status)
 {
 	struct tmc *t = l->data;
 	cr_assert_lt(t->nconns, TM_MAX_CONNS);
@@ -241,29 +243,45 @@ static void tm_accept_cb(uv_stream_t *l, int status)
 
 /* ---- the client's callbacks -------------------------------------------- */
 
-static void tm_on_message(void *ctx, const char *msg, size_t len,
-			  int64_t related)
+static inline void tm_done_cb(void *arg)
+{
+	((struct tmc *)arg)->closed = true;
+}
+
+static inline void tm_on_message(void *ctx, const char *msg, size_t len,
+				 int64_t related)
 {
 	struct tmc *t = ctx;
 	buf_printf(&t->log, "%lld: %.*s\n", (long long)related, (int)len, msg);
 	t->nmsgs++;
+	/* What a caller may do from inside the callback. */
+	if (t->on_msg == 1)
+		mcpc_forget(t->m, related);
+	else if (t->on_msg == 2 && !t->closing)
+		mcpc_close(t->m, tm_done_cb, t);
+	if (t->on_msg == 2)
+		t->closing = true;
 }
 
-static void tm_on_lost(void *ctx, int64_t id, bool sent)
+static inline void tm_on_lost(void *ctx, int64_t id, bool sent)
 {
 	struct tmc *t = ctx;
 	t->nlost++;
 	t->lost_id = id;
 	t->lost_sent = sent;
+	if (t->on_msg == 3 && !t->closing) {
+		t->closing = true;
+		mcpc_close(t->m, tm_done_cb, t);
+	}
 }
 
-static void tm_on_heartbeat(void *ctx)
+static inline void tm_on_heartbeat(void *ctx)
 {
 	((struct tmc *)ctx)->heartbeats++;
 }
 
-static void tm_on_fault(void *ctx, enum mcpc_fault f, int status,
-			const char *text, const char *rm)
+static inline void tm_on_fault(void *ctx, enum mcpc_fault f, int status,
+			       const char *text, const char *rm)
 {
 	struct tmc *t = ctx;
 	t->faults++;
@@ -271,6 +289,10 @@ static void tm_on_fault(void *ctx, enum mcpc_fault f, int status,
 	t->fault_status = status;
 	snprintf(t->fault_text, sizeof t->fault_text, "%s", text);
 	snprintf(t->fault_rm, sizeof t->fault_rm, "%s", rm ? rm : "");
+	if (t->on_msg == 3 && !t->closing) {
+		t->closing = true;
+		mcpc_close(t->m, tm_done_cb, t);
+	}
 }
 
 static const struct mcpc_cbs tm_cbs = {tm_on_message, tm_on_lost,
@@ -279,9 +301,9 @@ static const struct mcpc_cbs tm_cbs = {tm_on_message, tm_on_lost,
 static const char *const tm_headers[] = {"Authorization: Bearer s3cr3t",
 					 "X-Team: blue", NULL};
 
-static void tm_start(struct tmc *t, enum mcpc_mode mode,
-		     void (*script)(struct tmc *, struct tm_conn *, int,
-				    const struct tm_req *))
+static inline void tm_start(struct tmc *t, enum mcpc_mode mode,
+			    void (*script)(struct tmc *, struct tm_conn *, int,
+					   const struct tm_req *))
 {
 	memset(t, 0, sizeof *t);
 	cr_assert_eq(uv_loop_init(&t->loop), 0);
@@ -313,14 +335,14 @@ static void tm_start(struct tmc *t, enum mcpc_mode mode,
 	cr_assert_eq(mcpc_new(t->http, &o, &tm_cbs, t, &t->m), 0);
 }
 
-static void tm_deadline_cb(uv_timer_t *h)
+static inline void tm_deadline_cb(uv_timer_t *h)
 {
 	((struct tmc *)h->data)->late = true;
 }
 
 /* Runs the loop until cond(t) holds or 5 s passed (then fails). */
-static void tm_run_until(struct tmc *t, bool (*cond)(struct tmc *),
-			 const char *what)
+static inline void tm_run_until(struct tmc *t, bool (*cond)(struct tmc *),
+				const char *what)
 {
 	t->late = false;
 	uv_timer_start(&t->deadline, tm_deadline_cb, 5000, 0);
@@ -341,26 +363,22 @@ static void tm_run_until(struct tmc *t, bool (*cond)(struct tmc *),
 		  t->nlost);
 }
 
-static void tm_done_cb(void *arg)
-{
-	((struct tmc *)arg)->closed = true;
-}
-
-static bool tm_is_closed(struct tmc *t)
+static inline bool tm_is_closed(struct tmc *t)
 {
 	return t->closed;
 }
 
-static void tm_walk_close(uv_handle_t *h, void *arg)
+static inline void tm_walk_close(uv_handle_t *h, void *arg)
 {
 	if (!uv_is_closing(h))
 		uv_close(h, NULL);
 }
 
-static void tm_stop(struct tmc *t)
+static inline void tm_stop(struct tmc *t)
 {
 	if (t->m && !t->closed) {
-		mcpc_close(t->m, tm_done_cb, t);
+		if (!t->closing)
+			mcpc_close(t->m, tm_done_cb, t);
 		tm_run_until(t, tm_is_closed, "close");
 	}
 	httpc_free(t->http);
@@ -382,12 +400,12 @@ static void tm_stop(struct tmc *t)
 	buf_free(&t->log);
 }
 
-static void tm_send(struct tmc *t, const char *msg, int64_t id)
+static inline void tm_send(struct tmc *t, const char *msg, int64_t id)
 {
 	cr_assert_eq(mcpc_send(t->m, msg, strlen(msg), id), 0);
 }
 
-static bool tm_has_header(const struct tm_req *r, const char *line)
+static inline bool tm_has_header(const struct tm_req *r, const char *line)
 {
 	return strstr(r->headers, line) != NULL;
 }
@@ -406,29 +424,30 @@ static bool tm_has_header(const struct tm_req *r, const char *line)
 #define TM_ANSWER(id) "{\"jsonrpc\":\"2.0\",\"id\":" #id ",\"result\":{}}"
 
 /* Conditions. */
-static bool tm_msgs1(struct tmc *t)
+static inline bool tm_msgs1(struct tmc *t)
 {
 	return t->nmsgs >= 1;
 }
-static bool tm_msgs2(struct tmc *t)
+static inline bool tm_msgs2(struct tmc *t)
 {
 	return t->nmsgs >= 2;
 }
-static bool tm_msgs3(struct tmc *t)
+static inline bool tm_msgs3(struct tmc *t)
 {
 	return t->nmsgs >= 3;
 }
-static bool tm_lost(struct tmc *t)
+static inline bool tm_lost(struct tmc *t)
 {
 	return t->nlost > 0;
 }
-static bool tm_faulted(struct tmc *t)
+static inline bool tm_faulted(struct tmc *t)
 {
 	return t->faults > 0;
 }
 
 /* The requests seen with this method, in order. */
-static const struct tm_req *tm_nth(struct tmc *t, const char *method, int k)
+static inline const struct tm_req *tm_nth(struct tmc *t, const char *method,
+					  int k)
 {
 	for (int i = 0; i < t->nreqs; i++)
 		if (strcmp(t->reqs[i].method, method) == 0 && k-- == 0)
@@ -436,7 +455,7 @@ static const struct tm_req *tm_nth(struct tmc *t, const char *method, int k)
 	return NULL;
 }
 
-static bool tm_body_has(const struct tm_req *r, const char *s)
+static inline bool tm_body_has(const struct tm_req *r, const char *s)
 {
 	return strstr(r->body, s) != NULL;
 }

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,8 +280,20 @@ static void t_setup(void)
 	cr_assert_not_null(hc, "%s", why);
 }
 
+static uv_process_t tls_proc;
+static bool tls_made, tls_spawned, tls_exited;
+static char tls_dir[] = "/tmp/mcpv-httpc-tls-XXXXXX";
+
 static void t_teardown(void)
 {
+	/* A failed TLS test leaves no s_server behind. */
+	if (tls_spawned && !tls_exited)
+		uv_process_kill(&tls_proc, SIGKILL);
+	if (tls_made) {
+		char cmd[64];
+		snprintf(cmd, sizeof cmd, "rm -rf %s", tls_dir);
+		cr_assert_eq(system(cmd), 0);
+	}
 	httpc_free(hc);
 	uv_walk(&loop, srv_walk_cb, NULL);
 	uv_close((uv_handle_t *)&srv_tcp, NULL);
@@ -545,6 +558,110 @@ Test(httpc, tls_failure_is_eproto_and_not_sent)
 	cr_assert_not(x.sent);
 	cr_assert_eq(srv_requests, 0);
 	rec_free(&x);
+}
+
+/* ---- TLS verification: a self-signed server (openssl s_server) ---- */
+
+static bool tls_up;
+static int tls_tries;
+static uv_tcp_t tls_probe;
+static uv_connect_t tls_conn;
+static uv_timer_t tls_retry;
+
+static void tls_exit_cb(uv_process_t *p, int64_t status, int sig)
+{
+	tls_exited = true;
+	uv_close((uv_handle_t *)p, NULL);
+}
+
+static void tls_dial(uv_timer_t *t);
+
+static void tls_probe_closed(uv_handle_t *h)
+{
+	if (!tls_up && !tls_exited && ++tls_tries < 250)
+		uv_timer_start(&tls_retry, tls_dial, 20, 0);
+}
+
+static void tls_connect_cb(uv_connect_t *c, int status)
+{
+	tls_up = status == 0;
+	uv_close((uv_handle_t *)&tls_probe, tls_probe_closed);
+}
+
+/* Dials until the server listens (it takes a moment to start). */
+static void tls_dial(uv_timer_t *t)
+{
+	struct sockaddr_in a;
+	uv_ip4_addr("127.0.0.1", *(int *)t->data, &a);
+	uv_tcp_init(&loop, &tls_probe);
+	uv_tcp_connect(&tls_conn, &tls_probe, (struct sockaddr *)&a,
+		       tls_connect_cb);
+}
+
+Test(httpc, tls_verification_refuses_a_self_signed_server)
+{
+	const char *dir = mkdtemp(tls_dir);
+	cr_assert_not_null(dir);
+	tls_made = true;
+	char cmd[512];
+	snprintf(cmd, sizeof cmd,
+		 "openssl req -x509 -newkey ec -pkeyopt "
+		 "ec_paramgen_curve:prime256v1 -nodes -subj /CN=localhost "
+		 "-days 1 -keyout %s/k.pem -out %s/c.pem >/dev/null 2>&1",
+		 dir, dir);
+	if (system(cmd) != 0)
+		cr_skip_test("no openssl command to make a certificate");
+	/* A port that was free a moment ago. */
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	bind(fd, (struct sockaddr *)&a, sizeof a);
+	socklen_t alen = sizeof a;
+	getsockname(fd, (struct sockaddr *)&a, &alen);
+	close(fd);
+	static int port;
+	port = ntohs(a.sin_port);
+	char accept[32], cert[96], key[96];
+	snprintf(accept, sizeof accept, "127.0.0.1:%d", port);
+	snprintf(cert, sizeof cert, "%s/c.pem", dir);
+	snprintf(key, sizeof key, "%s/k.pem", dir);
+	char *args[] = {"openssl", "s_server", "-accept", accept,
+			"-cert",   cert,       "-key",	  key,
+			"-www",	   "-quiet",   NULL};
+	uv_stdio_container_t io[3] = {{.flags = UV_IGNORE},
+				      {.flags = UV_IGNORE},
+				      {.flags = UV_IGNORE}};
+	uv_process_options_t po = {.file = "openssl",
+				   .args = args,
+				   .exit_cb = tls_exit_cb,
+				   .stdio = io,
+				   .stdio_count = 3};
+	cr_assert_eq(uv_spawn(&loop, &tls_proc, &po), 0);
+	tls_spawned = true;
+	uv_timer_init(&loop, &tls_retry);
+	tls_retry.data = &port;
+	tls_dial(&tls_retry);
+	RUN_UNTIL(tls_up || tls_exited || tls_tries >= 250);
+	cr_assert(tls_up, "s_server did not start");
+
+	char url[64];
+	snprintf(url, sizeof url, "https://127.0.0.1:%d/", port);
+	const char *hs[] = {"Authorization: Bearer s3cret", NULL};
+	struct rec x = {0};
+	buf_init(&x.body);
+	struct httpc_opts o = {.url = url, .headers = hs};
+	cr_assert_eq(httpc_start(hc, &o, &rec_cbs, &x, NULL), 0);
+	RUN_UNTIL(x.done);
+	cr_assert_eq(x.err, -EPROTO, "%d %s", x.err, x.why);
+	cr_assert_not_null(strstr(x.why, "certificate"), "%s", x.why);
+	cr_assert_null(strstr(x.why, "s3cret"));
+	cr_assert_not(x.sent, "no byte of the request went");
+	cr_assert_eq(x.status, 0);
+	rec_free(&x);
+
+	uv_process_kill(&tls_proc, SIGTERM);
+	RUN_UNTIL(tls_exited);
+	uv_close((uv_handle_t *)&tls_retry, NULL);
 }
 
 Test(httpc, silent_server_times_out)

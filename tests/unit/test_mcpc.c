@@ -334,159 +334,6 @@ Test(mcpc, wrong_content_type_or_bad_json_is_protocol)
 	}
 }
 
-/* A legacy HTTP+SSE server; POST /mcp answers 405 (for auto mode). */
-static void tm_script_legacy(struct tmc *t, struct tm_conn *c, int n,
-			     const struct tm_req *r)
-{
-	if (strcmp(r->method, "GET") == 0) {
-		tm_sse(c, NULL);
-		t->stream = c;
-		tm_write(c, ": hb\n\n");
-		tm_write(c, t->scratch == 1 ? "event: endpoint\ndata: "
-					      "http://evil.example/messages\n\n"
-					    : "event: endpoint\ndata: "
-					      "/messages?sessionId=s1\n\n");
-		return;
-	}
-	if (strcmp(r->url, "/mcp") == 0) {
-		tm_reply(c, 405, NULL, NULL, NULL);
-		return;
-	}
-	tm_reply(c, 202, NULL, NULL, NULL);
-	if (tm_body_has(r, "\"initialize\""))
-		tm_write(t->stream,
-			 "event: message\ndata: " TM_INIT_RESULT "\n\n");
-	else if (tm_body_has(r, "tools/call"))
-		tm_write(t->stream,
-			 "event: message\ndata: " TM_ANSWER(2) "\n\n");
-}
-
-static void tm_legacy_flow(struct tmc *t)
-{
-	tm_send(t, TM_INIT, 1);
-	tm_run_until(t, tm_msgs1, "the initialize answer");
-	tm_send(t, TM_INITIALIZED, 0);
-	tm_send(t, TM_CALL(2), 2);
-	tm_run_until(t, tm_msgs2, "the call's answer");
-	cr_assert_str_eq(t->log.data,
-			 "0: " TM_INIT_RESULT "\n0: " TM_ANSWER(2) "\n");
-	const struct tm_req *get = tm_nth(t, "GET", 0);
-	cr_assert_str_eq(get->url, "/mcp");
-	cr_assert(tm_has_header(get, "accept: text/event-stream\n"));
-	cr_assert(tm_has_header(get, "authorization: Bearer s3cr3t\n"));
-	int posts = 0;
-	for (int i = 0; i < t->nreqs; i++) {
-		const struct tm_req *r = &t->reqs[i];
-		if (strcmp(r->url, "/messages?sessionId=s1") != 0)
-			continue;
-		cr_assert_str_eq(r->method, "POST");
-		cr_assert(tm_has_header(r, "content-type: application/json\n"));
-		cr_assert(tm_has_header(r, "authorization: Bearer s3cr3t\n"));
-		cr_assert(!tm_has_header(r, "mcp-session-id"));
-		cr_assert_str_eq(r->body, posts == 0   ? TM_INIT
-					  : posts == 1 ? TM_INITIALIZED
-						       : TM_CALL(2));
-		posts++;
-	}
-	cr_assert_eq(posts, 3);
-	cr_assert(t->heartbeats >= 1);
-	cr_assert_eq(t->faults, 0);
-	cr_assert_eq(t->nlost, 0);
-	json_t *d = mcpc_describe(t->m, false);
-	cr_assert_str_eq(json_string_value(json_object_get(d, "protocol")),
-			 "sse");
-	json_decref(d);
-}
-
-Test(mcpc, legacy_endpoint_flow)
-{
-	struct tmc t;
-	tm_start(&t, MCPC_SSE, tm_script_legacy);
-	tm_legacy_flow(&t);
-	cr_assert_null(tm_nth(&t, "POST", 3));
-	cr_assert_str_eq(tm_nth(&t, "POST", 0)->url, "/messages?sessionId=s1");
-	tm_stop(&t);
-}
-
-Test(mcpc, auto_falls_back_to_legacy_on_405)
-{
-	struct tmc t;
-	tm_start(&t, MCPC_AUTO, tm_script_legacy);
-	tm_legacy_flow(&t);
-	/* The first POST went to the URL and was answered 405; the
-	 * initialize was sent again to the endpoint. */
-	const struct tm_req *first = &t.reqs[0];
-	cr_assert_str_eq(first->method, "POST");
-	cr_assert_str_eq(first->url, "/mcp");
-	cr_assert_str_eq(first->body, TM_INIT);
-	tm_stop(&t);
-}
-
-Test(mcpc, legacy_endpoint_on_another_origin_is_refused)
-{
-	struct tmc t;
-	tm_start(&t, MCPC_SSE, tm_script_legacy);
-	t.scratch = 1;
-	tm_send(&t, TM_INIT, 1);
-	tm_run_until(&t, tm_faulted, "the fault");
-	cr_assert_eq(t.fault, MCPC_FAULT_PROTOCOL);
-	cr_assert_eq(t.nreqs, 1);
-	cr_assert_null(strstr(t.fault_text, "evil"));
-	tm_stop(&t);
-}
-
-static void tm_script_legacy_drop(struct tmc *t, struct tm_conn *c, int n,
-				  const struct tm_req *r)
-{
-	tm_script_legacy(t, c, n, r);
-	if (strcmp(r->method, "POST") == 0)
-		tm_end(t->stream);
-}
-
-Test(mcpc, legacy_stream_dropping_is_closed)
-{
-	struct tmc t;
-	tm_start(&t, MCPC_SSE, tm_script_legacy_drop);
-	tm_send(&t, TM_INIT, 1);
-	tm_run_until(&t, tm_faulted, "the fault");
-	cr_assert_eq(t.fault, MCPC_FAULT_CLOSED);
-	tm_stop(&t);
-}
-
-Test(mcpc, endpoint_urls_resolve_on_the_same_origin_only)
-{
-	const char *base = "http://Host.example:8080/a/b/sse?x=1";
-	struct {
-		const char *ref, *want;
-	} cases[] = {
-		{"/messages?s=1", "http://Host.example:8080/messages?s=1"},
-		{"messages?s=1", "http://Host.example:8080/a/b/messages?s=1"},
-		{"?s=2", "http://Host.example:8080/a/b/sse?s=2"},
-		{"http://host.EXAMPLE:8080/m", "http://host.EXAMPLE:8080/m"},
-		{"//Host.example:8080/m", "http://Host.example:8080/m"},
-		{"http://host.example/m", NULL},
-		{"https://host.example:8080/m", NULL},
-		{"http://other.example:8080/m", NULL},
-		{"http://user@host.example:8080/m", NULL},
-		{"//evil.example/m", NULL},
-		{"/m\r\nX: y", NULL},
-		{"", NULL},
-	};
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		char *got = mc_url_resolve(base, cases[i].ref);
-		if (cases[i].want)
-			cr_assert_str_eq(got ? got : "(null)", cases[i].want,
-					 "%s", cases[i].ref);
-		else
-			cr_assert_null(got, "%s -> %s", cases[i].ref, got);
-		free(got);
-	}
-	char *d = mc_url_resolve("https://h.example/mcp",
-				 "https://h.example:443/x");
-	cr_assert_str_eq(d, "https://h.example:443/x");
-	free(d);
-}
-
 /* The standing GET stream: a heartbeat and a notification, then it ends;
  * it is reopened with Last-Event-ID after the server's retry. */
 static void tm_script_get(struct tmc *t, struct tm_conn *c, int n,
@@ -601,42 +448,6 @@ Test(mcpc, error_statuses_lose_the_request_or_deliver_our_error)
 			 "-32602,\"message\":\"bad\"}}\n");
 	cr_assert_eq(t.nlost, 2);
 	cr_assert(t.lost_sent);
-	tm_stop(&t);
-}
-
-/* The first POST answered 400 or 404 also means legacy in auto mode. */
-static void tm_script_legacy_status(struct tmc *t, struct tm_conn *c, int n,
-				    const struct tm_req *r)
-{
-	if (strcmp(r->method, "POST") == 0 && strcmp(r->url, "/mcp") == 0)
-		tm_reply(c, t->scratch, NULL, "text/plain", "no");
-	else
-		tm_script_legacy(t, c, n, r);
-}
-
-Test(mcpc, auto_falls_back_on_400_and_404_too)
-{
-	int statuses[] = {400, 404};
-	for (int i = 0; i < 2; i++) {
-		struct tmc t;
-		tm_start(&t, MCPC_AUTO, tm_script_legacy_status);
-		t.scratch = statuses[i];
-		tm_send(&t, TM_INIT, 1);
-		tm_run_until(&t, tm_msgs1, "the initialize answer");
-		cr_assert_str_eq(t.log.data, "0: " TM_INIT_RESULT "\n");
-		cr_assert_eq(t.faults, 0);
-		tm_stop(&t);
-	}
-}
-
-Test(mcpc, streamable_mode_never_falls_back)
-{
-	struct tmc t;
-	tm_start(&t, MCPC_STREAMABLE, tm_script_legacy);
-	tm_send(&t, TM_INIT, 1);
-	tm_run_until(&t, tm_lost, "the initialize lost");
-	cr_assert_eq(t.lost_id, 1);
-	cr_assert_null(tm_nth(&t, "GET", 0));
 	tm_stop(&t);
 }
 
@@ -758,4 +569,109 @@ Test(mcpc, get_stream_of_a_vanished_server_is_a_closed_fault)
 	cr_assert_eq(t.nreqs, 3); /* one GET reached it; the rest refused */
 	tm_reopen_listener(&t);
 	tm_stop(&t);
+}
+
+/* A server with sessions and no GET route answers GET with 404: neither
+ * the standing stream nor a resumption takes it for an expired session. */
+static void tm_script_get404(struct tmc *t, struct tm_conn *c, int n,
+			     const struct tm_req *r)
+{
+	if (strcmp(r->method, "GET") == 0) {
+		tm_reply(c, 404, NULL, "text/html", "Cannot GET /mcp");
+	} else if (tm_body_has(r, "tools/call")) {
+		tm_sse(c, NULL);
+		tm_write(c, "retry: 5\nid: p1\ndata:\n\n");
+		tm_end(c);
+	} else {
+		tm_script_plain(t, c, n, r);
+	}
+}
+
+Test(mcpc, get_404_is_no_stream_not_an_expired_session)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_get404);
+	tm_initialize(&t);
+	tm_send(&t, TM_CALL(2), 2);
+	tm_run_until(&t, tm_lost, "on_lost");
+	cr_assert_eq(t.lost_id, 2);
+	cr_assert(t.lost_sent);
+	cr_assert_eq(t.faults, 0);
+	cr_assert(tm_has_header(tm_nth(&t, "GET", 1), "last-event-id: p1\n"));
+	tm_stop(&t);
+}
+
+/* The conformance suite's sse-retry shape: a priming event with retry
+ * 150, the stream closed; the resumption comes no earlier than that (nor
+ * as late as the 1 s default, with room for a loaded machine), and the
+ * answer comes on it (a stream the server keeps open after it). */
+static void tm_script_retry(struct tmc *t, struct tm_conn *c, int n,
+			    const struct tm_req *r)
+{
+	if (strcmp(r->method, "POST") == 0) {
+		tm_sse(c, NULL);
+		tm_write(c, "id: event-1\nretry: 150\ndata: \n\n");
+		tm_end(c);
+		t->scratch = (int)uv_now(&t->loop);
+		return;
+	}
+	t->scratch = (int)uv_now(&t->loop) - t->scratch;
+	tm_sse(c, NULL);
+	t->stream = c;
+	tm_write(c, "id: event-2\nretry: 150\ndata: \n\nevent: message\nid: "
+		    "event-3\ndata: " TM_ANSWER(7) "\n\n");
+}
+
+Test(mcpc, resumption_waits_the_servers_retry)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_retry);
+	tm_send(&t, TM_CALL(7), 7);
+	tm_run_until(&t, tm_msgs1, "the answer");
+	cr_assert_str_eq(t.log.data, "7: " TM_ANSWER(7) "\n");
+	cr_assert_geq(t.scratch, 145, "resumed after %d ms", t.scratch);
+	cr_assert_lt(t.scratch, 900, "resumed after %d ms", t.scratch);
+	cr_assert(tm_has_header(tm_nth(&t, "GET", 0),
+				"last-event-id: event-1\n"));
+	/* The stream left open after the answer is let go. */
+	tm_run_until(&t, tm_stream_closed, "the answered stream let go");
+	cr_assert_eq(t.nlost, 0);
+	tm_stop(&t);
+}
+
+/* Forgetting the call, or closing the session, from inside on_message
+ * while its stream's parser is running: nothing more is delivered, and
+ * nothing is used after it is freed. */
+Test(mcpc, forget_or_close_from_inside_on_message)
+{
+	for (int what = 1; what <= 2; what++) {
+		struct tmc t;
+		tm_start(&t, MCPC_STREAMABLE, tm_script_sse);
+		t.on_msg = what;
+		tm_send(&t, TM_CALL(5), 5);
+		tm_run_until(&t, tm_msgs1, "the first message");
+		if (what == 2)
+			tm_run_until(&t, tm_is_closed, "close");
+		uv_run(&t.loop, UV_RUN_NOWAIT);
+		cr_assert_eq(t.nmsgs, 1);
+		cr_assert_eq(t.nlost, 0);
+		cr_assert_eq(t.faults, 0);
+		tm_stop(&t);
+	}
+}
+
+Test(mcpc, close_from_inside_on_lost_and_on_fault)
+{
+	void (*scripts[])(struct tmc *, struct tm_conn *, int,
+			  const struct tm_req *) = {tm_script_noid,
+						    tm_script_auth};
+	for (int i = 0; i < 2; i++) {
+		struct tmc t;
+		tm_start(&t, MCPC_STREAMABLE, scripts[i]);
+		t.on_msg = 3;
+		tm_send(&t, TM_CALL(9), 9);
+		tm_run_until(&t, tm_is_closed, "close");
+		cr_assert_eq(t.nlost + t.faults, 1);
+		tm_stop(&t);
+	}
 }

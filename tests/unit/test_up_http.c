@@ -6,10 +6,7 @@
  * describe masks the url, stop sends DELETE and ends in on_closed, and
  * no callback runs inside an op.
  */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
 #include "mcpc_fixture.h"
-#pragma GCC diagnostic pop
 
 #include <errno.h>
 

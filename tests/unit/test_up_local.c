@@ -204,6 +204,47 @@ static void tst_reap(pid_t pid)
 	waitpid(pid, NULL, 0);
 }
 
+Test(listener, sock_diag_and_proc_find_the_same_listeners)
+{
+	/* One listener on 127.0.0.1 and one on ::1, same port; a connected
+	 * socket on it too, which is no listener. */
+	int port = 0;
+	int v4 = tst_listen(&port);
+	int v6 = socket(AF_INET6, SOCK_STREAM, 0);
+	int one = 1;
+	setsockopt(v6, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+	struct sockaddr_in6 sa = {.sin6_family = AF_INET6,
+				  .sin6_port = htons((uint16_t)port),
+				  .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	bool have_v6 = bind(v6, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+		       listen(v6, 4) == 0;
+	int cl = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in to = {.sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	cr_assert_eq(connect(cl, (struct sockaddr *)&to, sizeof to), 0);
+
+	static const int families[] = {AF_INET, AF_INET6};
+	for (size_t i = 0; i < 2; i++) {
+		uint64_t a[8], b[8];
+		size_t na = 0, nb = 0;
+		int rc = listener_diag(families[i], port, a, 8, &na);
+		if (rc < 0)
+			cr_skip_test("no sock_diag here: %s", strerror(-rc));
+		listener_proc(families[i], port, b, 8, &nb);
+		size_t want = families[i] == AF_INET ? 1 : (have_v6 ? 1 : 0);
+		cr_assert_eq(na, want, "family %d: %zu from sock_diag",
+			     families[i], na);
+		cr_assert_eq(nb, want, "family %d: %zu from /proc", families[i],
+			     nb);
+		if (want)
+			cr_assert_eq(a[0], b[0], "not the same socket");
+	}
+	close(cl);
+	close(v6);
+	close(v4);
+}
+
 Test(listener, owner_is_nobody_until_someone_listens)
 {
 	int port = 0;
@@ -612,4 +653,84 @@ Test(up_local, the_port_reaches_args_and_env)
 	snprintf(want, sizeof want, "arg=%d env=p%d", t.port, t.port);
 	cr_assert(strstr(t.logs, want) != NULL, "logs: %s", t.logs);
 	cr_assert_eq(t.kind, UPSTREAM_EXITED);
+}
+
+/* Many local servers opened at once on one loop (none listens): each
+ * gets its own port, reserved until it is gone. */
+#define TST_MANY 24
+
+struct tst_many {
+	int ports[TST_MANY];
+	int nowned, ngone, nclosed;
+};
+
+static void tst_many_owned(void *ctx, const struct upstream_owned *o, bool live)
+{
+	struct tst_many *m = ctx;
+	if (live)
+		m->ports[m->nowned++] = o->port;
+	else
+		m->ngone++;
+}
+
+static void tst_many_closed(void *ctx)
+{
+	((struct tst_many *)ctx)->nclosed++;
+}
+
+static void tst_many_fault(void *ctx, const struct upstream_fault *f)
+{
+	cr_assert_fail("fault: %s", f->text);
+}
+
+Test(up_local, concurrent_starts_get_distinct_ports)
+{
+	static const struct upstream_cbs cbs = {
+		.on_message = tst_up_message,
+		.on_lost = tst_up_lost,
+		.on_fault = tst_many_fault,
+		.on_owned = tst_many_owned,
+		.on_closed = tst_many_closed,
+	};
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	char *args[] = {"30"};
+	struct server_config s = {
+		.name = "many",
+		.kind = SERVER_HTTP_LOCAL,
+		.command = "/bin/sleep",
+		.args = args,
+		.nargs = 1,
+		.url = "http://127.0.0.1:{port}/mcp",
+	};
+	char token[40];
+	snprintf(token, sizeof token, "tst%d", (int)getpid());
+	struct upstream_spec spec = {
+		.server = &s,
+		.token = token,
+		.http = (struct httpc *)&tst_no_http,
+		.startup_timeout_ms = 20000,
+	};
+	struct tst_many m = {0};
+	struct upstream *ups[TST_MANY];
+	for (int i = 0; i < TST_MANY; i++)
+		cr_assert_eq(upstream_http_local.open(&loop, &spec, &cbs, &m,
+						      &ups[i]),
+			     0);
+	cr_assert_eq(m.nowned, TST_MANY);
+	for (int i = 0; i < TST_MANY; i++) {
+		cr_assert(ports_is_reserved(ports_default(), m.ports[i]));
+		for (int j = 0; j < i; j++)
+			cr_assert_neq(m.ports[i], m.ports[j],
+				      "starts %d and %d", i, j);
+	}
+	/* Let them probe a while, then stop them all. */
+	uv_run(&loop, UV_RUN_NOWAIT);
+	for (int i = 0; i < TST_MANY; i++)
+		upstream_http_local.stop(ups[i]);
+	while (m.nclosed < TST_MANY)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert_eq(m.ngone, TST_MANY);
+	cr_assert_eq(ports_count(ports_default()), 0);
+	cr_assert_eq(uv_loop_close(&loop), 0);
 }
