@@ -79,6 +79,11 @@ struct mcpc {
 	bool get_opened; /* the standing GET stream was started */
 	bool deciding;	 /* auto mode: the POST that finds out is out */
 	bool first_seen; /* the first request was sent */
+	/* From notifications/initialized until the GET stream is answered
+	 * (or is none): other messages wait, so that a request the server
+	 * sends on that stream at once, unrelated to any POST, is not sent
+	 * before the stream exists and lost. */
+	bool gated;
 	uint64_t connect_timeout_ms;
 	struct mcpc_cbs cbs;
 	void *ctx;
@@ -138,6 +143,7 @@ bool mc_message(struct mcpc *m, struct mc_stream *s, const char *msg,
 void mc_lost(struct mcpc *m, int64_t id, bool sent);
 /* Sends what was held, in order. */
 void mc_flush_held(struct mcpc *m);
+void mc_ungate(struct mcpc *m);
 /* The DELETE on close ended, or there is none: let everything go. */
 void mc_close_finish(struct mcpc *m);
 

@@ -363,6 +363,8 @@ static bool mc_head_cb(void *ctx, struct httpc_req *r)
 	case MC_RESUME:
 	case MC_GET:
 		keep = mc_get_head(s, status);
+		if (s->kind == MC_GET)
+			mc_ungate(m);
 		break;
 	case MC_LEGACY_GET:
 	case MC_LEGACY_POST:

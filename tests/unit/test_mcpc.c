@@ -675,3 +675,33 @@ Test(mcpc, close_from_inside_on_lost_and_on_fault)
 		tm_stop(&t);
 	}
 }
+
+/* A request sent right after notifications/initialized waits until the GET
+ * stream is answered: a server may at once send on that stream a request
+ * unrelated to any POST (the conformance suite's elicitation-defaults
+ * scenario does), which it drops while the stream does not exist yet. */
+static int tm_index(struct tmc *t, const char *method, const char *body)
+{
+	for (int i = 0; i < t->nreqs; i++)
+		if (strcmp(t->reqs[i].method, method) == 0 &&
+		    (!body || tm_body_has(&t->reqs[i], body)))
+			return i;
+	return -1;
+}
+
+Test(mcpc, requests_after_initialized_wait_for_the_get_stream)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_plain);
+	tm_send(&t, TM_INIT, 1);
+	tm_run_until(&t, tm_msgs1, "the initialize answer");
+	tm_send(&t, TM_INITIALIZED, 0);
+	tm_send(&t, TM_CALL(2), 2);
+	tm_run_until(&t, tm_msgs2, "the call's answer");
+	int get = tm_index(&t, "GET", NULL);
+	int call = tm_index(&t, "POST", "tools/call");
+	cr_assert(get >= 0 && call > get, "GET at %d, the call at %d", get,
+		  call);
+	cr_assert_eq(t.faults, 0);
+	tm_stop(&t);
+}
