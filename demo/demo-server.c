@@ -290,19 +290,18 @@ static void demo_send(json_t *msg)
 		demo_log("%s: cannot build a message", __func__);
 		return;
 	}
+	if (demo.http.on) {
+		if (demo.hs)
+			fxh_send(demo.hs, demo.cause, msg);
+		else
+			json_decref(msg);
+		return;
+	}
 	len = json_dumpb(msg, NULL, 0, flags);
 	line = len ? malloc(len + 1) : NULL;
 	if (!line) {
 		demo_log("%s: cannot encode a message", __func__);
 		json_decref(msg);
-		return;
-	}
-	if (demo.http.on) {
-		free(line);
-		if (demo.hs)
-			fxh_send(demo.hs, demo.cause, msg);
-		else
-			json_decref(msg);
 		return;
 	}
 	json_dumpb(msg, line, len, flags);
