@@ -450,7 +450,11 @@ static int mc_route(struct mcpc *m, const char *msg, size_t len, int64_t id)
 		return 0;
 	}
 	m->deciding = true;
-	m->gated = opens_get;
+	if (opens_get) {
+		m->gated = true;
+		m->gate_due = uv_now(m->loop) + MCPC_GATE_MS;
+		mc_arm(m);
+	}
 	int rc = mc_post(m, msg, len, id, opens_get);
 	if (rc < 0)
 		m->gated = false;
@@ -462,6 +466,7 @@ void mc_ungate(struct mcpc *m)
 	if (!m->gated)
 		return;
 	m->gated = false;
+	m->gate_due = 0;
 	mc_flush_held(m);
 }
 

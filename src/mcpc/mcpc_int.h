@@ -19,6 +19,9 @@
 #define MCPC_DELETE_MS 2000	     /* the DELETE on close waits this long */
 #define MCPC_ANSWERED_LINGER_MS 1000 /* a stream after its answer */
 #define MCPC_MAX_SESSION_ID 256	     /* Mcp-Session-Id, protocol version */
+/* The most requests wait for the GET stream's answer after initialized: a
+ * server that holds its headers until a first event must not stop them. */
+#define MCPC_GATE_MS 1000
 
 enum mc_kind {
 	MC_POST,	/* one message; the answer's stream when a request */
@@ -84,6 +87,7 @@ struct mcpc {
 	 * sends on that stream at once, unrelated to any POST, is not sent
 	 * before the stream exists and lost. */
 	bool gated;
+	uint64_t gate_due; /* when what waits goes anyway (loop ms) */
 	uint64_t connect_timeout_ms;
 	struct mcpc_cbs cbs;
 	void *ctx;
