@@ -290,19 +290,18 @@ static void demo_send(json_t *msg)
 		demo_log("%s: cannot build a message", __func__);
 		return;
 	}
+	if (demo.http.on) {
+		if (demo.hs)
+			fxh_send(demo.hs, demo.cause, msg);
+		else
+			json_decref(msg);
+		return;
+	}
 	len = json_dumpb(msg, NULL, 0, flags);
 	line = len ? malloc(len + 1) : NULL;
 	if (!line) {
 		demo_log("%s: cannot encode a message", __func__);
 		json_decref(msg);
-		return;
-	}
-	if (demo.http.on) {
-		free(line);
-		if (demo.hs)
-			fxh_send(demo.hs, demo.cause, msg);
-		else
-			json_decref(msg);
 		return;
 	}
 	json_dumpb(msg, line, len, flags);
@@ -1681,20 +1680,34 @@ static void demo_spawn_setsid_child(void)
 	demo_log("setsid child %d", (int)pid);
 }
 
-/* ---- over HTTP (fixture-http): sessions share the server's state ---- */
+/* ---- over HTTP (fixture-http): one state, but a log level per session -- */
+
+struct demo_http_session {
+	struct fxh_session *hs;
+	int log_level;
+};
 
 static void *demo_http_open(struct fxh_session *hs)
 {
-	return hs;
+	struct demo_http_session *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		abort();
+	u->hs = hs;
+	u->log_level = DEMO_LEVEL_INFO;
+	return u;
 }
 
 static void demo_http_message(void *user, json_t *msg)
 {
+	struct demo_http_session *u = user;
 	json_t *id = json_object_get(msg, "id");
 
-	demo.hs = user;
+	demo.hs = u->hs;
 	demo.cause = json_object_get(msg, "method") ? id : NULL;
+	demo.log_level = u->log_level;
 	demo_dispatch(msg);
+	u->log_level = demo.log_level;
 	demo.hs = NULL;
 	demo.cause = NULL;
 }
@@ -1702,8 +1715,10 @@ static void demo_http_message(void *user, json_t *msg)
 /* What a session left running dies with it. */
 static void demo_http_close(void *user)
 {
+	struct demo_http_session *u = user;
+
 	for (struct demo_sleep **pp = &demo.sleeps, *s; (s = *pp);) {
-		if (s->hs != user) {
+		if (s->hs != u->hs) {
 			pp = &s->next;
 			continue;
 		}
@@ -1712,7 +1727,7 @@ static void demo_http_close(void *user)
 		demo_sleep_free(s);
 	}
 	for (struct demo_out **pp = &demo.outs, *out; (out = *pp);) {
-		if (out->hs != user) {
+		if (out->hs != u->hs) {
 			pp = &out->next;
 			continue;
 		}
@@ -1720,6 +1735,7 @@ static void demo_http_close(void *user)
 		demo.npending--;
 		demo_out_free(out);
 	}
+	free(u);
 }
 
 static int demo_http_tick(void)
@@ -1760,8 +1776,8 @@ static void demo_usage(FILE *out)
 	      "    [--page-size N] [--tools N] [--echo-repeat N]\n"
 	      "    [--tools-by-caps] [--http PORT [HTTP flags]]\n"
 	      "A demo MCP server on stdio (or HTTP), and mcpvisor's test "
-	      "fixture.\nOver HTTP, sessions share the server's state; "
-	      "--garbage is stdio only.\n",
+	      "fixture.\nOver HTTP, sessions share the server's state but "
+	      "for the log level;\n--garbage is stdio only.\n",
 	      out);
 	fputs(fxh_usage, out);
 }

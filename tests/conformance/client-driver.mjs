@@ -61,7 +61,12 @@ async function startRuntime(url) {
   proc.stderr.on("data", (c) => process.stderr.write(c));
   proc.stdout.setEncoding("utf8");
   const endpoint = await new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error("mcpvisor did not start")),
+    const fail = (e) => {
+      proc.kill("SIGKILL"); // no process left behind, even when it hangs
+      exited.then(() => rmSync(home, { recursive: true, force: true }));
+      reject(e);
+    };
+    const t = setTimeout(() => fail(new Error("mcpvisor did not start")),
       START_MS);
     proc.stdout.on("data", (c) => {
       out += c;
@@ -73,7 +78,7 @@ async function startRuntime(url) {
     });
     exited.then((r) => {
       clearTimeout(t);
-      reject(new Error(`mcpvisor exited ${r.code ?? r.signal} at start`));
+      fail(new Error(`mcpvisor exited ${r.code ?? r.signal} at start`));
     });
   });
   const stop = async () => {

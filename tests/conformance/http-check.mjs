@@ -257,6 +257,24 @@ check("test_reconnection: the POST stream ends after priming; GET resumes it", (
     eq(await within(WAIT_MS, "cut by DELETE", slow.sse.message()), null, "no answer");
   }));
 
+check("demo-server: each session has its own log level", () =>
+  withServer(DEMO, ["--http", "0"], async (s) => {
+    const a = await initialize(s.url);
+    const b = await initialize(s.url);
+    const set = await post(s.url, { jsonrpc: "2.0", id: 1, method: "logging/setLevel",
+      params: { level: "error" } }, a);
+    ok(set.json?.result, `setLevel: ${JSON.stringify(set.json)}`);
+    const text = async (h) => {
+      const r = await post(s.url, call(2, "log", { message: "m" }), h);
+      if (r.json) return r.json.result.content[0].text;
+      let m;
+      while ((m = await within(WAIT_MS, "log answer", r.sse.message())) && m.id !== 2);
+      return m.result.content[0].text;
+    };
+    ok((await text(a)).startsWith("not sent"), "A: above info");
+    eq(await text(b), "logged", "B: still info");
+  }));
+
 check("list_changed on the GET stream; Last-Event-ID replays", () =>
   withServer(DEMO, ["--http", "0"], async (s) => {
     const h = await initialize(s.url);
