@@ -128,6 +128,14 @@ test('SIGKILL of the runtime: the next start stops the setsid child and nothing 
 		const j = JSON.parse(await fsp.readFile(journal, 'utf8'));
 		const tokens = [...j.entries.map((e) => e.token), ...(j.reserved ?? [])];
 		assert.ok(tokens.includes(d.token), `token not in the journal: ${JSON.stringify(j)}`);
+		// The entry naming the server is written a loop turn after its
+		// spawn, off the loop: wait until it is on disk, so the reconcile
+		// below has it to report (before it, the token alone finds the
+		// child; that case is the test above's).
+		await waitFor(async () => {
+			const k = JSON.parse(await fsp.readFile(journal, 'utf8'));
+			return k.entries.some((e) => e.token === d.token);
+		}, 5000, 'the server entry in the journal');
 
 		ctx.expectExit(rt, 'SIGKILL');
 		rt.terminate('SIGKILL');
