@@ -544,12 +544,11 @@ void relay_link_lost(struct relay *r, int64_t id, bool sent)
 	arm(r);
 }
 
-void relay_link_fault(struct relay *r, bool auth, bool refused,
-		      const char *text)
+void relay_link_fault(struct relay *r, enum relay_fault f, const char *text)
 {
 	if (r->state != RS_INIT && r->state != RS_LIVE)
 		return;
-	if (auth) {
+	if (f == RELAY_FAULT_AUTH) {
 		/* Never a restart: the runtime is fine, the relay lacks a
 		 * key. */
 		fail_all(r, "The mcpvisor runtime asks for a credential "
@@ -558,7 +557,23 @@ void relay_link_fault(struct relay *r, bool auth, bool refused,
 			    "through its Unix socket (no --url)");
 		return;
 	}
-	loss(r, refused ? RELAY_LOSS_REFUSED : RELAY_LOSS_STREAM);
+	if (f == RELAY_FAULT_EXPIRED) {
+		/* The runtime forgot the session (idle timeout, or a new
+		 * runtime on the same socket): nothing is wrong with it. The
+		 * one request that heard the 404 never ran. */
+		struct outbox_req *only = NULL;
+		size_t n = 0;
+		for (struct outbox_req *o = outbox_first(r->ob); o;
+		     o = outbox_next(r->ob, o))
+			if (outbox_req_state(o) == OUTBOX_WRITTEN && ++n == 1)
+				only = o;
+		if (n == 1)
+			((struct rreq *)outbox_req_arg(only))->unsent = true;
+		loss(r, RELAY_LOSS_NONE);
+		return;
+	}
+	loss(r,
+	     f == RELAY_FAULT_REFUSED ? RELAY_LOSS_REFUSED : RELAY_LOSS_STREAM);
 }
 
 /* ---- from the host ---- */

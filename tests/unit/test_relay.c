@@ -278,7 +278,7 @@ Test(relay, an_answer_during_the_check_counts_as_life)
 Test(relay, refused_is_a_loss)
 {
 	host(LIST("1"));
-	relay_link_fault(R, false, true, "refused");
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
 	cr_assert_eq(F.recovers, 2);
 	cr_assert_eq(F.why, RELAY_LOSS_REFUSED);
 }
@@ -329,7 +329,7 @@ Test(relay, a_stream_that_ends_on_a_live_runtime_follows_the_rule)
 Test(relay, credential_is_told_and_never_restarted)
 {
 	host(LIST("1"));
-	relay_link_fault(R, true, false, "401");
+	relay_link_fault(R, RELAY_FAULT_AUTH, "401");
 	cr_assert(strstr(last_host(), "MCPVISOR_API_KEY"));
 	cr_assert(strstr(last_host(), "\"id\":1,"));
 	cr_assert_eq(F.recovers, 1);
@@ -341,7 +341,7 @@ Test(relay, requests_lost_together_share_one_recovery)
 	host(CALL("1"));
 	host(LIST("2"));
 	relay_link_lost(R, 3, false);
-	relay_link_fault(R, false, true, "refused");
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
 	relay_link_lost(R, 2, true);
 	advance(RELAY_SILENCE_MS * 3);
 	cr_assert_eq(F.recovers, 2, "one recovery for both");
@@ -376,7 +376,7 @@ Test(relay, a_failed_recovery_says_what_to_stop)
 {
 	host(CALL("1"));
 	host(LIST("2"));
-	relay_link_fault(R, false, false, "stream");
+	relay_link_fault(R, RELAY_FAULT_BROKEN, "stream");
 	relay_recovered(R, "stop pid 42");
 	cr_assert(strstr(F.host[F.nhost - 2], "may or may not"));
 	cr_assert(strstr(F.host[F.nhost - 2], "stop pid 42"));
@@ -390,7 +390,7 @@ Test(relay, a_failed_recovery_says_what_to_stop)
 Test(relay, a_long_recovery_answers_at_the_cap_and_carries_on)
 {
 	host(LIST("1"));
-	relay_link_fault(R, false, true, "refused");
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
 	advance(RELAY_RECOVERY_CAP_MS - 1);
 	cr_assert_eq(relay_pending(R), 1);
 	advance(1);
@@ -424,7 +424,7 @@ Test(relay, reinitialize_replays_the_session)
 		runtime(m);
 	}
 	cr_assert_eq(relay_pending(R), 0);
-	relay_link_fault(R, false, true, "refused");
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
 	int before = F.nsent, hbefore = F.nhost;
 	relay_recovered(R, NULL);
 	cr_assert_eq(F.opens, 2);
@@ -437,4 +437,18 @@ Test(relay, reinitialize_replays_the_session)
 	cr_assert_geq(host_find("notifications/tools/list_changed"), hbefore);
 	cr_assert_eq(F.nhost, hbefore + 3, "replay answers stay inside");
 	cr_assert(relay_live(R));
+}
+
+Test(relay, an_expired_session_is_opened_again_not_blamed)
+{
+	host(CALL("1"));
+	relay_link_fault(R, RELAY_FAULT_EXPIRED, "404");
+	cr_assert_eq(F.recovers, 2);
+	cr_assert_eq(F.why, RELAY_LOSS_NONE, "the runtime is fine");
+	int before = F.nsent;
+	relay_recovered(R, NULL);
+	runtime("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}");
+	cr_assert_geq(sent_find_from(before, "tools/call"), 0,
+		      "the call that heard the 404 never ran: sent again");
+	cr_assert_lt(host_find("may or may not"), 0);
 }
