@@ -341,7 +341,10 @@ void launch_recover(struct launch *l, enum relay_loss why)
 	l->killed = false;
 	l->step_at = clock_now_ms();
 	l->step = LS_FINDING;
-	if (why != RELAY_LOSS_NONE && launch_owns(l)) {
+	/* A runtime on its way out through `mcpvisor restart` drains: it
+	 * is not signalled even when it is ours. */
+	if (why != RELAY_LOSS_NONE && launch_owns(l) &&
+	    !restart_mark_pending(l->home, NULL)) {
 		procfs_signal((pid_t)l->own_pid, l->own_start, SIGTERM);
 		l->step = LS_STOPPING;
 	}
