@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,6 +332,9 @@ static void close_walk(uv_handle_t *h, void *arg)
 int relay_run(const struct relay_run_opts *o)
 {
 	struct run u = {.o = o};
+	/* A host that went away must end the relay through stdin's end, not
+	 * a signal on the next write. */
+	signal(SIGPIPE, SIG_IGN);
 	u.loop = uv_default_loop();
 	const char *why = NULL;
 	u.http = httpc_new(u.loop, &why);
