@@ -263,3 +263,32 @@ export async function withRelayHome(t, makeHomeFn, body) {
 }
 
 export { assert };
+
+// Starts tests/e2e/relay-fixture.mjs in mode; resolves {child, port,
+// out()} once it listens.
+export async function startFixture(mode) {
+	const { spawn } = await import('node:child_process');
+	const child = spawn(
+		process.execPath,
+		[path.join(path.dirname(new URL(import.meta.url).pathname), 'relay-fixture.mjs'), mode],
+		{ stdio: ['ignore', 'pipe', 'inherit'] },
+	);
+	let out = '';
+	child.stdout.setEncoding('utf8');
+	child.stdout.on('data', (d) => (out += d));
+	const port = await waitFor(
+		() => Number(out.match(/listening (\d+)/)?.[1]),
+		5000,
+		`relay-fixture ${mode} listening`,
+	);
+	const exited = new Promise((r) => child.once('exit', r));
+	return {
+		child,
+		port,
+		out: () => out,
+		async stop() {
+			child.kill('SIGKILL');
+			await exited;
+		},
+	};
+}
