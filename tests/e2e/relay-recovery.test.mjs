@@ -71,20 +71,26 @@ test('relay recovery: the runtime it started freezes (SIGSTOP): stopped, replace
 		ctx.hosts.push(h);
 		ctx.pids.push(await demoPid(h.client));
 		const old = runtimeFile(ctx.home).pid;
+		const t0 = performance.now();
 		process.kill(old, 'SIGSTOP');
 		const r = await callTool(h.client, 'demo__echo', { text: 'frozen' });
-		console.log(`scenario 2 (own runtime frozen): answered in ${r.ms.toFixed(0)} ms: ${told(r) ?? 'a result'}`);
-		assert.ok(r.ms < 6000, `answered after ${r.ms} ms`);
 		// A call that may have reached the frozen runtime is not sent
 		// again: answered with the uncertainty, or with the result.
 		if (!(r.result && !r.result.isError))
 			assert.match(told(r), /effect/i);
+		// The host's retry (at once) gets the new runtime's answer.
+		const again = await echo(h.client, 'after');
+		const total = performance.now() - t0;
+		console.log(
+			`scenario 2 (own runtime frozen): call answered in ${r.ms.toFixed(0)} ms (${told(r) ?? 'a result'}); ` +
+				`retry answered by the new runtime ${total.toFixed(0)} ms after the freeze`,
+		);
+		assert.ok(r.ms < 6000, `answered after ${r.ms} ms`);
+		assert.ok(total < 6000, `the new runtime answered ${total} ms after the freeze`);
 		await waitFor(() => !procStat(old), 2000, `frozen runtime ${old} gone`);
 		const info = runtimeFile(ctx.home);
 		assert.ok(info && info.pid !== old, 'a new runtime');
 		assert.deepEqual(runtimesOf(ctx.home), [info.pid]);
-		const again = await echo(h.client, 'after');
-		assert.ok(again.ms < 1000);
 	});
 });
 
@@ -100,12 +106,19 @@ test('relay recovery: a runtime it did not start freezes: told within 3 s, never
 			ctx.hosts.push(h);
 			await echo(h.client);
 			process.kill(pid, 'SIGSTOP');
+			const t0 = performance.now();
 			const r = await callTool(h.client, 'demo__echo', { text: 'x' });
-			const text = told(r);
-			console.log(`scenario 3a (foreign runtime frozen): told in ${r.ms.toFixed(0)} ms: ${text}`);
+			let text = told(r);
 			assert.ok(text, 'the host is told');
+			// The call in flight may be told that it may or may not
+			// have run; then the host's next call hears what to stop.
+			if (!new RegExp(`\\b${pid}\\b`).test(text))
+				text = told(await callTool(h.client, 'demo__echo', { text: 'y' }));
+			const ms = performance.now() - t0;
+			console.log(`scenario 3a (foreign runtime frozen): told in ${r.ms.toFixed(0)} ms, what to stop after ${ms.toFixed(0)} ms: ${text}`);
 			assert.ok(r.ms < 3000, `told after ${r.ms} ms`);
-			assert.match(text, new RegExp(`\\b${pid}\\b`), 'names the pid to stop');
+			assert.ok(ms < 3000, `told what to stop after ${ms} ms`);
+			assert.match(text ?? '', new RegExp(`\\b${pid}\\b`), 'names the pid to stop');
 			assert.equal(procStat(pid)?.state, 'T', 'still there, still stopped');
 			assert.equal(pendingSignals(pid), 0n, 'no signal sent to it');
 			assert.deepEqual(runtimesOf(ctx.home), [pid], 'no second runtime');
