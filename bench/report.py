@@ -74,6 +74,9 @@ def per_round(recs, target):
     out = {m: {} for m in METRICS}
     errors, first_error, unavailable, extra = 0, None, None, {}
     host_target = "mcpvisor" if target.startswith("mcpvisor_") else target
+    # The relay is not the runtime's host: its RSS and start are its own.
+    if target == "mcpvisor_relay":
+        host_target = target
     for r in recs:
         t = r.get("target")
         if t not in (target, host_target):

@@ -1,6 +1,8 @@
 /*
- * The restart mark (see mark.h): one JSON object in STATE/restart.mark,
- * written atomically, so a reader sees either no mark or a whole one.
+ * The restart mark (see mark.h): STATE/restart.mark, written atomically, so
+ * a reader sees either no mark or a whole one. Its first line is the old
+ * runtime's pid alone, which is all that runtime/restart_mark.c (the
+ * relay's reader) reads; the second is a JSON object with the rest.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -48,8 +50,10 @@ int mark_write(const char *home, long old_pid)
 			      (json_int_t)old_pid, "byPid", (json_int_t)self,
 			      "byStart", (json_int_t)procfs_start_time(self),
 			      "time", (json_int_t)now_ms());
-	char *s = json_dumps(o, JSON_SORT_KEYS);
+	char *js = json_dumps(o, JSON_SORT_KEYS);
 	json_decref(o);
+	char *s = xasprintf("%ld\n%s\n", old_pid, js);
+	free(js);
 	char *path = mark_path(home);
 	rc = fsutil_write_atomic(path, s, strlen(s), 0600);
 	free(path);
@@ -66,7 +70,8 @@ int mark_read(const char *home, struct restart_mark *m)
 	free(path);
 	if (rc < 0)
 		return rc;
-	json_t *o = json_loads(text, 0, NULL);
+	const char *nl = strchr(text, '\n');
+	json_t *o = nl ? json_loads(nl + 1, 0, NULL) : NULL;
 	free(text);
 	if (!json_is_object(o)) {
 		json_decref(o);

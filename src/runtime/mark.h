@@ -5,6 +5,8 @@
  * restart instead of starting a second runtime. It names the runtime being
  * replaced, the restart process that wrote it (pid and start time, so a
  * mark whose restart died is known for what it is) and when it was written.
+ * The file is STATE/restart.mark: the old pid alone on its first line (what
+ * runtime/restart_mark.h reads), a JSON object on the second.
  */
 #ifndef MCPV_RUNTIME_MARK_H
 #define MCPV_RUNTIME_MARK_H

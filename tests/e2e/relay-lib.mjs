@@ -240,6 +240,10 @@ export async function withRelayHome(t, makeHomeFn, body) {
 		failure = e;
 	}
 	const problems = [];
+	// What the relays said, to read with a failure.
+	const said = failure
+		? ctx.hosts.map((h) => `--- relay ${h.pid} stderr (tail) ---\n${h.stderr().slice(-2000)}`)
+		: [];
 	for (const h of ctx.hosts) {
 		if (!h.proc)
 			continue;
@@ -257,7 +261,7 @@ export async function withRelayHome(t, makeHomeFn, body) {
 	if (!(process.env.MCPVISOR_E2E_KEEP && (failure || problems.length)))
 		await fsp.rm(home, { recursive: true, force: true });
 	if (failure || problems.length) {
-		const msg = [failure?.message, ...problems].filter(Boolean).join('\n');
+		const msg = [failure?.message, ...problems, ...said].filter(Boolean).join('\n');
 		throw new Error(msg, { cause: failure ?? undefined });
 	}
 }

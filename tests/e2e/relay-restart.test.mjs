@@ -46,8 +46,12 @@ async function restartOnce(home, url, oldPid) {
 	let sawMark = null;
 	await waitFor(
 		() => {
-			if (fs.existsSync(markPath(home)))
-				sawMark = JSON.parse(fs.readFileSync(markPath(home), 'utf8'));
+			if (fs.existsSync(markPath(home))) {
+				// The old pid alone on the first line (what the relay
+				// reads), the rest as JSON on the second.
+				const [pid, json] = fs.readFileSync(markPath(home), 'utf8').split('\n');
+				sawMark = { pid: Number(pid), ...JSON.parse(json) };
+			}
 			return sawMark;
 		},
 		5000,
@@ -56,7 +60,8 @@ async function restartOnce(home, url, oldPid) {
 	const r = await restart;
 	const ms = performance.now() - t0;
 	assert.equal(r.code, 0, `restart: ${r.stdout}${r.stderr}`);
-	assert.equal(sawMark.oldPid, oldPid, 'the mark names the old runtime');
+	assert.equal(sawMark.pid, oldPid, 'the mark names the old runtime');
+	assert.equal(sawMark.oldPid, oldPid);
 	assert.ok(!fs.existsSync(markPath(home)), 'mark gone after the restart');
 	const res = await call;
 	assert.ok(!res.isError, 'the call in flight was drained, not cut');
