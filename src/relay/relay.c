@@ -43,6 +43,7 @@ struct rreq {
 	uint64_t written;   /* when it went on the current link */
 	bool unsent;	    /* mcpc said it never left */
 	bool orphan;	    /* its stream ended: decided after a ping */
+	bool doomed;	    /* may have run: answered once recovery says why */
 };
 
 /* What a re-initialized session needs again, kept as the host sent it. */
@@ -198,6 +199,19 @@ static void answer_error(struct relay *r, struct outbox_req *o, int code,
 
 /* The resend rule for one request whose answer will not come on this
  * link: false when it was answered with an error instead. */
+static const char doomed_text[] =
+	"The mcpvisor runtime was lost while this %s was in flight: it may "
+	"or may not have taken effect; check before retrying%s%s";
+
+static void answer_doomed(struct relay *r, struct outbox_req *o,
+			  const char *why)
+{
+	char *t = xasprintf(doomed_text, outbox_req_method(o), why ? ". " : "",
+			    why ? why : "");
+	answer_error(r, o, JR_SERVER_UNAVAILABLE, t, OUTBOX_LOST_SENT);
+	free(t);
+}
+
 static bool may_resend(struct relay *r, struct outbox_req *o)
 {
 	struct rreq *q = outbox_req_arg(o);
@@ -208,13 +222,21 @@ static bool may_resend(struct relay *r, struct outbox_req *o)
 	if (outbox_req_state(o) == OUTBOX_QUEUED || q->unsent ||
 	    jr_method_is_idempotent(outbox_req_method(o)))
 		return true;
-	char *t = xasprintf(
-		"The mcpvisor runtime was lost while this %s was in flight: "
-		"it may or may not have taken effect; check before retrying",
-		outbox_req_method(o));
-	answer_error(r, o, JR_SERVER_UNAVAILABLE, t, OUTBOX_LOST_SENT);
-	free(t);
+	answer_doomed(r, o, NULL);
 	return false;
+}
+
+/* The answers owed to requests that may have run, once recovery ended:
+ * with its sentence when it failed (what to stop, which port). */
+static void settle_doomed(struct relay *r, const char *why)
+{
+	struct outbox_req *o = outbox_first(r->ob), *next;
+	for (; o; o = next) {
+		next = outbox_next(r->ob, o);
+		struct rreq *q = outbox_req_arg(o);
+		if (q->doomed)
+			answer_doomed(r, o, why);
+	}
 }
 
 /* ---- loss and recovery ---- */
@@ -232,11 +254,18 @@ static void loss(struct relay *r, enum relay_loss why)
 	struct outbox_req *o = outbox_first(r->ob), *next;
 	for (; o; o = next) {
 		next = outbox_next(r->ob, o);
-		if (!may_resend(r, o))
+		struct rreq *q = outbox_req_arg(o);
+		if (q->kind != RK_HOST) {
+			outbox_settle(r->ob, o, OUTBOX_CANCELLED, NULL);
 			continue;
+		}
+		/* Decided now, answered when recovery says why it happened:
+		 * the host hears what to stop along with it. */
+		if (outbox_req_state(o) == OUTBOX_WRITTEN && !q->unsent &&
+		    !jr_method_is_idempotent(outbox_req_method(o)))
+			q->doomed = true;
 		if (outbox_req_state(o) == OUTBOX_WRITTEN)
 			outbox_requeue(r->ob, o);
-		struct rreq *q = outbox_req_arg(o);
 		if (q->wait_from < now)
 			q->wait_from = now;
 	}
@@ -252,6 +281,7 @@ static void fail_all(struct relay *r, const char *text)
 		r->ops->link_close(r->ctx);
 	r->state = RS_DOWN;
 	r->ping_at = 0;
+	settle_doomed(r, text);
 	struct outbox_req *o = outbox_first(r->ob), *next;
 	for (; o; o = next) {
 		next = outbox_next(r->ob, o);
@@ -269,6 +299,7 @@ void relay_recovered(struct relay *r, const char *fail)
 		fail_all(r, fail);
 		return;
 	}
+	settle_doomed(r, NULL);
 	r->links++;
 	r->last_life = clock_now_ms();
 	if (r->ops->link_open(r->ctx) < 0) {
@@ -412,8 +443,12 @@ void relay_tick(struct relay *r)
 		for (; o; o = next) {
 			next = outbox_next(r->ob, o);
 			struct rreq *q = outbox_req_arg(o);
-			if (q->kind == RK_HOST &&
-			    now >= q->wait_from + RELAY_RECOVERY_CAP_MS)
+			if (q->kind != RK_HOST ||
+			    now < q->wait_from + RELAY_RECOVERY_CAP_MS)
+				continue;
+			if (q->doomed)
+				answer_doomed(r, o, NULL);
+			else
 				answer_error(r, o, JR_SERVER_UNAVAILABLE,
 					     "The mcpvisor runtime is still "
 					     "starting again; retry in a few "
