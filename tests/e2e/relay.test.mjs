@@ -1,18 +1,16 @@
 // `mcpvisor relay` on real processes, the official SDK's stdio client as
 // the host: finding or starting the runtime (timed), several relays
-// starting at once, the host quitting, a long call on a healthy runtime,
-// and the restart mark. The recovery scenarios are in
-// relay-recovery.test.mjs.
-import fs from 'node:fs';
+// starting at once, the host quitting, a long call on a healthy runtime.
+// The recovery scenarios are in relay-recovery.test.mjs, the restart mark
+// in relay-mark.test.mjs.
 import { test } from 'node:test';
 
-import { demo, makeHome, procStat, runCli, waitFor, writeConfig } from './lib.mjs';
+import { demo, makeHome, procStat, waitFor, writeConfig } from './lib.mjs';
 import {
 	assert,
 	callTool,
 	hostClose,
 	hostConnect,
-	markPath,
 	runtimeFile,
 	runtimesOf,
 	withRelayHome,
@@ -116,37 +114,5 @@ test('relay: a long call on a healthy runtime (longer than the silence watch) is
 		assert.ok(r.ms >= 4000, `answered after ${r.ms} ms`);
 		console.log(`relay: 4 s call answered in ${r.ms.toFixed(0)} ms`);
 		assert.deepEqual(runtimesOf(ctx.home), [pid], 'the runtime was not replaced');
-	});
-});
-
-test('relay: waits through `mcpvisor restart` (the mark) instead of starting a runtime; one runtime after', {
-	timeout: 30_000,
-}, async (t) => {
-	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
-		const h = await hostConnect(ctx.home);
-		ctx.hosts.push(h);
-		await echo(h.client);
-		const old = runtimeFile(ctx.home).pid;
-		// A call in flight makes the drain, and so the restart, last.
-		const inflight = callTool(h.client, 'demo__sleep', { ms: 1000 });
-		await new Promise((r) => setTimeout(r, 100));
-		const restart = runCli(['restart'], { home: ctx.home });
-		await waitFor(() => fs.existsSync(markPath(ctx.home)), 5000, 'the mark');
-		// Asked while the runtime drains and is replaced.
-		const during = await callTool(h.client, 'demo__echo', { text: 'during' });
-		const r = await restart;
-		assert.equal(r.code, 0, `restart: ${r.stdout}${r.stderr}`);
-		const info = runtimeFile(ctx.home);
-		// The runtime that answers is the one restart started, not one
-		// of the relay's.
-		assert.match(r.stdout, new RegExp(`restarted as pid ${info.pid}\\b`));
-		assert.notEqual(info.pid, old);
-		assert.deepEqual(runtimesOf(ctx.home), [info.pid], 'one runtime after');
-		const s = await inflight;
-		assert.ok(s.result && !s.result.isError, `the call in flight drained: ${s.error?.message}`);
-		assert.ok(during.result && !during.result.isError, `the call during the restart: ${during.error?.message ?? JSON.stringify(during.result)}`);
-		console.log(`relay: call during restart answered in ${during.ms.toFixed(0)} ms`);
-		await echo(h.client, 'after');
-		assert.ok(!fs.existsSync(markPath(ctx.home)));
 	});
 });
