@@ -21,7 +21,10 @@ LDFLAGS_SAN := -fsanitize=address,undefined
 
 LIB_SRC := $(filter-out src/main.c,$(shell find src -name '*.c' | sort))
 HDRS := $(shell find src -name '*.h')
-DEMO_SRC := $(wildcard demo/*.c)
+# Each fixture is its own file plus the shared HTTP serving layer.
+DEMO_PROGS := demo-server conformance-server
+DEMO_LIB := $(wildcard demo/fixture-*.c)
+DEMO_HDRS := $(wildcard demo/*.h)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 
@@ -31,8 +34,8 @@ SAN := build/san
 REL_OBJ := $(LIB_SRC:%.c=$(REL)/%.o)
 SAN_OBJ := $(LIB_SRC:%.c=$(SAN)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(SAN)/unit/%)
-DEMO_BIN := $(DEMO_SRC:demo/%.c=build/%)
-DEMO_SAN := $(DEMO_SRC:demo/%.c=$(SAN)/%)
+DEMO_BIN := $(DEMO_PROGS:%=build/%)
+DEMO_SAN := $(DEMO_PROGS:%=$(SAN)/%)
 
 .PHONY: all run test test-build unit e2e deps npm-deps format format-check install \
 	clean conformance bench fuzz fuzz-build
@@ -50,16 +53,16 @@ $(SAN)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_SAN) -c -o $@ $<
 
-build/%: demo/%.c
+build/%: demo/%.c $(DEMO_LIB) $(DEMO_HDRS)
 	@mkdir -p build
-	$(CC) $(CFLAGS_REL) -o $@ $< $(PKG_LIBS)
+	$(CC) $(CFLAGS_REL) -o $@ $< $(DEMO_LIB) $(PKG_LIBS)
 
 $(SAN)/mcpvisor: $(SAN_OBJ) $(SAN)/src/main.o
 	$(CC) $(LDFLAGS_SAN) -o $@ $^ $(PKG_LIBS)
 
-$(SAN)/%: demo/%.c
+$(SAN)/%: demo/%.c $(DEMO_LIB) $(DEMO_HDRS)
 	@mkdir -p $(SAN)
-	$(CC) $(CFLAGS_SAN) $(LDFLAGS_SAN) -o $@ $< $(PKG_LIBS)
+	$(CC) $(CFLAGS_SAN) $(LDFLAGS_SAN) -o $@ $< $(DEMO_LIB) $(PKG_LIBS)
 
 build/bench/%: bench/%.c
 	@mkdir -p build/bench

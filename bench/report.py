@@ -19,11 +19,18 @@ TARGETS = [
     ("supergateway", "supergateway"),
     ("mcp_proxy", "mcp-proxy"),
     ("floor_per_session", "stdio, a server per session"),
+    ("http_direct", "echo over HTTP, direct"),
+    ("mcpvisor_http", "echo over HTTP, via mcpvisor"),
 ]
 PEERS = ["supergateway", "mcp_proxy"]
 SHORT = {"floor": "floor", "mcpvisor_tcp": "mcpvisor", "mcpvisor_unix":
          "mcpvisor unix", "mcpvisor_relay": "relay",
-         "supergateway": "supergateway", "mcp_proxy": "mcp-proxy"}
+         "supergateway": "supergateway",
+         "mcp_proxy": "mcp-proxy", "http_direct": "http direct",
+         "mcpvisor_http": "via mcpvisor"}
+# The stdio rows' mcpvisor runs under one host ("mcpvisor"); every other
+# target is its own host (the relay too: its RSS and start are its own).
+MCPVISOR_STDIO = ("mcpvisor_tcp", "mcpvisor_unix")
 
 # metric: (label, lower is better)
 METRICS = {
@@ -73,10 +80,7 @@ def per_round(recs, target):
     """Figures of one target, as {metric: {round: value}}."""
     out = {m: {} for m in METRICS}
     errors, first_error, unavailable, extra = 0, None, None, {}
-    host_target = "mcpvisor" if target.startswith("mcpvisor_") else target
-    # The relay is not the runtime's host: its RSS and start are its own.
-    if target == "mcpvisor_relay":
-        host_target = target
+    host_target = "mcpvisor" if target in MCPVISOR_STDIO else target
     for r in recs:
         t = r.get("target")
         if t not in (target, host_target):
@@ -199,6 +203,7 @@ def ratios(res):
     pairs = [("mcpvisor_tcp", "floor"), ("mcpvisor_unix", "floor"),
              ("mcpvisor_relay", "mcpvisor_unix")]
     pairs += [(p, "mcpvisor_tcp") for p in PEERS]
+    pairs += [("mcpvisor_http", "http_direct")]
     for a, b in pairs:
         if a in fig and b in fig:
             out["%s/%s" % (a, b)] = {
@@ -236,6 +241,11 @@ def checks(res, ex):
     bt = best("calls_per_s_32", False)
     add("calls/s at 32 sessions: mcpvisor TCP / best peer >= 10",
         ratio(t32, bt), 10, lambda v, l: v >= l)
+    hv, hd = f.get("mcpvisor_http", {}), f.get("http_direct", {})
+    hp50, dp50 = hv.get("p50_pinned_ms"), hd.get("p50_pinned_ms")
+    add("p50 echo over HTTP, pinned: mcpvisor adds <= 0.1 ms (ms added)",
+        None if hp50 is None or dp50 is None else hp50 - dp50, 0.1,
+        lambda v, l: v <= l)
     add("mcpvisor idle RSS <= 4 MB (KB)", ex.get("idle_rss_kb"), 4096,
         lambda v, l: v <= l)
     add("mcpvisor RSS per open session <= 16 KB", ex.get("per_session_kb"),
@@ -328,7 +338,7 @@ COLS = [
     ("peak_tree_rss_kb", "all", "mb"),
     ("first_call_ms", "call", "ms"),
 ]
-WIDTH = [7, 7, 7, 7, 8, 9, 9, 7, 7, 8]
+WIDTH = [7, 7, 7, 7, 8, 10, 10, 7, 7, 8]
 NAMEW = 28
 
 
@@ -371,7 +381,7 @@ def print_report(doc):
     lines.append("ratios (a / b: below 1 means a is lower)")
     for key, r in rat.items():
         a, b = key.split("/")
-        name = "%s / %s" % (SHORT[a], SHORT[b])
+        name = "%s / %s" % (SHORT.get(a, a), SHORT.get(b, b))
         lines.append(row(name[:NAMEW - 1],
                          [fmt_num(r.get(m), "x") for m, _, _ in COLS]))
     ex = doc["mcpvisor"]

@@ -2,15 +2,19 @@
 # make bench: runs the C load generator, side by side, against the same echo
 # server reached directly over stdio (the floor), through mcpvisor (TCP and
 # Unix socket, one app-scoped shared instance; and `mcpvisor relay`, stdio in
-# front of that socket), supergateway and mcp-proxy;
-# prints one table and writes bench/results/latest.json. `--smoke` is the
-# short check that make test runs. Every process it starts is stopped by pid.
+# front of that socket), supergateway and mcp-proxy; and an echo served over
+# HTTP (the demo fixture's --http) reached directly and through mcpvisor as a
+# url server; prints one table and writes bench/results/latest.json.
+# `--smoke` is the short check that make test runs. Every process it starts
+# is stopped by pid.
 set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BENCH=$ROOT/bench
 LG=$ROOT/build/bench/loadgen
 ECHO=$ROOT/build/bench/echo-server
+# The echo served over HTTP: the demo fixture (its echo tool), --http PORT.
+DEMO=${DEMO_SERVER:-$ROOT/build/demo-server}
 ROUNDS=${BENCH_ROUNDS:-3}
 SECS=${BENCH_SECONDS:-2}
 CALLS=${BENCH_CALLS:-2000}
@@ -211,6 +215,77 @@ peer_round() { # name round command...
 	host_stop "$t-$r"
 }
 
+# mcpvisor's config for a url server: the HTTP echo at url.
+mcpvisor_http_config() { # file url
+	cat >"$1" <<EOF
+{"mcpServers":{"echo":{"url":"$2","type":"http","scope":"app","prefix":""}}}
+EOF
+}
+
+# Echo over HTTP: the fixture on a port of its own, called directly, then
+# the same process through mcpvisor (a url server: mcpvisor's endpoint in,
+# its HTTP client out). Pinned latency puts the loadgen, mcpvisor and the
+# server on one CPU; throughput with 8 sessions runs unpinned. Fewer runs
+# than the stdio rows: the row answers one question (what the hop adds)
+# and keeps the bench within its time.
+http_round() { # round
+	r=$1
+	if [ ! -x "$DEMO" ] || [ ! -x "$MCPVISOR" ]; then
+		for t in http_direct mcpvisor_http; do
+			crash_line "$t" unavailable \
+				"$DEMO or $MCPVISOR is not built" >>"$RAW"
+		done
+		return
+	fi
+	port=$("$LG" freeport)
+	url=http://127.0.0.1:$port/mcp
+	host_start "httpd-$r" http_direct "$r" --timeout-ms 10000 \
+		--stop-ms 1500 --url "$url" -- "$DEMO" --http "$port"
+	if [ "$HOST_OK" != 1 ]; then
+		why=$(json_field "$HOST_LINE" first_error)
+		tail -n 5 "$WORK/httpd-$r.log" >&2
+		for t in http_direct mcpvisor_http; do
+			crash_line "$t" unavailable \
+				"demo-server --http: $why" >>"$RAW"
+		done
+		host_stop "httpd-$r"
+		return
+	fi
+	DHOST=$HOST DPID=$GWPID
+	pin_tree "$DPID" "$PINCPU"
+	run_lg http_direct "$r" latency_pinned 1 --url "$url" latency \
+		--calls "$CALLS"
+	pin_tree "$DPID" "$ALLCPU"
+	run_lg http_direct "$r" throughput_8 0 --url "$url" throughput \
+		--sessions 8 --seconds "$SECS"
+	home=$WORK/mcpvisor-http-home-$r
+	mkdir -p "$home"
+	mcpvisor_http_config "$WORK/mcpvisor-http.json" "$url"
+	host_start "mvh-$r" mcpvisor_http "$r" --timeout-ms 10000 \
+		--stop-ms 5000 --runtime-file "$home/run/runtime.json" \
+		-- "$MCPVISOR" serve --config "$WORK/mcpvisor-http.json" \
+		--port 0 --home "$home"
+	if [ "$HOST_OK" = 1 ]; then
+		mvurl=$(json_field "$HOST_LINE" url)
+		pin_tree "$GWPID" "$PINCPU"
+		pin_tree "$DPID" "$PINCPU"
+		run_lg mcpvisor_http "$r" latency_pinned 1 --url "$mvurl" \
+			latency --calls "$CALLS"
+		pin_tree "$GWPID" "$ALLCPU"
+		pin_tree "$DPID" "$ALLCPU"
+		run_lg mcpvisor_http "$r" throughput_8 0 --url "$mvurl" \
+			throughput --sessions 8 --seconds "$SECS"
+	else
+		why=$(json_field "$HOST_LINE" first_error)
+		tail -n 5 "$WORK/mvh-$r.log" >&2
+		crash_line mcpvisor_http unavailable "mcpvisor serve: $why" \
+			>>"$RAW"
+	fi
+	host_stop "mvh-$r"
+	HOST=$DHOST
+	host_stop "httpd-$r"
+}
+
 floor_round() { # round
 	r=$1
 	run_lg floor "$r" first_call 0 --stdio first-call -- "$ECHO"
@@ -260,6 +335,14 @@ find_mcpvisor() {
 	MCPVISOR=$ROOT/build/mcpvisor
 	if [ "$SMOKE" = 1 ] && [ -x "$ROOT/build/san/mcpvisor" ]; then
 		MCPVISOR=$ROOT/build/san/mcpvisor
+	fi
+}
+
+# The smoke runs the fixture make test built (sanitized) unless told.
+find_demo() {
+	if [ "$SMOKE" = 1 ] && [ -z "${DEMO_SERVER:-}" ] &&
+		[ -x "$ROOT/build/san/demo-server" ]; then
+		DEMO=$ROOT/build/san/demo-server
 	fi
 }
 
@@ -344,8 +427,58 @@ smoke() {
 	else
 		echo "skip mcpvisor: $MCPVISOR is not built"
 	fi
+	smoke_http
 	echo "$PASS passed, $FAIL failed"
 	[ "$FAIL" -eq 0 ]
+}
+
+# The echo over HTTP, directly and through mcpvisor as a url server.
+smoke_http() {
+	if [ ! -x "$DEMO" ] || [ ! -x "$MCPVISOR" ]; then
+		echo "skip echo over HTTP: $DEMO or $MCPVISOR is not built"
+		return
+	fi
+	port=$("$LG" freeport)
+	url=http://127.0.0.1:$port/mcp
+	host_start httpd-smoke http_direct 0 --timeout-ms 10000 \
+		--stop-ms 1500 --url "$url" -- "$DEMO" --http "$port"
+	LAST=$HOST_LINE
+	smoke_check "echo over HTTP answers a tools/call"
+	if [ "$HOST_OK" = 1 ]; then
+		DHOST=$HOST
+		run_lg http_direct 0 latency 0 --url "$url" latency \
+			--calls 200 --warmup-calls 10
+		smoke_check "echo over HTTP, direct latency"
+		mcpvisor_http_config "$WORK/mcpvisor-http.json" "$url"
+		mkdir -p "$WORK/home-http"
+		host_start mvh-smoke mcpvisor_http 0 --timeout-ms 10000 \
+			--stop-ms 5000 \
+			--runtime-file "$WORK/home-http/run/runtime.json" \
+			-- "$MCPVISOR" serve --config "$WORK/mcpvisor-http.json" \
+			--port 0 --home "$WORK/home-http"
+		LAST=$HOST_LINE
+		smoke_check "mcpvisor serves a url server (echo over HTTP)"
+		if [ "$HOST_OK" = 1 ]; then
+			mvurl=$(json_field "$HOST_LINE" url)
+			run_lg mcpvisor_http 0 latency 0 --url "$mvurl" latency \
+				--calls 200 --warmup-calls 10
+			smoke_check "echo over HTTP via mcpvisor, latency"
+			run_lg mcpvisor_http 0 throughput 0 --url "$mvurl" \
+				throughput --sessions 4 --seconds 0.3 --warmup 0.05
+			smoke_check "echo over HTTP via mcpvisor, 4 sessions"
+		fi
+		host_stop mvh-smoke
+		if [ "$HOST_OK" = 1 ]; then
+			LAST=$(tail -n 1 "$RAW")
+			case $LAST in
+			*'"leftover":0'*) ;;
+			*) LAST="$LAST (processes left behind)" ;;
+			esac
+			smoke_check "mcpvisor with a url server stops, no process left"
+		fi
+		HOST=$DHOST
+	fi
+	host_stop httpd-smoke
 }
 
 machine_info() { # file: what the report says about the machine
@@ -389,6 +522,7 @@ bench() {
 		echo "bench: round $r/$ROUNDS"
 		floor_round "$r"
 		mcpvisor_round "$r"
+		http_round "$r"
 		peer_round supergateway "$r" "$SG" --stdio "$ECHO" \
 			--outputTransport streamableHttp --stateful \
 			--port @PORT@ --logLevel none
@@ -421,9 +555,14 @@ snapshot_binaries() {
 		cp "$MCPVISOR" "$WORK/mcpvisor" || exit 1
 		MCPVISOR=$WORK/mcpvisor
 	fi
+	if [ -x "$DEMO" ]; then
+		cp "$DEMO" "$WORK/demo-server" || exit 1
+		DEMO=$WORK/demo-server
+	fi
 }
 
 find_mcpvisor
+find_demo
 if [ "$SMOKE" = 1 ]; then
 	smoke
 else

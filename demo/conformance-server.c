@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fixture-http.h"
+
 /* An input line longer than this is skipped whole. */
 #define CONF_MAX_LINE (4u << 20)
 #define CONF_READ_CHUNK 65536u
@@ -124,6 +126,12 @@ struct conf_server {
 	json_int_t next_out_id;
 	size_t page_size;
 	bool verbose;
+
+	/* Over HTTP (NULL over stdio): the session, the client request that
+	 * what is sent now belongs to, and the next session's state. */
+	struct fxh_session *hs;
+	json_t *cause;
+	struct conf_server *http_next;
 
 	char *in;
 	size_t in_len;
@@ -319,6 +327,11 @@ static void conf_send(struct conf_server *s, json_t *msg)
 
 	if (s->verbose)
 		conf_log("-> %.300s", text);
+	if (s->hs) {
+		free(text);
+		fxh_send(s->hs, s->cause, msg);
+		return;
+	}
 	if (s->out_off > 0 && s->out_off == s->out_len)
 		s->out_off = s->out_len = 0;
 	if (s->out_cap - s->out_len < n + 1) {
@@ -587,8 +600,13 @@ static void conf_jobs_run(struct conf_server *s, int64_t now)
 	while (*pp != NULL) {
 		struct conf_job *j = *pp;
 
-		if (j->wake_ms >= 0 && j->wake_ms <= now &&
-		    conf_job_step(s, j, now)) {
+		bool answered;
+
+		s->cause = j->id;
+		answered = j->wake_ms >= 0 && j->wake_ms <= now &&
+			   conf_job_step(s, j, now);
+		s->cause = NULL;
+		if (answered) {
 			*pp = j->next;
 			s->njobs--;
 			conf_job_free(j);
@@ -625,12 +643,14 @@ static void conf_jobs_cancel(struct conf_server *s, json_t *request_id)
 	}
 	if (j == NULL)
 		return; /* finished already, or never ours: both are normal */
+	s->cause = j->id;
 	if (j->out_id != 0)
 		conf_notify(s, "notifications/cancelled",
 			    conf_pack("{s:I,s:s}", "requestId", j->out_id,
 				      "reason",
 				      "the request that needed it was "
 				      "cancelled"));
+	s->cause = NULL;
 	conf_job_unlink(s, j);
 	conf_job_free(j);
 }
@@ -660,6 +680,7 @@ static void conf_jobs_answer(struct conf_server *s, json_t *msg)
 	if (!json_is_object(error))
 		error = NULL;
 	conf_job_unlink(s, j);
+	s->cause = j->id;
 	if (result == NULL && error == NULL)
 		conf_send_result(s, j->id,
 				 conf_error_result("The client answered %s "
@@ -668,6 +689,7 @@ static void conf_jobs_answer(struct conf_server *s, json_t *msg)
 						   j->method));
 	else
 		conf_send_result(s, j->id, j->reply(s, result, error));
+	s->cause = NULL;
 	conf_job_free(j);
 }
 
@@ -791,6 +813,10 @@ static void conf_tool_reconnection(struct conf_server *s, json_t *id,
 	j->text = conf_xstrdup("Reconnection test completed successfully. If "
 			       "you received this, the client properly "
 			       "reconnected after stream closure.");
+	/* Over HTTP the stream closes before the answer (SEP-1699
+	 * polling): the client gets it by GET with Last-Event-ID. */
+	if (s->hs)
+		fxh_end_stream(s->hs, id);
 }
 
 static void conf_tool_slow(struct conf_server *s, json_t *id, json_t *args,
@@ -1967,7 +1993,9 @@ static void conf_on_request(struct conf_server *s, json_t *id,
 	}
 	if (params == NULL)
 		params = empty = json_object();
+	s->cause = id;
 	conf_methods[i].fn(s, id, params);
+	s->cause = NULL;
 	json_decref(empty);
 }
 
@@ -2143,20 +2171,31 @@ static bool conf_set_nonblock(int fd)
 
 static void conf_usage(FILE *f)
 {
-	fputs("usage: conformance-server [--page-size N] [--verbose]\n"
-	      "A stdio MCP server with the fixtures of the MCP conformance "
-	      "suite.\n"
-	      "  --page-size N  paginate lists N items at a time (default: "
-	      "no pagination)\n"
-	      "  --verbose      log every message on stderr\n",
+	fputs("usage: conformance-server [--page-size N] [--verbose] "
+	      "[--http PORT [faults]]\n"
+	      "An MCP server (stdio, or HTTP with --http) with the fixtures "
+	      "of the MCP\nconformance suite; over HTTP each session has its "
+	      "own state.\n"
+	      "  --page-size N          paginate lists N items at a time "
+	      "(default: none)\n"
+	      "  --verbose              log every message on stderr\n",
 	      f);
+	fputs(fxh_usage, f);
 }
+
+static struct fxh_opts conf_http;
 
 static int conf_parse_args(struct conf_server *s, int argc, char **argv)
 {
 	int i;
 
 	for (i = 1; i < argc; i++) {
+		int taken = fxh_parse_flag(&conf_http, argc, argv, &i);
+
+		if (taken < 0)
+			return -EINVAL;
+		if (taken > 0)
+			continue;
 		if (strcmp(argv[i], "--verbose") == 0 ||
 		    strcmp(argv[i], "-v") == 0) {
 			s->verbose = true;
@@ -2182,7 +2221,7 @@ static int conf_parse_args(struct conf_server *s, int argc, char **argv)
 			return -EINVAL;
 		}
 	}
-	return 0;
+	return fxh_check_opts(&conf_http) < 0 ? -EINVAL : 0;
 }
 
 /* Catches a typo in the built-in JSON at start, not in the middle of a
@@ -2200,22 +2239,113 @@ static void conf_check_constants(void)
 	json_decref(conf_parse_const(conf_schema_enums));
 }
 
-int main(int argc, char **argv)
+static void conf_server_init(struct conf_server *s)
 {
-	struct conf_server srv = {0};
-	struct conf_server *s = &srv;
-	struct conf_job *j;
-	int rc = 0;
-
-	signal(SIGPIPE, SIG_IGN);
-	if (conf_parse_args(s, argc, argv) != 0)
-		return 2;
-	conf_check_constants();
 	s->phase = CONF_PHASE_NEW;
 	snprintf(s->version, sizeof(s->version), "%s", CONF_LATEST);
 	s->client_caps = json_object();
 	s->log_level = CONF_LEVEL_INFO;
 	s->subs = json_array();
+}
+
+static void conf_server_free(struct conf_server *s)
+{
+	struct conf_job *j;
+
+	while ((j = s->jobs) != NULL) {
+		s->jobs = j->next;
+		conf_job_free(j);
+	}
+	json_decref(s->client_caps);
+	json_decref(s->subs);
+	free(s->in);
+	free(s->out);
+}
+
+/* ---- over HTTP: one conf_server per session --------------------------- */
+
+static struct conf_server *conf_http_sessions;
+static const struct conf_server *conf_http_template;
+
+static void *conf_http_open(struct fxh_session *hs)
+{
+	struct conf_server *s = conf_xcalloc(1, sizeof(*s));
+
+	conf_server_init(s);
+	s->page_size = conf_http_template->page_size;
+	s->verbose = conf_http_template->verbose;
+	s->hs = hs;
+	s->http_next = conf_http_sessions;
+	conf_http_sessions = s;
+	return s;
+}
+
+static void conf_http_message(void *user, json_t *msg)
+{
+	struct conf_server *s = user;
+
+	if (s->verbose) {
+		char *text = conf_dump(msg);
+
+		conf_log("<- %.300s", text);
+		free(text);
+	}
+	conf_on_message(s, msg);
+}
+
+static void conf_http_close(void *user)
+{
+	struct conf_server **pp;
+
+	for (pp = &conf_http_sessions; *pp != NULL; pp = &(*pp)->http_next) {
+		if (*pp == user) {
+			*pp = ((struct conf_server *)user)->http_next;
+			break;
+		}
+	}
+	conf_server_free(user);
+	free(user);
+}
+
+static int conf_http_tick(void)
+{
+	int64_t now = conf_now_ms();
+	int next = -1;
+
+	for (struct conf_server *s = conf_http_sessions; s; s = s->http_next)
+		conf_jobs_run(s, now);
+	for (struct conf_server *s = conf_http_sessions; s; s = s->http_next) {
+		int t = conf_jobs_timeout(s, conf_now_ms());
+
+		if (t >= 0 && (next < 0 || t < next))
+			next = t;
+	}
+	return next;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct fxh_ops http_ops = {
+		.open = conf_http_open,
+		.message = conf_http_message,
+		.close = conf_http_close,
+		.tick = conf_http_tick,
+	};
+	struct conf_server srv = {0};
+	struct conf_server *s = &srv;
+	int rc = 0;
+
+	signal(SIGPIPE, SIG_IGN);
+	fxh_opts_init(&conf_http, "conformance-server");
+	if (conf_parse_args(s, argc, argv) != 0)
+		return 2;
+	conf_check_constants();
+	if (conf_http.on) {
+		conf_http_template = s;
+		conf_http.own_signals = true;
+		return fxh_serve(&conf_http, &http_ops);
+	}
+	conf_server_init(s);
 	conf_set_nonblock(STDIN_FILENO);
 	s->out_nonblock = conf_set_nonblock(STDOUT_FILENO);
 
@@ -2259,13 +2389,6 @@ int main(int argc, char **argv)
 			fcntl(STDOUT_FILENO, F_SETFL, fl & ~O_NONBLOCK);
 	}
 	conf_flush(s);
-	while ((j = s->jobs) != NULL) {
-		s->jobs = j->next;
-		conf_job_free(j);
-	}
-	json_decref(s->client_caps);
-	json_decref(s->subs);
-	free(s->in);
-	free(s->out);
+	conf_server_free(s);
 	return rc;
 }

@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fixture-http.h"
+
 #define DEMO_VERSION "1.0.0"
 #define DEMO_LATEST_PROTOCOL "2025-11-25"
 
@@ -73,7 +75,8 @@ struct demo_opts {
 struct demo_sleep {
 	struct demo_sleep *next;
 	json_t *id;
-	json_t *token; /* progressToken or NULL */
+	json_t *token;		/* progressToken or NULL */
+	struct fxh_session *hs; /* over HTTP: the caller's session */
 	int64_t ms;
 	int64_t started;
 	int64_t due;
@@ -87,6 +90,7 @@ struct demo_out {
 	struct demo_out *next;
 	char key[32];
 	json_t *call_id;
+	struct fxh_session *hs;
 	enum demo_out_kind kind;
 };
 
@@ -122,6 +126,11 @@ static struct {
 	size_t inlen;
 	size_t incap;
 	bool skipping;
+	/* Over HTTP: sessions share this state; what is sent goes to the
+	 * session at hand, on the stream of the request cause. */
+	struct fxh_opts http;
+	struct fxh_session *hs;
+	json_t *cause;
 } demo;
 
 static volatile sig_atomic_t demo_term;
@@ -281,6 +290,13 @@ static void demo_send(json_t *msg)
 		demo_log("%s: cannot build a message", __func__);
 		return;
 	}
+	if (demo.http.on) {
+		if (demo.hs)
+			fxh_send(demo.hs, demo.cause, msg);
+		else
+			json_decref(msg);
+		return;
+	}
 	len = json_dumpb(msg, NULL, 0, flags);
 	line = len ? malloc(len + 1) : NULL;
 	if (!line) {
@@ -303,7 +319,7 @@ static void demo_garbage(void)
 {
 	static const char junk[] = "demo garbage: this line is not JSON\n\n";
 
-	if (demo.o.garbage)
+	if (demo.o.garbage && !demo.http.on)
 		(void)demo_write_all(STDOUT_FILENO, junk, sizeof(junk) - 1);
 }
 
@@ -477,6 +493,7 @@ static void demo_tool_sleep(json_t *id, json_t *args, json_t *params)
 		abort();
 	s->id = json_incref(id);
 	s->token = tok ? json_incref(tok) : NULL;
+	s->hs = demo.hs;
 	s->ms = json_integer_value(json_object_get(args, "ms"));
 	s->started = now;
 	s->due = now + s->ms;
@@ -524,6 +541,7 @@ static void demo_ask_client(json_t *id, enum demo_out_kind kind,
 	snprintf(out->key, sizeof(out->key), "s%llu",
 		 (unsigned long long)++demo.next_out);
 	out->call_id = json_incref(id);
+	out->hs = demo.hs;
 	out->kind = kind;
 	out->next = demo.outs;
 	demo.outs = out;
@@ -1178,7 +1196,7 @@ static void demo_cancel(json_t *params)
 	     pp = &(*pp)->next) {
 		struct demo_sleep *s = *pp;
 
-		if (json_equal(s->id, rid)) {
+		if (s->hs == demo.hs && json_equal(s->id, rid)) {
 			*pp = s->next;
 			demo.npending--;
 			demo_sleep_free(s);
@@ -1189,7 +1207,7 @@ static void demo_cancel(json_t *params)
 	for (struct demo_out **pp = &demo.outs; rid && *pp; pp = &(*pp)->next) {
 		struct demo_out *out = *pp;
 
-		if (json_equal(out->call_id, rid)) {
+		if (out->hs == demo.hs && json_equal(out->call_id, rid)) {
 			*pp = out->next;
 			demo.npending--;
 			demo_out_free(out);
@@ -1254,7 +1272,7 @@ static void demo_response(json_t *msg)
 	char *text;
 
 	for (pp = &demo.outs; key && *pp; pp = &(*pp)->next) {
-		if (strcmp((*pp)->key, key) == 0) {
+		if ((*pp)->hs == demo.hs && strcmp((*pp)->key, key) == 0) {
 			out = *pp;
 			*pp = out->next;
 			demo.npending--;
@@ -1265,6 +1283,7 @@ static void demo_response(json_t *msg)
 		demo_log("response to an unknown request ignored");
 		return;
 	}
+	demo.cause = out->call_id;
 	if (error) {
 		const char *emsg =
 			json_string_value(json_object_get(error, "message"));
@@ -1297,6 +1316,7 @@ static void demo_response(json_t *msg)
 						       : json_array()));
 	}
 	demo_out_free(out);
+	demo.cause = NULL;
 }
 
 static void demo_dispatch(json_t *msg)
@@ -1507,6 +1527,8 @@ static void demo_run_timers(int64_t now)
 	while (*pp) {
 		struct demo_sleep *s = *pp;
 
+		demo.hs = s->hs;
+		demo.cause = s->id;
 		if (now >= s->due) {
 			char text[64];
 
@@ -1516,6 +1538,8 @@ static void demo_run_timers(int64_t now)
 				 (long long)s->ms);
 			demo_call_reply(s->id, demo_text_result(text, false));
 			demo_sleep_free(s);
+			demo.hs = NULL;
+			demo.cause = NULL;
 			continue;
 		}
 		if (s->token && now >= s->next_progress) {
@@ -1525,6 +1549,8 @@ static void demo_run_timers(int64_t now)
 				s->next_progress = now + DEMO_PROGRESS_MS;
 		}
 		pp = &s->next;
+		demo.hs = NULL;
+		demo.cause = NULL;
 	}
 }
 
@@ -1654,6 +1680,91 @@ static void demo_spawn_setsid_child(void)
 	demo_log("setsid child %d", (int)pid);
 }
 
+/* ---- over HTTP (fixture-http): one state, but a log level per session -- */
+
+struct demo_http_session {
+	struct fxh_session *hs;
+	int log_level;
+};
+
+static void *demo_http_open(struct fxh_session *hs)
+{
+	struct demo_http_session *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		abort();
+	u->hs = hs;
+	u->log_level = DEMO_LEVEL_INFO;
+	return u;
+}
+
+static void demo_http_message(void *user, json_t *msg)
+{
+	struct demo_http_session *u = user;
+	json_t *id = json_object_get(msg, "id");
+
+	demo.hs = u->hs;
+	demo.cause = json_object_get(msg, "method") ? id : NULL;
+	demo.log_level = u->log_level;
+	demo_dispatch(msg);
+	u->log_level = demo.log_level;
+	demo.hs = NULL;
+	demo.cause = NULL;
+}
+
+/* What a session left running dies with it. */
+static void demo_http_close(void *user)
+{
+	struct demo_http_session *u = user;
+
+	for (struct demo_sleep **pp = &demo.sleeps, *s; (s = *pp);) {
+		if (s->hs != u->hs) {
+			pp = &s->next;
+			continue;
+		}
+		*pp = s->next;
+		demo.npending--;
+		demo_sleep_free(s);
+	}
+	for (struct demo_out **pp = &demo.outs, *out; (out = *pp);) {
+		if (out->hs != u->hs) {
+			pp = &out->next;
+			continue;
+		}
+		*pp = out->next;
+		demo.npending--;
+		demo_out_free(out);
+	}
+	free(u);
+}
+
+static int demo_http_tick(void)
+{
+	if (demo_term)
+		return FXH_STOP;
+	demo_run_timers(demo_now_ms());
+	return demo_poll_timeout(demo_now_ms());
+}
+
+static int demo_http_serve(void)
+{
+	static const struct fxh_ops ops = {
+		.open = demo_http_open,
+		.message = demo_http_message,
+		.close = demo_http_close,
+		.tick = demo_http_tick,
+	};
+	int rc;
+
+	demo.stdin_open = false;
+	demo.http.wake_fd = demo.sig_pipe[0];
+	demo.http.listen_delay_ms = demo.o.slow_start_ms;
+	rc = fxh_serve(&demo.http, &ops);
+	demo_log("%s: exiting", demo_term ? "SIGTERM" : "server stopped");
+	demo_cleanup();
+	return rc;
+}
+
 static void demo_usage(FILE *out)
 {
 	fputs("usage: demo-server [--name NAME] [--count-file PATH]\n"
@@ -1663,9 +1774,12 @@ static void demo_usage(FILE *out)
 	      "    [--spawn-setsid-child]\n"
 	      "    [--auth-fail] [--garbage] [--stderr-lines N]\n"
 	      "    [--page-size N] [--tools N] [--echo-repeat N]\n"
-	      "    [--tools-by-caps]\n"
-	      "A demo MCP server on stdio, and mcpvisor's test fixture.\n",
+	      "    [--tools-by-caps] [--http PORT [HTTP flags]]\n"
+	      "A demo MCP server on stdio (or HTTP), and mcpvisor's test "
+	      "fixture.\nOver HTTP, sessions share the server's state but "
+	      "for the log level;\n--garbage is stdio only.\n",
 	      out);
+	fputs(fxh_usage, out);
 }
 
 static void demo_bad_usage(const char *fmt, const char *arg)
@@ -1719,7 +1833,14 @@ static void demo_parse_args(int argc, char **argv, struct demo_opts *o)
 		const char *f = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		bool takes = true;
+		int http = fxh_parse_flag(&demo.http, argc, argv, &i);
 
+		if (http < 0) {
+			demo_usage(stderr);
+			exit(2);
+		}
+		if (http > 0)
+			continue;
 		if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
 			demo_usage(stdout);
 			exit(0);
@@ -1790,6 +1911,8 @@ static void demo_parse_args(int argc, char **argv, struct demo_opts *o)
 		}
 		i++;
 	}
+	if (fxh_check_opts(&demo.http) < 0)
+		exit(2);
 }
 
 int main(int argc, char **argv)
@@ -1800,6 +1923,7 @@ int main(int argc, char **argv)
 	demo.exit_at = -1;
 	demo.stdin_open = true;
 	demo.log_level = DEMO_LEVEL_INFO;
+	fxh_opts_init(&demo.http, "demo");
 	demo_parse_args(argc, argv, &demo.o);
 
 	signal(SIGPIPE, SIG_IGN);
@@ -1840,6 +1964,8 @@ int main(int argc, char **argv)
 	demo.tools = demo_build_tools();
 	demo.counts = json_object();
 	demo.subscribed = json_object();
+	if (demo.http.on)
+		return demo_http_serve();
 	demo.ready_at = demo_now_ms() + demo.o.slow_start_ms;
 	if (demo.o.slow_start_ms > 0)
 		demo_log("slow start: reading nothing for %lld ms",

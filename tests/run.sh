@@ -64,21 +64,38 @@ run_e2e() {
 	add e2e "$p" "${f:-0}"
 }
 
-run_conformance() {
-	log="$logdir/conformance.log"
-	sh tests/conformance/run-against-runtime.sh >"$log" 2>&1
+# One conformance part: its log ends with "[Total: ]N passed, M failed".
+conf_part() { # name command...
+	name=$1
+	shift
+	log="$logdir/$name.log"
+	"$@" >"$log" 2>&1
 	rc=$?
-	line=$(grep -E 'Total: [0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
-	echo "$line"
-	p=$(echo "$line" | sed -n 's/.*Total: \([0-9]*\) passed.*/\1/p')
+	line=$(grep -E '^(Total: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+	p=$(echo "$line" | sed -n 's/^[^0-9]*\([0-9]*\) passed.*/\1/p')
 	f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
 	if [ -z "$p" ]; then
 		tail -n 30 "$log"
-		add conformance 0 1
+		add "$name" 0 1
 		return
 	fi
 	[ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ] && f=1
-	add conformance "$p" "$f"
+	[ "${f:-0}" -gt 0 ] && grep -E 'FAIL|failed:|✗' "$log" | head -n 20
+	add "$name" "$p" "$f"
+}
+
+# The official suite both ways (mcpvisor in front of the C fixture over
+# stdio, and over HTTP on a port it owns), the fixture alone over HTTP, the
+# suite's client scenarios with mcpvisor as the client, and the fixtures'
+# own checks over stdio and HTTP.
+run_conformance() {
+	c=tests/conformance
+	conf_part conformance sh $c/run-against-runtime.sh
+	conf_part conformance-http sh $c/run-against-runtime.sh --http
+	conf_part conformance-fixture-http sh $c/run-fixture-http.sh
+	conf_part conformance-client sh $c/run-client.sh
+	conf_part fixture-stdio-check node $c/stdio-check.mjs build/san/conformance-server
+	conf_part fixture-http-check node $c/http-check.mjs build/san
 }
 
 run_smoke() {

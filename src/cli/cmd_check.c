@@ -65,7 +65,8 @@ static void check_print_arg(const char *a)
 	printf("'");
 }
 
-/* name, kind and scope, then what runs (command and args, or the url),
+/* name, kind, scope and transport (stdio; http, sse, or auto: Streamable
+ * HTTP falling back to legacy), then what runs (command and args, or the url),
  * then the names of env and header values (never the values). */
 static void check_print_server(json_t *d)
 {
@@ -77,9 +78,10 @@ static void check_print_server(json_t *d)
 		       name ? name : "?");
 		return;
 	}
-	printf("%-16s %-6s scope %-8s", name,
+	printf("%-16s %-6s scope %-8s transport %-5s", name,
 	       json_string_value(json_object_get(d, "kind")),
-	       json_string_value(json_object_get(d, "scope")));
+	       json_string_value(json_object_get(d, "scope")),
+	       json_string_value(json_object_get(d, "transport")));
 	const char *url = json_string_value(json_object_get(d, "url"));
 	if (url) {
 		printf(" %s", url);
@@ -163,13 +165,6 @@ int cmd_check(int argc, char **argv)
 			const struct server_config *sv = &cfg->servers[i];
 			if (sv->error)
 				fprintf(stderr, "error: %s\n", sv->error);
-			else if (sv->kind != SERVER_STDIO)
-				fprintf(stderr,
-					"note: server \"%s\" is reached by "
-					"url: "
-					"it is valid, but mcpvisor does not "
-					"serve url servers yet (only stdio)\n",
-					sv->name);
 			else if (sv->command && !check_command_found(sv))
 				fprintf(stderr,
 					"note: server \"%s\": command \"%s\" "

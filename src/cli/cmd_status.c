@@ -17,7 +17,45 @@ static void status_usage(FILE *f)
 		   "needs_auth), scope,\n"
 		   "sessions holding it, calls in flight and the last error "
 		   "with the server's\n"
-		   "stderr. -v adds pids, keys and the socket.\n");
+		   "stderr; for a url server its transport, url (secrets "
+		   "masked), the port\n"
+		   "a local one serves on, and what to set when it needs "
+		   "credentials.\n"
+		   "-v adds pids, keys and the socket.\n");
+}
+
+/* How a server is reached, after its scope: nothing for stdio (most
+ * servers, and the table stays as it was), else the transport and the
+ * loopback port a local one serves on. */
+static void status_reach_text(struct buf *b, json_t *o)
+{
+	const char *t = json_string_value(json_object_get(o, "transport"));
+	if (t == NULL || strcmp(t, "stdio") == 0)
+		return;
+	buf_printf(b, ", %s", t);
+	json_t *port = json_object_get(o, "port");
+	if (json_integer_value(port) > 0)
+		buf_printf(b, " on port %lld", json_integer_value(port));
+}
+
+/* The lines under a server's: its url (masked by the runtime) and, when it
+ * refused our credentials, what its challenge named and what to set. */
+static void status_reach_lines(struct buf *b, json_t *o)
+{
+	const char *url = json_string_value(json_object_get(o, "url"));
+	if (url)
+		buf_printf(b, "    url: %s\n", url);
+	json_t *auth = json_object_get(o, "auth");
+	const char *rm =
+		json_string_value(json_object_get(auth, "resourceMetadata"));
+	const char *hint = json_string_value(json_object_get(auth, "hint"));
+	if (rm)
+		buf_printf(b, "    resource metadata: %s\n", rm);
+	long long code = json_integer_value(json_object_get(auth, "status"));
+	if (hint && code > 0)
+		buf_printf(b, "    needs auth (HTTP %lld): %s\n", code, hint);
+	else if (hint)
+		buf_printf(b, "    needs auth: %s\n", hint);
 }
 
 /* The lines of a server with no instance: why it is not running (its
@@ -32,11 +70,19 @@ static void status_print_idle_server(const char *name, const char *scope,
 	const char *state = json_is_true(json_object_get(sv, "disabled"))
 				    ? "disabled"
 				    : "not running";
-	printf("%-16s %-12s scope %s", name, state, scope);
+	struct buf b;
+	buf_init(&b);
+	status_reach_text(&b, sv);
+	printf("%-16s %-12s scope %s%s", name, state, scope,
+	       b.len ? b.data : "");
 	if (lf)
 		printf(" (last failed: %s)",
 		       json_string_value(json_object_get(lf, "reason")));
 	printf("\n");
+	buf_reset(&b);
+	status_reach_lines(&b, sv);
+	fputs(b.len ? b.data : "", stdout);
+	buf_free(&b);
 	/* Its stderr (secrets masked) is only in the verbose view. */
 	const char *err = json_string_value(json_object_get(lf, "stderr"));
 	if (err && err[0]) {
@@ -65,11 +111,11 @@ static void status_instance_text(struct buf *b, const char *name,
 		state = "?";
 	bool idle = strcmp(state, "running") == 0 && holders_n == 0 &&
 		    inflight == 0;
-	buf_printf(b,
-		   "%-16s %-12s scope %s, %lld tool(s), %zu session(s), %lld "
-		   "call(s) in flight",
-		   name, idle ? "idle" : state, scope, ntools, holders,
-		   inflight);
+	buf_printf(b, "%-16s %-12s scope %s", name, idle ? "idle" : state,
+		   scope);
+	status_reach_text(b, in);
+	buf_printf(b, ", %lld tool(s), %zu session(s), %lld call(s) in flight",
+		   ntools, holders, inflight);
 	if (verbose && json_object_get(in, "pid"))
 		buf_printf(b, ", pid %lld",
 			   json_integer_value(json_object_get(in, "pid")));
@@ -89,6 +135,7 @@ static void status_instance_text(struct buf *b, const char *name,
 	if (next)
 		buf_printf(b, "    next attempt in %.1f s\n",
 			   (double)json_integer_value(next) / 1000.0);
+	status_reach_lines(b, in);
 	const char *tail = json_string_value(json_object_get(in, "stderr"));
 	if (tail && (err || verbose)) {
 		buf_puts(b, "    stderr:\n");

@@ -119,7 +119,8 @@ int config_parse_duration(const json_t *v, int64_t *ms);
 int config_expand(const char *in, char **out, char **missing);
 
 /* The server's connection identity: everything its connection is made
- * from (kind, command, args, env, cwd, url, headers, timeouts), without
+ * from (kind, command, args, env, cwd, url, headers, the transport of a
+ * url server, timeouts), without
  * name, exposure or prefix. With fingerprint, every env and header value
  * is replaced by a salted SHA-256 fingerprint ("fp:<hex>") so the result
  * may be hashed into a file name; salt may be NULL. New reference. */
@@ -127,11 +128,15 @@ json_t *config_server_identity(const struct server_config *s, bool fingerprint,
 			       const char *salt);
 
 /* The server as `mcpvisor check` prints it, env and header values masked
- * as "***" and passwords in URLs removed. New reference. */
+ * as "***" and passwords in URLs removed; "transport" is "stdio" or
+ * config_http_type_name's. New reference. */
 json_t *config_server_describe(const struct server_config *s);
 
 const char *config_scope_name(enum server_scope s);
 const char *config_exposure_name(enum server_exposure e);
 const char *config_kind_name(enum server_kind k);
+/* "auto" (Streamable HTTP, falling back to legacy), "http" (Streamable
+ * HTTP) or "sse" (the 2024-11-05 HTTP+SSE transport). */
+const char *config_http_type_name(enum server_http_type t);
 
 #endif

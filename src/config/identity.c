@@ -165,6 +165,13 @@ json_t *config_server_identity(const struct server_config *s, bool fingerprint,
 	}
 	json_object_set_new(o, "headers",
 			    cfg_kv_json(s->headers, s->nheaders, view, salt));
+	/* Only url servers have a transport to choose: a stdio server's
+	 * identity (its instance key, its tool cache's name) stays what it
+	 * was before there were url servers. */
+	if (s->url)
+		json_object_set_new(
+			o, "type",
+			json_string(config_http_type_name(s->http_type)));
 	json_object_set_new(o, "startupTimeout",
 			    json_integer(s->startup_timeout_ms));
 	json_object_set_new(o, "toolTimeout", json_integer(s->tool_timeout_ms));
@@ -182,6 +189,10 @@ json_t *config_server_describe(const struct server_config *s)
 	json_object_set_new(o, "exposure",
 			    json_string(config_exposure_name(s->exposure)));
 	json_object_set_new(o, "prefix", cfg_json_str(s->prefix));
+	json_object_set_new(
+		o, "transport",
+		json_string(s->url ? config_http_type_name(s->http_type)
+				   : "stdio"));
 	json_object_set_new(o, "command", cfg_json_str(s->command));
 	json_object_set_new(o, "args",
 			    cfg_args_json(s, CFG_ARGS_TEMPLATE, NULL));
@@ -232,6 +243,19 @@ const char *config_exposure_name(enum server_exposure e)
 		return "hidden";
 	case EXPOSE_DEFERRED:
 		return "deferred";
+	}
+	return "unknown";
+}
+
+const char *config_http_type_name(enum server_http_type t)
+{
+	switch (t) {
+	case HTTP_TYPE_AUTO:
+		return "auto";
+	case HTTP_TYPE_STREAMABLE:
+		return "http";
+	case HTTP_TYPE_SSE:
+		return "sse";
 	}
 	return "unknown";
 }

@@ -84,8 +84,15 @@ void secrets_add_server(struct secrets *sec, const struct server_config *s)
 		secrets_add_url(sec, s->url);
 	for (size_t i = 0; i < s->nenv; i++)
 		secrets_add(sec, s->env[i].value);
-	for (size_t i = 0; i < s->nheaders; i++)
-		secrets_add(sec, s->headers[i].value);
+	for (size_t i = 0; i < s->nheaders; i++) {
+		const char *v = s->headers[i].value;
+		secrets_add(sec, v);
+		/* "Bearer TOKEN": a server that refuses it may quote the
+		 * token alone ("invalid token TOKEN"). */
+		const char *sp = strchr(v, ' ');
+		if (sp)
+			secrets_add(sec, sp + strspn(sp, " "));
+	}
 	for (size_t i = 0; s->args_tpl && i < s->nargs; i++)
 		if (s->args_tpl[i])
 			secrets_add(sec, s->args[i]);

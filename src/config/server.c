@@ -293,45 +293,143 @@ static void srv_parse_prefix(struct config_srv *c, const json_t *obj)
 
 enum srv_type { SRV_TYPE_STDIO, SRV_TYPE_HTTP, SRV_TYPE_SHTTP, SRV_TYPE_SSE };
 
-/* Settles the kind from the fields present and checks "type" agrees. */
+/* The host of a url ("[::1]" keeps its brackets), or NULL when it has
+ * none; *len its length. */
+static const char *srv_url_host(const char *url, size_t *len)
+{
+	const char *p = strstr(url, "://");
+	if (p == NULL)
+		return NULL;
+	p += 3;
+	size_t alen = strcspn(p, "/?#");
+	const char *at = memrchr(p, '@', alen);
+	if (at) {
+		alen -= (size_t)(at + 1 - p);
+		p = at + 1;
+	}
+	if (*p == '[') {
+		const char *close = memchr(p, ']', alen);
+		if (close == NULL)
+			return NULL;
+		*len = (size_t)(close + 1 - p);
+	} else {
+		*len = strcspn(p, ":/?#");
+		if (*len > alen)
+			*len = alen;
+	}
+	return *len ? p : NULL;
+}
+
+/* The program a local server starts listens where its url says, and that
+ * port is one the runtime hands out on loopback: any other host would
+ * mean a server reachable from the network, or a url that never reaches
+ * the program. */
+static bool srv_url_is_loopback(const char *url)
+{
+	static const char *const hosts[] = {"127.0.0.1", "[::1]", "localhost",
+					    NULL};
+	size_t len;
+	const char *h = srv_url_host(url, &len);
+	for (int i = 0; h && hosts[i]; i++)
+		if (strlen(hosts[i]) == len &&
+		    strncasecmp(h, hosts[i], len) == 0)
+			return true;
+	return false;
+}
+
+#define SRV_PORT "{port}"
+
+/* {port} is replaced only in a local server's args, env values and url:
+ * anywhere else it would reach the program or the network as written. */
+static void srv_check_port_places(struct config_srv *c)
+{
+	struct server_config *s = c->s;
+	bool local = s->command != NULL && s->url != NULL;
+	if (s->command && strstr(s->command, SRV_PORT))
+		config_srv_fail(c, "command",
+				"{port} is replaced only in \"args\", "
+				"\"env\" and \"url\"");
+	if (s->cwd && strstr(s->cwd, SRV_PORT))
+		config_srv_fail(c, "cwd",
+				"{port} is replaced only in \"args\", "
+				"\"env\" and \"url\"");
+	for (size_t i = 0; i < s->nheaders; i++)
+		if (strstr(s->headers[i].key, SRV_PORT) ||
+		    strstr(s->headers[i].value, SRV_PORT)) {
+			config_srv_fail(c, "headers",
+					"{port} is replaced only in "
+					"\"args\", \"env\" and \"url\"");
+			break;
+		}
+	if (local)
+		return;
+	bool in_args = false, in_env = false;
+	for (size_t i = 0; i < s->nargs; i++)
+		in_args =
+			in_args || (s->args[i] && strstr(s->args[i], SRV_PORT));
+	for (size_t i = 0; i < s->nenv; i++)
+		in_env = in_env || strstr(s->env[i].value, SRV_PORT);
+	/* A stdio server might mean it literally: say so, do not refuse. */
+	if (s->command && (in_args || in_env))
+		config_warn(c->cfg,
+			    "%s: server \"%s\": field \"%s\": {port} is "
+			    "passed as written: it is replaced only for a "
+			    "local HTTP server (\"command\" and \"url\")",
+			    c->cfg->path, c->shown, in_args ? "args" : "env");
+}
+
+/* Settles the kind and transport from the fields present and checks
+ * "type" agrees. */
 static void srv_settle_kind(struct config_srv *c, int type)
 {
 	struct server_config *s = c->s;
 	bool cmd = s->command != NULL, url = s->url != NULL;
-	if (type == SRV_TYPE_SSE) {
-		config_srv_fail(
-			c, "type",
-			"the legacy SSE transport (\"sse\") is not supported; "
-			"point \"url\" at the server's Streamable HTTP "
-			"endpoint and use \"http\"");
-	} else if (type == SRV_TYPE_STDIO && url) {
+	static const char *const names[] = {"stdio", "http", "streamable-http",
+					    "sse"};
+	if (type == SRV_TYPE_STDIO && url) {
 		config_srv_fail(c, "type", "\"stdio\" does not take a \"url\"");
 	} else if (type == SRV_TYPE_STDIO && !cmd) {
 		config_srv_fail(c, "type", "\"stdio\" needs a \"command\"");
-	} else if ((type == SRV_TYPE_HTTP || type == SRV_TYPE_SHTTP) && !url) {
+	} else if (type > SRV_TYPE_STDIO && !url) {
 		config_srv_fail(c, "type", "\"%s\" needs a \"url\"",
-				type == SRV_TYPE_HTTP ? "http"
-						      : "streamable-http");
+				names[type]);
 	}
+	s->http_type = type == SRV_TYPE_SSE ? HTTP_TYPE_SSE
+		       : type == SRV_TYPE_HTTP || type == SRV_TYPE_SHTTP
+			       ? HTTP_TYPE_STREAMABLE
+			       : HTTP_TYPE_AUTO;
 	if (cmd && url) {
 		s->kind = SERVER_HTTP_LOCAL;
-		if (strstr(s->url, "{port}") == NULL)
+		if (strstr(s->url, SRV_PORT) == NULL)
 			config_srv_fail(
 				c, "url",
 				"with \"command\" the url must contain "
 				"{port}, where mcpvisor puts the port it "
 				"gives the server");
+		else if (!srv_url_is_loopback(s->url))
+			config_srv_fail(
+				c, "url",
+				"with \"command\" the url's host must be "
+				"loopback (127.0.0.1, [::1] or localhost): "
+				"mcpvisor gives the server a loopback port");
 	} else if (url) {
 		s->kind = SERVER_HTTP_REMOTE;
+		if (strstr(s->url, SRV_PORT))
+			config_srv_fail(
+				c, "url",
+				"{port} is only for a local server (with "
+				"\"command\"); a remote url names its own "
+				"port");
 	} else {
 		s->kind = SERVER_STDIO;
 		if (!cmd)
 			config_srv_fail(
 				c, "command",
 				"missing: a server needs \"command\" (a "
-				"local program) or \"url\" (a Streamable "
-				"HTTP server)");
+				"local program) or \"url\" (an HTTP "
+				"server)");
 	}
+	srv_check_port_places(c);
 }
 
 static void srv_warn_fields(struct config_srv *c, const json_t *obj)
@@ -403,7 +501,8 @@ void config_srv_parse(struct config_srv *c, const json_t *obj)
 	srv_parse_url(c, obj);
 	srv_parse_map(c, obj, "headers", true, &s->headers, &s->nheaders);
 	int type = srv_get_enum(c, obj, "type", types,
-				"\"stdio\", \"http\" or \"streamable-http\"");
+				"\"stdio\", \"http\", \"streamable-http\" or "
+				"\"sse\"");
 	int scope = srv_get_enum(c, obj, "scope", scopes,
 				 "\"session\", \"space\" or \"app\"");
 	if (scope >= 0)

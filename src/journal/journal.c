@@ -1,8 +1,9 @@
 /*
- * The ownership journal: the list of processes the runtime started and the
- * owner tokens reserved for the next ones, kept in STATE_DIR/journal.json
- * by atomic replace. Once attached to a loop, changes are coalesced into
- * one snapshot per loop turn, written and fsynced in the thread pool.
+ * The ownership journal: the owned resources (processes, containers) the
+ * runtime started and the owner tokens reserved for the next ones, kept in
+ * STATE_DIR/journal.json by atomic replace. Once attached to a loop, changes
+ * are coalesced into one snapshot per loop turn, written and fsynced in the
+ * thread pool.
  */
 #include "journal/journal.h"
 
@@ -25,6 +26,9 @@
 /* Keys are only for the log; bounding them keeps a full journal
  * (JOURNAL_MAX_ENTRIES of ~400 bytes at most) far below JOURNAL_MAX_BYTES. */
 #define JOURNAL_KEY_MAX 128
+
+#define JOURNAL_ALNUM                                                          \
+	"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 /* One snapshot on its way to disk. */
 struct journal_job {
@@ -73,10 +77,13 @@ static char *journal_key_clean(const char *key, size_t len)
 	return s;
 }
 
-static void journal_entry_clear(struct journal_entry *e)
+void journal_entry_clear(struct journal_entry *e)
 {
 	free(e->key);
-	e->key = NULL;
+	free(e->engine);
+	free(e->container_id);
+	free(e->container_name);
+	e->key = e->engine = e->container_id = e->container_name = NULL;
 }
 
 void journal_clear(struct journal *j)
@@ -111,13 +118,54 @@ static struct journal_entry *journal_append(struct journal *j)
 	return e;
 }
 
-static ssize_t journal_find(const struct journal *j, pid_t pid)
+static bool journal_same_str(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) == 0;
+}
+
+/* Where what e names is already recorded: a process by its pid, a
+ * container by its id, else its name. */
+static ssize_t journal_find(const struct journal *j,
+			    const struct journal_entry *e)
 {
 	for (size_t i = 0; i < j->n; i++) {
-		if (j->entries[i].pid == pid)
+		const struct journal_entry *x = &j->entries[i];
+		if (x->kind != e->kind)
+			continue;
+		if (e->kind == UPSTREAM_OWNED_PROCESS ? x->pid == e->pid
+		    : e->container_id && x->container_id
+			    ? strcmp(x->container_id, e->container_id) == 0
+			    : journal_same_str(x->container_name,
+					       e->container_name))
 			return (ssize_t)i;
 	}
 	return -1;
+}
+
+/* Only what an engine's argv could take as is: a name or a path made of
+ * these, so that the next release can run it without quoting. */
+static bool journal_chars_in(const char *s, size_t max, const char *set,
+			     bool alnum_first)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > max || strspn(s, set) != n)
+		return false;
+	return !alnum_first || strchr(JOURNAL_ALNUM, s[0]) != NULL;
+}
+
+static bool journal_container_valid(const char *engine, const char *id,
+				    const char *name)
+{
+	if (!engine ||
+	    !journal_chars_in(engine, JOURNAL_ENGINE_MAX, JOURNAL_ALNUM "/._+-",
+			      false) ||
+	    (!id && !name))
+		return false;
+	if (id && !journal_chars_in(id, JOURNAL_CONTAINER_ID_MAX,
+				    "0123456789abcdef", false))
+		return false;
+	return !name || journal_chars_in(name, JOURNAL_CONTAINER_NAME_MAX,
+					 JOURNAL_ALNUM "_.-", true);
 }
 
 static bool journal_pid_valid(json_int_t v)
@@ -125,36 +173,84 @@ static bool journal_pid_valid(json_int_t v)
 	return v > 0 && v <= INT_MAX;
 }
 
-/* Fills e from one JSON entry; false when any field is missing or wrong. */
+static const char *journal_kind_name(enum upstream_owned_kind k)
+{
+	return k == UPSTREAM_OWNED_CONTAINER ? "container" : "process";
+}
+
+/* A process entry's fields; false when any is missing or wrong. */
+static bool journal_process_parse(json_t *o, struct journal_entry *e)
+{
+	json_t *pid = json_object_get(o, "pid");
+	json_t *pgid = json_object_get(o, "pgid");
+	json_t *st = json_object_get(o, "startTime");
+	json_t *port = json_object_get(o, "port");
+	if (!json_is_integer(pid) || !json_is_integer(pgid) ||
+	    !json_is_integer(st) || (port && !json_is_integer(port)))
+		return false;
+	if (!journal_pid_valid(json_integer_value(pid)) ||
+	    !journal_pid_valid(json_integer_value(pgid)) ||
+	    json_integer_value(st) < 0 ||
+	    (port && (json_integer_value(port) < 1 ||
+		      json_integer_value(port) > 65535)))
+		return false;
+	e->pid = (pid_t)json_integer_value(pid);
+	e->pgid = (pid_t)json_integer_value(pgid);
+	e->start_time = (uint64_t)json_integer_value(st);
+	e->port = port ? (int)json_integer_value(port) : 0;
+	return true;
+}
+
+/* A container entry's fields, as journal_add_owned would take them. */
+static bool journal_container_parse(json_t *o, struct journal_entry *e)
+{
+	json_t *engine = json_object_get(o, "engine");
+	json_t *id = json_object_get(o, "id");
+	json_t *name = json_object_get(o, "name");
+	if (!json_is_string(engine) || (id && !json_is_string(id)) ||
+	    (name && !json_is_string(name)) ||
+	    !journal_container_valid(json_string_value(engine),
+				     json_string_value(id),
+				     json_string_value(name)))
+		return false;
+	e->engine = xstrdup(json_string_value(engine));
+	e->container_id = id ? xstrdup(json_string_value(id)) : NULL;
+	e->container_name = name ? xstrdup(json_string_value(name)) : NULL;
+	return true;
+}
+
+/* Fills e from one JSON entry; false when any field is missing or wrong.
+ * An entry without "kind" (written before containers) is a process. */
 static bool journal_entry_parse(json_t *o, struct journal_entry *e)
 {
 	if (!json_is_object(o))
 		return false;
-	json_t *pid = json_object_get(o, "pid");
-	json_t *pgid = json_object_get(o, "pgid");
-	json_t *st = json_object_get(o, "startTime");
+	json_t *kind = json_object_get(o, "kind");
 	json_t *tok = json_object_get(o, "token");
 	json_t *key = json_object_get(o, "key");
-	if (!json_is_integer(pid) || !json_is_integer(pgid) ||
-	    !json_is_integer(st) || !json_is_string(tok) ||
+	if ((kind && !json_is_string(kind)) || !json_is_string(tok) ||
 	    !json_is_string(key))
-		return false;
-	if (!journal_pid_valid(json_integer_value(pid)) ||
-	    !journal_pid_valid(json_integer_value(pgid)) ||
-	    json_integer_value(st) < 0)
 		return false;
 	const char *t = json_string_value(tok);
 	if (json_string_length(tok) != JOURNAL_TOKEN_LEN ||
 	    !journal_token_valid(t))
 		return false;
+	const char *k = kind ? json_string_value(kind) : "process";
+	if (strcmp(k, "process") == 0) {
+		e->kind = UPSTREAM_OWNED_PROCESS;
+		if (!journal_process_parse(o, e))
+			return false;
+	} else if (strcmp(k, "container") == 0) {
+		e->kind = UPSTREAM_OWNED_CONTAINER;
+		if (!journal_container_parse(o, e))
+			return false;
+	} else {
+		return false;
+	}
 	/* No embedded NUL: the decoder rejects \u0000 by default. */
-	const char *k = json_string_value(key);
-	size_t klen = json_string_length(key);
-	e->pid = (pid_t)json_integer_value(pid);
-	e->pgid = (pid_t)json_integer_value(pgid);
-	e->start_time = (uint64_t)json_integer_value(st);
 	memcpy(e->token, t, JOURNAL_TOKEN_LEN + 1);
-	e->key = journal_key_clean(k, klen);
+	e->key = journal_key_clean(json_string_value(key),
+				   json_string_length(key));
 	return true;
 }
 
@@ -210,7 +306,7 @@ static int journal_load(struct journal *j)
 			skipped++;
 			continue;
 		}
-		if (journal_find(j, tmp.pid) >= 0) {
+		if (journal_find(j, &tmp) >= 0) {
 			journal_entry_clear(&tmp);
 			skipped++;
 			continue;
@@ -247,18 +343,39 @@ corrupt:
 	return 0;
 }
 
+/* One entry as the file holds it; "kind" first, which readers before
+ * containers ignore (they read processes as ever, and skip containers as
+ * invalid rather than misread them). */
+static json_t *journal_entry_json(const struct journal_entry *e)
+{
+	json_t *o = json_pack("{s:s}", "kind", journal_kind_name(e->kind));
+	if (e->kind == UPSTREAM_OWNED_PROCESS) {
+		json_object_set_new(o, "pid", json_integer(e->pid));
+		json_object_set_new(o, "pgid", json_integer(e->pgid));
+		json_object_set_new(o, "startTime",
+				    json_integer((json_int_t)e->start_time));
+		if (e->port > 0)
+			json_object_set_new(o, "port", json_integer(e->port));
+	} else {
+		json_object_set_new(o, "engine", json_string(e->engine));
+		if (e->container_id)
+			json_object_set_new(o, "id",
+					    json_string(e->container_id));
+		if (e->container_name)
+			json_object_set_new(o, "name",
+					    json_string(e->container_name));
+	}
+	json_object_set_new(o, "token", json_string(e->token));
+	json_object_set_new(o, "key", json_string(e->key));
+	return o;
+}
+
 /* The file's text for the current state; the snapshot gets the next seq. */
 static char *journal_snapshot(struct journal *j, uint64_t *seq)
 {
 	json_t *arr = json_array();
 	for (size_t i = 0; i < j->n; i++) {
-		const struct journal_entry *e = &j->entries[i];
-		json_array_append_new(
-			arr, json_pack("{s:I, s:I, s:I, s:s, s:s}", "pid",
-				       (json_int_t)e->pid, "pgid",
-				       (json_int_t)e->pgid, "startTime",
-				       (json_int_t)e->start_time, "token",
-				       e->token, "key", e->key));
+		json_array_append_new(arr, journal_entry_json(&j->entries[i]));
 	}
 	json_t *res = json_array();
 	for (size_t i = 0; i < j->nreserved; i++)
@@ -496,16 +613,43 @@ void journal_new_token(char out[JOURNAL_TOKEN_LEN + 1])
 	random_hex(out, JOURNAL_TOKEN_LEN / 2);
 }
 
-int journal_add(struct journal *j, pid_t pid, pid_t pgid, uint64_t start_time,
-		const char *token, const char *key)
+/* o as an entry (not yet in the journal: its strings are o's), false
+ * when a field is missing or not of its form. */
+static bool journal_owned_entry(const struct upstream_owned *o,
+				struct journal_entry *e)
 {
-	if (pid <= 0 || pgid <= 0 || start_time > INT64_MAX || !token ||
-	    !journal_token_valid(token))
+	memset(e, 0, sizeof *e);
+	e->kind = o->kind;
+	if (o->kind == UPSTREAM_OWNED_PROCESS) {
+		e->pid = o->pid;
+		e->pgid = o->pgid;
+		e->start_time = o->start_time;
+		e->port = o->port;
+		return o->pid > 0 && o->pgid > 0 &&
+		       o->start_time <= INT64_MAX && o->port >= 0 &&
+		       o->port <= 65535;
+	}
+	if (o->kind != UPSTREAM_OWNED_CONTAINER)
+		return false;
+	e->engine = (char *)o->engine;
+	e->container_id = (char *)o->container_id;
+	e->container_name = (char *)o->container_name;
+	return journal_container_valid(o->engine, o->container_id,
+				       o->container_name);
+}
+
+int journal_add_owned(struct journal *j, const struct upstream_owned *o,
+		      const char *key)
+{
+	struct journal_entry want;
+	if (!o || !journal_owned_entry(o, &want) || !o->token ||
+	    !journal_token_valid(o->token))
 		return -EINVAL;
 	if (!key)
 		key = "";
-	/* The pid can only be back if its earlier process is gone. */
-	ssize_t at = journal_find(j, pid);
+	/* A pid can only be back if its earlier process is gone; a
+	 * container's id or name is unique on its engine. */
+	ssize_t at = journal_find(j, &want);
 	struct journal_entry *e;
 	if (at >= 0) {
 		e = &j->entries[at];
@@ -515,17 +659,24 @@ int journal_add(struct journal *j, pid_t pid, pid_t pgid, uint64_t start_time,
 			return -ENOSPC;
 		e = journal_append(j);
 	}
-	e->pid = pid;
-	e->pgid = pgid;
-	e->start_time = start_time;
-	memcpy(e->token, token, JOURNAL_TOKEN_LEN + 1);
+	*e = want;
+	e->engine = want.engine ? xstrdup(want.engine) : NULL;
+	e->container_id = want.container_id ? xstrdup(want.container_id) : NULL;
+	e->container_name =
+		want.container_name ? xstrdup(want.container_name) : NULL;
+	memcpy(e->token, o->token, JOURNAL_TOKEN_LEN + 1);
 	e->key = journal_key_clean(key, strlen(key));
 	return journal_changed(j);
 }
 
-int journal_remove(struct journal *j, pid_t pid)
+int journal_remove_owned(struct journal *j, const struct upstream_owned *o)
 {
-	ssize_t at = journal_find(j, pid);
+	struct journal_entry want = {.kind = o->kind,
+				     .pid = o->pid,
+				     .container_id = (char *)o->container_id,
+				     .container_name =
+					     (char *)o->container_name};
+	ssize_t at = journal_find(j, &want);
 	if (at < 0)
 		return -ENOENT;
 	journal_entry_clear(&j->entries[at]);
@@ -537,5 +688,8 @@ int journal_remove(struct journal *j, pid_t pid)
 
 size_t journal_count(const struct journal *j)
 {
-	return j->n;
+	size_t n = 0;
+	for (size_t i = 0; i < j->n; i++)
+		n += !j->entries[i].carried;
+	return n;
 }

@@ -1,9 +1,13 @@
 /*
- * The ownership journal: every process the runtime starts (pid, start time,
- * process group, owner token, instance key), kept in a file in the state
- * directory with atomic replace, and the reconciliation that the next
- * `serve` runs after a crash: it stops what it owns and still runs, and
- * never signals anything it did not start.
+ * The ownership journal: everything the runtime starts and must stop, as
+ * typed owned resources (transport/upstream.h): a process (pid, start
+ * time, process group, owner token, the loopback port it serves on) or a
+ * container (engine, id, name, owner token as its label), each with its
+ * instance key; kept in a file in the state directory with atomic replace,
+ * and the reconciliation that the next `serve` runs after a crash: it
+ * stops what it owns and still runs, and never signals anything it did not
+ * start. Containers are kept and written back, not yet stopped: they are
+ * reconciled from the next release.
  *
  * Order of writes: owner tokens are written to the file (reserved) before
  * any process gets one, so whatever a server starts carries a token that is
@@ -15,10 +19,13 @@
 #ifndef MCPV_JOURNAL_H
 #define MCPV_JOURNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <uv.h>
+
+#include "transport/upstream.h"
 
 #define JOURNAL_FILE "journal.json"
 #define JOURNAL_MAX_BYTES (4 * 1024 * 1024)
@@ -29,12 +36,29 @@
 #define JOURNAL_OWNER_ENV "MCPVISOR_OWNER"
 #define JOURNAL_TOKEN_LEN 32
 
+/* Bounds of a container's fields: with the key's, a full journal of
+ * containers at every bound is about 3.1 MB, under JOURNAL_MAX_BYTES
+ * (test_journal_owned checks it). */
+#define JOURNAL_ENGINE_MAX 200	       /* engine as run: a name or a path */
+#define JOURNAL_CONTAINER_ID_MAX 64    /* hex, as podman and docker give */
+#define JOURNAL_CONTAINER_NAME_MAX 128 /* [A-Za-z0-9][A-Za-z0-9_.-]* */
+
 struct journal_entry {
+	enum upstream_owned_kind kind;
+	/* UPSTREAM_OWNED_PROCESS */
 	pid_t pid;
 	pid_t pgid;
 	uint64_t start_time; /* /proc/PID/stat field 22 */
+	int port;	     /* loopback port it serves on, 0: none */
+	/* UPSTREAM_OWNED_CONTAINER */
+	char *engine;
+	char *container_id;   /* NULL when only the name is known */
+	char *container_name; /* NULL when only the id is known */
 	char token[JOURNAL_TOKEN_LEN + 1];
 	char *key; /* instance key, for the log */
+	/* Read from the file and kept by a reconcile that cannot act on
+	 * it (a container): not this runtime's to see gone. */
+	bool carried;
 };
 
 /* Tokens kept written ahead: refilled (off the loop) when fewer than
@@ -67,11 +91,18 @@ void journal_new_token(char out[JOURNAL_TOKEN_LEN + 1]);
  * j NULL: a fresh random token (no journal). */
 void journal_take_token(struct journal *j, char out[JOURNAL_TOKEN_LEN + 1]);
 
-/* Records a started process; the file follows (see journal_attach). */
-int journal_add(struct journal *j, pid_t pid, pid_t pgid, uint64_t start_time,
-		const char *token, const char *key);
-/* Forgets a process once it and its group are gone. */
-int journal_remove(struct journal *j, pid_t pid);
+/* Records something started (o is copied; key is the instance's public
+ * key, for the log); the file follows (see journal_attach). A process is
+ * known by its pid, a container by its id (else its name): adding one
+ * already there replaces it. 0, -EINVAL (a field missing, out of range or
+ * not of its form), -ENOSPC (JOURNAL_MAX_ENTRIES). */
+int journal_add_owned(struct journal *j, const struct upstream_owned *o,
+		      const char *key);
+/* Forgets it once it is gone (a process and its group; a container
+ * removed): by pid, or by container id (else name). 0 or -ENOENT. */
+int journal_remove_owned(struct journal *j, const struct upstream_owned *o);
+/* The entries this runtime must still see gone: every entry but those a
+ * reconcile kept without acting on them (containers, for now). */
 size_t journal_count(const struct journal *j);
 
 struct journal_stats {
@@ -87,6 +118,8 @@ struct journal_report {
 	unsigned left_alone; /* pids alive but not ours (start time or
 				token differs) */
 	unsigned gone;	     /* entries whose processes were all gone */
+	unsigned kept;	     /* containers: logged and kept, not stopped
+				(reconciled from the next release) */
 };
 
 /* After a crash: for each entry left in the file, stop what is provably
@@ -94,7 +127,9 @@ struct journal_report {
  * every process of our uid, in its group or not (setsid), whose environment
  * holds its owner token or a reserved one. SIGTERM, then SIGKILL after
  * grace_ms for what outlives it (blocking; this runs before the loop
- * starts). Nothing else is ever signalled. Empties the journal afterwards.
+ * starts). Nothing else is ever signalled. Container entries are logged
+ * and kept as they are (this release does not stop containers). Empties
+ * the journal of everything else afterwards.
  */
 int journal_reconcile(struct journal *j, unsigned grace_ms,
 		      struct journal_report *report);

@@ -54,6 +54,8 @@ struct journal {
 };
 
 void journal_clear(struct journal *j);
+/* Frees what one entry holds. */
+void journal_entry_clear(struct journal_entry *e);
 /* Writes the current state at once, on this thread. 0 or -errno. */
 int journal_write_now(struct journal *j);
 

@@ -118,12 +118,16 @@ static void mc_no_response(struct mc_stream *s, int err, bool sent)
 
 static void mc_open_get(struct mcpc *m)
 {
-	if (m->get_opened || m->legacy || m->faulted || m->closing)
+	if (m->get_opened || m->legacy || m->faulted || m->closing) {
+		mc_ungate(m);
 		return;
+	}
 	m->get_opened = true;
 	struct mc_stream *s = mc_stream_new(m, MC_GET, 0);
-	if (mc_stream_start(s, "GET", m->url, NULL, 0) < 0)
+	if (mc_stream_start(s, "GET", m->url, NULL, 0) < 0) {
 		mc_stream_drop(s);
+		mc_ungate(m);
+	}
 }
 
 /* The first POST of auto mode answered: which transport it is. */
@@ -225,6 +229,11 @@ static void mc_resume_or_lose(struct mc_stream *s, bool refused)
 void mc_post_done(struct mc_stream *s, int status, int err, bool sent)
 {
 	struct mcpc *m = s->m;
+	/* The initialized notification not accepted: no GET stream follows
+	 * it, so nothing waits for one. */
+	if (s->opens_get &&
+	    (!s->got_head || s->sse || status < 200 || status >= 300))
+		mc_ungate(m);
 	if (!s->got_head && !m->decided) {
 		/* Auto mode cannot tell the transport: nothing can go. */
 		mc_fault(m,
@@ -299,6 +308,7 @@ void mc_resume_done(struct mc_stream *s, int status, int err, bool sent)
 void mc_get_done(struct mc_stream *s, int status, int err, bool sent)
 {
 	struct mcpc *m = s->m;
+	mc_ungate(m); /* answered or not, what waits for it goes */
 	if (s->got_head && !s->sse && (status < 500 || status == 501)) {
 		/* 405: the server has no GET stream; other answers: it
 		 * offers none we can read. */
@@ -417,6 +427,10 @@ static int mc_route(struct mcpc *m, const char *msg, size_t len, int64_t id)
 		   mc_method_is(msg, len, "\"notifications/initialized\"")) {
 		opens_get = true;
 	}
+	if (m->gated) {
+		mc_hold(m, msg, len, id);
+		return 0;
+	}
 	if (m->legacy && m->endpoint)
 		return mc_legacy_post(m, msg, len, id);
 	if (m->legacy) {
@@ -436,7 +450,24 @@ static int mc_route(struct mcpc *m, const char *msg, size_t len, int64_t id)
 		return 0;
 	}
 	m->deciding = true;
-	return mc_post(m, msg, len, id, opens_get);
+	if (opens_get) {
+		m->gated = true;
+		m->gate_due = uv_now(m->loop) + MCPC_GATE_MS;
+		mc_arm(m);
+	}
+	int rc = mc_post(m, msg, len, id, opens_get);
+	if (rc < 0)
+		m->gated = false;
+	return rc;
+}
+
+void mc_ungate(struct mcpc *m)
+{
+	if (!m->gated)
+		return;
+	m->gated = false;
+	m->gate_due = 0;
+	mc_flush_held(m);
 }
 
 void mc_flush_held(struct mcpc *m)

@@ -19,6 +19,9 @@
 #define MCPC_DELETE_MS 2000	     /* the DELETE on close waits this long */
 #define MCPC_ANSWERED_LINGER_MS 1000 /* a stream after its answer */
 #define MCPC_MAX_SESSION_ID 256	     /* Mcp-Session-Id, protocol version */
+/* The most requests wait for the GET stream's answer after initialized: a
+ * server that holds its headers until a first event must not stop them. */
+#define MCPC_GATE_MS 1000
 
 enum mc_kind {
 	MC_POST,	/* one message; the answer's stream when a request */
@@ -79,6 +82,12 @@ struct mcpc {
 	bool get_opened; /* the standing GET stream was started */
 	bool deciding;	 /* auto mode: the POST that finds out is out */
 	bool first_seen; /* the first request was sent */
+	/* From notifications/initialized until the GET stream is answered
+	 * (or is none): other messages wait, so that a request the server
+	 * sends on that stream at once, unrelated to any POST, is not sent
+	 * before the stream exists and lost. */
+	bool gated;
+	uint64_t gate_due; /* when what waits goes anyway (loop ms) */
 	uint64_t connect_timeout_ms;
 	struct mcpc_cbs cbs;
 	void *ctx;
@@ -138,6 +147,7 @@ bool mc_message(struct mcpc *m, struct mc_stream *s, const char *msg,
 void mc_lost(struct mcpc *m, int64_t id, bool sent);
 /* Sends what was held, in order. */
 void mc_flush_held(struct mcpc *m);
+void mc_ungate(struct mcpc *m);
 /* The DELETE on close ended, or there is none: let everything go. */
 void mc_close_finish(struct mcpc *m);
 

@@ -162,7 +162,7 @@ static void mc_timer_cb(uv_timer_t *t);
 
 void mc_arm(struct mcpc *m)
 {
-	uint64_t next = 0;
+	uint64_t next = m->gated ? m->gate_due : 0;
 	for (struct mc_stream *s = m->streams; s; s = s->next)
 		if (s->due && (next == 0 || s->due < next))
 			next = s->due;
@@ -203,6 +203,8 @@ static void mc_timer_cb(uv_timer_t *t)
 	struct mcpc *m = t->data;
 	uint64_t now = uv_now(m->loop);
 	m->busy++;
+	if (m->gated && m->gate_due <= now)
+		mc_ungate(m); /* the GET stream's answer is late: go anyway */
 	/* One at a time from the list's head: a callback may change it. */
 	for (;;) {
 		struct mc_stream *s = m->streams;
@@ -363,6 +365,8 @@ static bool mc_head_cb(void *ctx, struct httpc_req *r)
 	case MC_RESUME:
 	case MC_GET:
 		keep = mc_get_head(s, status);
+		if (s->kind == MC_GET)
+			mc_ungate(m);
 		break;
 	case MC_LEGACY_GET:
 	case MC_LEGACY_POST:

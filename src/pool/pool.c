@@ -1,6 +1,7 @@
 /*
  * Instances by canonical key, their leases and idle timers, the journal of
- * their processes and the cache of their lists.
+ * what they own (processes, containers), the HTTP client of url servers
+ * and the cache of their lists.
  */
 #include "pool/pool.h"
 
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "http/httpc.h"
 #include "journal/journal.h"
 #include "pool/known.h"
 #include "pool/lease.h"
@@ -31,9 +33,10 @@ struct pool_entry {
 	struct lease_set *leases;
 	uint64_t idle_ms;
 	uv_timer_t idle_timer;
-	unsigned live;	  /* server processes not yet gone */
+	unsigned live;	  /* owned resources (processes, containers)
+			     not yet gone */
 	bool per_session; /* its key names one session: it ends with it */
-	bool closing;	  /* closed; kept until its processes are gone */
+	bool closing;	  /* closed; kept until what it owns is gone */
 };
 
 struct pool_held {
@@ -54,7 +57,11 @@ struct pool {
 	struct known *known;	/* lists known without instances */
 	struct pool_held *held; /* servers stopped on purpose */
 	unsigned nclosing;	/* closed entries not yet freed */
-	char salt[65];		/* for fingerprints of secrets */
+	/* The loop's HTTP client, made when the first url server starts
+	 * (it loads libcurl): a runtime of stdio servers never carries it. */
+	struct httpc *http;
+	bool http_said; /* its failure was logged */
+	char salt[65];	/* for fingerprints of secrets */
 	bool freeing;
 };
 
@@ -70,12 +77,14 @@ static struct pool_entry *pool_entry_of(struct instance *inst)
 static void pool_idle_arm(struct pool_entry *e);
 static void pool_entry_close(struct pool_entry *e, const char *why);
 
-/* Whether the instance has no process and none coming. */
+/* Whether the instance runs nothing and nothing is coming, so nothing is
+ * lost by closing it. Not one that needs credentials: it is what remembers
+ * that they were refused, so that no later session tries them again until
+ * a reload changes them (which closes it) or `mcpvisor restart`. */
 static bool pool_entry_at_rest(const struct pool_entry *e)
 {
 	enum instance_state st = instance_state(e->inst);
-	return st == INSTANCE_STOPPED || st == INSTANCE_FAILED ||
-	       st == INSTANCE_NEEDS_AUTH;
+	return st == INSTANCE_STOPPED || st == INSTANCE_FAILED;
 }
 
 static void pool_idle_cb(uv_timer_t *t)
@@ -90,11 +99,11 @@ static void pool_idle_cb(uv_timer_t *t)
 	}
 	/* Kept warm after its last session, and now idle: nothing is left
 	 * to keep (its lists are in the tool cache). */
-	if (lease_members(e->leases) == 0) {
+	enum instance_state st = instance_state(e->inst);
+	if (lease_members(e->leases) == 0 && st != INSTANCE_NEEDS_AUTH) {
 		pool_entry_close(e, "idle, and no session uses it");
 		return;
 	}
-	enum instance_state st = instance_state(e->inst);
 	if (st == INSTANCE_STOPPED || st == INSTANCE_STOPPING ||
 	    st == INSTANCE_NEEDS_AUTH)
 		return;
@@ -169,24 +178,23 @@ static void pool_inst_lists_cb(void *ctx, struct instance *inst)
 		e->pool->cbs.on_lists(e->pool->ctx, inst);
 }
 
+/* Whatever the transport runs (a process, a container) is journaled while
+ * it lives, and a closed entry stays until all of it is gone. */
 static void pool_inst_owned_cb(void *ctx, struct instance *inst,
-			       const struct upstream_owned *o, bool started)
+			       const struct upstream_owned *o, bool live)
 {
 	struct pool_entry *e = ctx;
-	pid_t pid = o->pid;
-	pid_t pgid = o->pgid;
-	uint64_t start_time = o->start_time;
-	const char *token = o->token;
-	if (started)
+	if (live)
 		e->live++;
 	else if (e->live > 0)
 		e->live--;
 	if (e->pool->journal) {
-		if (started)
-			journal_add(e->pool->journal, pid, pgid, start_time,
-				    token, instance_public_key(inst));
-		else
-			journal_remove(e->pool->journal, pid);
+		int rc = live ? journal_add_owned(e->pool->journal, o,
+						  instance_public_key(inst))
+			      : journal_remove_owned(e->pool->journal, o);
+		if (rc < 0 && rc != -ENOENT)
+			log_warn("instance %s: journal: %s", e->name,
+				 strerror(-rc));
 	}
 	if (e->closing && e->live == 0)
 		pool_entry_destroy(e);
@@ -416,13 +424,44 @@ void pool_foreach_member(struct pool *pool, struct instance *inst,
 			fn(arg, id);
 }
 
+struct httpc *pool_http(struct pool *pool)
+{
+	if (pool->http == NULL && !pool->freeing) {
+		const char *why = NULL;
+		pool->http = httpc_new(pool->loop, &why);
+		if (pool->http == NULL && !pool->http_said) {
+			log_error("no HTTP client (%s): servers reached by "
+				  "url cannot start",
+				  why ? why : "unknown error");
+			pool->http_said = true;
+		}
+	}
+	return pool->http;
+}
+
+/* instance_spec's getter: called when a url server starts. */
+static struct httpc *pool_http_cb(void *arg)
+{
+	return pool_http(arg);
+}
+
+/* Last of the pool, once no entry is left: the HTTP client goes too (its
+ * handles close on the loop, which the owner runs before closing it);
+ * an instance still stopping then has its requests ended. */
+static void pool_destroy(struct pool *pool)
+{
+	if (pool->http)
+		httpc_free(pool->http);
+	free(pool);
+}
+
 static void pool_entry_close_cb(uv_handle_t *h)
 {
 	struct pool_entry *e = h->data;
 	struct pool *pool = e->pool;
 	free(e);
 	if (--pool->nclosing == 0 && pool->freeing)
-		free(pool);
+		pool_destroy(pool);
 }
 
 static void pool_entry_destroy(struct pool_entry *e)
@@ -482,6 +521,8 @@ struct instance *pool_instance_for(struct pool *pool,
 				? sc->client_caps_json
 				: "{\"roots\":{\"listChanged\":true}}",
 		.journal = pool->journal,
+		.http = pool_http_cb,
+		.http_arg = pool,
 	};
 	e = xcalloc(1, sizeof *e);
 	e->pool = pool;
@@ -559,6 +600,12 @@ void pool_session_gone(struct pool *pool, const char *session_id)
 			pool_entry_close(e, "its session ended");
 		} else if (pool_entry_at_rest(e)) {
 			pool_entry_close(e, "no session uses it");
+		} else if (instance_state(e->inst) == INSTANCE_NEEDS_AUTH) {
+			log_info(
+				"instance %s: no session uses it; kept, as its "
+				"credentials were refused, until a reload "
+				"changes them",
+				e->name);
 		} else {
 			if (unheld)
 				pool_idle_arm(e);
@@ -719,5 +766,5 @@ void pool_free(struct pool *pool)
 	/* Entries still closing free the pool with the last of them. */
 	pool->freeing = true;
 	if (pool->nclosing == 0)
-		free(pool);
+		pool_destroy(pool);
 }

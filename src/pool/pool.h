@@ -1,11 +1,13 @@
 /*
  * The pool: instances by canonical key, who uses and holds them (leases),
- * their idle timers, the ownership journal of their processes and the tool
+ * their idle timers, the ownership journal of what they run and the tool
  * cache of their lists. It creates an instance the first time a key is
  * asked for. A session's own instance closes when its session ends; a
  * shared one (app, space) stays for the idle timeout after its last
  * session; any instance closes after the idle timeout when nobody holds
  * it, and at once when its server is removed or its settings change.
+ * What an instance owns (processes, containers) is journaled while it
+ * lives; url servers share one HTTP client, made on first use.
  * Knows nothing of JSON-RPC beyond passing messages on.
  */
 #ifndef MCPV_POOL_H
@@ -38,8 +40,15 @@ struct pool_scope_ctx {
 struct pool *pool_new(uv_loop_t *loop, const struct instance_cbs *cbs,
 		      void *ctx, struct journal *journal,
 		      struct toolcache *cache);
-/* Closes every instance; they finish stopping on the loop. */
+/* Closes every instance; they finish stopping on the loop. The HTTP
+ * client goes with the last of them (run the loop before closing it). */
 void pool_free(struct pool *pool);
+struct httpc;
+/* The loop's HTTP client, made on first use (it loads libcurl, so a
+ * runtime of stdio servers never carries it): what every url server's
+ * instance gets. NULL when it cannot be made (logged once; tried again
+ * at the next call). */
+struct httpc *pool_http(struct pool *pool);
 /* The global idle timeout, for servers without their own. */
 void pool_set_idle_ms(struct pool *pool, uint64_t ms);
 

@@ -45,9 +45,7 @@ static void session_call_finish(struct call *c)
 	c->next->prev = c->prev;
 	c->next = c->prev = c;
 	struct hub *hub = c->session->hub;
-	if (c->token)
-		tokens_drop(hub_tokens(hub), c->token, c);
-	c->token = 0;
+	hub_call_gone(hub, c);
 	bool leased = c->leased;
 	c->leased = false;
 	if (leased)
@@ -279,6 +277,7 @@ static void session_call_start(struct session *s, json_t *id,
 	pool_acquire(hub_pool(s->hub), c->inst, s->id);
 	c->leased = true;
 	c->refs = 2; /* the session's list, and the pending callback */
+	hub_call_live(s->hub, c);
 	c->prev = s->calls.prev;
 	c->next = &s->calls;
 	s->calls.prev->next = c;

@@ -30,6 +30,41 @@ struct tokens *hub_tokens(struct hub *hub)
 	return &hub->tokens;
 }
 
+static uint64_t hub_call_key(const void *p)
+{
+	return hmap_mix((uint64_t)(uintptr_t)p);
+}
+
+void hub_call_live(struct hub *hub, struct call *c)
+{
+	hmap_put(&hub->calls, hub_call_key(c), c);
+}
+
+void hub_call_gone(struct hub *hub, struct call *c)
+{
+	hmap_del(&hub->calls, hub_call_key(c), c);
+	if (c->token)
+		tokens_drop(&hub->tokens, c->token, c);
+	c->token = 0;
+}
+
+/* The call a transport named as the cause of a server message (the arg
+ * of the request whose answer stream carried it), when it is a call in
+ * flight on inst: the pointer is compared, never followed, until found
+ * among the live calls. NULL for any other arg (the runtime's own
+ * requests), or a call that ended since. */
+static struct call *hub_cause_call(struct hub *hub, struct instance *inst,
+				   void *cause)
+{
+	for (struct hmap_node *n = hmap_first(&hub->calls, hub_call_key(cause));
+	     n; n = hmap_next(n)) {
+		struct call *c = n->val;
+		if (n->val == cause)
+			return c->inst == inst && !c->done ? c : NULL;
+	}
+	return NULL;
+}
+
 /* The sessions that use an instance: taken from its leases (not by
  * asking every session), and gathered before any is told, so that telling
  * one cannot change the walk. */
@@ -93,11 +128,22 @@ static void hub_inst_notification_cb(void *ctx, struct instance *inst,
 				return;
 		return;
 	}
+	bool related = strcmp(method, "notifications/message") == 0;
+	/* Over HTTP a log line came on the stream of the call it concerns:
+	 * to that call's client alone. One that came on a request of the
+	 * runtime's own concerns no call: every session below is told. */
+	if (related && cause) {
+		struct call *c = hub_cause_call(hub, inst, cause);
+		if (c) {
+			session_call_related(c, msg);
+			return;
+		}
+		related = false;
+	}
 	/* The rest goes to the sessions that use the instance: its lease
 	 * members, not every session asked in turn. */
 	struct hub_fanout f;
 	hub_fanout_collect(hub, inst, &f);
-	bool related = strcmp(method, "notifications/message") == 0;
 	for (size_t i = 0; i < f.n; i++) {
 		if (!session_uses(f.s[i], inst))
 			continue;
@@ -109,25 +155,10 @@ static void hub_inst_notification_cb(void *ctx, struct instance *inst,
 	hub_fanout_done(&f);
 }
 
-/* A request of a server for a client (sampling, elicitation, roots) goes
- * to the session whose call caused it, and to no other: over stdio the
- * likeliest cause is ranked across sessions (see session_cause_rank); a
- * request no call caused can only be the owner's of a per-session
- * instance. The capability does not pick the cause (a session that could
- * answer is not thereby the one that asked): a wrong guess fails the
- * request instead of showing one client another's. When that session
- * cannot answer, the server gets an error (or, for roots, which the
- * runtime always advertises, an empty list). */
-static void hub_inst_request_cb(void *ctx, struct instance *inst, json_t *msg,
-				void *cause)
+/* Over stdio, the likeliest cause of a server's request across sessions
+ * (see session_cause_rank). */
+static struct session *hub_guess_cause(struct hub *hub, struct instance *inst)
 {
-	struct hub *hub = ctx;
-	const char *method = jr_method(msg);
-	const char *cap =
-		strcmp(method, "sampling/createMessage") == 0 ? "sampling"
-		: strcmp(method, "elicitation/create") == 0   ? "elicitation"
-		: strcmp(method, "roots/list") == 0	      ? "roots"
-							      : NULL;
 	struct session *target = NULL;
 	unsigned best_asked = 0;
 	uint64_t best_order = 0;
@@ -143,6 +174,33 @@ static void hub_inst_request_cb(void *ctx, struct instance *inst, json_t *msg,
 			best_order = order;
 		}
 	}
+	return target;
+}
+
+/* A request of a server for a client (sampling, elicitation, roots) goes
+ * to the session whose call caused it, and to no other. Over HTTP the
+ * transport names the cause (the call whose answer stream carried it):
+ * exactly that call. Over stdio (cause NULL) the likeliest cause is
+ * ranked across sessions; a request no call caused can only be the
+ * owner's of a per-session instance. The capability does not pick the
+ * cause (a session that could answer is not thereby the one that asked):
+ * a wrong guess fails the request instead of showing one client
+ * another's. When that session cannot answer, the server gets an error
+ * (or, for roots, which the runtime always advertises, an empty list). */
+static void hub_inst_request_cb(void *ctx, struct instance *inst, json_t *msg,
+				void *cause)
+{
+	struct hub *hub = ctx;
+	const char *method = jr_method(msg);
+	const char *cap =
+		strcmp(method, "sampling/createMessage") == 0 ? "sampling"
+		: strcmp(method, "elicitation/create") == 0   ? "elicitation"
+		: strcmp(method, "roots/list") == 0	      ? "roots"
+							      : NULL;
+	struct call *call = cause ? hub_cause_call(hub, inst, cause) : NULL;
+	struct session *target = call	 ? call->session
+				 : cause ? NULL
+					 : hub_guess_cause(hub, inst);
 	for (struct hub_entry *e = hub->sessions; e && !target; e = e->next)
 		if (session_owns(e->s, inst))
 			target = e->s;
@@ -150,7 +208,8 @@ static void hub_inst_request_cb(void *ctx, struct instance *inst, json_t *msg,
 	if (target &&
 	    (cap == NULL || (session_client_has(target, cap) &&
 			     (!roots || session_roots_for(target, inst))))) {
-		if (session_forward_server_request(target, inst, msg))
+		if (session_forward_server_request(target, inst, msg, call,
+						   cause == NULL))
 			return;
 		instance_respond(
 			inst, jr_id(msg), NULL,
@@ -212,7 +271,7 @@ static void hub_inst_state_cb(void *ctx, struct instance *inst,
 		hub_inst_lists_cb(hub, inst);
 }
 
-static const struct instance_cbs hub_instance_cbs = {
+const struct instance_cbs hub_instance_cbs = {
 	.on_notification = hub_inst_notification_cb,
 	.on_request = hub_inst_request_cb,
 	.on_lists = hub_inst_lists_cb,
@@ -264,6 +323,7 @@ struct hub *hub_new(uv_loop_t *loop, struct config *cfg, const char *app_dir,
 	hub->max_sessions = HUB_DEFAULT_MAX_SESSIONS;
 	keymap_init(&hub->by_id);
 	tokens_init(&hub->tokens);
+	hmap_init(&hub->calls);
 	hub->pool = pool_new(loop, &hub_instance_cbs, hub, journal, cache);
 	if (cfg->idle_timeout_ms >= 0)
 		pool_set_idle_ms(hub->pool, (uint64_t)cfg->idle_timeout_ms);
@@ -302,6 +362,7 @@ void hub_free(struct hub *hub)
 		free(e);
 	}
 	tokens_free(&hub->tokens);
+	hmap_free(&hub->calls);
 	spaces_free(hub->spaces);
 	pool_free(hub->pool);
 	config_free(hub->cfg);

@@ -94,6 +94,11 @@ size_t hub_session_count(const struct hub *hub);
 
 /* The progress tokens given to servers for calls (session/tokens.h). */
 struct tokens *hub_tokens(struct hub *hub);
+struct call;
+/* A call starts (it may cause server messages from now on), and ends (its
+ * progress token and its place as a cause go). */
+void hub_call_live(struct hub *hub, struct call *c);
+void hub_call_gone(struct hub *hub, struct call *c);
 
 /* How much a status shows. Every level shows sessions by a label (a
  * digest of the id), never by id; server stderr and errors are masked. */

@@ -10,8 +10,10 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "instance/instance.h"
 #include "session/hub.h"
 #include "session/tokens.h"
+#include "util/hmap.h"
 #include "util/keymap.h"
 
 /* Every session is on one list (for walks) and in the map by its id (for
@@ -33,10 +35,19 @@ struct hub {
 	size_t max_sessions;
 	uint64_t session_timeout_ms;
 	struct tokens tokens; /* progress tokens given to servers -> call */
+	/* Every call in flight, by its address: a server message's cause
+	 * (the instance request's arg) is looked up here before it is
+	 * trusted to be a call, so an arg of anything else (a fan-out of
+	 * the runtime's own) is never taken for one. */
+	struct hmap calls;
 	uv_timer_t sweep;
 	void (*quiet_fn)(void *arg);
 	void *quiet_arg;
 	struct spaces *spaces; /* .mcp.json reads, off the loop */
 };
+
+/* What the hub's instances report (the pool passes them on); shared for
+ * the unit tests, which hand it messages with a cause. */
+extern const struct instance_cbs hub_instance_cbs;
 
 #endif

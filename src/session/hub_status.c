@@ -15,6 +15,7 @@
 struct hub_status_walk {
 	struct hub *hub;
 	const char *name;
+	const struct server_config *sv; /* NULL: a space's server */
 	json_t *out;
 	enum hub_status_detail detail;
 	struct secrets *sec;
@@ -32,6 +33,70 @@ static void hub_status_mask(json_t *o, const char *field, struct secrets *sec)
 	free(masked);
 }
 
+/* How a server is reached, named as its transport names itself: "stdio",
+ * "http" (Streamable HTTP; an instance may find it legacy and say "sse"),
+ * "sse" (the 2024-11-05 HTTP+SSE transport), "http-local" (a program of
+ * ours serving HTTP on a loopback port). */
+static const char *hub_status_transport(const struct server_config *sv)
+{
+	switch (sv->kind) {
+	case SERVER_HTTP_REMOTE:
+		return sv->http_type == HTTP_TYPE_SSE ? "sse" : "http";
+	case SERVER_HTTP_LOCAL:
+		return "http-local";
+	case SERVER_STDIO:
+	default:
+		return "stdio";
+	}
+}
+
+/* The server's transport and url, as o shows them: the url with its user
+ * info and query values masked (as `check` shows it), then every
+ * configured secret (a ${VAR} may have put one in its path). */
+static void hub_status_reach(json_t *o, const struct server_config *sv,
+			     struct secrets *sec)
+{
+	if (json_object_get(o, "transport") == NULL)
+		json_object_set_new(o, "transport",
+				    json_string(hub_status_transport(sv)));
+	if (sv->url && json_object_get(o, "url") == NULL) {
+		json_t *d = config_server_describe(sv);
+		json_object_set(o, "url", json_object_get(d, "url"));
+		json_decref(d);
+	}
+	hub_status_mask(o, "url", sec);
+}
+
+/* A server that refused our credentials: what its challenge named (the
+ * resource metadata url, masked) and what to set: a url server takes them
+ * in "headers", a stdio one in "env". */
+static void hub_status_auth(json_t *d, const char *name, struct secrets *sec)
+{
+	const char *state = json_string_value(json_object_get(d, "state"));
+	json_t *auth = json_object_get(d, "auth");
+	if (!json_is_object(auth) &&
+	    (state == NULL || strcmp(state, "needs_auth") != 0))
+		return;
+	if (!json_is_object(auth)) {
+		auth = json_object();
+		json_object_set_new(d, "auth", auth);
+	}
+	hub_status_mask(auth, "resourceMetadata", sec);
+	hub_status_mask(auth, "challenge", sec);
+	const char *t = json_string_value(json_object_get(d, "transport"));
+	bool stdio = t == NULL || strcmp(t, "stdio") == 0;
+	char *hint = xasprintf(
+		"set the credentials of server \"%s\" in its \"%s\" (for "
+		"example %s) and reload the config; it is not tried again "
+		"until "
+		"they change",
+		name, stdio ? "env" : "headers",
+		stdio ? "\"API_KEY\": \"${API_KEY}\""
+		      : "\"Authorization\": \"Bearer ${TOKEN}\"");
+	json_object_set_new(auth, "hint", json_string(hint));
+	free(hint);
+}
+
 static void hub_status_inst_cb(void *arg, struct instance *inst)
 {
 	struct hub_status_walk *w = arg;
@@ -43,6 +108,11 @@ static void hub_status_inst_cb(void *arg, struct instance *inst)
 	hub_status_mask(d, "stderr", w->sec);
 	hub_status_mask(d, "error", w->sec);
 	hub_status_mask(d, "note", w->sec);
+	if (w->sv)
+		hub_status_reach(d, w->sv, w->sec);
+	else
+		hub_status_mask(d, "url", w->sec);
+	hub_status_auth(d, w->name, w->sec);
 	json_t *p = pool_describe(w->hub->pool, inst);
 	json_t *members = json_object_get(p, "members");
 	json_t *labels = json_array();
@@ -91,6 +161,8 @@ json_t *hub_instance_describe(struct hub *hub, struct instance *inst)
 	hub_status_mask(d, "stderr", sec);
 	hub_status_mask(d, "error", sec);
 	hub_status_mask(d, "note", sec);
+	hub_status_mask(d, "url", sec);
+	hub_status_auth(d, instance_name(inst), sec);
 	secrets_free(sec);
 	return d;
 }
@@ -166,8 +238,13 @@ json_t *hub_status(struct hub *hub, enum hub_status_detail detail)
 			json_object_set_new(o, "disabled", json_true());
 		if (pool_server_held_stopped(hub->pool, sv->name))
 			json_object_set_new(o, "stoppedByUser", json_true());
-		struct hub_status_walk w = {hub, sv->name, json_array(), detail,
-					    sec};
+		hub_status_reach(o, sv, sec);
+		struct hub_status_walk w = {.hub = hub,
+					    .name = sv->name,
+					    .sv = sv,
+					    .out = json_array(),
+					    .detail = detail,
+					    .sec = sec};
 		pool_foreach(hub->pool, hub_status_inst_cb, &w);
 		json_object_set_new(o, "instances", w.out);
 		/* Why it last failed, also once its instance is gone. */
@@ -196,8 +273,11 @@ json_t *hub_status(struct hub *hub, enum hub_status_detail detail)
 		if (json_object_get(seen, name))
 			continue;
 		json_object_set_new(seen, name, json_true());
-		struct hub_status_walk w = {hub, name, json_array(), detail,
-					    sec};
+		struct hub_status_walk w = {.hub = hub,
+					    .name = name,
+					    .out = json_array(),
+					    .detail = detail,
+					    .sec = sec};
 		pool_foreach(hub->pool, hub_status_inst_cb, &w);
 		json_array_append_new(servers,
 				      json_pack("{s:s,s:s,s:o}", "name", name,

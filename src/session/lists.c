@@ -82,7 +82,10 @@ struct gather {
 static void session_gather_ready_cb(void *arg, struct instance *inst, int err)
 {
 	struct gather *g = arg;
-	for (size_t i = 0; inst && i < g->nheld; i++) {
+	/* A closed session holds no lease any more (its end let them go),
+	 * and at the runtime's end its hub may be gone before the start it
+	 * waited for is cancelled: nothing to release then. */
+	for (size_t i = 0; inst && !g->s->closed && i < g->nheld; i++) {
 		if (g->held[i] == inst) {
 			pool_release(hub_pool(g->s->hub), inst, g->s->id);
 			g->held[i] = g->held[--g->nheld];

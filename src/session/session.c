@@ -484,14 +484,26 @@ bool session_cause_rank(struct session *s, struct instance *inst,
 	return true;
 }
 
+void session_call_related(struct call *c, json_t *msg)
+{
+	if (exchange_attached(c->ex))
+		exchange_send(c->ex, msg);
+	else
+		session_notify(c->session, msg);
+}
+
 bool session_forward_server_request(struct session *s, struct instance *inst,
-				    json_t *msg)
+				    json_t *msg, struct call *cause, bool guess)
 {
 	/* The call that caused it, as far as can be told; its stream is
-	 * still open because the call waits for its answer. Without one, the
-	 * standing stream; without that, nowhere (the hub answers the
-	 * server). */
-	struct call *cause = session_cause_on(s, inst);
+	 * still open because the call waits for its answer (a known cause
+	 * whose client dropped that stream is asked on the standing one).
+	 * Without one, the standing stream; without that, nowhere (the hub
+	 * answers the server). */
+	if (cause == NULL && guess)
+		cause = session_cause_on(s, inst);
+	if (cause && !exchange_attached(cause->ex))
+		cause = NULL;
 	struct exchange *ex =
 		cause ? cause->ex
 		      : (s->stream && exchange_attached(s->stream) ? s->stream

@@ -136,11 +136,18 @@ bool session_cause_rank(struct session *s, struct instance *inst,
  * session's newest call on inst, else on the standing stream. */
 void session_route_related(struct session *s, struct instance *inst,
 			   json_t *msg);
+/* A notification from c's server for c's client alone (its transport
+ * said c's answer stream carried it): on c's stream, else the session's
+ * standing stream. */
+void session_call_related(struct call *c, json_t *msg);
 /* A request from inst's server for the client (sampling, elicitation,
  * roots/list), sent on the stream of the call that caused it, else on the
- * standing stream. False when neither is open (nothing was sent). */
+ * standing stream. cause: that call, known (its transport said); NULL and
+ * guess: the likeliest call of the session (stdio); NULL and !guess: no
+ * call caused it. False when no stream is open (nothing was sent). */
 bool session_forward_server_request(struct session *s, struct instance *inst,
-				    json_t *msg);
+				    json_t *msg, struct call *cause,
+				    bool guess);
 /* The server cancels a request it sent this session's client: the id is
  * mapped back. True when it was this session's. */
 bool session_route_server_cancel(struct session *s, struct instance *inst,

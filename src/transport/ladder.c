@@ -255,6 +255,13 @@ void sup_stop(struct supervisor *c)
 {
 	if (c == NULL || c->state != SUP_RUNNING)
 		return;
+	if (c->mode == SUP_LOGS) {
+		/* Its stdin is /dev/null: there is no EOF to tell it to
+		 * leave, so a wait for one would only delay every stop. */
+		uv_timer_stop(&c->eof_timer);
+		sup_escalate(c, SIGTERM, SUP_STOP_TERM);
+		return;
+	}
 	sup_set_state(c, SUP_STOP_STDIN);
 	uv_timer_stop(&c->eof_timer);
 	/* A well-behaved server exits on stdin EOF; anything still queued

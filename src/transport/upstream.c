@@ -11,9 +11,9 @@ const struct upstream_ops *upstream_ops_for(const struct server_config *s)
 	case SERVER_STDIO:
 		return &upstream_stdio;
 	case SERVER_HTTP_REMOTE:
-		return NULL; /* upstream_http: transport/up_http.c */
+		return &upstream_http;
 	case SERVER_HTTP_LOCAL:
-		return NULL; /* upstream_http_local: transport/up_local.c */
+		return &upstream_http_local;
 	}
 	return NULL;
 }

@@ -2,18 +2,33 @@
 # Starts mcpvisor (the sanitized build by default) in front of the C
 # conformance fixture server, prefixing off, runs the official conformance
 # suite against its endpoint, stops the runtime and checks it exited 0.
-# Usage: tests/conformance/run-against-runtime.sh [suite options...]
+# With --http the fixture is a local HTTP server on a port mcpvisor owns
+# (args --http {port}, url http://127.0.0.1:{port}/mcp) instead of stdio.
+# Usage: tests/conformance/run-against-runtime.sh [--http] [suite options...]
 set -u
+mode=stdio
+if [ "${1:-}" = --http ]; then
+	mode=http
+	shift
+fi
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${MCPVISOR_BIN:-$root/build/san/mcpvisor}
 fixture=${CONFORMANCE_SERVER:-$root/build/san/conformance-server}
 case $bin in /*) ;; *) bin=$root/$bin ;; esac
 case $fixture in /*) ;; *) fixture=$root/$fixture ;; esac
 home=$(mktemp -d /tmp/mcpvisor-conf.XXXXXX)
-cat >"$home/mcp.json" <<JSON
+if [ "$mode" = http ]; then
+	cat >"$home/mcp.json" <<JSON
+{"mcpServers": {"conformance": {"command": "$fixture",
+  "args": ["--http", "{port}"], "url": "http://127.0.0.1:{port}/mcp",
+  "scope": "app", "prefix": ""}}}
+JSON
+else
+	cat >"$home/mcp.json" <<JSON
 {"mcpServers": {"conformance": {"command": "$fixture", "scope": "app",
   "prefix": ""}}}
 JSON
+fi
 "$bin" serve --config "$home/mcp.json" --port 0 --home "$home" \
 	>"$home/serve.out" 2>"$home/serve.err" &
 pid=$!

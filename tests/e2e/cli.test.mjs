@@ -154,8 +154,8 @@ test('cli: no runtime exits 3; check validates a config', {
 		assert.equal(bad.code, 2, `${bad.stdout}${bad.stderr}`);
 		assert.match(bad.stdout + bad.stderr, /broken/);
 
-		// A url server is valid but not served yet, and check says so;
-		// header values and an arg from a variable stay masked.
+		// A url server is valid and check shows its transport; header
+		// values and an arg from a variable stay masked.
 		const urlFile = path.join(home, 'url.json');
 		await fsp.writeFile(
 			urlFile,
@@ -176,7 +176,9 @@ test('cli: no runtime exits 3; check validates a config', {
 			env: { MCPV_E2E_TOKEN: 'arg-secret-2' },
 		});
 		assert.equal(url.code, 0, `${url.stdout}${url.stderr}`);
-		assert.match(url.stderr, /"remote" is reached by url: .*not serve url servers yet/);
+		assert.match(url.stdout, /^remote\s.*transport auto\s+https:\/\/example\.invalid\/mcp$/m);
+		assert.match(url.stdout, /^local\s.*transport stdio\s/m);
+		assert.doesNotMatch(url.stderr, /not serve/);
 		assert.doesNotMatch(url.stdout + url.stderr, /hdr-secret-1|arg-secret-2/);
 		assert.match(url.stdout, /--token=\$\{MCPV_E2E_TOKEN\}/);
 	} finally {

@@ -282,7 +282,7 @@ test('home: tools reports failed servers; tools NOSUCH, check, status, help', {
 		r = await runCli(['check', rt.configPath]);
 		assert.equal(r.code, 2, r.stderr);
 		assert.doesNotMatch(r.stdout, /^\s*[[{]/, 'text, not JSON');
-		assert.match(r.stdout, /^crashy\s+stdio\s+scope app\s+sh -c 'echo/m);
+		assert.match(r.stdout, /^crashy\s+stdio\s+scope app\s+transport stdio\s+sh -c 'echo/m);
 		assert.match(r.stdout, /^broken\s+invalid/m);
 		assert.match(r.stderr, /server "broken": field "command"/);
 		r = await runCli(['check', rt.configPath, '--json']);

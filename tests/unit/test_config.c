@@ -399,7 +399,7 @@ Test(config, bad_enum_values)
 	static const struct tc_bad cases[] = {
 		{"{\"command\": \"x\", \"type\": \"grpc\"}",
 		 "field \"type\": unknown value \"grpc\": expected \"stdio\", "
-		 "\"http\" or \"streamable-http\""},
+		 "\"http\", \"streamable-http\" or \"sse\""},
 		{"{\"command\": \"x\", \"scope\": \"global\"}",
 		 "field \"scope\": unknown value \"global\": expected "
 		 "\"session\", \"space\" or \"app\""},
@@ -841,7 +841,7 @@ Test(config, expansion_in_every_field)
 		"[\"${MCPV_T_A}\"], \"env\": {\"E\": \"${MCPV_T_A}\"}, "
 		"\"cwd\": "
 		"\"/w/${MCPV_T_A}\", \"url\": "
-		"\"http://${MCPV_T_A}:{port}/mcp\", \"headers\": {\"H\": "
+		"\"http://localhost:{port}/${MCPV_T_A}\", \"headers\": {\"H\": "
 		"\"${MCPV_T_A}\"}}");
 	const struct server_config *s = &cfg->servers[0];
 	cr_assert_null(s->error, "%s", s->error);
@@ -849,7 +849,7 @@ Test(config, expansion_in_every_field)
 	cr_assert_str_eq(s->args[0], "alpha");
 	cr_assert_str_eq(s->env[0].value, "alpha");
 	cr_assert_str_eq(s->cwd, "/w/alpha");
-	cr_assert_str_eq(s->url, "http://alpha:{port}/mcp");
+	cr_assert_str_eq(s->url, "http://localhost:{port}/alpha");
 	cr_assert_str_eq(s->headers[0].value, "alpha");
 	cr_assert_eq(s->kind, SERVER_HTTP_LOCAL);
 	config_free(cfg);
@@ -861,9 +861,6 @@ Test(config, kinds_and_type_agreement)
 		{"{\"command\": \"node\", \"url\": "
 		 "\"http://127.0.0.1:8080/mcp\"}",
 		 "field \"url\": with \"command\" the url must contain {port}"},
-		{"{\"type\": \"sse\", \"url\": \"https://h/sse\"}",
-		 "field \"type\": the legacy SSE transport (\"sse\") is not "
-		 "supported"},
 		{"{}", "field \"command\": missing: a server needs "
 		       "\"command\" (a local program) or \"url\""},
 		{"{\"args\": [\"x\"], \"env\": {}}",
@@ -949,7 +946,8 @@ Test(config, example_bad_json)
 		{"ok", NULL},
 		{"db", "field \"args\": expected an array of strings, got "
 		       "number"},
-		{"legacy", "field \"type\": the legacy SSE transport"},
+		{"lan", "field \"url\": with \"command\" the url's host must "
+			"be loopback"},
 		{"local", "field \"url\": with \"command\" the url must "
 			  "contain {port}"},
 		{"bad name!", "the name may only hold"},
@@ -1271,7 +1269,7 @@ Test(config, describe_masks_secrets)
 		 "https://h.example/mcp?***&a=***&***"},
 		{"https://h.example/mcp?", "https://h.example/mcp?"},
 		{"https://h.example/a@b/mcp", "https://h.example/a@b/mcp"},
-		{"http://127.0.0.1:{port}/mcp", "http://127.0.0.1:{port}/mcp"},
+		{"http://127.0.0.1:8080/mcp", "http://127.0.0.1:8080/mcp"},
 	};
 	for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
 		char *js = xasprintf(
@@ -1307,7 +1305,8 @@ Test(config, describe_masks_secrets)
 		      "\"***\"},\"exposure\":\"deferred\",\"headers\":{},"
 		      "\"idleTimeout\":-1,\"kind\":\"stdio\",\"name\":\"s\","
 		      "\"prefix\":\"p\",\"scope\":\"space\",\"startupTimeout\":"
-		      "3000,\"toolTimeout\":0,\"url\":null}");
+		      "3000,\"toolTimeout\":0,\"transport\":\"stdio\","
+		      "\"url\":null}");
 	free(dump);
 	config_free(c);
 

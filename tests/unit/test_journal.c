@@ -300,6 +300,24 @@ static struct journal *tst_open(void)
 	return j;
 }
 
+/* A process entry, through the typed API. */
+static int tst_add(struct journal *j, pid_t pid, pid_t pgid, uint64_t start,
+		   const char *tok, const char *key)
+{
+	struct upstream_owned o = {.kind = UPSTREAM_OWNED_PROCESS,
+				   .token = tok,
+				   .pid = pid,
+				   .pgid = pgid,
+				   .start_time = start};
+	return journal_add_owned(j, &o, key);
+}
+
+static int tst_remove(struct journal *j, pid_t pid)
+{
+	struct upstream_owned o = {.kind = UPSTREAM_OWNED_PROCESS, .pid = pid};
+	return journal_remove_owned(j, &o);
+}
+
 /* A journal with one entry for leader's group (token tok), reconciled
  * with grace_ms: its report. */
 static struct journal_report tst_reconcile_one(pid_t leader, uint64_t start,
@@ -308,7 +326,7 @@ static struct journal_report tst_reconcile_one(pid_t leader, uint64_t start,
 					       unsigned grace_ms)
 {
 	struct journal *j = tst_open();
-	cr_assert_eq(journal_add(j, leader, leader, start, tok, name), 0);
+	cr_assert_eq(tst_add(j, leader, leader, start, tok, name), 0);
 	struct journal_report r;
 	cr_assert_eq(journal_reconcile(j, grace_ms, &r), 0);
 	journal_free(j);
@@ -345,15 +363,14 @@ Test(journal, round_trip_survives_reopen)
 	for (int i = 0; i < 3; i++) {
 		journal_new_token(tok[i]);
 		char *key = xasprintf("server-%d", i);
-		cr_assert_eq(journal_add(j, 1000 + i, 1000 + i,
-					 5000000000ULL + (uint64_t)i, tok[i],
-					 key),
+		cr_assert_eq(tst_add(j, 1000 + i, 1000 + i,
+				     5000000000ULL + (uint64_t)i, tok[i], key),
 			     0);
 		free(key);
 	}
 	cr_assert_eq(journal_count(j), 3);
-	cr_assert_eq(journal_remove(j, 1001), 0);
-	cr_assert_eq(journal_remove(j, 4242), -ENOENT);
+	cr_assert_eq(tst_remove(j, 1001), 0);
+	cr_assert_eq(tst_remove(j, 4242), -ENOENT);
 	cr_assert_eq(journal_count(j), 2);
 
 	struct stat sb;
@@ -400,9 +417,9 @@ Test(journal, round_trip_survives_reopen)
 	j = tst_open();
 	cr_assert_eq(journal_count(j), 2);
 	/* A reused pid replaces its entry rather than adding one. */
-	cr_assert_eq(journal_add(j, 1000, 1000, 7, tok[1], "again"), 0);
+	cr_assert_eq(tst_add(j, 1000, 1000, 7, tok[1], "again"), 0);
 	cr_assert_eq(journal_count(j), 2);
-	cr_assert_eq(journal_remove(j, 1002), 0);
+	cr_assert_eq(tst_remove(j, 1002), 0);
 	journal_free(j);
 
 	j = tst_open();
@@ -422,23 +439,23 @@ Test(journal, add_rejects_bad_input_and_bounds_the_key)
 	struct journal *j = tst_open();
 	char tok[JOURNAL_TOKEN_LEN + 1];
 	journal_new_token(tok);
-	cr_assert_eq(journal_add(j, 0, 1, 1, tok, "k"), -EINVAL);
-	cr_assert_eq(journal_add(j, 1, -1, 1, tok, "k"), -EINVAL);
-	cr_assert_eq(journal_add(j, 1, 1, UINT64_MAX, tok, "k"), -EINVAL);
-	cr_assert_eq(journal_add(j, 1, 1, 1, "abc", "k"), -EINVAL);
-	cr_assert_eq(journal_add(j, 1, 1, 1, NULL, "k"), -EINVAL);
+	cr_assert_eq(tst_add(j, 0, 1, 1, tok, "k"), -EINVAL);
+	cr_assert_eq(tst_add(j, 1, -1, 1, tok, "k"), -EINVAL);
+	cr_assert_eq(tst_add(j, 1, 1, UINT64_MAX, tok, "k"), -EINVAL);
+	cr_assert_eq(tst_add(j, 1, 1, 1, "abc", "k"), -EINVAL);
+	cr_assert_eq(tst_add(j, 1, 1, 1, NULL, "k"), -EINVAL);
 	char upper[JOURNAL_TOKEN_LEN + 1];
 	memset(upper, 'A', JOURNAL_TOKEN_LEN);
 	upper[JOURNAL_TOKEN_LEN] = '\0';
-	cr_assert_eq(journal_add(j, 1, 1, 1, upper, "k"), -EINVAL);
+	cr_assert_eq(tst_add(j, 1, 1, 1, upper, "k"), -EINVAL);
 	cr_assert_eq(journal_count(j), 0);
 
 	char long_key[1000];
 	memset(long_key, 'x', sizeof long_key - 1);
 	long_key[sizeof long_key - 1] = '\0';
 	long_key[3] = '\n';
-	cr_assert_eq(journal_add(j, 9, 9, 1, tok, long_key), 0);
-	cr_assert_eq(journal_add(j, 10, 10, 1, tok, "\xff\xfe bad utf8"), 0);
+	cr_assert_eq(tst_add(j, 9, 9, 1, tok, long_key), 0);
+	cr_assert_eq(tst_add(j, 10, 10, 1, tok, "\xff\xfe bad utf8"), 0);
 	journal_free(j);
 
 	json_t *root = tst_load_journal();
@@ -585,7 +602,7 @@ Test(journal, corrupt_files_read_as_empty)
 	cr_assert_eq(journal_count(j), 0);
 	char tok[JOURNAL_TOKEN_LEN + 1];
 	journal_new_token(tok);
-	cr_assert_eq(journal_add(j, 5, 5, 1, tok, "k"), 0);
+	cr_assert_eq(tst_add(j, 5, 5, 1, tok, "k"), 0);
 	journal_free(j);
 	cr_assert_eq(tst_file_entries(), 1);
 }
@@ -645,8 +662,8 @@ Test(journal, reconcile_stops_leader_and_group_member_with_token)
 	cr_assert_eq(tst_pgrp(member), leader);
 
 	struct journal *j = tst_open();
-	cr_assert_eq(journal_add(j, leader, leader, tst_start_time(leader), tok,
-				 "demo/leader"),
+	cr_assert_eq(tst_add(j, leader, leader, tst_start_time(leader), tok,
+			     "demo/leader"),
 		     0);
 	journal_free(j);
 
@@ -679,7 +696,7 @@ Test(journal, reconcile_stops_orphaned_grandchild_by_token)
 	uint64_t st = tst_start_time(leader);
 
 	struct journal *j = tst_open();
-	cr_assert_eq(journal_add(j, leader, leader, st, tok, "demo"), 0);
+	cr_assert_eq(tst_add(j, leader, leader, st, tok, "demo"), 0);
 	/* The leader dies; its child stays, in its group, with the token. */
 	kill(leader, SIGKILL);
 	tst_assert_signalled(leader, SIGKILL);
@@ -707,8 +724,8 @@ Test(journal, reused_pid_with_other_start_time_is_left_alone)
 	close(fd);
 
 	struct journal *j = tst_open();
-	cr_assert_eq(journal_add(j, other, other, tst_start_time(other) + 1,
-				 tok, "demo"),
+	cr_assert_eq(tst_add(j, other, other, tst_start_time(other) + 1, tok,
+			     "demo"),
 		     0);
 	struct journal_report r;
 	cr_assert_eq(journal_reconcile(j, TST_GRACE_MS, &r), 0);
@@ -937,8 +954,8 @@ Test(journal, changes_in_one_loop_turn_make_one_write)
 	for (int i = 0; i < TST_BURST; i++) {
 		char tok[JOURNAL_TOKEN_LEN + 1];
 		journal_take_token(j, tok);
-		cr_assert_eq(journal_add(j, 2000 + i, 2000 + i, 1 + (uint64_t)i,
-					 tok, "burst"),
+		cr_assert_eq(tst_add(j, 2000 + i, 2000 + i, 1 + (uint64_t)i,
+				     tok, "burst"),
 			     0);
 	}
 	cr_assert_eq(journal_stats(j).writes, base, "written on the loop");
@@ -949,7 +966,7 @@ Test(journal, changes_in_one_loop_turn_make_one_write)
 
 	/* And 50 exits in one turn. */
 	for (int i = 0; i < TST_BURST; i++)
-		cr_assert_eq(journal_remove(j, 2000 + i), 0);
+		cr_assert_eq(tst_remove(j, 2000 + i), 0);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	cr_assert_eq(journal_stats(j).writes, base + 2);
 	cr_assert_eq(tst_file_entries(), 0);

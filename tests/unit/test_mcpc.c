@@ -675,3 +675,59 @@ Test(mcpc, close_from_inside_on_lost_and_on_fault)
 		tm_stop(&t);
 	}
 }
+
+/* A request sent right after notifications/initialized waits until the GET
+ * stream is answered: a server may at once send on that stream a request
+ * unrelated to any POST (the conformance suite's elicitation-defaults
+ * scenario does), which it drops while the stream does not exist yet. */
+static int tm_index(struct tmc *t, const char *method, const char *body)
+{
+	for (int i = 0; i < t->nreqs; i++)
+		if (strcmp(t->reqs[i].method, method) == 0 &&
+		    (!body || tm_body_has(&t->reqs[i], body)))
+			return i;
+	return -1;
+}
+
+Test(mcpc, requests_after_initialized_wait_for_the_get_stream)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_plain);
+	tm_send(&t, TM_INIT, 1);
+	tm_run_until(&t, tm_msgs1, "the initialize answer");
+	tm_send(&t, TM_INITIALIZED, 0);
+	tm_send(&t, TM_CALL(2), 2);
+	tm_run_until(&t, tm_msgs2, "the call's answer");
+	int get = tm_index(&t, "GET", NULL);
+	int call = tm_index(&t, "POST", "tools/call");
+	cr_assert(get >= 0 && call > get, "GET at %d, the call at %d", get,
+		  call);
+	cr_assert_eq(t.faults, 0);
+	tm_stop(&t);
+}
+
+/* A server that holds the GET stream's headers (until a first event, say):
+ * what waits for them goes after MCPC_GATE_MS anyway. */
+static void tm_script_silent_get(struct tmc *t, struct tm_conn *c, int n,
+				 const struct tm_req *r)
+{
+	if (strcmp(r->method, "GET") != 0)
+		tm_script_plain(t, c, n, r);
+}
+
+Test(mcpc, a_get_stream_without_headers_holds_requests_a_bounded_time)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_silent_get);
+	tm_send(&t, TM_INIT, 1);
+	tm_run_until(&t, tm_msgs1, "the initialize answer");
+	uint64_t t0 = uv_now(&t.loop);
+	tm_send(&t, TM_INITIALIZED, 0);
+	tm_send(&t, TM_CALL(2), 2);
+	tm_run_until(&t, tm_msgs2, "the call's answer");
+	uint64_t waited = uv_now(&t.loop) - t0;
+	cr_assert(waited >= MCPC_GATE_MS - 50 && waited < MCPC_GATE_MS + 1500,
+		  "answered after %llu ms", (unsigned long long)waited);
+	cr_assert_eq(t.faults, 0);
+	tm_stop(&t);
+}

@@ -14,6 +14,7 @@
 #include <ftw.h>
 
 #include "config/config.h"
+#include "journal/journal.h"
 #include "pool/pool.h"
 #include "toolcache/toolcache.h"
 #include "util/clock.h"
@@ -30,6 +31,7 @@ static uint64_t pool_test_clock(void)
 }
 
 static uv_loop_t loop;
+static struct journal *pool_test_journal;
 static struct config *cfg;
 static struct pool *pool;
 static struct pool_scope_ctx sc = {"s1", NULL, "/tmp", NULL};
@@ -42,15 +44,18 @@ static void pool_test_setup(void)
 	cr_assert_not_null(getcwd(cwd, sizeof cwd));
 	snprintf(path, sizeof path, "%s/build/san/demo-server", cwd);
 	char *text;
-	/* One server per scope: demo (app), solo (session), room (space). */
+	/* One server per scope: demo (app), solo (session), room (space);
+	 * and locked (app), which refuses our credentials. */
 	const char *b = bin ? bin : path;
 	if (asprintf(&text,
 		     "{\"idleTimeout\":%d,\"mcpServers\":{"
 		     "\"demo\":{\"command\":\"%s\",\"scope\":\"app\"},"
 		     "\"solo\":{\"command\":\"%s\",\"scope\":\"session\"},"
-		     "\"room\":{\"command\":\"%s\",\"scope\":\"space\"}"
+		     "\"room\":{\"command\":\"%s\",\"scope\":\"space\"},"
+		     "\"locked\":{\"command\":\"%s\",\"scope\":\"app\","
+		     "\"args\":[\"--auth-fail\"]}"
 		     "}}",
-		     POOL_TEST_IDLE_MS, b, b, b) < 0)
+		     POOL_TEST_IDLE_MS, b, b, b, b) < 0)
 		abort();
 	cfg = config_parse(text, strlen(text), "/tmp/pool-test.json");
 	free(text);
@@ -503,4 +508,109 @@ Test(pool, keymap_puts_finds_and_deletes)
 	}
 	cr_assert_null(keymap_get(&m, "absent"));
 	keymap_free(&m);
+}
+
+/* Whether libcurl is mapped into this process. */
+static bool pool_test_curl_mapped(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	cr_assert_not_null(f);
+	char line[4096];
+	bool found = false;
+	while (!found && fgets(line, sizeof line, f))
+		found = strstr(line, "libcurl") != NULL;
+	fclose(f);
+	return found;
+}
+
+/* The HTTP client is made on first use, once: a pool of stdio servers
+ * never loads libcurl; it is freed with the pool (the teardown's loop
+ * close finds every handle closed). */
+Test(pool, the_http_client_is_made_on_first_use)
+{
+	struct instance *inst = pool_test_start();
+	cr_assert_eq(instance_state(inst), INSTANCE_READY);
+	cr_assert(!pool_test_curl_mapped(), "a stdio server loaded libcurl");
+	struct httpc *c = pool_http(pool);
+	cr_assert_not_null(c);
+	cr_assert_eq(pool_http(pool), c, "one client per pool");
+	cr_assert(pool_test_curl_mapped());
+}
+
+static bool pool_test_none_wanted(void *arg, const char *name,
+				  const char *ident)
+{
+	(void)arg;
+	(void)ident;
+	return strcmp(name, "locked") != 0;
+}
+
+static bool pool_test_journal_empty(struct instance *inst)
+{
+	(void)inst;
+	return pool_test_journal != NULL &&
+	       journal_count(pool_test_journal) == 0;
+}
+
+/* What an instance owns is journaled as a typed process entry while it
+ * runs, and forgotten once it is gone. */
+Test(pool, owned_processes_are_journaled_while_they_run)
+{
+	char dir[] = "/tmp/mcpv-pool-journal-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(journal_open(dir, &pool_test_journal), 0);
+	pool_free(pool);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	struct instance_cbs cbs = {0};
+	pool = pool_new(&loop, &cbs, NULL, pool_test_journal, NULL);
+	struct instance *inst = pool_test_start();
+	pid_t pid = instance_pid(inst);
+	cr_assert_eq(journal_count(pool_test_journal), 1);
+	char path[256];
+	snprintf(path, sizeof path, "%s/%s", dir, JOURNAL_FILE);
+	json_t *root = json_load_file(path, 0, NULL);
+	json_t *e = json_array_get(json_object_get(root, "entries"), 0);
+	cr_assert_str_eq(json_string_value(json_object_get(e, "kind")),
+			 "process");
+	cr_assert_eq(json_integer_value(json_object_get(e, "pid")), pid);
+	json_decref(root);
+	instance_stop(inst, "test", false);
+	cr_assert(pool_test_run_until(pool_test_journal_empty, inst),
+		  "the entry goes with the process");
+	pool_free(pool);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	pool = pool_new(&loop, &cbs, NULL, NULL, NULL);
+	journal_free(pool_test_journal);
+	pool_test_journal = NULL;
+	unlink(path);
+	rmdir(dir);
+}
+
+/* A shared server that refused our credentials is kept after its last
+ * session: the next session is refused at once, nothing is started
+ * again; a reload that changes it closes it. */
+Test(pool, a_server_that_refused_credentials_outlives_its_sessions)
+{
+	const struct server_config *s = &cfg->servers[3];
+	struct pool_scope_ctx s2 = {"s2", NULL, "/tmp", NULL};
+	char *key = pool_instance_key(s, &sc, NULL);
+	struct instance *inst = pool_instance_for(pool, s, &sc, key);
+	int ready = 0;
+	instance_ensure(inst, pool_test_ready_cb, &ready);
+	while (ready == 0)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert_eq(ready, -1);
+	cr_assert_eq(instance_state(inst), INSTANCE_NEEDS_AUTH);
+	pool_session_gone(pool, "s1");
+	cr_assert_eq(pool_instance_find(pool, key), inst, "kept");
+	cr_assert_eq(pool_instance_for(pool, s, &s2, key), inst);
+	ready = 0;
+	instance_ensure(inst, pool_test_ready_cb, &ready);
+	cr_assert_eq(ready, -1, "refused at once, not tried again");
+	cr_assert_eq(instance_pid(inst), 0, "nothing started");
+	pool_session_gone(pool, "s2");
+	cr_assert_not_null(pool_instance_find(pool, key));
+	cr_assert_eq(pool_reload(pool, pool_test_none_wanted, NULL), 1);
+	cr_assert_null(pool_instance_find(pool, key), "a reload closes it");
+	free(key);
 }

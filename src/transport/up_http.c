@@ -1,0 +1,257 @@
+/*
+ * The remote HTTP upstream: one MCP client session (mcpc) to a server's
+ * url, Streamable HTTP or the legacy HTTP+SSE transport. It turns mcpc's
+ * facts into the upstream's (a message and the request whose stream
+ * carried it, a lost request, a typed fault) and masks the config's
+ * secrets in everything it says. The local HTTP upstream (up_local.c)
+ * runs one of these once its server answers on its port.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/secrets.h"
+#include "mcpc/mcpc.h"
+#include "transport/upstream.h"
+#include "util/xmalloc.h"
+
+struct upstream {
+	struct upstream_cbs cbs;
+	void *ctx;
+	struct mcpc *m;	     /* NULL once mcpc_close has let it go */
+	struct secrets *sec; /* the server's header, env and url secrets */
+	char *url;	     /* as configured (unmasked: a secret may be in
+				it; masked on the way out) */
+	enum mcpc_mode mode;
+	/* Callbacks are delivered from this timer, never from inside open,
+	 * send, forget or stop: a fault to report, then on_closed. */
+	uv_timer_t defer;
+	bool fault_pending;
+	struct upstream_fault fault; /* text and resource_metadata owned */
+	bool closing;		     /* mcpc_close was called */
+	bool mcpc_done;		     /* its done callback ran */
+	bool finishing;		     /* the timer is closing: on_closed next */
+};
+
+static void up_http_defer_cb(uv_timer_t *t);
+
+static void up_http_kick(struct upstream *u)
+{
+	if (!u->finishing)
+		uv_timer_start(&u->defer, up_http_defer_cb, 0, 0);
+}
+
+static void up_http_free(struct upstream *u)
+{
+	free((char *)u->fault.text);
+	free((char *)u->fault.resource_metadata);
+	secrets_free(u->sec);
+	free(u->url);
+	free(u);
+}
+
+static void up_http_timer_closed_cb(uv_handle_t *h)
+{
+	struct upstream *u = h->data;
+	u->cbs.on_closed(u->ctx);
+	up_http_free(u);
+}
+
+static void up_http_mcpc_done_cb(void *arg)
+{
+	struct upstream *u = arg;
+	u->m = NULL;
+	u->mcpc_done = true;
+	up_http_kick(u);
+}
+
+static void up_http_close_mcpc(struct upstream *u)
+{
+	if (u->closing)
+		return;
+	u->closing = true;
+	mcpc_close(u->m, up_http_mcpc_done_cb, u);
+}
+
+static void up_http_defer_cb(uv_timer_t *t)
+{
+	struct upstream *u = t->data;
+	if (u->fault_pending) {
+		u->fault_pending = false;
+		u->cbs.on_fault(u->ctx, &u->fault);
+		up_http_close_mcpc(u);
+	}
+	if (u->mcpc_done && !u->finishing) {
+		u->finishing = true;
+		uv_close((uv_handle_t *)&u->defer, up_http_timer_closed_cb);
+	}
+}
+
+static void up_http_message_cb(void *ctx, const char *msg, size_t len,
+			       int64_t related)
+{
+	struct upstream *u = ctx;
+	if (!u->closing && !u->fault_pending)
+		u->cbs.on_message(u->ctx, msg, len, related);
+}
+
+static void up_http_lost_cb(void *ctx, int64_t id, bool sent)
+{
+	struct upstream *u = ctx;
+	if (!u->closing && !u->fault_pending)
+		u->cbs.on_lost(u->ctx, id, sent);
+}
+
+static enum upstream_fault_kind up_http_kind(enum mcpc_fault f)
+{
+	switch (f) {
+	case MCPC_FAULT_TIMEOUT:
+		return UPSTREAM_TIMEOUT;
+	case MCPC_FAULT_AUTH:
+		return UPSTREAM_AUTH;
+	case MCPC_FAULT_EXPIRED:
+		return UPSTREAM_EXPIRED;
+	case MCPC_FAULT_PROTOCOL:
+		return UPSTREAM_PROTOCOL;
+	case MCPC_FAULT_CLOSED:
+	default:
+		return UPSTREAM_CLOSED;
+	}
+}
+
+static void up_http_fault_cb(void *ctx, enum mcpc_fault f, int http_status,
+			     const char *text, const char *resource_metadata)
+{
+	struct upstream *u = ctx;
+	if (u->closing || u->fault_pending)
+		return;
+	/* mcpc names no header value; the url (and its query) may still be
+	 * in a sentence, so the config's secrets are masked anyway. */
+	u->fault = (struct upstream_fault){
+		.kind = up_http_kind(f),
+		.exit_status = -1,
+		.http_status = http_status,
+		.text = secrets_mask(u->sec, text ? text : "connection failed"),
+		.resource_metadata =
+			resource_metadata
+				? secrets_mask(u->sec, resource_metadata)
+				: NULL,
+	};
+	u->fault_pending = true;
+	up_http_kick(u);
+}
+
+static enum mcpc_mode up_http_mode(enum server_http_type t)
+{
+	switch (t) {
+	case HTTP_TYPE_STREAMABLE:
+		return MCPC_STREAMABLE;
+	case HTTP_TYPE_SSE:
+		return MCPC_SSE;
+	case HTTP_TYPE_AUTO:
+	default:
+		return MCPC_AUTO;
+	}
+}
+
+static int up_http_open(uv_loop_t *loop, const struct upstream_spec *spec,
+			const struct upstream_cbs *cbs, void *ctx,
+			struct upstream **out)
+{
+	const struct server_config *s = spec->server;
+	if (s->url == NULL)
+		return -EINVAL;
+	if (spec->http == NULL)
+		return -ELIBACC; /* libcurl could not be loaded */
+	struct upstream *u = xcalloc(1, sizeof *u);
+	u->cbs = *cbs;
+	u->ctx = ctx;
+	u->url = xstrdup(s->url);
+	u->mode = up_http_mode(s->http_type);
+	u->sec = secrets_new();
+	secrets_add_server(u->sec, s);
+
+	/* "Name: value" lines; mcpc copies them, so ours are wiped after. */
+	char **lines = xcalloc(s->nheaders + 1, sizeof *lines);
+	for (size_t i = 0; i < s->nheaders; i++)
+		lines[i] = xasprintf("%s: %s", s->headers[i].key,
+				     s->headers[i].value);
+	struct mcpc_opts opts = {
+		.url = s->url,
+		.headers = (const char *const *)lines,
+		.mode = u->mode,
+	};
+	static const struct mcpc_cbs mcbs = {
+		.on_message = up_http_message_cb,
+		.on_lost = up_http_lost_cb,
+		.on_fault = up_http_fault_cb,
+	};
+	int rc = mcpc_new(spec->http, &opts, &mcbs, u, &u->m);
+	for (size_t i = 0; i < s->nheaders; i++) {
+		explicit_bzero(lines[i], strlen(lines[i]));
+		free(lines[i]);
+	}
+	free(lines);
+	if (rc < 0) {
+		up_http_free(u);
+		return rc;
+	}
+	uv_timer_init(loop, &u->defer);
+	u->defer.data = u;
+	*out = u;
+	return 0;
+}
+
+static int up_http_send(struct upstream *u, const char *msg, size_t len,
+			int64_t id)
+{
+	if (u->closing || u->fault_pending)
+		return -EPIPE;
+	return mcpc_send(u->m, msg, len, id);
+}
+
+static void up_http_forget(struct upstream *u, int64_t id)
+{
+	if (!u->closing)
+		mcpc_forget(u->m, id);
+}
+
+static void up_http_stop(struct upstream *u)
+{
+	/* A fault not yet reported is moot once the owner stops us. */
+	u->fault_pending = false;
+	up_http_close_mcpc(u);
+}
+
+/* "sse" once the session speaks the legacy transport (configured, or
+ * fallen back to), else "http". */
+static const char *up_http_transport(const json_t *d)
+{
+	const char *proto = json_string_value(json_object_get(d, "protocol"));
+	return proto && strcmp(proto, "sse") == 0 ? "sse" : "http";
+}
+
+static json_t *up_http_describe(const struct upstream *u, bool verbose)
+{
+	json_t *d = u->m ? mcpc_describe(u->m, verbose) : json_object();
+	char *masked = secrets_mask(u->sec, u->url);
+	json_object_set_new(d, "url", json_string(masked));
+	free(masked);
+	if (!verbose)
+		json_object_del(d, "sessionId");
+	const char *t = u->mode == MCPC_SSE ? "sse" : up_http_transport(d);
+	json_object_set_new(d, "transport", json_string(t));
+	return d;
+}
+
+const struct upstream_ops upstream_http = {
+	.kind = "http",
+	.caps = UPSTREAM_RELATES,
+	.open = up_http_open,
+	.send = up_http_send,
+	.forget = up_http_forget,
+	.pause = NULL,
+	.stop = up_http_stop,
+	.describe = up_http_describe,
+	.log_tail = NULL,
+};
