@@ -270,7 +270,14 @@ static void launch_tick(uv_timer_t *t)
 	struct launch *l = t->data;
 	if (l->step == LS_STOPPING) {
 		bool alive = procfs_alive((pid_t)l->own_pid, l->own_start);
-		if (alive && clock_now_ms() - l->step_at < LAUNCH_TERM_MS)
+		struct procfs_stat ps;
+		/* A stopped runtime (SIGSTOP) never handles SIGTERM: it is
+		 * killed at once rather than waited on. */
+		bool stopped = alive &&
+			       procfs_read_stat((pid_t)l->own_pid, &ps) == 0 &&
+			       (ps.state == 'T' || ps.state == 't');
+		if (alive && !stopped &&
+		    clock_now_ms() - l->step_at < LAUNCH_TERM_MS)
 			goto again;
 		if (alive && !l->killed) {
 			/* A frozen runtime never handles SIGTERM. */
@@ -316,8 +323,13 @@ static void launch_closed(uv_handle_t *h)
 
 void launch_free(struct launch *l)
 {
-	if (l->proc)
+	/* Closing the handle leaves the runtime running: it serves other
+	 * hosts too, and stops itself when idle. */
+	if (l->proc) {
 		l->proc->data = NULL;
+		uv_close((uv_handle_t *)l->proc, proc_closed);
+		l->proc = NULL;
+	}
 	uv_close((uv_handle_t *)&l->timer, launch_closed);
 }
 

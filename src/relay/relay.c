@@ -62,9 +62,11 @@ struct relay {
 	char *init_line; /* the host's initialize, as sent */
 	size_t init_len;
 	struct replay *replays;
-	uint64_t last_life; /* last byte or heartbeat from the runtime */
-	uint64_t ping_at;   /* 0: no ping in flight */
-	uint64_t links;	    /* sessions opened */
+	uint64_t last_life;  /* last byte or heartbeat from the runtime */
+	uint64_t ping_at;    /* 0: no ping in flight */
+	uint64_t lives;	     /* signs of life, counted */
+	uint64_t ping_lives; /* lives when the ping went */
+	uint64_t links;	     /* sessions opened */
 	unsigned recoveries;
 	bool host_initialized;
 };
@@ -146,6 +148,14 @@ static struct rreq *rreq_add(struct relay *r, enum rreq_kind kind,
 	return q;
 }
 
+/* Let go without an answer (the outbox calls nothing for this). */
+static void settle_cancel(struct relay *r, struct outbox_req *o)
+{
+	struct rreq *q = outbox_req_arg(o);
+	outbox_settle(r->ob, o, OUTBOX_CANCELLED, NULL);
+	rreq_done(q, NULL, false);
+}
+
 static struct outbox_req *req_of(struct relay *r, struct rreq *q)
 {
 	for (struct outbox_req *o = outbox_first(r->ob); o;
@@ -216,7 +226,7 @@ static bool may_resend(struct relay *r, struct outbox_req *o)
 {
 	struct rreq *q = outbox_req_arg(o);
 	if (q->kind != RK_HOST) {
-		outbox_settle(r->ob, o, OUTBOX_CANCELLED, NULL);
+		settle_cancel(r, o);
 		return false;
 	}
 	if (outbox_req_state(o) == OUTBOX_QUEUED || q->unsent ||
@@ -256,7 +266,7 @@ static void loss(struct relay *r, enum relay_loss why)
 		next = outbox_next(r->ob, o);
 		struct rreq *q = outbox_req_arg(o);
 		if (q->kind != RK_HOST) {
-			outbox_settle(r->ob, o, OUTBOX_CANCELLED, NULL);
+			settle_cancel(r, o);
 			continue;
 		}
 		/* Decided now, answered when recovery says why it happened:
@@ -371,7 +381,7 @@ static void arm(struct relay *r)
 		uint64_t t;
 		if (r->state == RS_RECOVERING || r->state == RS_DOWN)
 			t = q->wait_from + RELAY_RECOVERY_CAP_MS;
-		else if (outbox_req_state(o) == OUTBOX_WRITTEN)
+		else if (outbox_req_state(o) == OUTBOX_WRITTEN && !r->ping_at)
 			t = (q->written > r->last_life ? q->written
 						       : r->last_life) +
 			    RELAY_SILENCE_MS;
@@ -392,6 +402,7 @@ static void ping_start(struct relay *r)
 	if (r->ping_at)
 		return;
 	r->ping_at = clock_now_ms();
+	r->ping_lives = r->lives;
 	if (r->ping_at == 0)
 		r->ping_at = 1;
 	r->ops->ping(r->ctx);
@@ -399,6 +410,7 @@ static void ping_start(struct relay *r)
 
 static void life(struct relay *r)
 {
+	r->lives++;
 	r->last_life = clock_now_ms();
 }
 
@@ -408,7 +420,7 @@ void relay_ping_done(struct relay *r, bool answered)
 		return;
 	/* An answer or heartbeat that came while the ping was out counts
 	 * as one. */
-	if (r->last_life >= r->ping_at)
+	if (r->lives != r->ping_lives)
 		answered = true;
 	r->ping_at = 0;
 	if (!answered) {
@@ -532,12 +544,11 @@ void relay_link_lost(struct relay *r, int64_t id, bool sent)
 	arm(r);
 }
 
-void relay_link_fault(struct relay *r, bool auth, bool refused,
-		      const char *text)
+void relay_link_fault(struct relay *r, enum relay_fault f, const char *text)
 {
 	if (r->state != RS_INIT && r->state != RS_LIVE)
 		return;
-	if (auth) {
+	if (f == RELAY_FAULT_AUTH) {
 		/* Never a restart: the runtime is fine, the relay lacks a
 		 * key. */
 		fail_all(r, "The mcpvisor runtime asks for a credential "
@@ -546,7 +557,23 @@ void relay_link_fault(struct relay *r, bool auth, bool refused,
 			    "through its Unix socket (no --url)");
 		return;
 	}
-	loss(r, refused ? RELAY_LOSS_REFUSED : RELAY_LOSS_STREAM);
+	if (f == RELAY_FAULT_EXPIRED) {
+		/* The runtime forgot the session (idle timeout, or a new
+		 * runtime on the same socket): nothing is wrong with it. The
+		 * one request that heard the 404 never ran. */
+		struct outbox_req *only = NULL;
+		size_t n = 0;
+		for (struct outbox_req *o = outbox_first(r->ob); o;
+		     o = outbox_next(r->ob, o))
+			if (outbox_req_state(o) == OUTBOX_WRITTEN && ++n == 1)
+				only = o;
+		if (n == 1)
+			((struct rreq *)outbox_req_arg(only))->unsent = true;
+		loss(r, RELAY_LOSS_NONE);
+		return;
+	}
+	loss(r,
+	     f == RELAY_FAULT_REFUSED ? RELAY_LOSS_REFUSED : RELAY_LOSS_STREAM);
 }
 
 /* ---- from the host ---- */
@@ -620,7 +647,7 @@ static void host_cancel(struct relay *r, const char *line, size_t len)
 			free(s);
 			r->ops->link_forget(r->ctx, id);
 		}
-		outbox_settle(r->ob, o, OUTBOX_CANCELLED, NULL);
+		settle_cancel(r, o);
 		break;
 	}
 	free(want);
@@ -670,9 +697,11 @@ void relay_host_line(struct relay *r, const char *line, size_t len)
 		return;
 	}
 	if (sp[K_ID].len == 0) {
-		if (strcmp(method, "notifications/cancelled") == 0)
+		if (strcmp(method, "notifications/cancelled") == 0) {
 			host_cancel(r, line, len);
-		else if (strcmp(method, "notifications/initialized") == 0)
+			return;
+		}
+		if (strcmp(method, "notifications/initialized") == 0)
 			r->host_initialized = true;
 		/* Notifications in a gap between runtimes are dropped: the
 		 * next runtime gets a fresh session. */

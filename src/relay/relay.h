@@ -72,10 +72,14 @@ void relay_link_message(struct relay *r, const char *msg, size_t len,
 			int64_t related);
 void relay_link_lost(struct relay *r, int64_t id, bool sent);
 void relay_link_heartbeat(struct relay *r);
-/* The session is unusable. auth: the runtime asks for a credential
- * (401/403); refused: it could not be reached at all. */
-void relay_link_fault(struct relay *r, bool auth, bool refused,
-		      const char *text);
+enum relay_fault {
+	RELAY_FAULT_AUTH,    /* 401/403: the runtime asks for a credential */
+	RELAY_FAULT_REFUSED, /* it could not be reached at all */
+	RELAY_FAULT_EXPIRED, /* it no longer knows the session (404) */
+	RELAY_FAULT_BROKEN,  /* anything else: not MCP, a broken stream */
+};
+/* The session is unusable. */
+void relay_link_fault(struct relay *r, enum relay_fault f, const char *text);
 
 void relay_ping_done(struct relay *r, bool answered);
 /* Recovery ended: fail NULL when a runtime is ready for link_open, else

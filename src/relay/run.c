@@ -118,9 +118,11 @@ static void mc_fault(void *ctx, enum mcpc_fault f, int status, const char *text,
 		     const char *rm)
 {
 	struct run *u = ctx;
-	relay_link_fault(u->core, f == MCPC_FAULT_AUTH,
-			 f == MCPC_FAULT_CLOSED || f == MCPC_FAULT_TIMEOUT,
-			 text);
+	enum relay_fault rf = f == MCPC_FAULT_AUTH	 ? RELAY_FAULT_AUTH
+			      : f == MCPC_FAULT_EXPIRED	 ? RELAY_FAULT_EXPIRED
+			      : f == MCPC_FAULT_PROTOCOL ? RELAY_FAULT_BROKEN
+							 : RELAY_FAULT_REFUSED;
+	relay_link_fault(u->core, rf, text);
 }
 
 static void mc_closed(void *arg)
