@@ -73,7 +73,9 @@ export function runtimesOf(home) {
 		if (h && path.resolve(h) === path.resolve(home))
 			out.push(pid);
 	}
-	return out;
+	// A runtime's child between fork and exec (a server starting) still
+	// shows the runtime's command line: not a runtime.
+	return out.filter((pid) => !out.includes(procStat(pid)?.ppid));
 }
 
 // Pending signals of pid (/proc/PID/status SigPnd and ShdPnd): a stopped
