@@ -44,8 +44,9 @@ test('relay: no runtime: starts one, first answer within 1 s; with one running, 
 		const { tools } = await h.client.listTools();
 		assert.ok(tools.some((x) => x.name === 'demo__echo'));
 		await echo(h.client);
+		// The best of five: a start's own time, not a busy machine's.
 		const warm = [];
-		for (let i = 0; i < 3; i++) {
+		for (let i = 0; i < 5; i++) {
 			const w = await hostConnect(ctx.home);
 			ctx.hosts.push(w);
 			warm.push(w.ms);
