@@ -57,7 +57,7 @@ static void reload_usage(FILE *f)
 		   "close.\n");
 }
 
-int control_send(const char *home, const char *path)
+int stop_control_send(const char *home, const char *path)
 {
 	struct client *c;
 	int rc = client_open(home, &c);
@@ -110,7 +110,7 @@ int cmd_stop(int argc, char **argv)
 	if (o.nargs) {
 		char *path = xasprintf("/control/servers/%s/stop%s", o.args[0],
 				       o.force ? "?force=1" : "");
-		rc = control_send(o.home, path);
+		rc = stop_control_send(o.home, path);
 		free(path);
 		return rc;
 	}
@@ -135,7 +135,7 @@ int cmd_stop(int argc, char **argv)
 		fprintf(stderr, "mcpvisor: no runtime is running\n");
 		return CLI_NO_RUNTIME;
 	}
-	if ((rc = control_send(o.home, "/control/stop")) != CLI_OK)
+	if ((rc = stop_control_send(o.home, "/control/stop")) != CLI_OK)
 		return rc;
 	return stop_wait(o.home, pid);
 }
@@ -152,7 +152,7 @@ int cmd_restart(int argc, char **argv)
 		return restart_runtime(o.home);
 	char *path = xasprintf("/control/servers/%s/restart%s", o.args[0],
 			       o.force ? "?force=1" : "");
-	rc = control_send(o.home, path);
+	rc = stop_control_send(o.home, path);
 	free(path);
 	return rc;
 }
@@ -164,5 +164,5 @@ int cmd_reload(int argc, char **argv)
 	int rc = cli_parse_common(argc, argv, &spec, &o);
 	if (rc >= 0)
 		return rc;
-	return control_send(o.home, "/control/reload");
+	return stop_control_send(o.home, "/control/reload");
 }

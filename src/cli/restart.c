@@ -191,7 +191,7 @@ int restart_runtime(const char *home)
 			strerror(-rc));
 		return CLI_FAILED;
 	}
-	if ((rc = control_send(home, "/control/stop")) != CLI_OK ||
+	if ((rc = stop_control_send(home, "/control/stop")) != CLI_OK ||
 	    (rc = stop_wait(home, pid)) != CLI_OK) {
 		mark_clear(home);
 		old_free(&old);

@@ -18,7 +18,7 @@ int restart_runtime(const char *home);
  * prints the runtime's answer; waits until no runtime holds the home (the
  * runtime is not our child and its pid could be reused, but its lock is
  * released only at its end). CLI_* codes. */
-int control_send(const char *home, const char *path);
+int stop_control_send(const char *home, const char *path);
 int stop_wait(const char *home, long pid);
 
 #endif
