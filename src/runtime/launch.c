@@ -71,6 +71,8 @@ static void child_exec(int wfd, int logfd, const char *exe, const char *cwd,
 	/* Close-on-exec: dup2 gives fd 0 without the flag, and the
 	 * runtime keeps no second descriptor of it. */
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (null == 0)
+		null = fcntl(0, F_SETFD, 0) < 0 ? -1 : 0; /* dup2 would not */
 	if (null < 0 || dup2(null, 0) < 0 || dup2(logfd, 1) < 0 ||
 	    dup2(logfd, 2) < 0 || (cwd && chdir(cwd) < 0))
 		e = errno;
