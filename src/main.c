@@ -21,7 +21,7 @@ static void main_usage(FILE *f)
 		"'{\"text\":\"hi\"}'\n"
 		"  check     validate a config and show how it resolves\n"
 		"  stop      drain and stop the runtime, or stop one server\n"
-		"  restart   restart one server\n"
+		"  restart   restart the runtime, or one server\n"
 		"  reload    re-read the config (as SIGHUP)\n"
 		"  allow     trust a space's .mcp.json (--revoke: no longer)\n"
 		"  relay     MCP on stdin/stdout for hosts that launch a "
