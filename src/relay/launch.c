@@ -13,7 +13,8 @@
 #include <unistd.h>
 
 #include "relay/launch.h"
-#include "runtime/restart_mark.h"
+#include "runtime/launch.h"
+#include "runtime/mark.h"
 #include "runtime/runtime.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -44,8 +45,6 @@ struct launch {
 	/* The runtime this relay started. */
 	long own_pid;
 	uint64_t own_start;
-	uv_process_t *proc;
-	bool own_exited; /* the runtime this relay started has exited */
 };
 
 char *launch_describe_pid(long pid)
@@ -73,7 +72,7 @@ static char *log_path(const char *home)
 {
 	struct paths p;
 	paths_resolve(&p, home);
-	char *path = xasprintf("%s/runtime.log", p.state_dir);
+	char *path = xasprintf("%s/%s", p.state_dir, LAUNCH_LOG_NAME);
 	paths_free(&p);
 	return path;
 }
@@ -112,76 +111,34 @@ static void launch_finish(struct launch *l, const char *fail)
 	l->done(l->arg, fail);
 }
 
-static void proc_closed(uv_handle_t *h)
-{
-	free(h);
-}
-
-static void proc_exit(uv_process_t *p, int64_t status, int sig)
-{
-	struct launch *l = p->data;
-	if (l) {
-		l->proc = NULL;
-		l->own_exited = true;
-	}
-	uv_close((uv_handle_t *)p, proc_closed);
-}
-
-/* `mcpvisor serve` of this home, detached: its own session, no stdin,
- * its output appended to a log in the state directory. */
+/* `mcpvisor serve` of this home in the background (runtime_launch: its
+ * own session, no stdin, output appended to runtime.log). */
 static int launch_spawn(struct launch *l)
 {
 	struct paths p;
 	paths_resolve(&p, l->home);
 	char *err = NULL;
-	if (paths_create(&p, &err) < 0) {
-		free(err);
-		paths_free(&p);
-		return -EPERM;
-	}
+	int rc = paths_create(&p, &err);
+	free(err);
 	paths_free(&p);
-	char *lp = log_path(l->home);
-	int fd = open(lp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	free(lp);
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n <= 0) {
-		if (fd >= 0)
-			close(fd);
-		return -ENOENT;
-	}
-	exe[n] = '\0';
-	char *args[] = {exe, "serve", l->home ? "--home" : NULL, l->home, NULL};
-	uv_stdio_container_t st[3] = {
-		{.flags = UV_IGNORE},
-		{.flags = fd >= 0 ? UV_INHERIT_FD : UV_IGNORE, .data.fd = fd},
-		{.flags = fd >= 0 ? UV_INHERIT_FD : UV_IGNORE, .data.fd = fd},
-	};
-	uv_process_options_t po = {
-		.exit_cb = proc_exit,
-		.file = exe,
-		.args = args,
-		.flags = UV_PROCESS_DETACHED,
-		.stdio_count = 3,
-		.stdio = st,
-	};
-	uv_process_t *proc = xcalloc(1, sizeof *proc);
-	int rc = uv_spawn(l->loop, proc, &po);
-	if (fd >= 0)
-		close(fd);
-	if (rc < 0) {
-		free(proc);
+	if (rc < 0)
 		return rc;
-	}
-	proc->data = l;
-	uv_unref((uv_handle_t *)proc);
-	if (l->proc)
-		l->proc->data = NULL;
-	l->proc = proc;
-	l->own_exited = false;
-	l->own_pid = proc->pid;
-	l->own_start = procfs_start_time(proc->pid);
+	char *args[] = {l->home ? "--home" : NULL, l->home, NULL};
+	pid_t pid;
+	uint64_t start;
+	rc = runtime_launch(l->home, NULL, NULL, args, NULL, &pid, &start);
+	if (rc < 0)
+		return rc;
+	l->own_pid = pid;
+	l->own_start = start;
 	return 0;
+}
+
+/* `mcpvisor restart` is replacing the runtime (its mark, fresh). */
+static bool launch_marked(const struct launch *l)
+{
+	struct restart_mark mk;
+	return mark_read(l->home, &mk) == 0;
 }
 
 bool launch_owns(const struct launch *l)
@@ -196,9 +153,9 @@ static void launch_find(struct launch *l)
 	uint64_t now = clock_now_ms();
 	struct runtime_info info;
 	int rc = runtime_info_read(l->home, &info);
-	long mark_pid = 0;
-	bool marked = restart_mark_pending(l->home, &mark_pid);
-	if (rc == 0 && marked && info.pid == mark_pid)
+	struct restart_mark mk;
+	bool marked = mark_read(l->home, &mk) == 0;
+	if (rc == 0 && marked && info.pid == mk.old_pid)
 		rc = -EAGAIN; /* the old one, on its way out */
 	if (rc == 0) {
 		bool same =
@@ -248,8 +205,8 @@ static void launch_find(struct launch *l)
 			return;
 		}
 	}
-	if ((rc == -ENOENT || rc == -ESRCH) && l->spawned && l->own_exited &&
-	    !marked) {
+	if ((rc == -ENOENT || rc == -ESRCH) && l->spawned && !marked &&
+	    !procfs_alive((pid_t)l->own_pid, l->own_start)) {
 		/* It ended without a runtime in its place: its own words say
 		 * why (a config it cannot read, a home that is not private). */
 		char *t = launch_log_tail(l->home);
@@ -323,13 +280,7 @@ static void launch_closed(uv_handle_t *h)
 
 void launch_free(struct launch *l)
 {
-	/* Closing the handle leaves the runtime running: it serves other
-	 * hosts too, and stops itself when idle. */
-	if (l->proc) {
-		l->proc->data = NULL;
-		uv_close((uv_handle_t *)l->proc, proc_closed);
-		l->proc = NULL;
-	}
+	/* The runtime it started runs on: it serves other hosts too. */
 	uv_close((uv_handle_t *)&l->timer, launch_closed);
 }
 
@@ -343,8 +294,7 @@ void launch_recover(struct launch *l, enum relay_loss why)
 	l->step = LS_FINDING;
 	/* A runtime on its way out through `mcpvisor restart` drains: it
 	 * is not signalled even when it is ours. */
-	if (why != RELAY_LOSS_NONE && launch_owns(l) &&
-	    !restart_mark_pending(l->home, NULL)) {
+	if (why != RELAY_LOSS_NONE && launch_owns(l) && !launch_marked(l)) {
 		procfs_signal((pid_t)l->own_pid, l->own_start, SIGTERM);
 		l->step = LS_STOPPING;
 	}

@@ -20,7 +20,6 @@
 
 #include "runtime/launch.h"
 #include "runtime/mark.h"
-#include "runtime/restart_mark.h"
 #include "util/fsutil.h"
 #include "util/paths.h"
 #include "util/procfs.h"
@@ -73,10 +72,6 @@ Test(mark, written_read_and_cleared)
 	cr_assert_eq(m.old_pid, 4242);
 	cr_assert_eq(m.by_pid, (long)getpid());
 	cr_assert_eq(m.by_start, procfs_start_time(getpid()));
-	/* The relay's reader takes the first line's pid. */
-	long pid = 0;
-	cr_assert(restart_mark_pending(mt_home, &pid));
-	cr_assert_eq(pid, 4242);
 	char *text = mt_read("restart.mark");
 	cr_assert_not_null(text);
 	cr_assert_eq(strncmp(text, "4242\n{", 6), 0, "%s", text);

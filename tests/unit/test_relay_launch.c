@@ -17,7 +17,7 @@
 #include <uv.h>
 
 #include "relay/launch.h"
-#include "runtime/restart_mark.h"
+#include "runtime/mark.h"
 #include "runtime/runtime.h"
 #include "util/paths.h"
 #include "util/xmalloc.h"
@@ -136,10 +136,10 @@ Test(relay_launch, a_restart_mark_waits_for_the_new_runtime)
 	launch_recover(l, RELAY_LOSS_NONE);
 	run_until(1, 2000);
 	cr_assert_eq(dones, 1);
-	cr_assert_eq(restart_mark_write(home, old), 0);
-	long mp = 0;
-	cr_assert(restart_mark_pending(home, &mp));
-	cr_assert_eq(mp, old);
+	cr_assert_eq(mark_write(home, old), 0);
+	struct restart_mark mk;
+	cr_assert_eq(mark_read(home, &mk), 0);
+	cr_assert_eq(mk.old_pid, old);
 	end_runtime(old);
 	/* Gone with the mark: no runtime is started, the relay waits. */
 	launch_recover(l, RELAY_LOSS_REFUSED);
@@ -150,8 +150,7 @@ Test(relay_launch, a_restart_mark_waits_for_the_new_runtime)
 	cr_assert_eq(dones, 2);
 	cr_assert_null(fail_text, "%s", fail_text);
 	cr_assert_str_eq(launch_socket(l), P.socket_path);
-	restart_mark_clear(home);
-	cr_assert_not(restart_mark_pending(home, NULL));
+	mark_clear(home);
 	launch_free(l);
 	end_runtime(fresh);
 }
