@@ -14,8 +14,8 @@
 
 #include "jsonrpc/jsonrpc.h"
 #include "jsonrpc/outbox.h"
+#include "relay/msg.h"
 #include "relay/relay.h"
-#include "util/buf.h"
 #include "util/clock.h"
 #include "util/jsonscan.h"
 #include "util/xmalloc.h"
@@ -69,6 +69,9 @@ struct relay {
 	uint64_t links;	     /* sessions opened */
 	unsigned recoveries;
 	bool host_initialized;
+	/* A request was refused while others run on this runtime (one
+	 * draining for a restart): new ones wait until those end. */
+	bool hold;
 };
 
 static const char *const msg_keys[] = {"id", "method", "params"};
@@ -79,22 +82,9 @@ enum { K_ID, K_METHOD, K_PARAMS, K_N };
 static void host_error(struct relay *r, const char *id, int code,
 		       const char *text)
 {
-	json_t *m = jr_error(NULL, code, text, NULL);
-	char *s = json_dumps(m, JSON_COMPACT);
-	json_decref(m);
-	if (id) {
-		/* Our error builder wrote "id":null; splice the host's id. */
-		char *p = strstr(s, "\"id\":null");
-		struct buf b;
-		buf_init(&b);
-		buf_append(&b, s, (size_t)(p - s) + 5);
-		buf_append(&b, id, strlen(id));
-		buf_append(&b, p + 9, strlen(p + 9));
-		r->ops->host_write(r->ctx, b.data, b.len);
-		buf_free(&b);
-	} else {
-		r->ops->host_write(r->ctx, s, strlen(s));
-	}
+	size_t n;
+	char *s = relay_msg_error(id, code, text, &n);
+	r->ops->host_write(r->ctx, s, n);
 	free(s);
 }
 
@@ -115,22 +105,6 @@ static void rreq_done(void *arg, json_t *response, bool sent)
 	free(q);
 }
 
-/* text with the value at span replaced by with. */
-static char *splice(const char *text, size_t len,
-		    const struct jsonscan_span *sp, const char *with,
-		    size_t *out_len)
-{
-	size_t wl = strlen(with);
-	*out_len = len - sp->len + wl;
-	char *s = xmalloc(*out_len + 1);
-	memcpy(s, text, sp->off);
-	memcpy(s + sp->off, with, wl);
-	memcpy(s + sp->off + wl, text + sp->off + sp->len,
-	       len - sp->off - sp->len);
-	s[*out_len] = '\0';
-	return s;
-}
-
 static struct rreq *rreq_add(struct relay *r, enum rreq_kind kind,
 			     const char *method, const char *line, size_t len,
 			     const struct jsonscan_span *id_span)
@@ -143,7 +117,7 @@ static struct rreq *rreq_add(struct relay *r, enum rreq_kind kind,
 	snprintf(ours, sizeof ours, "%lld", (long long)outbox_peek_id(r->ob));
 	if (kind == RK_HOST)
 		q->host_id = xstrndup(line + id_span->off, id_span->len);
-	q->msg = splice(line, len, id_span, ours, &q->len);
+	q->msg = relay_msg_splice(line, len, id_span, ours, &q->len);
 	outbox_add(r->ob, method, NULL, kind != RK_HOST, rreq_done, NULL, q);
 	return q;
 }
@@ -189,7 +163,7 @@ static void arm(struct relay *r);
 static void flush(struct relay *r)
 {
 	struct outbox_req *o = outbox_first(r->ob), *next;
-	for (; o && r->state == RS_LIVE; o = next) {
+	for (; o && r->state == RS_LIVE && !r->hold; o = next) {
 		next = outbox_next(r->ob, o);
 		if (outbox_req_state(o) == OUTBOX_QUEUED)
 			send_one(r, o);
@@ -259,6 +233,7 @@ static void loss(struct relay *r, enum relay_loss why)
 		r->ops->link_close(r->ctx);
 	r->state = RS_RECOVERING;
 	r->ping_at = 0;
+	r->hold = false;
 	r->recoveries++;
 	uint64_t now = clock_now_ms();
 	struct outbox_req *o = outbox_first(r->ob), *next;
@@ -291,6 +266,7 @@ static void fail_all(struct relay *r, const char *text)
 		r->ops->link_close(r->ctx);
 	r->state = RS_DOWN;
 	r->ping_at = 0;
+	r->hold = false;
 	settle_doomed(r, text);
 	struct outbox_req *o = outbox_first(r->ob), *next;
 	for (; o; o = next) {
@@ -370,6 +346,15 @@ static void reinit_done(struct relay *r, bool ok, const char *msg, size_t len)
 	flush(r);
 }
 
+/* Held requests go to the next runtime once the old one has answered
+ * what it was running. */
+static void hold_check(struct relay *r)
+{
+	if (r->hold && r->state == RS_LIVE &&
+	    outbox_count_written(r->ob, r->links) == 0)
+		loss(r, RELAY_LOSS_REFUSED);
+}
+
 /* ---- the watch ---- */
 
 static void arm(struct relay *r)
@@ -436,10 +421,11 @@ void relay_ping_done(struct relay *r, bool answered)
 		struct rreq *q = outbox_req_arg(o);
 		if (q->orphan && may_resend(r, o)) {
 			outbox_requeue(r->ob, o);
-			if (r->state == RS_LIVE)
+			if (r->state == RS_LIVE && !r->hold)
 				send_one(r, o);
 		}
 	}
+	hold_check(r);
 	arm(r);
 }
 
@@ -510,7 +496,7 @@ void relay_link_message(struct relay *r, const char *msg, size_t len,
 	struct rreq *q = outbox_req_arg(o);
 	if (q->kind == RK_HOST) {
 		size_t n;
-		char *s = splice(msg, len, &sp[K_ID], q->host_id, &n);
+		char *s = relay_msg_splice(msg, len, &sp[K_ID], q->host_id, &n);
 		r->ops->host_write(r->ctx, s, n);
 		free(s);
 		outbox_settle(r->ob, o, OUTBOX_ANSWERED, NULL);
@@ -522,6 +508,7 @@ void relay_link_message(struct relay *r, const char *msg, size_t len,
 		if (kind == RK_INIT)
 			reinit_done(r, ok, msg, len);
 	}
+	hold_check(r);
 	arm(r);
 }
 
@@ -532,9 +519,19 @@ void relay_link_lost(struct relay *r, int64_t id, bool sent)
 		return;
 	struct rreq *q = outbox_req_arg(o);
 	if (!sent) {
-		/* It could not even be sent: the runtime is unreachable. */
+		/* It never reached the runtime: refused or unreachable. Calls
+		 * still running there (a drain lets them finish) are waited
+		 * for; then the runtime is lost. */
 		q->unsent = true;
-		loss(r, RELAY_LOSS_REFUSED);
+		if (r->state != RS_LIVE) {
+			loss(r, RELAY_LOSS_REFUSED);
+			return;
+		}
+		if (outbox_req_state(o) == OUTBOX_WRITTEN)
+			outbox_requeue(r->ob, o);
+		r->hold = true;
+		hold_check(r);
+		arm(r);
 		return;
 	}
 	/* Its stream ended with no answer: a runtime that still answers a
@@ -651,6 +648,7 @@ static void host_cancel(struct relay *r, const char *line, size_t len)
 		break;
 	}
 	free(want);
+	hold_check(r);
 }
 
 void relay_host_garbage(struct relay *r, const char *what)
@@ -723,7 +721,7 @@ void relay_host_line(struct relay *r, const char *line, size_t len)
 	}
 	keep_replay(r, method, line, len, &sp[K_PARAMS]);
 	struct rreq *q = rreq_add(r, RK_HOST, method, line, len, &sp[K_ID]);
-	if (r->state == RS_LIVE) {
+	if (r->state == RS_LIVE && !r->hold) {
 		send_one(r, req_of(r, q));
 		arm(r);
 	} else if (r->state == RS_DOWN) {

@@ -356,6 +356,8 @@ Test(relay, resend_rule)
 	host(LIST("2")); /* ours 3: changes nothing */
 	host(CALL("3")); /* ours 4: never left */
 	relay_link_lost(R, 4, false);
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
+	cr_assert_eq(F.recovers, 2, "lost together: one recovery");
 	int before = F.nsent;
 	relay_recovered(R, NULL);
 	int a = host_find("may or may not have taken effect");
@@ -450,5 +452,27 @@ Test(relay, an_expired_session_is_opened_again_not_blamed)
 	runtime("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}");
 	cr_assert_geq(sent_find_from(before, "tools/call"), 0,
 		      "the call that heard the 404 never ran: sent again");
+	cr_assert_lt(host_find("may or may not"), 0);
+}
+
+Test(relay, a_refused_request_waits_for_calls_still_running)
+{
+	host(CALL("1")); /* ours 2: running (a drain lets it finish) */
+	host(CALL("2")); /* ours 3: refused (503, never processed) */
+	relay_link_lost(R, 3, false);
+	cr_assert_eq(F.recovers, 1, "the running call is waited for");
+	int before = F.nsent;
+	host(LIST("3"));
+	cr_assert_eq(F.nsent, before, "new requests wait too");
+	runtime("{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}");
+	cr_assert(strstr(last_host(), "\"id\":1,"),
+		  "the running call answered");
+	cr_assert_eq(F.recovers, 2);
+	cr_assert_eq(F.why, RELAY_LOSS_REFUSED);
+	relay_recovered(R, NULL);
+	runtime("{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}");
+	cr_assert_geq(sent_find_from(before, "tools/call"), 0,
+		      "the refused call goes to the next runtime");
+	cr_assert_geq(sent_find_from(before, "tools/list"), 0);
 	cr_assert_lt(host_find("may or may not"), 0);
 }
