@@ -1,4 +1,4 @@
-// Status shows what each server is: its transport (stdio, http,
+// Status shows what each server is: its transport (stdio, http, sse,
 // http-local), its url with every secret masked, in the JSON, the table
 // (plain and -v) and the status served over TCP. No HTTP upstream is
 // started: the url servers are configured and never used.
@@ -20,6 +20,7 @@ test('status: the transport and masked url of each server; a stdio instance says
 			scope: 'app',
 		},
 		plain: { type: 'http', url: 'http://127.0.0.1:1/mcp', scope: 'app' },
+		legacy: { type: 'sse', url: 'http://127.0.0.1:1/sse', scope: 'app' },
 		local: {
 			command: '/bin/false',
 			args: ['--port', '{port}'],
@@ -43,6 +44,7 @@ test('status: the transport and masked url of each server; a stdio instance says
 		assert.equal(by.remote.url, 'https://***@127.0.0.1:1/mcp?key=***&v=***');
 		assert.equal(by.plain.transport, 'http');
 		assert.equal(by.plain.url, 'http://127.0.0.1:1/mcp');
+		assert.equal(by.legacy.transport, 'sse');
 		assert.equal(by.local.transport, 'http-local');
 		assert.equal(by.local.url, 'http://127.0.0.1:{port}/mcp');
 
@@ -51,6 +53,7 @@ test('status: the transport and masked url of each server; a stdio instance says
 		assert.match(plain.stdout, /^demo\s+idle\s+scope app, \d+ tool\(s\)/m, 'stdio lines as before');
 		assert.match(plain.stdout, /^remote\s+not running\s+scope app, http$/m);
 		assert.match(plain.stdout, /^plain\s+not running\s+scope app, http$/m);
+		assert.match(plain.stdout, /^legacy\s+not running\s+scope app, sse$/m);
 		assert.match(plain.stdout, /^local\s+not running\s+scope app, http-local$/m);
 		assert.ok(plain.stdout.includes('    url: https://***@127.0.0.1:1/mcp?key=***&v=***\n'), plain.stdout);
 
