@@ -3,9 +3,7 @@
 // or which finds its socket gone, never ran, so the relay waits for the new
 // runtime and sends it there, instead of starting a runtime of its own; a
 // call in flight through the relay is answered by the draining runtime
-// (the drain lets it finish). Apart from relay-mark.test.mjs because the
-// relay fails these today: it answers the refused call "may or may not
-// have taken effect", and counts it as the loss of the call in flight.
+// (the drain lets it finish).
 import fs from 'node:fs';
 import { test } from 'node:test';
 
