@@ -15,6 +15,7 @@ TARGETS = [
     ("floor", "direct stdio (floor)"),
     ("mcpvisor_tcp", "mcpvisor, TCP"),
     ("mcpvisor_unix", "mcpvisor, Unix socket"),
+    ("mcpvisor_relay", "mcpvisor relay (stdio)"),
     ("supergateway", "supergateway"),
     ("mcp_proxy", "mcp-proxy"),
     ("floor_per_session", "stdio, a server per session"),
@@ -23,11 +24,12 @@ TARGETS = [
 ]
 PEERS = ["supergateway", "mcp_proxy"]
 SHORT = {"floor": "floor", "mcpvisor_tcp": "mcpvisor", "mcpvisor_unix":
-         "mcpvisor unix", "supergateway": "supergateway",
+         "mcpvisor unix", "mcpvisor_relay": "relay",
+         "supergateway": "supergateway",
          "mcp_proxy": "mcp-proxy", "http_direct": "http direct",
          "mcpvisor_http": "via mcpvisor"}
 # The stdio rows' mcpvisor runs under one host ("mcpvisor"); every other
-# target is its own host.
+# target is its own host (the relay too: its RSS and start are its own).
 MCPVISOR_STDIO = ("mcpvisor_tcp", "mcpvisor_unix")
 
 # metric: (label, lower is better)
@@ -122,7 +124,9 @@ def per_round(recs, target):
                 if k in r:
                     extra.setdefault(k, []).append(r[k])
         # The floor has no gateway: its figure is the stdio server's peak.
-        if target.startswith("floor") and "server_hwm_kb" in r:
+        # The relay is a stdio server to the loadgen: the same.
+        if (target.startswith("floor") or target == "mcpvisor_relay") \
+                and "server_hwm_kb" in r:
             for k in ("peak_rss_kb", "peak_tree_rss_kb"):
                 prev = out[k].get(rnd) or 0
                 out[k][rnd] = max(prev, r["server_hwm_kb"])
@@ -196,7 +200,8 @@ def ratio(a, b):
 def ratios(res):
     out = {}
     fig = {k: v["figures"] for k, v in res.items() if v["available"]}
-    pairs = [("mcpvisor_tcp", "floor"), ("mcpvisor_unix", "floor")]
+    pairs = [("mcpvisor_tcp", "floor"), ("mcpvisor_unix", "floor"),
+             ("mcpvisor_relay", "mcpvisor_unix")]
     pairs += [(p, "mcpvisor_tcp") for p in PEERS]
     pairs += [("mcpvisor_http", "http_direct")]
     for a, b in pairs:
@@ -247,6 +252,14 @@ def checks(res, ex):
         16, lambda v, l: v <= l)
     add("mcpvisor serve answers its first request within 50 ms",
         ex.get("answers_first_request_ms"), 50, lambda v, l: v <= l)
+    rl, ux = f.get("mcpvisor_relay", {}), f.get("mcpvisor_unix", {})
+    rp50, up50 = rl.get("p50_pinned_ms"), ux.get("p50_pinned_ms")
+    add("p50 tools/call, relay, pinned <= mcpvisor Unix socket + 0.05 ms",
+        rp50, None if up50 is None else up50 + 0.05, lambda v, l: v <= l)
+    add("relay RSS (VmHWM over a latency run) < 3 MB (KB)",
+        rl.get("peak_rss_kb"), 3072, lambda v, l: v < l)
+    add("relay answers its first tools/call (runtime running) within "
+        "50 ms", rl.get("first_call_ms"), 50, lambda v, l: v <= l)
     return out
 
 

@@ -1,11 +1,12 @@
 #!/bin/sh
 # make bench: runs the C load generator, side by side, against the same echo
 # server reached directly over stdio (the floor), through mcpvisor (TCP and
-# Unix socket, one app-scoped shared instance), supergateway and mcp-proxy;
-# and an echo served over HTTP (the demo fixture's --http) reached directly
-# and through mcpvisor as a url server; prints one table and writes
-# bench/results/latest.json. `--smoke` is the short check that make test
-# runs. Every process it starts is stopped by pid.
+# Unix socket, one app-scoped shared instance; and `mcpvisor relay`, stdio in
+# front of that socket), supergateway and mcp-proxy; and an echo served over
+# HTTP (the demo fixture's --http) reached directly and through mcpvisor as a
+# url server; prints one table and writes bench/results/latest.json.
+# `--smoke` is the short check that make test runs. Every process it starts
+# is stopped by pid.
 set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -170,11 +171,29 @@ mcpvisor_round() { # round
 	http_runs mcpvisor_tcp "$r" --url "$url"
 	if [ -n "$sock" ]; then
 		http_runs mcpvisor_unix "$r" --unix "$sock" --path /mcp
+		relay_runs "$r" "$home"
 	else
 		crash_line mcpvisor_unix unavailable \
 			"runtime.json names no socket" >>"$RAW"
 	fi
 	host_stop "mcpvisor-$r"
+}
+
+# `mcpvisor relay` on the runtime of this round, as a host runs it: a stdio
+# server to the loadgen, the runtime behind it on its Unix socket. Pinned
+# like the others: loadgen, the relay (its child) and the runtime on one
+# CPU. Its peak RSS is the relay's VmHWM; 'start' is spawn to the first
+# answered tools/call with the runtime already running.
+relay_runs() { # round home
+	r=$1
+	pin_tree "$GWPID" "$PINCPU"
+	run_lg mcpvisor_relay "$r" latency_pinned 1 --stdio latency \
+		--calls "$CALLS" -- "$MCPVISOR" relay --home "$2"
+	pin_tree "$GWPID" "$ALLCPU"
+	run_lg mcpvisor_relay "$r" latency 0 --stdio latency --calls "$CALLS" \
+		-- "$MCPVISOR" relay --home "$2"
+	run_lg mcpvisor_relay "$r" first_call 0 --stdio first-call \
+		-- "$MCPVISOR" relay --home "$2"
 }
 
 peer_round() { # name round command...
@@ -391,6 +410,10 @@ smoke() {
 			run_lg mcpvisor_tcp 0 sessions 0 --url "$url" sessions \
 				--open 20 </dev/null
 			smoke_check "mcpvisor holds 20 sessions"
+			run_lg mcpvisor_relay 0 latency 0 --stdio latency \
+				--calls 200 --warmup-calls 10 \
+				-- "$MCPVISOR" relay --home "$WORK/home"
+			smoke_check "mcpvisor relay latency (stdio to the socket)"
 		fi
 		host_stop mcpvisor-smoke
 		if [ "$HOST_OK" = 1 ]; then

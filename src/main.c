@@ -21,9 +21,11 @@ static void main_usage(FILE *f)
 		"'{\"text\":\"hi\"}'\n"
 		"  check     validate a config and show how it resolves\n"
 		"  stop      drain and stop the runtime, or stop one server\n"
-		"  restart   restart one server\n"
+		"  restart   restart the runtime, or one server\n"
 		"  reload    re-read the config (as SIGHUP)\n"
 		"  allow     trust a space's .mcp.json (--revoke: no longer)\n"
+		"  relay     MCP on stdin/stdout for hosts that launch a "
+		"command\n"
 		"\n"
 		"Every command takes --home DIR (or MCPVISOR_HOME) and "
 		"--help. The terminal\n"
@@ -59,7 +61,7 @@ int main(int argc, char **argv)
 		{"tools", cmd_tools},	  {"call", cmd_call},
 		{"check", cmd_check},	  {"stop", cmd_stop},
 		{"restart", cmd_restart}, {"reload", cmd_reload},
-		{"allow", cmd_allow},
+		{"allow", cmd_allow},	  {"relay", cmd_relay},
 	};
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
 		if (strcmp(cmd, cmds[i].name) == 0)

@@ -1,5 +1,6 @@
 /* `mcpvisor stop`, `restart` and `reload`: the explicit controls, sent to
- * the runtime through its Unix socket. */
+ * the runtime through its Unix socket. `restart` without a server restarts
+ * the runtime itself (cli/restart.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,11 +8,10 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/restart.h"
 #include "runtime/runtime.h"
 #include "util/paths.h"
 #include "util/xmalloc.h"
-
-#define STOP_WAIT_MS 60000
 
 static void stop_usage(FILE *f)
 {
@@ -29,12 +29,22 @@ static void stop_usage(FILE *f)
 
 static void restart_usage(FILE *f)
 {
-	fprintf(f, "usage: mcpvisor restart SERVER [--force] [--home DIR]\n"
+	fprintf(f, "usage: mcpvisor restart [SERVER] [--force] [--home DIR]\n"
 		   "\n"
-		   "Restarts SERVER's running instances (and lifts a `stop`). "
-		   "Refuses while\n"
-		   "one of its calls is in flight, naming it, unless "
-		   "--force.\n");
+		   "Without SERVER: restarts the runtime itself. It drains "
+		   "and stops as\n"
+		   "`mcpvisor stop` does, and a new runtime starts in the "
+		   "background on the\n"
+		   "same home with the same options (output in the state "
+		   "directory's\n"
+		   "runtime.log). Meanwhile a restart mark in the state "
+		   "directory tells\n"
+		   "relays to wait for the new runtime instead of starting "
+		   "one.\n"
+		   "With SERVER: restarts SERVER's running instances (and "
+		   "lifts a `stop`).\n"
+		   "Refuses while one of its calls is in flight, naming it, "
+		   "unless --force.\n");
 }
 
 static void reload_usage(FILE *f)
@@ -47,8 +57,7 @@ static void reload_usage(FILE *f)
 		   "close.\n");
 }
 
-/* Sends one control request and prints the runtime's answer. */
-static int control_send(const char *home, const char *path)
+int stop_control_send(const char *home, const char *path)
 {
 	struct client *c;
 	int rc = client_open(home, &c);
@@ -67,9 +76,7 @@ static int control_send(const char *home, const char *path)
 	return status == 200 ? CLI_OK : status == 404 ? CLI_USAGE : CLI_FAILED;
 }
 
-/* Waits until no runtime holds the home: the runtime is not our child,
- * and its pid could be reused, but its lock is released only at its end. */
-static int stop_wait(const char *home, long pid)
+int stop_wait(const char *home, long pid)
 {
 	struct paths p;
 	paths_resolve(&p, home);
@@ -103,7 +110,7 @@ int cmd_stop(int argc, char **argv)
 	if (o.nargs) {
 		char *path = xasprintf("/control/servers/%s/stop%s", o.args[0],
 				       o.force ? "?force=1" : "");
-		rc = control_send(o.home, path);
+		rc = stop_control_send(o.home, path);
 		free(path);
 		return rc;
 	}
@@ -128,7 +135,7 @@ int cmd_stop(int argc, char **argv)
 		fprintf(stderr, "mcpvisor: no runtime is running\n");
 		return CLI_NO_RUNTIME;
 	}
-	if ((rc = control_send(o.home, "/control/stop")) != CLI_OK)
+	if ((rc = stop_control_send(o.home, "/control/stop")) != CLI_OK)
 		return rc;
 	return stop_wait(o.home, pid);
 }
@@ -136,14 +143,16 @@ int cmd_stop(int argc, char **argv)
 int cmd_restart(int argc, char **argv)
 {
 	static const struct cli_spec spec = {"restart", restart_usage,
-					     CLI_OPT_FORCE, 1, 1};
+					     CLI_OPT_FORCE, 0, 1};
 	struct cli_common o = {0};
 	int rc = cli_parse_common(argc, argv, &spec, &o);
 	if (rc >= 0)
 		return rc;
+	if (o.nargs == 0)
+		return restart_runtime(o.home);
 	char *path = xasprintf("/control/servers/%s/restart%s", o.args[0],
 			       o.force ? "?force=1" : "");
-	rc = control_send(o.home, path);
+	rc = stop_control_send(o.home, path);
 	free(path);
 	return rc;
 }
@@ -155,5 +164,5 @@ int cmd_reload(int argc, char **argv)
 	int rc = cli_parse_common(argc, argv, &spec, &o);
 	if (rc >= 0)
 		return rc;
-	return control_send(o.home, "/control/reload");
+	return stop_control_send(o.home, "/control/reload");
 }

@@ -276,9 +276,10 @@ void mc_post_done(struct mc_stream *s, int status, int err, bool sent)
 	} else if (!ok2xx) {
 		log_debug("HTTP %d to a POST", status);
 	}
-	/* 202 to a request: its answer comes on the GET stream. */
+	/* 202 to a request: its answer comes on the GET stream. A 503
+	 * refused it unprocessed (a server stopping): it may go again. */
 	if (s->id > 0 && !s->answered && status != 202)
-		mc_lost(m, s->id, true);
+		mc_lost(m, s->id, status != 503);
 	if (s->id == 0 && s->kind == MC_POST && ok2xx && s->opens_get)
 		mc_open_get(m);
 	mc_stream_drop(s);

@@ -1,0 +1,45 @@
+/*
+ * Finding, starting and replacing the runtime of a home for the relay.
+ * A runtime this relay started (known by pid and start time) may be
+ * stopped and replaced; any other is never signalled: the host is told
+ * what to stop. The home's lock decides which of several starting relays'
+ * runtimes wins; the others find the winner's runtime file.
+ */
+#ifndef MCPV_RELAY_LAUNCH_H
+#define MCPV_RELAY_LAUNCH_H
+
+#include <stdbool.h>
+#include <uv.h>
+
+#include "relay/relay.h"
+
+/* How often the runtime file is read while a runtime comes up. */
+#define LAUNCH_POLL_MS 10
+/* A runtime's SIGTERM that has not ended it by then: SIGKILL (the relay
+ * stops its own runtime only once it is lost: frozen or broken). */
+#define LAUNCH_TERM_MS 1000
+/* The most a start (or a marked restart) is waited for. */
+#define LAUNCH_START_MS 30000
+
+struct launch;
+
+/* done(arg, fail): fail NULL when a runtime answers at launch_socket,
+ * else one sentence for the host (borrowed for the call). */
+typedef void (*launch_done_cb)(void *arg, const char *fail);
+
+/* home NULL: MCPVISOR_HOME or XDG. */
+struct launch *launch_new(uv_loop_t *loop, const char *home,
+			  launch_done_cb done, void *arg);
+/* Closes its handles; the runtime it started runs on (other hosts may use
+ * it). Run the loop after. */
+void launch_free(struct launch *l);
+void launch_recover(struct launch *l, enum relay_loss why);
+/* The Unix socket of the runtime found last. */
+const char *launch_socket(const struct launch *l);
+/* The runtime this relay started, while it is the one found. */
+bool launch_owns(const struct launch *l);
+
+/* "pid N (COMMAND)" from /proc, for what to tell the host (to free). */
+char *launch_describe_pid(long pid);
+
+#endif

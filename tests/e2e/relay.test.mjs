@@ -1,0 +1,119 @@
+// `mcpvisor relay` on real processes, the official SDK's stdio client as
+// the host: finding or starting the runtime (timed), several relays
+// starting at once, the host quitting, a long call on a healthy runtime.
+// The recovery scenarios are in relay-recovery.test.mjs, the restart mark
+// in relay-mark.test.mjs.
+import { test } from 'node:test';
+
+import { demo, makeHome, procStat, waitFor, writeConfig } from './lib.mjs';
+import {
+	assert,
+	callTool,
+	hostClose,
+	hostConnect,
+	runtimeFile,
+	runtimesOf,
+	withRelayHome,
+} from './relay-lib.mjs';
+
+async function homeWith(servers) {
+	const home = await makeHome('mcpvisor-relay-');
+	await writeConfig(home, servers);
+	return home;
+}
+
+const DEMO = () => ({ demo: demo(['--name', 'demo']) });
+
+async function echo(client, text = 'hi') {
+	const r = await callTool(client, 'demo__echo', { text });
+	assert.ok(r.result && !r.result.isError, `echo: ${r.error?.message ?? JSON.stringify(r.result)}`);
+	assert.deepEqual(r.result.content, [{ type: 'text', text }]);
+	return r;
+}
+
+test('relay: no runtime: starts one, first answer within 1 s; with one running, within 50 ms', {
+	timeout: 20_000,
+}, async (t) => {
+	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
+		const h = await hostConnect(ctx.home);
+		ctx.hosts.push(h);
+		const cold = h.ms;
+		const info = runtimeFile(ctx.home);
+		assert.ok(info?.pid, 'the relay started a runtime');
+		assert.deepEqual(runtimesOf(ctx.home), [info.pid]);
+		const { tools } = await h.client.listTools();
+		assert.ok(tools.some((x) => x.name === 'demo__echo'));
+		await echo(h.client);
+		// The best of five: a start's own time, not a busy machine's.
+		const warm = [];
+		for (let i = 0; i < 5; i++) {
+			const w = await hostConnect(ctx.home);
+			ctx.hosts.push(w);
+			warm.push(w.ms);
+		}
+		console.log(
+			`relay first answer: no runtime ${cold.toFixed(1)} ms; runtime running ${warm.map((x) => x.toFixed(1)).join(', ')} ms`,
+		);
+		assert.ok(cold < 1000, `first answer with no runtime took ${cold} ms`);
+		assert.ok(Math.min(...warm) < 50, `first answer with a runtime took ${warm} ms`);
+		assert.deepEqual(runtimesOf(ctx.home), [info.pid], 'still one runtime');
+	});
+});
+
+test('relay: the host closes stdin: the relay exits 0 at once; the runtime it started serves on', {
+	timeout: 20_000,
+}, async (t) => {
+	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
+		const h = await hostConnect(ctx.home);
+		await echo(h.client);
+		const pid = runtimeFile(ctx.home).pid;
+		const ex = await hostClose(h);
+		console.log(`relay exit after stdin closed: ${ex.ms.toFixed(1)} ms`);
+		assert.equal(ex.code, 0, `relay exit: ${ex.code ?? ex.signal}\n${h.stderr()}`);
+		assert.ok(ex.ms < 1000, `relay took ${ex.ms} ms to exit`);
+		assert.ok(!procStat(h.pid), 'relay gone');
+		// Shared by hosts: the runtime outlives one relay.
+		assert.ok(procStat(pid), 'the runtime it started still runs');
+		const h2 = await hostConnect(ctx.home);
+		ctx.hosts.push(h2);
+		await echo(h2.client);
+		assert.equal(runtimeFile(ctx.home).pid, pid, 'the same runtime');
+	});
+});
+
+test('relay: several relays starting at once share one runtime', {
+	timeout: 20_000,
+}, async (t) => {
+	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
+		const results = await Promise.allSettled(
+			[1, 2, 3, 4].map(() => hostConnect(ctx.home)),
+		);
+		for (const r of results)
+			if (r.status === 'fulfilled')
+				ctx.hosts.push(r.value);
+		for (const r of results)
+			assert.equal(r.status, 'fulfilled', r.reason?.message);
+		for (const h of ctx.hosts)
+			await echo(h.client, `host ${h.pid}`);
+		// The home's lock decides: a runtime that lost it exits (after
+		// its lock retries, half a second).
+		await waitFor(() => runtimesOf(ctx.home).length === 1, 3000, `one runtime (${runtimesOf(ctx.home)})`);
+		assert.deepEqual(runtimesOf(ctx.home), [runtimeFile(ctx.home).pid]);
+		console.log(`4 relays at once: first answers ${ctx.hosts.map((h) => h.ms.toFixed(0)).join(', ')} ms; one runtime`);
+	});
+});
+
+test('relay: a long call on a healthy runtime (longer than the silence watch) is not cut off', {
+	timeout: 20_000,
+}, async (t) => {
+	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
+		const h = await hostConnect(ctx.home);
+		ctx.hosts.push(h);
+		const pid = runtimeFile(ctx.home).pid;
+		const r = await callTool(h.client, 'demo__sleep', { ms: 4000 });
+		assert.ok(r.result && !r.result.isError, `sleep: ${r.error?.message ?? JSON.stringify(r.result)}`);
+		assert.ok(r.ms >= 4000, `answered after ${r.ms} ms`);
+		console.log(`relay: 4 s call answered in ${r.ms.toFixed(0)} ms`);
+		assert.deepEqual(runtimesOf(ctx.home), [pid], 'the runtime was not replaced');
+	});
+});

@@ -1,0 +1,478 @@
+/*
+ * The relay's core on a fake transport and the fake clock: each kind of
+ * loss, the watch (heartbeats, pings), an answer during a check, the 45 s
+ * cap, shared recovery, the resend rule and the re-initialized session.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "relay/relay.h"
+#include "util/clock.h"
+#include "util/xmalloc.h"
+
+#define MAXN 64
+
+static uint64_t now_ms;
+static uint64_t fake_clock(void)
+{
+	return now_ms;
+}
+
+static struct fake {
+	char *sent[MAXN];
+	int64_t sent_id[MAXN];
+	int nsent;
+	char *host[MAXN];
+	int nhost;
+	int opens, closes, pings, recovers, forgets;
+	enum relay_loss why;
+	uint64_t armed;
+} F;
+
+static struct relay *R;
+
+static int f_open(void *ctx)
+{
+	F.opens++;
+	return 0;
+}
+static int f_send(void *ctx, const char *msg, size_t len, int64_t id)
+{
+	cr_assert_lt(F.nsent, MAXN);
+	F.sent[F.nsent] = xstrndup(msg, len);
+	F.sent_id[F.nsent++] = id;
+	return 0;
+}
+static void f_forget(void *ctx, int64_t id)
+{
+	F.forgets++;
+}
+static void f_close(void *ctx)
+{
+	F.closes++;
+}
+static void f_ping(void *ctx)
+{
+	F.pings++;
+}
+static void f_recover(void *ctx, enum relay_loss why)
+{
+	F.recovers++;
+	F.why = why;
+}
+static void f_host(void *ctx, const char *msg, size_t len)
+{
+	cr_assert_lt(F.nhost, MAXN);
+	F.host[F.nhost++] = xstrndup(msg, len);
+}
+static void f_arm(void *ctx, uint64_t at)
+{
+	F.armed = at;
+}
+
+static const struct relay_ops ops = {
+	.link_open = f_open,
+	.link_send = f_send,
+	.link_forget = f_forget,
+	.link_close = f_close,
+	.ping = f_ping,
+	.recover = f_recover,
+	.host_write = f_host,
+	.arm = f_arm,
+};
+
+static void host(const char *line)
+{
+	relay_host_line(R, line, strlen(line));
+}
+
+static void runtime(const char *msg)
+{
+	relay_link_message(R, msg, strlen(msg), 0);
+}
+
+/* Advances the fake clock, running the timer as the loop would. */
+static void advance(uint64_t ms)
+{
+	uint64_t end = now_ms + ms;
+	while (F.armed && F.armed <= end) {
+		now_ms = F.armed;
+		F.armed = 0;
+		relay_tick(R);
+	}
+	now_ms = end;
+}
+
+static const char *last_host(void)
+{
+	return F.nhost ? F.host[F.nhost - 1] : "";
+}
+
+static int host_find(const char *needle)
+{
+	for (int i = 0; i < F.nhost; i++)
+		if (strstr(F.host[i], needle))
+			return i;
+	return -1;
+}
+
+static int sent_find_from(int from, const char *needle)
+{
+	for (int i = from; i < F.nsent; i++)
+		if (strstr(F.sent[i], needle))
+			return i;
+	return -1;
+}
+
+static const char init_line[] =
+	"{\"jsonrpc\":\"2.0\",\"id\":\"i\",\"method\":\"initialize\","
+	"\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+	"\"clientInfo\":{\"name\":\"host-x\",\"version\":\"1\"}}}";
+
+/* A live session: the runtime found, the host initialized. */
+static void setup(void)
+{
+	memset(&F, 0, sizeof F);
+	now_ms = 1000;
+	clock_set_source(fake_clock);
+	R = relay_new(&ops, NULL);
+	relay_start(R);
+	cr_assert_eq(F.recovers, 1);
+	cr_assert_eq(F.why, RELAY_LOSS_NONE);
+	host(init_line);
+	cr_assert_eq(F.nsent, 0, "nothing goes before a runtime is found");
+	relay_recovered(R, NULL);
+	cr_assert_eq(F.opens, 1);
+	cr_assert_eq(F.nsent, 1);
+	cr_assert_eq(F.sent_id[0], 1);
+	cr_assert(strstr(F.sent[0], "\"id\":1,"));
+	runtime("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}");
+	cr_assert_str_eq(last_host(), "{\"jsonrpc\":\"2.0\",\"id\":\"i\","
+				      "\"result\":{}}");
+	host("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	cr_assert_eq(F.nsent, 2);
+	cr_assert_eq(F.sent_id[1], 0);
+	cr_assert(relay_live(R));
+}
+
+static void teardown(void)
+{
+	relay_free(R);
+	for (int i = 0; i < F.nsent; i++)
+		free(F.sent[i]);
+	for (int i = 0; i < F.nhost; i++)
+		free(F.host[i]);
+	clock_set_source(NULL);
+}
+
+TestSuite(relay, .init = setup, .fini = teardown);
+
+#define CALL(id)                                                               \
+	"{\"jsonrpc\":\"2.0\",\"id\":" id ",\"method\":\"tools/call\","        \
+	"\"params\":{\"name\":\"demo__echo\",\"arguments\":{}}}"
+#define LIST(id) "{\"jsonrpc\":\"2.0\",\"id\":" id ",\"method\":\"tools/list\"}"
+
+Test(relay, ids_are_mapped_both_ways)
+{
+	host(CALL("\"abc\""));
+	cr_assert_eq(F.sent_id[2], 2);
+	cr_assert(strstr(F.sent[2], "\"id\":2,"));
+	/* The server's own messages pass as they are. */
+	runtime("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\","
+		"\"params\":{\"progressToken\":\"t\",\"progress\":1}}");
+	cr_assert(strstr(last_host(), "progressToken"));
+	runtime("{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":[]}}");
+	cr_assert_str_eq(last_host(), "{\"jsonrpc\":\"2.0\",\"id\":\"abc\","
+				      "\"result\":{\"content\":[]}}");
+	cr_assert_eq(relay_pending(R), 0);
+}
+
+Test(relay, host_cancellation_names_our_id)
+{
+	host(CALL("7"));
+	host("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+	     "\"params\":{\"requestId\":7}}");
+	cr_assert(strstr(F.sent[F.nsent - 1], "\"requestId\":2"));
+	cr_assert_eq(F.forgets, 1);
+	cr_assert_eq(relay_pending(R), 0);
+}
+
+Test(relay, bad_input_gets_an_error)
+{
+	host("not json");
+	cr_assert(strstr(last_host(), "-32700"));
+	host("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]");
+	cr_assert(strstr(last_host(), "batches"));
+	relay_host_garbage(R, "a line over the limit");
+	cr_assert(strstr(last_host(), "over the limit"));
+	host("{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":\"ping\"}");
+	cr_assert(strstr(last_host(), "-32600"));
+	cr_assert(relay_live(R));
+	cr_assert_eq(F.recovers, 1);
+}
+
+Test(relay, heartbeats_keep_a_long_call_alive)
+{
+	host(CALL("1"));
+	for (int i = 0; i < 60; i++) {
+		advance(1000);
+		relay_link_heartbeat(R);
+	}
+	cr_assert_eq(F.pings, 0, "a call that hears heartbeats is not checked");
+	cr_assert_eq(relay_pending(R), 1);
+}
+
+Test(relay, silence_pings_and_an_answered_ping_keeps_waiting)
+{
+	host(CALL("1"));
+	advance(RELAY_SILENCE_MS - 1);
+	cr_assert_eq(F.pings, 0);
+	advance(1);
+	cr_assert_eq(F.pings, 1);
+	advance(200);
+	relay_ping_done(R, true);
+	advance(RELAY_SILENCE_MS);
+	cr_assert_eq(F.pings, 2, "still silent: checked again");
+	relay_ping_done(R, true);
+	cr_assert_eq(F.recovers, 1, "a runtime that answers pings is kept");
+	cr_assert_eq(relay_pending(R), 1);
+	runtime("{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}");
+	cr_assert(strstr(last_host(), "\"id\":1,"));
+}
+
+Test(relay, unanswered_ping_is_a_loss)
+{
+	host(CALL("1"));
+	advance(RELAY_SILENCE_MS);
+	cr_assert_eq(F.pings, 1);
+	advance(RELAY_PING_TIMEOUT_MS);
+	cr_assert_eq(F.recovers, 2);
+	cr_assert_eq(F.why, RELAY_LOSS_SILENT);
+	cr_assert_eq(F.closes, 1);
+}
+
+Test(relay, a_failed_ping_is_a_loss_at_once)
+{
+	host(LIST("1"));
+	advance(RELAY_SILENCE_MS);
+	relay_ping_done(R, false);
+	cr_assert_eq(F.recovers, 2);
+	cr_assert_eq(F.why, RELAY_LOSS_SILENT);
+}
+
+Test(relay, an_answer_during_the_check_counts_as_life)
+{
+	host(CALL("1"));
+	advance(RELAY_SILENCE_MS);
+	cr_assert_eq(F.pings, 1);
+	advance(300);
+	runtime("{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}");
+	cr_assert(strstr(last_host(), "\"id\":1,"));
+	/* The ping itself then fails: the runtime just answered. */
+	relay_ping_done(R, false);
+	cr_assert_eq(F.recovers, 1);
+	cr_assert(relay_live(R));
+}
+
+Test(relay, refused_is_a_loss)
+{
+	host(LIST("1"));
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
+	cr_assert_eq(F.recovers, 2);
+	cr_assert_eq(F.why, RELAY_LOSS_REFUSED);
+}
+
+Test(relay, unsent_request_is_a_loss_and_goes_again)
+{
+	host(CALL("1"));
+	relay_link_lost(R, 2, false);
+	cr_assert_eq(F.recovers, 2);
+	cr_assert_eq(F.why, RELAY_LOSS_REFUSED);
+	int before = F.nsent;
+	relay_recovered(R, NULL);
+	/* Re-initialize with the host's own parameters first. */
+	int init = sent_find_from(before, "host-x");
+	cr_assert_geq(init, 0);
+	runtime("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}");
+	cr_assert_geq(sent_find_from(init, "notifications/initialized"), 0);
+	cr_assert_geq(sent_find_from(init, "tools/call"), 0,
+		      "a call that never left is sent again");
+}
+
+Test(relay, a_stream_that_ends_is_checked_then_lost)
+{
+	host(CALL("1"));
+	host(LIST("2"));
+	relay_link_lost(R, 3, true);
+	cr_assert_eq(F.pings, 1);
+	cr_assert_eq(F.recovers, 1);
+	relay_ping_done(R, false);
+	cr_assert_eq(F.recovers, 2, "a stream ended, the ping failed: lost");
+}
+
+Test(relay, a_stream_that_ends_on_a_live_runtime_follows_the_rule)
+{
+	host(CALL("1"));
+	host(LIST("2"));
+	relay_link_lost(R, 2, true);
+	relay_link_lost(R, 3, true);
+	relay_ping_done(R, true);
+	cr_assert_eq(F.recovers, 1, "the runtime lives: no recovery");
+	cr_assert(strstr(last_host(), "may or may not have taken effect") ||
+		  host_find("may or may not") >= 0);
+	cr_assert_eq(sent_find_from(4, "tools/list"), 4,
+		     "the list goes again on the same session");
+	cr_assert_eq(relay_pending(R), 1);
+}
+
+Test(relay, credential_is_told_and_never_restarted)
+{
+	host(LIST("1"));
+	relay_link_fault(R, RELAY_FAULT_AUTH, "401");
+	cr_assert(strstr(last_host(), "MCPVISOR_API_KEY"));
+	cr_assert(strstr(last_host(), "\"id\":1,"));
+	cr_assert_eq(F.recovers, 1);
+	cr_assert_eq(relay_pending(R), 0);
+}
+
+Test(relay, requests_lost_together_share_one_recovery)
+{
+	host(CALL("1"));
+	host(LIST("2"));
+	relay_link_lost(R, 3, false);
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
+	relay_link_lost(R, 2, true);
+	advance(RELAY_SILENCE_MS * 3);
+	cr_assert_eq(F.recovers, 2, "one recovery for both");
+	host(LIST("3"));
+	cr_assert_eq(F.recovers, 2, "a request during recovery waits on it");
+	cr_assert_eq(relay_pending(R), 3);
+}
+
+Test(relay, resend_rule)
+{
+	host(CALL("1")); /* ours 2: written, may have run */
+	host(LIST("2")); /* ours 3: changes nothing */
+	host(CALL("3")); /* ours 4: never left */
+	relay_link_lost(R, 4, false);
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
+	cr_assert_eq(F.recovers, 2, "lost together: one recovery");
+	int before = F.nsent;
+	relay_recovered(R, NULL);
+	int a = host_find("may or may not have taken effect");
+	cr_assert_geq(a, 0);
+	cr_assert(strstr(F.host[a], "\"id\":1,"));
+	runtime("{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}");
+	int calls = 0, lists = 0;
+	for (int i = before; i < F.nsent; i++) {
+		calls += strstr(F.sent[i], "tools/call") != NULL;
+		lists += strstr(F.sent[i], "tools/list") != NULL;
+	}
+	cr_assert_eq(calls, 1, "only the unsent call goes again");
+	cr_assert_eq(lists, 1);
+	cr_assert_eq(relay_pending(R), 2);
+}
+
+Test(relay, a_failed_recovery_says_what_to_stop)
+{
+	host(CALL("1"));
+	host(LIST("2"));
+	relay_link_fault(R, RELAY_FAULT_BROKEN, "stream");
+	relay_recovered(R, "stop pid 42");
+	cr_assert(strstr(F.host[F.nhost - 2], "may or may not"));
+	cr_assert(strstr(F.host[F.nhost - 2], "stop pid 42"));
+	cr_assert(strstr(last_host(), "stop pid 42"));
+	cr_assert_eq(relay_pending(R), 0);
+	/* The next request tries again. */
+	host(LIST("3"));
+	cr_assert_eq(F.recovers, 3);
+}
+
+Test(relay, a_long_recovery_answers_at_the_cap_and_carries_on)
+{
+	host(LIST("1"));
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
+	advance(RELAY_RECOVERY_CAP_MS - 1);
+	cr_assert_eq(relay_pending(R), 1);
+	advance(1);
+	cr_assert(strstr(last_host(), "still starting"));
+	cr_assert_eq(relay_pending(R), 0);
+	host(LIST("2"));
+	cr_assert_eq(F.recovers, 2, "the recovery carries on");
+	relay_recovered(R, NULL);
+	runtime("{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}");
+	cr_assert_geq(sent_find_from(0, "tools/list"), 0);
+	runtime("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"tools\":[]}}");
+	cr_assert(strstr(last_host(), "\"id\":2,"));
+}
+
+Test(relay, reinitialize_replays_the_session)
+{
+	host("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"logging/setLevel\","
+	     "\"params\":{\"level\":\"debug\"}}");
+	host("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/subscribe\","
+	     "\"params\":{\"uri\":\"a://x\"}}");
+	host("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/subscribe\","
+	     "\"params\":{\"uri\":\"a://y\"}}");
+	host("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":"
+	     "\"resources/unsubscribe\",\"params\":{\"uri\":\"a://y\"}}");
+	for (int id = 2; id <= 5; id++) {
+		char m[64];
+		snprintf(m, sizeof m,
+			 "{\"jsonrpc\":\"2.0\",\"id\":%d,"
+			 "\"result\":{}}",
+			 id);
+		runtime(m);
+	}
+	cr_assert_eq(relay_pending(R), 0);
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
+	int before = F.nsent, hbefore = F.nhost;
+	relay_recovered(R, NULL);
+	cr_assert_eq(F.opens, 2);
+	cr_assert_eq(F.nsent, before + 1, "initialize alone first");
+	cr_assert(strstr(F.sent[before], "host-x"));
+	runtime("{\"jsonrpc\":\"2.0\",\"id\":6,\"result\":{}}");
+	cr_assert_geq(sent_find_from(before, "\"level\":\"debug\""), 0);
+	cr_assert_geq(sent_find_from(before, "a://x"), 0);
+	cr_assert_lt(sent_find_from(before, "a://y"), 0, "unsubscribed");
+	cr_assert_geq(host_find("notifications/tools/list_changed"), hbefore);
+	cr_assert_eq(F.nhost, hbefore + 3, "replay answers stay inside");
+	cr_assert(relay_live(R));
+}
+
+Test(relay, an_expired_session_is_opened_again_not_blamed)
+{
+	host(CALL("1"));
+	relay_link_fault(R, RELAY_FAULT_EXPIRED, "404");
+	cr_assert_eq(F.recovers, 2);
+	cr_assert_eq(F.why, RELAY_LOSS_NONE, "the runtime is fine");
+	int before = F.nsent;
+	relay_recovered(R, NULL);
+	runtime("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}");
+	cr_assert_geq(sent_find_from(before, "tools/call"), 0,
+		      "the call that heard the 404 never ran: sent again");
+	cr_assert_lt(host_find("may or may not"), 0);
+}
+
+Test(relay, a_refused_request_waits_for_calls_still_running)
+{
+	host(CALL("1")); /* ours 2: running (a drain lets it finish) */
+	host(CALL("2")); /* ours 3: refused (503, never processed) */
+	relay_link_lost(R, 3, false);
+	cr_assert_eq(F.recovers, 1, "the running call is waited for");
+	int before = F.nsent;
+	host(LIST("3"));
+	cr_assert_eq(F.nsent, before, "new requests wait too");
+	runtime("{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}");
+	cr_assert(strstr(last_host(), "\"id\":1,"),
+		  "the running call answered");
+	cr_assert_eq(F.recovers, 2);
+	cr_assert_eq(F.why, RELAY_LOSS_REFUSED);
+	relay_recovered(R, NULL);
+	runtime("{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}");
+	cr_assert_geq(sent_find_from(before, "tools/call"), 0,
+		      "the refused call goes to the next runtime");
+	cr_assert_geq(sent_find_from(before, "tools/list"), 0);
+	cr_assert_lt(host_find("may or may not"), 0);
+}

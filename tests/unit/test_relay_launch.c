@@ -1,0 +1,167 @@
+/*
+ * The relay's launcher on a real home: a runtime it did not start is
+ * never signalled (the host gets one sentence naming it), and a restart
+ * mark makes it wait for the new runtime instead of starting one. The
+ * "runtimes" are forked children that hold the home's lock and write a
+ * runtime file, as a runtime does.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "relay/launch.h"
+#include "runtime/mark.h"
+#include "runtime/runtime.h"
+#include "util/paths.h"
+#include "util/xmalloc.h"
+
+static char home[] = "/tmp/mcpv-relay-launch-XXXXXX";
+static struct paths P;
+static uv_loop_t loop;
+static int dones;
+static char *fail_text;
+
+static void on_done(void *arg, const char *fail)
+{
+	dones++;
+	free(fail_text);
+	fail_text = fail ? xstrdup(fail) : NULL;
+}
+
+static void setup(void)
+{
+	cr_assert_not_null(mkdtemp(home));
+	paths_resolve(&P, home);
+	char *err = NULL;
+	cr_assert_eq(paths_create(&P, &err), 0, "%s", err ? err : "");
+	uv_loop_init(&loop);
+	dones = 0;
+}
+
+static void teardown(void)
+{
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+	char *cmd = xasprintf("rm -rf %s", home);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+	paths_free(&P);
+	free(fail_text);
+	fail_text = NULL;
+}
+
+TestSuite(relay_launch, .init = setup, .fini = teardown);
+
+/* A child that holds the home's lock and names itself in the runtime
+ * file, as `mcpvisor serve` does, until killed. */
+static pid_t fake_runtime(void)
+{
+	int ready[2];
+	cr_assert_eq(pipe(ready), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		long holder;
+		int fd = runtime_lock_take(P.lock_file, &holder);
+		char *text = xasprintf("{\"pid\":%ld,\"port\":1,\"socket\":"
+				       "\"%s\"}",
+				       (long)getpid(), P.socket_path);
+		FILE *f = fopen(P.runtime_file, "w");
+		fputs(text, f);
+		fclose(f);
+		if (write(ready[1], fd >= 0 ? "y" : "n", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	char c = 0;
+	cr_assert_eq(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	cr_assert_eq(c, 'y');
+	return pid;
+}
+
+static void end_runtime(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+static void run_until(int want, int ms)
+{
+	for (int i = 0; i < ms && dones < want; i++) {
+		uv_run(&loop, UV_RUN_NOWAIT);
+		usleep(1000);
+	}
+}
+
+Test(relay_launch, a_runtime_it_did_not_start_is_never_signalled)
+{
+	pid_t rt = fake_runtime();
+	struct launch *l = launch_new(&loop, home, on_done, NULL);
+	launch_recover(l, RELAY_LOSS_NONE);
+	run_until(1, 2000);
+	cr_assert_eq(dones, 1);
+	cr_assert_null(fail_text, "%s", fail_text);
+	cr_assert_str_eq(launch_socket(l), P.socket_path);
+	cr_assert_not(launch_owns(l));
+	/* It stops answering: the host is told what to stop. */
+	launch_recover(l, RELAY_LOSS_SILENT);
+	run_until(2, 2000);
+	cr_assert_eq(dones, 2);
+	cr_assert_not_null(fail_text);
+	char *want = xasprintf("pid %ld", (long)rt);
+	cr_assert(strstr(fail_text, want), "%s", fail_text);
+	cr_assert(strstr(fail_text, "kill"), "%s", fail_text);
+	free(want);
+	int st;
+	cr_assert_eq(waitpid(rt, &st, WNOHANG), 0,
+		     "the runtime was left alone");
+	launch_free(l);
+	end_runtime(rt);
+}
+
+Test(relay_launch, a_restart_mark_waits_for_the_new_runtime)
+{
+	pid_t old = fake_runtime();
+	struct launch *l = launch_new(&loop, home, on_done, NULL);
+	launch_recover(l, RELAY_LOSS_NONE);
+	run_until(1, 2000);
+	cr_assert_eq(dones, 1);
+	cr_assert_eq(mark_write(home, old), 0);
+	struct restart_mark mk;
+	cr_assert_eq(mark_read(home, &mk), 0);
+	cr_assert_eq(mk.old_pid, old);
+	end_runtime(old);
+	/* Gone with the mark: no runtime is started, the relay waits. */
+	launch_recover(l, RELAY_LOSS_REFUSED);
+	run_until(2, 300);
+	cr_assert_eq(dones, 1, "still waiting for the restart");
+	pid_t fresh = fake_runtime();
+	run_until(2, 2000);
+	cr_assert_eq(dones, 2);
+	cr_assert_null(fail_text, "%s", fail_text);
+	cr_assert_str_eq(launch_socket(l), P.socket_path);
+	mark_clear(home);
+	launch_free(l);
+	end_runtime(fresh);
+}
+
+Test(relay_launch, describes_a_pid_by_its_command)
+{
+	char *d = launch_describe_pid(getpid());
+	char *want = xasprintf("pid %ld (", (long)getpid());
+	bool ok = strncmp(d, want, strlen(want)) == 0 &&
+		  d[strlen(d) - 1] == ')' && strlen(d) > strlen(want) + 1;
+	free(want);
+	cr_assert(ok, "%s", d);
+	free(d);
+}
