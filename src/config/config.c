@@ -429,6 +429,9 @@ void config_server_clear(struct server_config *s)
 	cfg_free_kv(s->env, s->nenv);
 	free(s->cwd);
 	free(s->url);
+	for (size_t i = 0; s->url_vars && s->url_vars[i]; i++)
+		free(s->url_vars[i]);
+	free(s->url_vars);
 	cfg_free_kv(s->headers, s->nheaders);
 	free(s->prefix);
 	free(s->error);

@@ -66,6 +66,10 @@ struct server_config {
 	struct config_kv *headers;
 	size_t nheaders;
 	enum server_http_type http_type; /* url servers */
+	/* The values that ${VAR}s put into url (from the environment),
+	 * NULL-terminated, NULL when none: secrets wherever they sit in it
+	 * (a token in the path is not found by the url's shape). */
+	char **url_vars;
 	enum server_scope scope;
 	enum server_exposure exposure;
 	char *prefix;		    /* never NULL; "" removes the prefix */
@@ -117,6 +121,9 @@ int config_parse_duration(const json_t *v, int64_t *ms);
  * (caller frees). -EINVAL: unterminated ${ or not a name; -E2BIG: result
  * over CONFIG_MAX_STRING. */
 int config_expand(const char *in, char **out, char **missing);
+/* The values the environment gives the ${VAR}s of in (defaults written
+ * in the file are not secrets), NULL-terminated; NULL when none. */
+char **config_expand_values(const char *in);
 
 /* The server's connection identity: everything its connection is made
  * from (kind, command, args, env, cwd, url, headers, the transport of a

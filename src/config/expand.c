@@ -99,6 +99,33 @@ int config_expand(const char *in, char **out, char **missing)
 	return rc == CFG_EXPAND_TOOLONG ? -E2BIG : -EINVAL;
 }
 
+char **config_expand_values(const char *in)
+{
+	char **out = NULL;
+	size_t n = 0;
+	for (const char *p = strstr(in, "${"); p; p = strstr(p, "${")) {
+		const char *body = p + 2;
+		const char *close = strchr(body, '}');
+		if (close == NULL)
+			break;
+		const char *dflt = strstr(body, ":-");
+		size_t nlen = (dflt && dflt < close) ? (size_t)(dflt - body)
+						     : (size_t)(close - body);
+		p = close + 1;
+		if (!cfg_var_name_ok(body, nlen))
+			continue;
+		char *name = xstrndup(body, nlen);
+		const char *val = getenv(name);
+		free(name);
+		if (val == NULL || *val == '\0')
+			continue;
+		out = xrealloc(out, (n + 2) * sizeof *out);
+		out[n++] = xstrdup(val);
+		out[n] = NULL;
+	}
+	return out;
+}
+
 /* Expands raw for field (where: "item 2", "\"TOKEN\"" or NULL). On failure
  * *out is a copy of raw, which holds no expanded value and so no secret. */
 int config_srv_expand(struct config_srv *c, const char *field,

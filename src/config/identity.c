@@ -95,6 +95,22 @@ static bool cfg_url_has_secrets(const char *url)
 	return memchr(auth, '@', alen) != NULL || strpbrk(url, "?#") != NULL;
 }
 
+/* text with every occurrence of value replaced by "***"; new string. */
+static char *cfg_mask_value(const char *text, const char *value)
+{
+	struct buf b;
+	buf_init(&b);
+	size_t vlen = strlen(value);
+	const char *p = text;
+	for (const char *hit; vlen && (hit = strstr(p, value)) != NULL;
+	     p = hit + vlen) {
+		buf_append(&b, p, (size_t)(hit - p));
+		buf_puts(&b, "***");
+	}
+	buf_puts(&b, p);
+	return buf_steal(&b);
+}
+
 /* Userinfo may be a password or a token used as user name: drop it all.
  * Query values and fragments are where API keys travel: mask them. */
 static char *cfg_url_mask(const char *url)
@@ -156,7 +172,8 @@ json_t *config_server_identity(const struct server_config *s, bool fingerprint,
 	enum cfg_kv_view view = fingerprint ? CFG_KV_FINGERPRINT : CFG_KV_PLAIN;
 	json_object_set_new(o, "env", cfg_kv_json(s->env, s->nenv, view, salt));
 	json_object_set_new(o, "cwd", cfg_json_str(s->cwd));
-	if (s->url && fingerprint && cfg_url_has_secrets(s->url)) {
+	if (s->url && fingerprint &&
+	    (cfg_url_has_secrets(s->url) || s->url_vars != NULL)) {
 		char *fp = cfg_fingerprint(salt, "url", s->url);
 		json_object_set_new(o, "url", json_string(fp));
 		free(fp);
@@ -201,6 +218,13 @@ json_t *config_server_describe(const struct server_config *s)
 	json_object_set_new(o, "cwd", cfg_json_str(s->cwd));
 	if (s->url) {
 		char *masked = cfg_url_mask(s->url);
+		/* A ${VAR} anywhere else (a token in the path) is masked
+		 * by its value. */
+		for (size_t i = 0; s->url_vars && s->url_vars[i]; i++) {
+			char *m = cfg_mask_value(masked, s->url_vars[i]);
+			free(masked);
+			masked = m;
+		}
 		json_object_set_new(o, "url", cfg_json_str(masked));
 		free(masked);
 	} else {

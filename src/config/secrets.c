@@ -82,6 +82,8 @@ void secrets_add_server(struct secrets *sec, const struct server_config *s)
 {
 	if (s->url)
 		secrets_add_url(sec, s->url);
+	for (size_t i = 0; s->url_vars && s->url_vars[i]; i++)
+		secrets_add(sec, s->url_vars[i]);
 	for (size_t i = 0; i < s->nenv; i++)
 		secrets_add(sec, s->env[i].value);
 	for (size_t i = 0; i < s->nheaders; i++) {

@@ -223,6 +223,7 @@ static void srv_parse_url(struct config_srv *c, const json_t *obj)
 		return;
 	if (config_srv_expand(c, "url", NULL, raw, &c->s->url) < 0)
 		return;
+	c->s->url_vars = config_expand_values(raw);
 	const char *u = c->s->url;
 	if (strncasecmp(u, "http://", 7) != 0 &&
 	    strncasecmp(u, "https://", 8) != 0) {

@@ -118,6 +118,10 @@ static void instance_copy_server(struct server_config *d,
 	d->nenv = s->nenv;
 	d->cwd = s->cwd ? xstrdup(s->cwd) : NULL;
 	d->url = s->url ? xstrdup(s->url) : NULL;
+	size_t nvars = 0;
+	while (s->url_vars && s->url_vars[nvars])
+		nvars++;
+	d->url_vars = nvars ? instance_copy_strv(s->url_vars, nvars) : NULL;
 	d->headers = instance_copy_kv(s->headers, s->nheaders);
 	d->nheaders = s->nheaders;
 	d->http_type = s->http_type;

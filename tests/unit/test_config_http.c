@@ -330,3 +330,27 @@ Test(config_http, a_header_credential_is_masked_without_its_scheme)
 	secrets_free(sec);
 	config_free(cfg);
 }
+
+/* A ${VAR} in a url's path is as secret as one in its query: masked in
+ * the check view, fingerprinted in the identity, masked by the secrets. */
+Test(config_http, a_url_variable_in_the_path_is_a_secret)
+{
+	setenv("MCPV_TH_TOKEN", TH_SECRET, 1);
+	struct config *cfg =
+		th_one("{\"url\": \"https://h/${MCPV_TH_TOKEN}/mcp\"}");
+	cr_assert_null(cfg->servers[0].error, "%s", cfg->servers[0].error);
+	char *d = th_dump(config_server_describe(&cfg->servers[0]));
+	th_assert_lacks(d, TH_SECRET);
+	th_assert_has(d, "\"url\":\"https://h/***/mcp\"");
+	free(d);
+	char *id = th_dump(config_server_identity(&cfg->servers[0], true, "s"));
+	th_assert_lacks(id, TH_SECRET);
+	free(id);
+	struct secrets *sec = secrets_new();
+	secrets_add_config(sec, cfg);
+	char *m = secrets_mask(sec, "GET /" TH_SECRET "/mcp failed");
+	cr_assert_str_eq(m, "GET /***/mcp failed");
+	free(m);
+	secrets_free(sec);
+	config_free(cfg);
+}
