@@ -442,6 +442,13 @@ test('SIGKILL of the runtime: direct children die at once; the next start stops 
 		const stubborn = await rt.demoPids(c, 'stubborn__pid');
 		const gc = await rt.demoPids(c, 'gc__pid');
 		assert.ok(gc.grandchild > 1, 'grandchild pid');
+		// Entries naming a server are written a loop turn after its
+		// spawn, off the loop: the reconcile checked below needs them.
+		const jpath = path.join(ctx.home, 'state', 'journal.json');
+		await waitFor(async () => {
+			const pids = JSON.parse(await fsp.readFile(jpath, 'utf8')).entries.map((e) => e.pid);
+			return pids.includes(stubborn.pid) && pids.includes(gc.pid);
+		}, 5000, 'both servers in the journal');
 
 		ctx.expectExit(rt, 'SIGKILL');
 		const t0 = Date.now();
