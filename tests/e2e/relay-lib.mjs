@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
-import { MCPVISOR, procStat, waitFor } from './lib.mjs';
+import { MCPVISOR, demo, makeHome, procStat, waitFor, writeConfig } from './lib.mjs';
 
 export const SAN_ENV = {
 	ASAN_OPTIONS:
@@ -269,6 +269,29 @@ export async function withRelayHome(t, makeHomeFn, body) {
 }
 
 export { assert };
+
+// A home whose config holds servers.
+export async function homeWith(servers) {
+	const home = await makeHome('mcpvisor-relay-');
+	await writeConfig(home, servers);
+	return home;
+}
+
+export const DEMO = () => ({ demo: demo(['--name', 'demo']) });
+
+// demo__echo through the relay answered without an error.
+export async function echoOk(client, text = 'hi') {
+	const r = await callTool(client, 'demo__echo', { text });
+	assert.ok(r.result && !r.result.isError, `echo: ${r.error?.message ?? JSON.stringify(r.result)}`);
+	return r;
+}
+
+// The same, and the answer is the text sent.
+export async function echo(client, text = 'hi') {
+	const r = await echoOk(client, text);
+	assert.deepEqual(r.result.content, [{ type: 'text', text }]);
+	return r;
+}
 
 // Starts tests/e2e/relay-fixture.mjs in mode; resolves {child, port,
 // out()} once it listens.

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import { test } from 'node:test';
 
-import { connect, demo, makeHome, runCli, waitFor, writeConfig } from './lib.mjs';
+import { connect, runCli, waitFor } from './lib.mjs';
 import {
 	assert,
 	callTool,
@@ -16,22 +16,10 @@ import {
 	runtimeFile,
 	runtimesOf,
 	withRelayHome,
+	DEMO,
+	echo,
+	homeWith,
 } from './relay-lib.mjs';
-
-async function homeWith(servers) {
-	const home = await makeHome('mcpvisor-relay-');
-	await writeConfig(home, servers);
-	return home;
-}
-
-const DEMO = () => ({ demo: demo(['--name', 'demo']) });
-
-async function echo(client, text = 'hi') {
-	const r = await callTool(client, 'demo__echo', { text });
-	assert.ok(r.result && !r.result.isError, `echo: ${r.error?.message ?? JSON.stringify(r.result)}`);
-	assert.deepEqual(r.result.content, [{ type: 'text', text }]);
-	return r;
-}
 
 test('relay: a call in flight when `mcpvisor restart` drains the runtime is answered, though another call is asked meanwhile', {
 	timeout: 30_000,

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import { test } from 'node:test';
 
-import { demo, makeHome, runCli, writeConfig } from './lib.mjs';
+import { runCli } from './lib.mjs';
 import {
 	assert,
 	callTool,
@@ -12,22 +12,10 @@ import {
 	runtimeFile,
 	runtimesOf,
 	withRelayHome,
+	DEMO,
+	echo,
+	homeWith,
 } from './relay-lib.mjs';
-
-async function homeWith(servers) {
-	const home = await makeHome('mcpvisor-relay-');
-	await writeConfig(home, servers);
-	return home;
-}
-
-const DEMO = () => ({ demo: demo(['--name', 'demo']) });
-
-async function echo(client, text = 'hi') {
-	const r = await callTool(client, 'demo__echo', { text });
-	assert.ok(r.result && !r.result.isError, `echo: ${r.error?.message ?? JSON.stringify(r.result)}`);
-	assert.deepEqual(r.result.content, [{ type: 'text', text }]);
-	return r;
-}
 
 test('relay: the first call after a finished `mcpvisor restart` goes to the new runtime', {
 	timeout: 20_000,

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { Runtime, demo, makeHome, procStat, waitFor, writeConfig } from './lib.mjs';
+import { Runtime, demo, makeHome, procStat, waitFor } from './lib.mjs';
 import {
 	assert,
 	callTool,
@@ -21,21 +21,10 @@ import {
 	startFixture,
 	told,
 	withRelayHome,
+	DEMO,
+	echoOk as echo,
+	homeWith,
 } from './relay-lib.mjs';
-
-async function homeWith(servers) {
-	const home = await makeHome('mcpvisor-relay-');
-	await writeConfig(home, servers);
-	return home;
-}
-
-const DEMO = () => ({ demo: demo(['--name', 'demo']) });
-
-async function echo(client, text = 'hi') {
-	const r = await callTool(client, 'demo__echo', { text });
-	assert.ok(r.result && !r.result.isError, `echo: ${r.error?.message ?? JSON.stringify(r.result)}`);
-	return r;
-}
 
 test('relay recovery: a runtime started in a terminal stops; the next call is answered within 1 s by one the relay starts', {
 	timeout: 20_000,

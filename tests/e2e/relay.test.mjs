@@ -5,7 +5,7 @@
 // in relay-mark.test.mjs.
 import { test } from 'node:test';
 
-import { demo, makeHome, procStat, waitFor, writeConfig } from './lib.mjs';
+import { procStat, waitFor } from './lib.mjs';
 import {
 	assert,
 	callTool,
@@ -14,22 +14,10 @@ import {
 	runtimeFile,
 	runtimesOf,
 	withRelayHome,
+	DEMO,
+	echo,
+	homeWith,
 } from './relay-lib.mjs';
-
-async function homeWith(servers) {
-	const home = await makeHome('mcpvisor-relay-');
-	await writeConfig(home, servers);
-	return home;
-}
-
-const DEMO = () => ({ demo: demo(['--name', 'demo']) });
-
-async function echo(client, text = 'hi') {
-	const r = await callTool(client, 'demo__echo', { text });
-	assert.ok(r.result && !r.result.isError, `echo: ${r.error?.message ?? JSON.stringify(r.result)}`);
-	assert.deepEqual(r.result.content, [{ type: 'text', text }]);
-	return r;
-}
 
 test('relay: no runtime: starts one, first answer within 1 s; with one running, within 50 ms', {
 	timeout: 20_000,
