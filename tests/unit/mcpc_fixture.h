@@ -301,9 +301,11 @@ static const struct mcpc_cbs tm_cbs = {tm_on_message, tm_on_lost,
 static const char *const tm_headers[] = {"Authorization: Bearer s3cr3t",
 					 "X-Team: blue", NULL};
 
-static inline void tm_start(struct tmc *t, enum mcpc_mode mode,
-			    void (*script)(struct tmc *, struct tm_conn *, int,
-					   const struct tm_req *))
+/* The scripted server on 127.0.0.1 (t->port, t->url) and an HTTP client
+ * on the same loop (t->http); no session yet. */
+static inline void tm_listen(struct tmc *t,
+			     void (*script)(struct tmc *, struct tm_conn *, int,
+					    const struct tm_req *))
 {
 	memset(t, 0, sizeof *t);
 	cr_assert_eq(uv_loop_init(&t->loop), 0);
@@ -327,6 +329,13 @@ static inline void tm_start(struct tmc *t, enum mcpc_mode mode,
 	const char *why = NULL;
 	t->http = httpc_new(&t->loop, &why);
 	cr_assert_not_null(t->http, "httpc: %s", why ? why : "?");
+}
+
+static inline void tm_start(struct tmc *t, enum mcpc_mode mode,
+			    void (*script)(struct tmc *, struct tm_conn *, int,
+					   const struct tm_req *))
+{
+	tm_listen(t, script);
 	struct mcpc_opts o = {
 		.url = t->url,
 		.headers = tm_headers,

@@ -82,29 +82,10 @@ static void tuh_start(struct tuh *h, enum server_http_type type, int port,
 {
 	struct tmc *t = &h->t;
 	memset(h, 0, sizeof *h);
-	cr_assert_eq(uv_loop_init(&t->loop), 0);
-	buf_init(&t->log);
-	buf_puts(&t->log, "");
-	t->script = script;
-	uv_timer_init(&t->loop, &t->deadline);
-	t->deadline.data = t;
-	uv_tcp_init(&t->loop, &t->listener);
-	t->listener.data = t;
-	struct sockaddr_in a;
-	uv_ip4_addr("127.0.0.1", 0, &a);
-	cr_assert_eq(uv_tcp_bind(&t->listener, (struct sockaddr *)&a, 0), 0);
-	cr_assert_eq(uv_listen((uv_stream_t *)&t->listener, 16, tm_accept_cb),
-		     0);
-	struct sockaddr_in got;
-	int len = sizeof got;
-	uv_tcp_getsockname(&t->listener, (struct sockaddr *)&got, &len);
-	t->port = ntohs(got.sin_port);
+	tm_listen(t, script);
 	snprintf(t->url, sizeof t->url,
 		 "http://127.0.0.1:%d/mcp?api_key=" TUH_QUERY_SECRET,
 		 port ? port : t->port);
-	const char *why = NULL;
-	t->http = httpc_new(&t->loop, &why);
-	cr_assert_not_null(t->http, "httpc: %s", why ? why : "?");
 
 	struct config_kv headers[] = {
 		{"Authorization", "Bearer " TUH_HEADER_SECRET}};
