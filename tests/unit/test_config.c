@@ -12,49 +12,16 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "config_fixture.h"
 #include "util/buf.h"
 #include "util/sha256.h"
 #include "util/xmalloc.h"
 
 #define TC_SECRET "s3cr3t-VALUE-9f2c"
 
-/* A config of one server named "s" in a file called t.json. */
-static struct config *tc_one(const char *server_json)
-{
-	char *text = xasprintf("{\"mcpServers\": {\"s\": %s}}", server_json);
-	struct config *cfg = config_parse(text, strlen(text), "t.json");
-	free(text);
-	cr_assert_null(cfg->fatal, "unexpected fatal: %s", cfg->fatal);
-	cr_assert_eq(cfg->nservers, 1);
-	return cfg;
-}
-
 static struct config *tc_parse(const char *text, const char *path)
 {
 	return config_parse(text, strlen(text), path);
-}
-
-static void tc_assert_has(const char *hay, const char *needle)
-{
-	cr_assert_not_null(hay, "expected text containing [%s], got NULL",
-			   needle);
-	cr_assert_not_null(strstr(hay, needle), "[%s] does not contain [%s]",
-			   hay, needle);
-}
-
-static void tc_assert_lacks(const char *hay, const char *needle)
-{
-	if (hay)
-		cr_assert_null(strstr(hay, needle), "[%s] contains [%s]", hay,
-			       needle);
-}
-
-static char *tc_dump(json_t *j)
-{
-	char *s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
-	cr_assert_not_null(s);
-	json_decref(j);
-	return s;
 }
 
 static const char *tc_env(const struct server_config *s, const char *key)
@@ -206,56 +173,56 @@ Test(config, not_json_has_line_and_column)
 {
 	struct config *cfg = tc_parse(
 		"{\n  \"mcpServers\": {\n    \"a\": {,\n  }\n}", "t.json");
-	tc_assert_has(cfg->fatal, "t.json: line 3, column ");
-	tc_assert_has(cfg->fatal, "not valid JSON");
+	cf_assert_has(cfg->fatal, "t.json: line 3, column ");
+	cf_assert_has(cfg->fatal, "not valid JSON");
 	cr_assert_eq(cfg->nservers, 0);
 	config_free(cfg);
 
 	cfg = tc_parse("", "empty.json");
-	tc_assert_has(cfg->fatal, "empty.json: line ");
-	tc_assert_has(cfg->fatal, "not valid JSON");
+	cf_assert_has(cfg->fatal, "empty.json: line ");
+	cf_assert_has(cfg->fatal, "not valid JSON");
 	config_free(cfg);
 
 	cfg = config_parse("\x01\xff\x00garbage", 10, "bin.json");
-	tc_assert_has(cfg->fatal, "not valid JSON");
+	cf_assert_has(cfg->fatal, "not valid JSON");
 	config_free(cfg);
 
 	cfg = tc_parse("{\"mcpServers\": {\"a\": {\"command\": \"x\"}, \"a\": "
 		       "{\"command\": \"y\"}}}",
 		       "dup.json");
-	tc_assert_has(cfg->fatal, "dup.json: line 1");
-	tc_assert_has(cfg->fatal, "duplicate");
+	cf_assert_has(cfg->fatal, "dup.json: line 1");
+	cf_assert_has(cfg->fatal, "duplicate");
 	config_free(cfg);
 }
 
 Test(config, top_level_shape_errors)
 {
 	struct config *cfg = tc_parse("{\"servers\": {}}", "t.json");
-	tc_assert_has(cfg->fatal, "t.json: no \"mcpServers\" field");
+	cf_assert_has(cfg->fatal, "t.json: no \"mcpServers\" field");
 	config_free(cfg);
 
 	cfg = tc_parse("{\"mcpServers\": [1, 2]}", "t.json");
-	tc_assert_has(cfg->fatal, "t.json: field \"mcpServers\": expected an "
+	cf_assert_has(cfg->fatal, "t.json: field \"mcpServers\": expected an "
 				  "object of servers by name, got array");
 	config_free(cfg);
 
 	cfg = tc_parse("{\"mcpServers\": \"x\"}", "t.json");
-	tc_assert_has(cfg->fatal, "got string");
+	cf_assert_has(cfg->fatal, "got string");
 	config_free(cfg);
 
 	cfg = tc_parse("[]", "t.json");
-	tc_assert_has(cfg->fatal, "t.json: expected an object with "
+	cf_assert_has(cfg->fatal, "t.json: expected an object with "
 				  "\"mcpServers\" at the top, got array");
 	config_free(cfg);
 
 	cfg = tc_parse("{\"mcpServers\": {}, \"idleTimeout\": \"soon\"}",
 		       "t.json");
-	tc_assert_has(cfg->fatal,
+	cf_assert_has(cfg->fatal,
 		      "t.json: field \"idleTimeout\": expected a duration");
 	config_free(cfg);
 
 	cfg = tc_parse("{\"mcpServers\": {}, \"shutdownGrace\": -5}", "t.json");
-	tc_assert_has(cfg->fatal, "field \"shutdownGrace\"");
+	cf_assert_has(cfg->fatal, "field \"shutdownGrace\"");
 	config_free(cfg);
 }
 
@@ -295,7 +262,7 @@ Test(config, warnings_are_bounded)
 	struct config *cfg = config_parse(b.data, b.len, "t.json");
 	cr_assert_null(cfg->servers[0].error);
 	cr_assert_lt(cfg->nwarnings, 200);
-	tc_assert_has(cfg->warnings[cfg->nwarnings - 1], "more warnings");
+	cf_assert_has(cfg->warnings[cfg->nwarnings - 1], "more warnings");
 	config_free(cfg);
 	buf_free(&b);
 }
@@ -308,7 +275,7 @@ struct tc_bad {
 static void tc_check_bad(const struct tc_bad *cases, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		struct config *cfg = tc_one(cases[i].server);
+		struct config *cfg = cf_one(cases[i].server);
 		const struct server_config *s = &cfg->servers[0];
 		char *want =
 			xasprintf("t.json: server \"s\": %s", cases[i].error);
@@ -429,7 +396,7 @@ Test(config, enum_values_and_aliases)
 	for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++) {
 		char *js = xasprintf(
 			"{\"command\": \"x\", \"exposure\": \"%s\"}", ex[i].v);
-		struct config *cfg = tc_one(js);
+		struct config *cfg = cf_one(js);
 		cr_assert_null(cfg->servers[0].error, "%s",
 			       cfg->servers[0].error);
 		cr_assert_eq(cfg->servers[0].exposure, ex[i].e, "%s", ex[i].v);
@@ -447,7 +414,7 @@ Test(config, enum_values_and_aliases)
 	for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
 		char *js = xasprintf("{\"command\": \"x\", \"scope\": \"%s\"}",
 				     sc[i].v);
-		struct config *cfg = tc_one(js);
+		struct config *cfg = cf_one(js);
 		cr_assert_null(cfg->servers[0].error);
 		cr_assert_eq(cfg->servers[0].scope, sc[i].sc);
 		cr_assert_str_eq(config_scope_name(sc[i].sc), sc[i].v);
@@ -574,11 +541,11 @@ Test(config, server_names)
 	cr_assert_str_eq(cfg->servers[2].error,
 			 "t.json: server \"a b\": the name may only hold "
 			 "letters, digits, \"_\", \".\" and \"-\"");
-	tc_assert_has(cfg->servers[3].error, "server \"x/y\": the name may");
-	tc_assert_has(cfg->servers[4].error,
+	cf_assert_has(cfg->servers[3].error, "server \"x/y\": the name may");
+	cf_assert_has(cfg->servers[4].error,
 		      "server \"\": the name must not be empty");
 	/* Quotes and non-ASCII are escaped in messages. */
-	tc_assert_has(cfg->servers[5].error, "server \"h\\xc3\\xa9\\\"\": ");
+	cf_assert_has(cfg->servers[5].error, "server \"h\\xc3\\xa9\\\"\": ");
 	cr_assert_null(cfg->servers[6].error);
 	for (size_t i = 0; i < cfg->nservers; i++) {
 		cr_assert_not_null(cfg->servers[i].name);
@@ -589,12 +556,12 @@ Test(config, server_names)
 
 Test(config, prefixes)
 {
-	struct config *cfg = tc_one("{\"command\": \"x\", \"prefix\": \"\"}");
+	struct config *cfg = cf_one("{\"command\": \"x\", \"prefix\": \"\"}");
 	cr_assert_null(cfg->servers[0].error);
 	cr_assert_str_eq(cfg->servers[0].prefix, "");
 	config_free(cfg);
 
-	cfg = tc_one("{\"command\": \"x\", \"prefix\": \"Gh_1-x\"}");
+	cfg = cf_one("{\"command\": \"x\", \"prefix\": \"Gh_1-x\"}");
 	cr_assert_null(cfg->servers[0].error);
 	cr_assert_str_eq(cfg->servers[0].prefix, "Gh_1-x");
 	config_free(cfg);
@@ -613,7 +580,7 @@ Test(config, prefixes)
 	};
 	tc_check_bad(cases, sizeof cases / sizeof cases[0]);
 
-	cfg = tc_one(
+	cfg = cf_one(
 		"{\"command\": \"x\", \"prefix\": "
 		"\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 		"aaaaaa\"}");
@@ -621,7 +588,7 @@ Test(config, prefixes)
 		       cfg->servers[0].error);
 	config_free(cfg);
 
-	cfg = tc_one("{\"command\": \"x\", \"prefix\": \"no.t\"}");
+	cfg = cf_one("{\"command\": \"x\", \"prefix\": \"no.t\"}");
 	cr_assert_str_eq(cfg->servers[0].prefix, "s");
 	config_free(cfg);
 }
@@ -651,14 +618,14 @@ static char *tc_env_json(size_t n)
 Test(config, count_and_length_limits)
 {
 	char *js = tc_args_json(CONFIG_MAX_ARGS);
-	struct config *cfg = tc_one(js);
+	struct config *cfg = cf_one(js);
 	cr_assert_null(cfg->servers[0].error);
 	cr_assert_eq(cfg->servers[0].nargs, CONFIG_MAX_ARGS);
 	config_free(cfg);
 	free(js);
 
 	js = tc_args_json(CONFIG_MAX_ARGS + 1);
-	cfg = tc_one(js);
+	cfg = cf_one(js);
 	cr_assert_str_eq(cfg->servers[0].error,
 			 "t.json: server \"s\": field \"args\": 257 items, at "
 			 "most 256 are allowed");
@@ -666,15 +633,15 @@ Test(config, count_and_length_limits)
 	free(js);
 
 	js = tc_env_json(CONFIG_MAX_ENV);
-	cfg = tc_one(js);
+	cfg = cf_one(js);
 	cr_assert_null(cfg->servers[0].error);
 	cr_assert_eq(cfg->servers[0].nenv, CONFIG_MAX_ENV);
 	config_free(cfg);
 	free(js);
 
 	js = tc_env_json(CONFIG_MAX_ENV + 1);
-	cfg = tc_one(js);
-	tc_assert_has(cfg->servers[0].error,
+	cfg = cf_one(js);
+	cf_assert_has(cfg->servers[0].error,
 		      "field \"env\": 257 entries, at most 256");
 	config_free(cfg);
 	free(js);
@@ -683,14 +650,14 @@ Test(config, count_and_length_limits)
 	memset(big, 'x', CONFIG_MAX_STRING + 1);
 	big[CONFIG_MAX_STRING + 1] = '\0';
 	js = xasprintf("{\"command\": \"x\", \"args\": [\"%s\"]}", big);
-	cfg = tc_one(js);
-	tc_assert_has(cfg->servers[0].error,
+	cfg = cf_one(js);
+	cf_assert_has(cfg->servers[0].error,
 		      "field \"args\": item 0: longer than 65536 bytes");
 	config_free(cfg);
 	free(js);
 	js = xasprintf("{\"command\": \"%s\"}", big);
-	cfg = tc_one(js);
-	tc_assert_has(cfg->servers[0].error,
+	cfg = cf_one(js);
+	cf_assert_has(cfg->servers[0].error,
 		      "field \"command\": longer than 65536 bytes");
 	config_free(cfg);
 	free(js);
@@ -756,7 +723,7 @@ Test(config, expansion_errors)
 
 	/* The failed value is kept unexpanded, never half expanded. */
 	setenv("MCPV_T_A", "alpha", 1);
-	struct config *cfg = tc_one("{\"command\": \"x\", \"env\": {\"T\": "
+	struct config *cfg = cf_one("{\"command\": \"x\", \"env\": {\"T\": "
 				    "\"${MCPV_T_A}${MCPV_T_UNSET}\"}}");
 	cr_assert_str_eq(cfg->servers[0].env[0].value,
 			 "${MCPV_T_A}${MCPV_T_UNSET}");
@@ -836,7 +803,7 @@ Test(config, expand_table)
 Test(config, expansion_in_every_field)
 {
 	setenv("MCPV_T_A", "alpha", 1);
-	struct config *cfg = tc_one(
+	struct config *cfg = cf_one(
 		"{\"command\": \"/opt/${MCPV_T_A}/bin\", \"args\": "
 		"[\"${MCPV_T_A}\"], \"env\": {\"E\": \"${MCPV_T_A}\"}, "
 		"\"cwd\": "
@@ -876,11 +843,11 @@ Test(config, kinds_and_type_agreement)
 	};
 	tc_check_bad(cases, sizeof cases / sizeof cases[0]);
 
-	struct config *cfg = tc_one("{\"command\": \"node\", \"url\": "
+	struct config *cfg = cf_one("{\"command\": \"node\", \"url\": "
 				    "\"http://127.0.0.1:8080/mcp\"}");
 	cr_assert_eq(cfg->servers[0].kind, SERVER_HTTP_LOCAL);
 	config_free(cfg);
-	cfg = tc_one("{\"type\": \"http\", \"url\": \"HTTPS://h/mcp\"}");
+	cfg = cf_one("{\"type\": \"http\", \"url\": \"HTTPS://h/mcp\"}");
 	cr_assert_null(cfg->servers[0].error);
 	cr_assert_eq(cfg->servers[0].kind, SERVER_HTTP_REMOTE);
 	config_free(cfg);
@@ -890,7 +857,7 @@ Test(config, header_line_break_is_refused)
 {
 	setenv("MCPV_T_NL", TC_SECRET "\r\nX-Evil: 1", 1);
 	struct config *cfg =
-		tc_one("{\"url\": \"https://h/mcp\", \"headers\": {\"X-A\": "
+		cf_one("{\"url\": \"https://h/mcp\", \"headers\": {\"X-A\": "
 		       "\"${MCPV_T_NL}\"}}");
 	cr_assert_str_eq(cfg->servers[0].error,
 			 "t.json: server \"s\": field \"headers\": \"X-A\": "
@@ -969,12 +936,12 @@ Test(config, example_bad_json)
 			xasprintf("%s: server \"%s\": ", path, want[i].name);
 		cr_assert_eq(strncmp(s->error, head, strlen(head)), 0, "%s",
 			     s->error);
-		tc_assert_has(s->error, want[i].error);
+		cf_assert_has(s->error, want[i].error);
 		free(head);
 	}
 	cr_assert_geq(cfg->nwarnings, 2);
-	tc_assert_has(cfg->warnings[0], "unknown top-level field \"theme\"");
-	tc_assert_has(cfg->warnings[1],
+	cf_assert_has(cfg->warnings[0], "unknown top-level field \"theme\"");
+	cf_assert_has(cfg->warnings[1],
 		      "server \"typo\": unknown field \"autoApprove\"");
 	config_free(cfg);
 	free(path);
@@ -1059,7 +1026,7 @@ Test(config, load_file_limits)
 	free(want);
 
 	cfg = config_parse(data, CONFIG_MAX_FILE_BYTES + 1, "big.json");
-	tc_assert_has(cfg->fatal, "big.json: larger than 1048576 bytes");
+	cf_assert_has(cfg->fatal, "big.json: larger than 1048576 bytes");
 	config_free(cfg);
 	free(data);
 
@@ -1071,7 +1038,7 @@ Test(config, load_file_limits)
 	config_free(cfg);
 
 	cfg = config_load_file(dir);
-	tc_assert_has(cfg->fatal, "cannot read");
+	cf_assert_has(cfg->fatal, "cannot read");
 	config_free(cfg);
 
 	cr_assert_eq(rmdir(dir), 0);
@@ -1117,8 +1084,8 @@ Test(config, identity_is_canonical)
 		"{\"mcpServers\": {\"two\": {\"env\": {\"B\": \"2\", \"A\": "
 		"\"1\"}, \"command\": \"x\"}}}",
 		"b.json");
-	char *da = tc_dump(config_server_identity(&a->servers[0], false, NULL));
-	char *db = tc_dump(config_server_identity(&b->servers[0], false, NULL));
+	char *da = cf_dump(config_server_identity(&a->servers[0], false, NULL));
+	char *db = cf_dump(config_server_identity(&b->servers[0], false, NULL));
 	cr_assert_str_eq(da, db);
 	cr_assert_str_eq(
 		da,
@@ -1131,7 +1098,7 @@ Test(config, identity_is_canonical)
 	config_free(a);
 	config_free(b);
 
-	struct config *c = tc_one(tc_identity_server);
+	struct config *c = cf_one(tc_identity_server);
 	json_t *id = config_server_identity(&c->servers[0], false, NULL);
 	cr_assert_str_eq(json_string_value(json_object_get(id, "kind")),
 			 "http-local");
@@ -1169,7 +1136,7 @@ static char *tc_expected_fp(const char *salt, const char *key,
 Test(config, identity_fingerprints)
 {
 	setenv("MCPV_T_SECRET", TC_SECRET, 1);
-	struct config *c = tc_one(tc_identity_server);
+	struct config *c = cf_one(tc_identity_server);
 	const struct server_config *s = &c->servers[0];
 	cr_assert_null(s->error, "%s", s->error);
 	json_t *i1 = config_server_identity(s, true, "salt-1");
@@ -1206,14 +1173,14 @@ Test(config, identity_fingerprints)
 	cr_assert_str_eq(json_string_value(json_object_get(i1, "url")),
 			 "http://127.0.0.1:{port}/mcp");
 
-	char *d1 = tc_dump(i1), *d2 = tc_dump(i2), *d1b = tc_dump(i1b),
-	     *d0 = tc_dump(i0);
+	char *d1 = cf_dump(i1), *d2 = cf_dump(i2), *d1b = cf_dump(i1b),
+	     *d0 = cf_dump(i0);
 	cr_assert_str_eq(d1, d1b);
 	cr_assert_str_neq(d1, d2);
-	tc_assert_lacks(d1, TC_SECRET);
-	tc_assert_lacks(d2, TC_SECRET);
-	tc_assert_lacks(d0, TC_SECRET);
-	tc_assert_lacks(d1, "s3cr3t");
+	cf_assert_lacks(d1, TC_SECRET);
+	cf_assert_lacks(d2, TC_SECRET);
+	cf_assert_lacks(d0, TC_SECRET);
+	cf_assert_lacks(d1, "s3cr3t");
 	free(d1);
 	free(d2);
 	free(d1b);
@@ -1236,7 +1203,7 @@ Test(config, identity_fingerprints_urls)
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		char *js = xasprintf("{\"url\": \"%s\"}", cases[i].url);
-		struct config *c = tc_one(js);
+		struct config *c = cf_one(js);
 		cr_assert_null(c->servers[0].error, "%s", c->servers[0].error);
 		json_t *id = config_server_identity(&c->servers[0], true, "x");
 		const char *u = json_string_value(json_object_get(id, "url"));
@@ -1276,7 +1243,7 @@ Test(config, describe_masks_secrets)
 			"{\"url\": \"%s\", \"headers\": {\"Authorization\": "
 			"\"Bearer ${MCPV_T_SECRET}\"}}",
 			urls[i].url);
-		struct config *c = tc_one(js);
+		struct config *c = cf_one(js);
 		cr_assert_null(c->servers[0].error, "%s", c->servers[0].error);
 		json_t *d = config_server_describe(&c->servers[0]);
 		cr_assert_str_eq(json_string_value(json_object_get(d, "url")),
@@ -1285,20 +1252,20 @@ Test(config, describe_masks_secrets)
 					 json_object_get(d, "headers"),
 					 "Authorization")),
 				 "***");
-		char *dump = tc_dump(d);
-		tc_assert_lacks(dump, TC_SECRET);
+		char *dump = cf_dump(d);
+		cf_assert_lacks(dump, TC_SECRET);
 		free(dump);
 		config_free(c);
 		free(js);
 	}
 
-	struct config *c = tc_one(
+	struct config *c = cf_one(
 		"{\"command\": \"srv\", \"args\": [\"a\"], \"env\": "
 		"{\"TOKEN\": "
 		"\"${MCPV_T_SECRET}\", \"PLAIN\": \"visible?\"}, \"scope\": "
 		"\"space\", \"exposure\": \"codemode\", \"prefix\": \"p\", "
 		"\"startupTimeout\": \"3s\", \"disabled\": true}");
-	char *dump = tc_dump(config_server_describe(&c->servers[0]));
+	char *dump = cf_dump(config_server_describe(&c->servers[0]));
 	cr_assert_str_eq(
 		dump, "{\"args\":[\"a\"],\"command\":\"srv\",\"cwd\":null,"
 		      "\"disabled\":true,\"env\":{\"PLAIN\":\"***\",\"TOKEN\":"
@@ -1310,7 +1277,7 @@ Test(config, describe_masks_secrets)
 	free(dump);
 	config_free(c);
 
-	c = tc_one("{\"command\": \"x\", \"args\": 42}");
+	c = cf_one("{\"command\": \"x\", \"args\": 42}");
 	json_t *d = config_server_describe(&c->servers[0]);
 	cr_assert_str_eq(json_string_value(json_object_get(d, "error")),
 			 c->servers[0].error);
@@ -1352,31 +1319,31 @@ Test(config, secrets_never_leak)
 			     cfg->servers[i].name, cfg->servers[i].error);
 	for (size_t i = 0; i < cfg->nservers; i++) {
 		const struct server_config *s = &cfg->servers[i];
-		tc_assert_lacks(s->error, TC_SECRET);
-		char *d = tc_dump(config_server_describe(s));
-		tc_assert_lacks(d, TC_SECRET);
+		cf_assert_lacks(s->error, TC_SECRET);
+		char *d = cf_dump(config_server_describe(s));
+		cf_assert_lacks(d, TC_SECRET);
 		free(d);
-		d = tc_dump(config_server_identity(s, true, "salt"));
-		tc_assert_lacks(d, TC_SECRET);
+		d = cf_dump(config_server_identity(s, true, "salt"));
+		cf_assert_lacks(d, TC_SECRET);
 		free(d);
 	}
 	cr_assert_gt(cfg->nwarnings, 0);
 	for (size_t i = 0; i < cfg->nwarnings; i++)
-		tc_assert_lacks(cfg->warnings[i], TC_SECRET);
+		cf_assert_lacks(cfg->warnings[i], TC_SECRET);
 	config_free(cfg);
 
 	/* A literal secret in a broken file is not quoted back. */
 	cfg = tc_parse(
 		"{\"mcpServers\": {\"a\": {\"env\": {\"T\": \"" TC_SECRET,
 		"t.json");
-	tc_assert_has(cfg->fatal, "not valid JSON");
-	tc_assert_lacks(cfg->fatal, "s3cr3t");
+	cf_assert_has(cfg->fatal, "not valid JSON");
+	cf_assert_lacks(cfg->fatal, "s3cr3t");
 	config_free(cfg);
 	cfg = tc_parse("{\"mcpServers\": {\"a\": {\"env\": {\"T\": " TC_SECRET
 		       "}}}}",
 		       "t.json");
-	tc_assert_has(cfg->fatal, "not valid JSON");
-	tc_assert_lacks(cfg->fatal, "s3cr3t");
+	cf_assert_has(cfg->fatal, "not valid JSON");
+	cf_assert_lacks(cfg->fatal, "s3cr3t");
 	config_free(cfg);
 }
 

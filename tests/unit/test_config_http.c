@@ -10,59 +10,26 @@
 
 #include "config/config.h"
 #include "config/secrets.h"
+#include "config_fixture.h"
 #include "util/xmalloc.h"
 
 #define TH_SECRET "tok-7Qx91-SECRET"
-
-/* A config of one server named "s" in a file called t.json. */
-static struct config *th_one(const char *server_json)
-{
-	char *text = xasprintf("{\"mcpServers\": {\"s\": %s}}", server_json);
-	struct config *cfg = config_parse(text, strlen(text), "t.json");
-	free(text);
-	cr_assert_null(cfg->fatal, "unexpected fatal: %s", cfg->fatal);
-	cr_assert_eq(cfg->nservers, 1);
-	return cfg;
-}
-
-static void th_assert_has(const char *hay, const char *needle)
-{
-	cr_assert_not_null(hay, "expected text containing [%s], got NULL",
-			   needle);
-	cr_assert_not_null(strstr(hay, needle), "[%s] does not contain [%s]",
-			   hay, needle);
-}
-
-static void th_assert_lacks(const char *hay, const char *needle)
-{
-	if (hay)
-		cr_assert_null(strstr(hay, needle), "[%s] contains [%s]", hay,
-			       needle);
-}
-
-static char *th_dump(json_t *j)
-{
-	char *s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
-	cr_assert_not_null(s);
-	json_decref(j);
-	return s;
-}
 
 /* The server's error, which must start with the usual head and contain
  * want. */
 static void th_assert_error(const char *server_json, const char *want)
 {
-	struct config *cfg = th_one(server_json);
+	struct config *cfg = cf_one(server_json);
 	const char *err = cfg->servers[0].error;
 	cr_assert_not_null(err, "no error for %s", server_json);
 	cr_assert_eq(strncmp(err, "t.json: server \"s\": ", 20), 0, "%s", err);
-	th_assert_has(err, want);
+	cf_assert_has(err, want);
 	config_free(cfg);
 }
 
 static void th_assert_ok(const char *server_json)
 {
-	struct config *cfg = th_one(server_json);
+	struct config *cfg = cf_one(server_json);
 	cr_assert_null(cfg->servers[0].error, "%s: %s", server_json,
 		       cfg->servers[0].error);
 	config_free(cfg);
@@ -92,7 +59,7 @@ Test(config_http, type_sets_the_transport)
 		 SERVER_HTTP_LOCAL, HTTP_TYPE_AUTO, "auto"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		struct config *cfg = th_one(cases[i].json);
+		struct config *cfg = cf_one(cases[i].json);
 		const struct server_config *s = &cfg->servers[0];
 		cr_assert_null(s->error, "%s: %s", cases[i].json, s->error);
 		cr_assert_eq(s->kind, cases[i].kind, "%s", cases[i].json);
@@ -104,7 +71,7 @@ Test(config_http, type_sets_the_transport)
 		json_decref(d);
 		config_free(cfg);
 	}
-	struct config *cfg = th_one("{\"command\": \"srv\"}");
+	struct config *cfg = cf_one("{\"command\": \"srv\"}");
 	json_t *d = config_server_describe(&cfg->servers[0]);
 	cr_assert_str_eq(json_string_value(json_object_get(d, "transport")),
 			 "stdio");
@@ -174,10 +141,10 @@ Test(config_http, loopback_error_never_shows_the_url)
 {
 	setenv("MCPV_TH_URL", "http://" TH_SECRET "@10.0.0.1:{port}/mcp", 1);
 	struct config *cfg =
-		th_one("{\"command\": \"srv\", \"url\": \"${MCPV_TH_URL}\"}");
-	th_assert_has(cfg->servers[0].error, "field \"url\"");
-	th_assert_lacks(cfg->servers[0].error, TH_SECRET);
-	th_assert_lacks(cfg->servers[0].error, "10.0.0.1");
+		cf_one("{\"command\": \"srv\", \"url\": \"${MCPV_TH_URL}\"}");
+	cf_assert_has(cfg->servers[0].error, "field \"url\"");
+	cf_assert_lacks(cfg->servers[0].error, TH_SECRET);
+	cf_assert_lacks(cfg->servers[0].error, "10.0.0.1");
 	config_free(cfg);
 }
 
@@ -208,26 +175,26 @@ Test(config_http, port_only_in_args_env_and_url)
 Test(config_http, port_in_a_stdio_server_warns)
 {
 	struct config *cfg =
-		th_one("{\"command\": \"srv\", \"args\": [\"{port}\"]}");
+		cf_one("{\"command\": \"srv\", \"args\": [\"{port}\"]}");
 	cr_assert_null(cfg->servers[0].error, "%s", cfg->servers[0].error);
 	cr_assert_eq(cfg->nwarnings, 1);
-	th_assert_has(cfg->warnings[0],
+	cf_assert_has(cfg->warnings[0],
 		      "server \"s\": field \"args\": {port} is passed as "
 		      "written");
 	config_free(cfg);
-	cfg = th_one("{\"command\": \"srv\", \"env\": {\"P\": \"{port}\"}}");
+	cfg = cf_one("{\"command\": \"srv\", \"env\": {\"P\": \"{port}\"}}");
 	cr_assert_eq(cfg->nwarnings, 1);
-	th_assert_has(cfg->warnings[0], "field \"env\": {port}");
+	cf_assert_has(cfg->warnings[0], "field \"env\": {port}");
 	config_free(cfg);
 }
 
 /* The identity of two url servers that differ only in what is named. */
 static char *th_identity(const char *server_json, bool fp)
 {
-	struct config *cfg = th_one(server_json);
+	struct config *cfg = cf_one(server_json);
 	cr_assert_null(cfg->servers[0].error, "%s", cfg->servers[0].error);
 	char *id =
-		th_dump(config_server_identity(&cfg->servers[0], fp, "salt"));
+		cf_dump(config_server_identity(&cfg->servers[0], fp, "salt"));
 	config_free(cfg);
 	return id;
 }
@@ -244,9 +211,9 @@ Test(config_http, identity_holds_the_transport)
 	char *d = th_identity("{\"url\": \"https://h/mcp\", \"type\": "
 			      "\"sse\"}",
 			      true);
-	th_assert_has(a, "\"type\":\"auto\"");
-	th_assert_has(b, "\"type\":\"http\"");
-	th_assert_has(d, "\"type\":\"sse\"");
+	cf_assert_has(a, "\"type\":\"auto\"");
+	cf_assert_has(b, "\"type\":\"http\"");
+	cf_assert_has(d, "\"type\":\"sse\"");
 	cr_assert_str_neq(a, b);
 	cr_assert_str_neq(b, d);
 	/* Two spellings of one transport are one instance. */
@@ -258,7 +225,7 @@ Test(config_http, identity_holds_the_transport)
 	/* A stdio server's identity is what it was before url servers, so
 	 * its instance key and tool cache name do not change. */
 	char *s = th_identity("{\"command\": \"srv\"}", true);
-	th_assert_lacks(s, "\"type\"");
+	cf_assert_lacks(s, "\"type\"");
 	free(s);
 }
 
@@ -268,10 +235,10 @@ Test(config_http, headers_are_fingerprinted_in_the_identity)
 	const char *j = "{\"url\": \"https://h/mcp\", \"headers\": "
 			"{\"Authorization\": \"Bearer ${MCPV_TH_TOKEN}\"}}";
 	char *fp = th_identity(j, true);
-	th_assert_lacks(fp, TH_SECRET);
-	th_assert_has(fp, "\"Authorization\":\"fp:");
+	cf_assert_lacks(fp, TH_SECRET);
+	cf_assert_has(fp, "\"Authorization\":\"fp:");
 	char *plain = th_identity(j, false);
-	th_assert_has(plain, "Bearer " TH_SECRET);
+	cf_assert_has(plain, "Bearer " TH_SECRET);
 	/* A new credential is a new connection: the instance with the old
 	 * one (needs_auth, say) is not the one a changed config gets. */
 	setenv("MCPV_TH_TOKEN", TH_SECRET "-rotated", 1);
@@ -285,21 +252,21 @@ Test(config_http, headers_are_fingerprinted_in_the_identity)
 Test(config_http, check_view_masks_headers_and_url_secrets)
 {
 	setenv("MCPV_TH_TOKEN", TH_SECRET, 1);
-	struct config *cfg = th_one(
+	struct config *cfg = cf_one(
 		"{\"url\": \"https://u:${MCPV_TH_TOKEN}@h/mcp?key=${MCPV_TH_"
 		"TOKEN}\", \"type\": \"sse\", \"headers\": {\"Authorization\": "
 		"\"Bearer ${MCPV_TH_TOKEN}\", \"X-Api-Key\": "
 		"\"${MCPV_TH_TOKEN}\"}}");
 	cr_assert_null(cfg->servers[0].error, "%s", cfg->servers[0].error);
-	char *d = th_dump(config_server_describe(&cfg->servers[0]));
-	th_assert_lacks(d, TH_SECRET);
-	th_assert_has(d, "\"Authorization\":\"***\"");
-	th_assert_has(d, "\"X-Api-Key\":\"***\"");
-	th_assert_has(d, "\"url\":\"https://***@h/mcp?key=***\"");
-	th_assert_has(d, "\"transport\":\"sse\"");
+	char *d = cf_dump(config_server_describe(&cfg->servers[0]));
+	cf_assert_lacks(d, TH_SECRET);
+	cf_assert_has(d, "\"Authorization\":\"***\"");
+	cf_assert_has(d, "\"X-Api-Key\":\"***\"");
+	cf_assert_has(d, "\"url\":\"https://***@h/mcp?key=***\"");
+	cf_assert_has(d, "\"transport\":\"sse\"");
 	free(d);
-	char *id = th_dump(config_server_identity(&cfg->servers[0], true, "s"));
-	th_assert_lacks(id, TH_SECRET);
+	char *id = cf_dump(config_server_identity(&cfg->servers[0], true, "s"));
+	cf_assert_lacks(id, TH_SECRET);
 	free(id);
 	config_free(cfg);
 }
@@ -319,7 +286,7 @@ Test(config_http, a_header_credential_is_masked_without_its_scheme)
 {
 	setenv("MCPV_TH_TOKEN", TH_SECRET, 1);
 	struct config *cfg =
-		th_one("{\"url\": \"https://h/mcp\", \"headers\": "
+		cf_one("{\"url\": \"https://h/mcp\", \"headers\": "
 		       "{\"Authorization\": \"Bearer ${MCPV_TH_TOKEN}\"}}");
 	struct secrets *sec = secrets_new();
 	secrets_add_config(sec, cfg);
@@ -337,14 +304,14 @@ Test(config_http, a_url_variable_in_the_path_is_a_secret)
 {
 	setenv("MCPV_TH_TOKEN", TH_SECRET, 1);
 	struct config *cfg =
-		th_one("{\"url\": \"https://h/${MCPV_TH_TOKEN}/mcp\"}");
+		cf_one("{\"url\": \"https://h/${MCPV_TH_TOKEN}/mcp\"}");
 	cr_assert_null(cfg->servers[0].error, "%s", cfg->servers[0].error);
-	char *d = th_dump(config_server_describe(&cfg->servers[0]));
-	th_assert_lacks(d, TH_SECRET);
-	th_assert_has(d, "\"url\":\"https://h/***/mcp\"");
+	char *d = cf_dump(config_server_describe(&cfg->servers[0]));
+	cf_assert_lacks(d, TH_SECRET);
+	cf_assert_has(d, "\"url\":\"https://h/***/mcp\"");
 	free(d);
-	char *id = th_dump(config_server_identity(&cfg->servers[0], true, "s"));
-	th_assert_lacks(id, TH_SECRET);
+	char *id = cf_dump(config_server_identity(&cfg->servers[0], true, "s"));
+	cf_assert_lacks(id, TH_SECRET);
 	free(id);
 	struct secrets *sec = secrets_new();
 	secrets_add_config(sec, cfg);
