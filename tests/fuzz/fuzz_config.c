@@ -103,6 +103,23 @@ static bool fc_marker_in_name(const char *s)
 
 enum fc_role { FC_PLAIN, FC_SECRET, FC_ARG };
 
+/* Whether expanding s forms the marker without ${FZSECRET}: literal text
+ * joined across an empty variable or a default ("s3cr3${FZEMPTY:-tQ}")
+ * is text the input wrote, not a secret. */
+static bool fc_formed(const char *s)
+{
+	if (strstr(s, "${") == NULL)
+		return false;
+	setenv("FZSECRET", "benign-value", 1);
+	char *out = NULL, *missing = NULL;
+	config_expand(s, &out, &missing);
+	bool hit = out != NULL && strstr(out, FC_MARKER) != NULL;
+	free(out);
+	free(missing);
+	setenv("FZSECRET", FC_MARKER "-from-env", 1);
+	return hit;
+}
+
 /* Whether the input shows the marker where it is no secret: in a name, in
  * a plain string, or expanded from ${FZSECRET} in a field shown as is.
  * role: what the strings of v are (env and header values are secrets; an
@@ -116,7 +133,7 @@ static bool fc_public(const json_t *v, enum fc_role role)
 		const char *s = json_string_value(v);
 		if (role == FC_SECRET)
 			return fc_marker_in_name(s);
-		if (strstr(s, FC_MARKER))
+		if (strstr(s, FC_MARKER) || fc_formed(s))
 			return true;
 		return role == FC_PLAIN && strstr(s, "FZSECRET");
 	}
