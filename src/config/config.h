@@ -29,6 +29,13 @@ enum server_kind {
 	SERVER_STDIO,	    /* command (+ args, env, cwd) */
 	SERVER_HTTP_REMOTE, /* url (+ headers) */
 	SERVER_HTTP_LOCAL,  /* command + url with {port} */
+	/* A stdio server in a container: "command" is docker or podman (or
+	 * a path ending in either) with a "run" subcommand, or "container"
+	 * without "port". */
+	SERVER_CONTAINER,
+	/* "container" with "port" and a url with {port}: served over HTTP
+	 * on a loopback port mcpvisor allocates and the engine publishes. */
+	SERVER_CONTAINER_HTTP,
 };
 
 /* How a url server speaks: "type" as written, or inferred. */
@@ -46,6 +53,39 @@ enum server_exposure { EXPOSE_DIRECT, EXPOSE_HIDDEN, EXPOSE_DEFERRED };
 struct config_kv {
 	char *key;
 	char *value; /* expanded; may hold a secret */
+};
+
+/* A container server (config/container.c). mcpvisor adds its labels and
+ * (when the user gave none) a --name; nothing the user wrote is changed. */
+struct container_config {
+	/* The engine's CLI as run: the command form's command ("docker",
+	 * "podman" or a path ending in either); the explicit form's
+	 * "engine", NULL when not written (chosen when started). */
+	char *engine;
+	/* Command form: the index in the server's args of "run" (what
+	 * mcpvisor adds goes right after it). -1 for the explicit form. */
+	int run_arg;
+	/* Explicit form ("container": {...}); NULL and 0 for the command
+	 * form. Its "env" is the server's env: passed as `-e KEY`, so no
+	 * value is ever on a command line. */
+	char *image;
+	int port;    /* the container's port (HTTP form); 0: stdio, `-i` */
+	char **args; /* after the image */
+	size_t nargs;
+	char **volumes; /* `-v` values as written */
+	size_t nvolumes;
+	/* Both forms. */
+	char *name; /* the --name the user gave; NULL: mcpvisor names it */
+	bool rm;    /* --rm given (the explicit form always runs --rm) */
+};
+
+/* "tools", "prompts", "resources": {"allow": [...], "deny": [...]}, each
+ * entry a name with '*' globs (config/filter.c). Empty allow: all. */
+struct config_filter {
+	char **allow;
+	size_t nallow;
+	char **deny;
+	size_t ndeny;
 };
 
 struct server_config {
@@ -77,6 +117,10 @@ struct server_config {
 	int64_t idle_timeout_ms;    /* -1: use the global one */
 	int64_t tool_timeout_ms;    /* 0: none */
 	bool disabled;
+	/* Container kinds; NULL for the others. */
+	struct container_config *container;
+	/* What the server's lists keep (and what can be called). */
+	struct config_filter tools, prompts, resources;
 	/* Set when the server comes from a space's .mcp.json that the user
 	 * has not allowed: the command that allows it. error says so too. */
 	char *untrusted;

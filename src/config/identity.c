@@ -293,6 +293,10 @@ const char *config_kind_name(enum server_kind k)
 		return "http-remote";
 	case SERVER_HTTP_LOCAL:
 		return "http-local";
+	case SERVER_CONTAINER:
+		return "container";
+	case SERVER_CONTAINER_HTTP:
+		return "container-http";
 	}
 	return "unknown";
 }

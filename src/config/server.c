@@ -16,7 +16,8 @@
 static const char *const cfg_server_fields[] = {
 	"command",	  "args",	 "env",		"cwd",	    "url",
 	"headers",	  "type",	 "scope",	"exposure", "prefix",
-	"startupTimeout", "idleTimeout", "toolTimeout", "disabled", NULL,
+	"startupTimeout", "idleTimeout", "toolTimeout", "disabled", "container",
+	"tools",	  "prompts",	 "resources",	NULL,
 };
 
 /* 0: absent (or null), 1: *out set, -1: wrong type or too long. */

@@ -14,6 +14,9 @@ const struct upstream_ops *upstream_ops_for(const struct server_config *s)
 		return &upstream_http;
 	case SERVER_HTTP_LOCAL:
 		return &upstream_http_local;
+	case SERVER_CONTAINER:
+	case SERVER_CONTAINER_HTTP:
+		return NULL; /* up_container.c comes next */
 	}
 	return NULL;
 }

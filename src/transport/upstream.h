@@ -126,11 +126,15 @@ struct upstream_spec {
 	uint64_t startup_timeout_ms; /* local HTTP: how long to wait for
 					the port to answer */
 	uint64_t stop_grace_ms;	     /* 0: the transport's default */
+	/* The instance's public key (secrets fingerprinted): a container's
+	 * mcpvisor.key label is its hash. May be NULL. */
+	const char *key;
 };
 
 /* What a transport can tell, for the instance's choices. */
 #define UPSTREAM_RELATES 0x1 /* on_message names the related request */
 #define UPSTREAM_OWNS 0x2    /* it runs something (on_owned) */
+#define UPSTREAM_HTTP 0x4    /* it needs spec.http (the loop's client) */
 
 struct upstream_ops {
 	const char *kind; /* "stdio", "http", "sse", "http-local", ... */
@@ -166,6 +170,8 @@ struct upstream_ops {
 extern const struct upstream_ops upstream_stdio;      /* transport/up_stdio.c */
 extern const struct upstream_ops upstream_http;	      /* transport/up_http.c */
 extern const struct upstream_ops upstream_http_local; /* transport/up_local.c */
+/* Container servers (both forms): transport/up_container.c. */
+extern const struct upstream_ops upstream_container;
 
 /* The transport for a server: by kind (and, for url servers, its type). */
 const struct upstream_ops *upstream_ops_for(const struct server_config *s);
