@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config/config_int.h"
+#include "config/filter.h"
 #include "util/buf.h"
 #include "util/fsutil.h"
 #include "util/xmalloc.h"
@@ -434,6 +435,9 @@ void config_server_clear(struct server_config *s)
 	free(s->url_vars);
 	cfg_free_kv(s->headers, s->nheaders);
 	free(s->prefix);
+	config_filter_clear(&s->tools);
+	config_filter_clear(&s->prompts);
+	config_filter_clear(&s->resources);
 	free(s->error);
 	free(s->untrusted);
 	memset(s, 0, sizeof *s);

@@ -51,4 +51,9 @@ void config_srv_parse(struct config_srv *c, const json_t *obj);
 int config_srv_expand(struct config_srv *c, const char *field,
 		      const char *where, const char *raw, char **out);
 
+/* Reads obj's field ("tools", "prompts" or "resources") into f
+ * (config/filter.c); an error is set on the server. */
+void config_srv_parse_filter(struct config_srv *c, const json_t *obj,
+			     const char *field, struct config_filter *f);
+
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "config/filter.h"
 #include "util/buf.h"
 #include "util/sha256.h"
 #include "util/xmalloc.h"
@@ -193,6 +194,10 @@ json_t *config_server_identity(const struct server_config *s, bool fingerprint,
 			    json_integer(s->startup_timeout_ms));
 	json_object_set_new(o, "toolTimeout", json_integer(s->tool_timeout_ms));
 	json_object_set_new(o, "idleTimeout", json_integer(s->idle_timeout_ms));
+	/* Not the filters either: they choose what a session sees of the
+	 * connection, not the connection, so servers that differ only in
+	 * them share an instance and a reload that changes only them
+	 * keeps it running. */
 	return o;
 }
 
@@ -238,6 +243,10 @@ json_t *config_server_describe(const struct server_config *s)
 	json_object_set_new(o, "idleTimeout", json_integer(s->idle_timeout_ms));
 	json_object_set_new(o, "toolTimeout", json_integer(s->tool_timeout_ms));
 	json_object_set_new(o, "disabled", json_boolean(s->disabled));
+	json_t *filters = config_filters_json(s);
+	if (json_object_size(filters))
+		json_object_set(o, "filters", filters);
+	json_decref(filters);
 	if (s->error)
 		json_object_set_new(o, "error", cfg_json_str(s->error));
 	if (s->untrusted)

@@ -517,6 +517,10 @@ void config_srv_parse(struct config_srv *c, const json_t *obj)
 		s->exposure = exposure >= 2 ? EXPOSE_DEFERRED
 					    : (enum server_exposure)exposure;
 	srv_parse_prefix(c, obj);
+	/* After the prefix: a pattern written with it is pointed out. */
+	config_srv_parse_filter(c, obj, "tools", &s->tools);
+	config_srv_parse_filter(c, obj, "prompts", &s->prompts);
+	config_srv_parse_filter(c, obj, "resources", &s->resources);
 	srv_get_duration(c, obj, "startupTimeout", &s->startup_timeout_ms);
 	srv_get_duration(c, obj, "idleTimeout", &s->idle_timeout_ms);
 	srv_get_duration(c, obj, "toolTimeout", &s->tool_timeout_ms);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/filter.h"
 #include "util/buf.h"
 #include "util/xmalloc.h"
 
@@ -23,14 +24,41 @@ char *router_exposed_name(const char *prefix, const char *name)
 	return xasprintf("%s" ROUTER_SEP "%s", prefix, name);
 }
 
-static bool router_list_has(json_t *list, const char *key, const char *v)
+/* What a filter matches an item of list which by. */
+static const char *router_filter_key(enum instance_list which)
+{
+	switch (which) {
+	case INSTANCE_RESOURCES:
+		return "uri";
+	case INSTANCE_TEMPLATES:
+		return "uriTemplate";
+	default:
+		return "name";
+	}
+}
+
+bool router_keeps(const struct router_view *v, enum instance_list which,
+		  const json_t *item)
+{
+	if (v->filter == NULL || !config_filter_active(v->filter))
+		return true;
+	const char *text = json_string_value(
+		json_object_get(item, router_filter_key(which)));
+	return config_filter_keeps(v->filter, text);
+}
+
+/* Whether v's list which holds an item whose key is value, and v keeps
+ * it. */
+static bool router_view_has(const struct router_view *v,
+			    enum instance_list which, const char *key,
+			    const char *value)
 {
 	size_t i;
 	json_t *item;
-	json_array_foreach(list, i, item)
+	json_array_foreach(v->items, i, item)
 	{
 		const char *s = json_string_value(json_object_get(item, key));
-		if (s && strcmp(s, v) == 0)
+		if (s && strcmp(s, value) == 0 && router_keeps(v, which, item))
 			return true;
 	}
 	return false;
@@ -54,7 +82,8 @@ json_t *router_aggregate(const struct router_view *views, size_t n,
 		{
 			const char *name =
 				json_string_value(json_object_get(item, key));
-			if (name == NULL)
+			if (name == NULL ||
+			    !router_keeps(&views[v], which, item))
 				continue;
 			json_t *copy = json_copy(item);
 			char *exposed =
@@ -96,13 +125,16 @@ int router_resolve(const struct router_view *views, size_t n,
 				continue;
 			rest = name + plen + strlen(ROUTER_SEP);
 		}
-		if (router_list_has(views[v].items, key, rest)) {
+		if (router_view_has(&views[v], which, key, rest)) {
 			*orig = rest;
 			return (int)v;
 		}
 	}
 	/* Not among the known lists: a server whose prefix fits and whose
-	 * list is not known yet may have it. */
+	 * list is not known yet may have it. Its filter is not asked here:
+	 * a filtered name goes where a name that does not exist goes (the
+	 * caller learns the list, then knows neither), and the caller holds
+	 * it back should the list stay unknown. */
 	for (size_t v = 0; v < n; v++) {
 		if (views[v].items != NULL)
 			continue;
@@ -132,20 +164,25 @@ int router_resolve_uri(const struct router_view *resources,
 {
 	for (size_t v = 0; v < n; v++)
 		if (resources[v].items &&
-		    router_list_has(resources[v].items, "uri", uri))
+		    router_view_has(&resources[v], INSTANCE_RESOURCES, "uri",
+				    uri))
 			return (int)v;
 	int best = -1;
 	size_t best_len = 0;
 	for (size_t v = 0; v < n; v++) {
 		size_t i;
 		json_t *item;
-		if (templates[v].items == NULL)
+		if (templates[v].items == NULL ||
+		    (templates[v].filter &&
+		     !config_filter_keeps(templates[v].filter, uri)))
 			continue;
 		json_array_foreach(templates[v].items, i, item)
 		{
 			const char *tpl = json_string_value(
 				json_object_get(item, "uriTemplate"));
-			if (tpl == NULL)
+			if (tpl == NULL ||
+			    !router_keeps(&templates[v], INSTANCE_TEMPLATES,
+					  item))
 				continue;
 			size_t fixed = router_template_fixed(tpl);
 			if (fixed > 0 && fixed >= best_len &&
@@ -183,6 +220,69 @@ int router_paginate(json_t *list, const char *cursor, size_t page_size,
 	*page = out;
 	*next = stop < total ? xasprintf("o%zu", stop) : NULL;
 	return 0;
+}
+
+json_t *router_long_names(const struct router_view *v, size_t *longest_own)
+{
+	json_t *out = json_array();
+	size_t plen = v->prefix && v->prefix[0]
+			      ? strlen(v->prefix) + strlen(ROUTER_SEP)
+			      : 0;
+	*longest_own = 0;
+	size_t i;
+	json_t *item;
+	json_array_foreach(v->items, i, item)
+	{
+		const char *name =
+			json_string_value(json_object_get(item, "name"));
+		if (name == NULL || !router_keeps(v, INSTANCE_TOOLS, item) ||
+		    plen + strlen(name) <= ROUTER_HOST_NAME_MAX)
+			continue;
+		char *full = router_exposed_name(v->prefix, name);
+		json_array_append_new(out, json_string(full));
+		free(full);
+		if (strlen(name) > *longest_own)
+			*longest_own = strlen(name);
+	}
+	return out;
+}
+
+char *router_long_names_advice(const char *name, const char *prefix,
+			       json_t *long_names, size_t longest_own)
+{
+	struct buf b;
+	buf_init(&b);
+	size_t n = json_array_size(long_names);
+	const char *worst = NULL;
+	size_t i;
+	json_t *v;
+	json_array_foreach(long_names, i, v)
+	{
+		const char *s = json_string_value(v);
+		if (worst == NULL || strlen(s) > strlen(worst))
+			worst = s;
+	}
+	buf_printf(&b,
+		   "server \"%s\": %zu tool name(s) longer than %d "
+		   "characters as clients see them, which several hosts "
+		   "refuse (longest: %s, %zu)",
+		   name, n, ROUTER_HOST_NAME_MAX, worst ? worst : "?",
+		   worst ? strlen(worst) : (size_t)0);
+	size_t room = ROUTER_HOST_NAME_MAX - strlen(ROUTER_SEP);
+	if (longest_own < room)
+		buf_printf(&b,
+			   "; set its \"prefix\" to at most %zu "
+			   "characters (now \"%s\")",
+			   room - longest_own, prefix);
+	else if (longest_own <= ROUTER_HOST_NAME_MAX)
+		buf_printf(&b, "; set its \"prefix\" to \"\" (no prefix)");
+	else
+		buf_printf(&b,
+			   "; the server's own name is over %d "
+			   "characters, which no \"prefix\" fixes: hide "
+			   "it with \"tools\": {\"deny\": [...]}",
+			   ROUTER_HOST_NAME_MAX);
+	return buf_steal(&b);
 }
 
 char *router_names_summary(json_t *list, size_t max)

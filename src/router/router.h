@@ -11,17 +11,30 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "config/config.h"
 #include "instance/instance.h"
 
 #define ROUTER_DEFAULT_PAGE 500
 #define ROUTER_SEP "__"
+/* The longest tool name several hosts accept (they refuse the server, or
+ * the whole list, over it). */
+#define ROUTER_HOST_NAME_MAX 64
 
 /* One server as a session sees it. */
 struct router_view {
 	const char *prefix; /* "" for none */
 	json_t *items;	    /* the server's list (borrowed), NULL: unknown */
 	bool visible;	    /* exposure direct */
+	/* What of items the session may see and use (borrowed); NULL: all.
+	 * Every function here leaves out what it does not keep, so a
+	 * filtered item is to a client exactly an item that is not there. */
+	const struct config_filter *filter;
 };
+
+/* Whether view v keeps item, an item of list which: a tool or prompt by
+ * its name, a resource by its uri, a template by its uriTemplate. */
+bool router_keeps(const struct router_view *v, enum instance_list which,
+		  const json_t *item);
 
 /* The name clients see. Caller frees. */
 char *router_exposed_name(const char *prefix, const char *name);
@@ -41,7 +54,9 @@ int router_resolve(const struct router_view *views, size_t n,
 		   const char **orig);
 
 /* Which view serves a resource uri: an exact uri in a resources list, then
- * a template whose fixed leading part matches. -1 when none. */
+ * a template whose fixed leading part matches; either kept by its view's
+ * filter, and the uri itself too (a read through a template is held to the
+ * same filter as a listed resource). -1 when none. */
 int router_resolve_uri(const struct router_view *resources,
 		       const struct router_view *templates, size_t n,
 		       const char *uri);
@@ -50,6 +65,19 @@ int router_resolve_uri(const struct router_view *resources,
  * NULL at the end. -EINVAL for a cursor this runtime did not make. */
 int router_paginate(json_t *list, const char *cursor, size_t page_size,
 		    json_t **page, char **next);
+
+/* The names clients would see over ROUTER_HOST_NAME_MAX characters among
+ * the items v keeps (v's list which must be tools), as a new array of
+ * strings; *longest_own gets the length of the longest such tool's own
+ * name (0 when none). */
+json_t *router_long_names(const struct router_view *v, size_t *longest_own);
+
+/* What to tell the user of server name whose tools (long, from
+ * router_long_names) are too long with prefix: how many, the longest,
+ * and the "prefix" that makes them fit, or the deny that hides a tool no
+ * prefix can save. Caller frees. */
+char *router_long_names_advice(const char *name, const char *prefix,
+			       json_t *long_names, size_t longest_own);
 
 /* A short human list of names for error messages ("a, b, c and 4 more").
  * Caller frees. */

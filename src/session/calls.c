@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/filter.h"
 #include "jsonrpc/jsonrpc.h"
 #include "pool/pool.h"
 #include "router/router.h"
@@ -305,8 +306,8 @@ bool session_route_text(struct session *s, const char *name, size_t name_len,
 			pool_instance_find(hub_pool(s->hub), s->keys[i]);
 		struct router_view v = {
 			srv->prefix,
-			inst ? instance_list(inst, INSTANCE_TOOLS) : NULL,
-			true};
+			inst ? instance_list(inst, INSTANCE_TOOLS) : NULL, true,
+			&srv->tools};
 		const char *orig = NULL;
 		if (v.items == NULL ||
 		    router_resolve(&v, 1, INSTANCE_TOOLS, tool, &orig) < 0)
@@ -485,6 +486,11 @@ static void session_route(struct session *s, void *arg)
 		session_gather_only(s, only, session_route, rr);
 		return;
 	}
+	/* Its lists still unknown (it failed to start, or never listed):
+	 * a name its filter drops never reaches it. */
+	if (idx >= 0 && sv.v[rr->which][idx].items == NULL &&
+	    !config_filter_keeps(sv.v[rr->which][idx].filter, orig))
+		idx = -1;
 	if (idx < 0) {
 		bool unknown_lists = false;
 		for (size_t i = 0; i < sv.n; i++)

@@ -243,6 +243,7 @@ static void hub_inst_request_cb(void *ctx, struct instance *inst, json_t *msg,
 static void hub_inst_lists_cb(void *ctx, struct instance *inst)
 {
 	struct hub *hub = ctx;
+	hub_names_note(hub, inst);
 	struct hub_fanout f;
 	hub_fanout_collect(hub, inst, &f);
 	for (size_t i = 0; i < f.n; i++)
@@ -366,6 +367,7 @@ void hub_free(struct hub *hub)
 	spaces_free(hub->spaces);
 	pool_free(hub->pool);
 	config_free(hub->cfg);
+	json_decref(hub->long_names);
 	free(hub->app_dir);
 	/* The hub itself goes with its timer. */
 	uv_close((uv_handle_t *)&hub->sweep, hub_sweep_close_cb);
@@ -440,6 +442,7 @@ unsigned hub_reload(struct hub *hub, struct config *cfg)
 	free(changed);
 	for (struct hub_entry *e = hub->sessions; e; e = e->next)
 		session_lists_changed(e->s, NULL);
+	hub_names_recheck(hub);
 	/* Each space's file is read again off the loop; its sessions take
 	 * it in hub_space_loaded (one read per space). */
 	for (struct hub_entry *e = hub->sessions; e; e = e->next)

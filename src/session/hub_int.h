@@ -44,10 +44,25 @@ struct hub {
 	void (*quiet_fn)(void *arg);
 	void *quiet_arg;
 	struct spaces *spaces; /* .mcp.json reads, off the loop */
+	/* Server name -> its tool names too long for hosts, as last logged
+	 * (hub_names.c); NULL until the first. */
+	json_t *long_names;
 };
 
 /* What the hub's instances report (the pool passes them on); shared for
  * the unit tests, which hand it messages with a cause. */
 extern const struct instance_cbs hub_instance_cbs;
+
+/* hub_names.c */
+/* Adds to o, the status of sv: what its first instance with known lists
+ * offers before filters ("offered", not in the public view) and its tool
+ * names too long for hosts ("longToolNames", "longToolNamesAdvice"). */
+void hub_status_names(struct hub *hub, const struct server_config *sv,
+		      json_t *o, enum hub_status_detail detail);
+/* inst's lists changed: logs its tool names too long for hosts, once for
+ * each change of them. */
+void hub_names_note(struct hub *hub, struct instance *inst);
+/* The config changed (a prefix, a filter): notes every instance again. */
+void hub_names_recheck(struct hub *hub);
 
 #endif

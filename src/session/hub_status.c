@@ -247,6 +247,7 @@ json_t *hub_status(struct hub *hub, enum hub_status_detail detail)
 					    .sec = sec};
 		pool_foreach(hub->pool, hub_status_inst_cb, &w);
 		json_object_set_new(o, "instances", w.out);
+		hub_status_names(hub, sv, o, detail);
 		/* Why it last failed, also once its instance is gone. */
 		json_t *lf = instance_failure_of(sv->name);
 		if (lf && detail == HUB_STATUS_PUBLIC)

@@ -20,6 +20,20 @@
 
 /* ---- views of the session's servers ---- */
 
+const struct config_filter *session_filter_of(const struct server_config *srv,
+					      enum instance_list which)
+{
+	switch (which) {
+	case INSTANCE_TOOLS:
+		return &srv->tools;
+	case INSTANCE_PROMPTS:
+		return &srv->prompts;
+	default:
+		/* Templates are resources to be: one filter for both. */
+		return &srv->resources;
+	}
+}
+
 void session_views_build(struct session *s, struct session_views *sv)
 {
 	struct pool_scope_ctx sc;
@@ -56,6 +70,10 @@ void session_views_build(struct session *s, struct session_views *sv)
 				(srv->exposure == EXPOSE_DEFERRED &&
 				 (w == INSTANCE_RESOURCES ||
 				  w == INSTANCE_TEMPLATES));
+			/* Every list, search and route goes through these
+			 * views: the one place a filter applies. */
+			sv->v[w][k].filter =
+				session_filter_of(srv, (enum instance_list)w);
 		}
 	}
 }
@@ -240,7 +258,11 @@ static void session_find_answer(struct session *s, void *arg)
 						json_object_get(t,
 								"description"));
 					if (n == NULL ||
-					    json_array_size(found) >= fr->limit)
+					    json_array_size(found) >=
+						    fr->limit ||
+					    !router_keeps(
+						    &sv.v[INSTANCE_TOOLS][i],
+						    INSTANCE_TOOLS, t))
 						continue;
 					char *full = router_exposed_name(
 						sv.servers[i]->prefix, n);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/filter.h"
 #include "jsonrpc/jsonrpc.h"
 #include "pool/pool.h"
 #include "router/router.h"
@@ -169,17 +170,22 @@ bool session_has_deferred(const struct session *s)
 	return false;
 }
 
+/* What the session's view of a server is made of: its instance, how it
+ * is shown (exposure, prefix) and what its filters keep. */
+static json_t *session_view_of(const struct server_config *srv, const char *key)
+{
+	return json_pack("{s:s,s:s,s:s,s:o}", "key", key, "exposure",
+			 config_exposure_name(srv->exposure), "prefix",
+			 srv->prefix, "filters", config_filters_json(srv));
+}
+
 bool session_reconfigure(struct session *s)
 {
 	/* What it resolved before, to tell whether anything changed. */
 	json_t *before = json_array();
 	for (size_t i = 0; s->keys && i < s->nsrv; i++)
-		json_array_append_new(
-			before,
-			json_pack("{s:s,s:s,s:s}", "key", s->keys[i],
-				  "exposure",
-				  config_exposure_name(s->srv[i]->exposure),
-				  "prefix", s->srv[i]->prefix));
+		json_array_append_new(before,
+				      session_view_of(s->srv[i], s->keys[i]));
 	session_keys_free(s);
 	config_free(s->space_cfg);
 	s->space_cfg = NULL;
@@ -225,12 +231,8 @@ bool session_reconfigure(struct session *s)
 	json_t *after = json_array();
 	for (size_t i = 0; i < s->nsrv; i++) {
 		s->keys[i] = pool_instance_key(s->srv[i], &sc, NULL);
-		json_array_append_new(
-			after,
-			json_pack("{s:s,s:s,s:s}", "key", s->keys[i],
-				  "exposure",
-				  config_exposure_name(s->srv[i]->exposure),
-				  "prefix", s->srv[i]->prefix));
+		json_array_append_new(after,
+				      session_view_of(s->srv[i], s->keys[i]));
 	}
 	bool changed = !json_equal(before, after);
 	json_decref(before);

@@ -142,6 +142,9 @@ void session_streams_destroy(struct session *s);
 void session_streams_prune(struct session *s);
 
 /* lists.c */
+/* The filter of srv that applies to list which. */
+const struct config_filter *session_filter_of(const struct server_config *srv,
+					      enum instance_list which);
 void session_views_build(struct session *s, struct session_views *sv);
 void session_views_free(struct session_views *sv);
 void session_gather(struct session *s, session_gather_done done, void *arg);
