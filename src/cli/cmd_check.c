@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/check_lists.h"
 #include "cli/cli.h"
 #include "config/config.h"
 #include "trust/trust.h"
@@ -21,7 +22,13 @@ static void check_usage(FILE *f)
 		   "how each server\n"
 		   "resolves, one per line, with env and header values "
 		   "masked; --json prints\n"
-		   "the whole resolution. Exits 2 when anything is wrong.\n");
+		   "the whole resolution. Under a server with filters, "
+		   "their patterns and,\n"
+		   "when a running runtime of this config has listed it, "
+		   "the names each one\n"
+		   "keeps and drops; a warning names tool names over 64 "
+		   "characters.\n"
+		   "Exits 2 when anything is wrong.\n");
 }
 
 /* Whether the server's command can run: an executable file, or a name
@@ -136,12 +143,17 @@ int cmd_check(int argc, char **argv)
 	}
 	int bad = 0;
 	json_t *servers = json_array();
+	/* A running runtime of this file knows the servers' names. */
+	json_t *known = check_lists_fetch(home, file);
 	for (size_t i = 0; i < cfg->nservers; i++) {
-		json_array_append_new(servers,
-				      config_server_describe(&cfg->servers[i]));
+		json_t *d = config_server_describe(&cfg->servers[i]);
+		check_lists_add(d, &cfg->servers[i],
+				json_object_get(known, cfg->servers[i].name));
+		json_array_append_new(servers, d);
 		if (cfg->servers[i].error)
 			bad++;
 	}
+	json_decref(known);
 	if (json) {
 		json_t *warn = json_array();
 		for (size_t i = 0; i < cfg->nwarnings; i++)
@@ -157,8 +169,11 @@ int cmd_check(int argc, char **argv)
 	} else {
 		size_t k;
 		json_t *d;
-		json_array_foreach(servers, k, d) check_print_server(d);
-		json_decref(servers);
+		json_array_foreach(servers, k, d)
+		{
+			check_print_server(d);
+			check_lists_print(d);
+		}
 		for (size_t i = 0; i < cfg->nwarnings; i++)
 			fprintf(stderr, "warning: %s\n", cfg->warnings[i]);
 		for (size_t i = 0; i < cfg->nservers; i++) {
@@ -177,6 +192,8 @@ int cmd_check(int argc, char **argv)
 						  "fail to start unless the "
 						  "runtime has another PATH");
 		}
+		json_array_foreach(servers, k, d) check_lists_warn(d);
+		json_decref(servers);
 		printf("%s: %zu server(s), %d with errors\n", file,
 		       cfg->nservers, bad);
 	}

@@ -307,6 +307,14 @@ static void status_print_text(json_t *st, const struct client *c, int verbose)
 		}
 		status_print_instances(name, scope, insts, verbose);
 	}
+	/* Under the table, where it is not lost among a server's lines. */
+	json_array_foreach(json_object_get(st, "servers"), i, sv)
+	{
+		const char *advice = json_string_value(
+			json_object_get(sv, "longToolNamesAdvice"));
+		if (advice)
+			printf("warning: %s\n", advice);
+	}
 	status_print_sessions(json_object_get(st, "sessionList"), verbose);
 }
 

@@ -381,6 +381,17 @@ json_t *pool_lists_known(struct pool *pool, const struct server_config *s,
 		     : NULL;
 }
 
+json_t *pool_lists_cached(struct pool *pool, const struct server_config *s,
+			  const struct pool_scope_ctx *sc)
+{
+	if (pool->cache == NULL || toolcache_empty(pool->cache))
+		return NULL;
+	char *name = pool_cache_name(pool, s, sc);
+	json_t *lists = known_cached(pool->known, name);
+	free(name);
+	return lists;
+}
+
 json_t *pool_lists_offered(struct pool *pool, const char *key,
 			   enum instance_list which)
 {

@@ -74,6 +74,11 @@ struct instance *pool_instance_find(struct pool *pool, const char *key);
  * the key has an instance, the scope is shared or nothing is cached. */
 json_t *pool_lists_known(struct pool *pool, const struct server_config *s,
 			 const struct pool_scope_ctx *sc, const char *key);
+/* The lists the tool cache holds for s as seen from sc (an object of
+ * "tools", "prompts", ...; borrowed), whether or not anything runs it;
+ * NULL when none. For status, which has no session to ask for. */
+json_t *pool_lists_cached(struct pool *pool, const struct server_config *s,
+			  const struct pool_scope_ctx *sc);
 /* What key offers for list which: its instance's list, or the lists
  * pool_lists_known found for it (borrowed), or NULL. */
 json_t *pool_lists_offered(struct pool *pool, const char *key,

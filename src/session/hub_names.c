@@ -13,7 +13,12 @@
 #include "util/log.h"
 #include "util/xmalloc.h"
 
-static const char *const hub_names_lists[INSTANCE_NLISTS] = {
+/* The capabilities a session advertises for a client that can answer
+ * neither sampling nor elicitation (session.c): the tool cache's name for
+ * what such a client sees. */
+#define HUB_NAMES_CAPS "{\"roots\":{\"listChanged\":true}}"
+
+static const char *const hub_names_lists_keys[INSTANCE_NLISTS] = {
 	"tools", "prompts", "resources", "resourceTemplates"};
 
 /* The server an instance runs for: the global config's, else the first
@@ -109,12 +114,27 @@ static json_t *hub_names_of(json_t *items, enum instance_list which)
 	return out;
 }
 
-void hub_status_names(struct hub *hub, const struct server_config *sv,
-		      json_t *o, enum hub_status_detail detail)
+/* sv's lists as an object of "tools", "prompts", ... (new reference):
+ * its first instance's that knows them, else the tool cache's for a
+ * client that can answer neither sampling nor elicitation (what the CLI
+ * and most hosts are); NULL when neither knows them. */
+static json_t *hub_names_lists(struct hub *hub, const struct server_config *sv)
 {
 	struct hub_names_find f = {sv->name, NULL};
 	pool_foreach(hub->pool, hub_names_find_cb, &f);
-	if (f.inst == NULL)
+	if (f.inst)
+		return instance_lists_json(f.inst);
+	struct pool_scope_ctx sc = {.app_dir = hub->app_dir,
+				    .client_caps_json = HUB_NAMES_CAPS};
+	json_t *cached = pool_lists_cached(hub->pool, sv, &sc);
+	return cached ? json_incref(cached) : NULL;
+}
+
+void hub_status_names(struct hub *hub, const struct server_config *sv,
+		      json_t *o, enum hub_status_detail detail)
+{
+	json_t *lists = hub_names_lists(hub, sv);
+	if (lists == NULL)
 		return;
 	/* What the server offers, before filters: what `check` applies a
 	 * filter to. Not over TCP, where nothing filtered should show. */
@@ -122,27 +142,29 @@ void hub_status_names(struct hub *hub, const struct server_config *sv,
 		json_t *offered = json_object();
 		for (int w = 0; w < INSTANCE_NLISTS; w++) {
 			json_t *items =
-				instance_list(f.inst, (enum instance_list)w);
-			if (items)
+				json_object_get(lists, hub_names_lists_keys[w]);
+			if (json_is_array(items))
 				json_object_set_new(
-					offered, hub_names_lists[w],
+					offered, hub_names_lists_keys[w],
 					hub_names_of(items,
 						     (enum instance_list)w));
 		}
 		json_object_set_new(o, "offered", offered);
 	}
-	struct router_view v;
-	if (!hub_names_view(sv, f.inst, &v))
-		return;
-	size_t longest;
-	json_t *long_names = router_long_names(&v, &longest);
-	if (json_array_size(long_names)) {
-		char *advice = router_long_names_advice(sv->name, sv->prefix,
-							long_names, longest);
-		json_object_set(o, "longToolNames", long_names);
-		json_object_set_new(o, "longToolNamesAdvice",
-				    json_string(advice));
-		free(advice);
+	json_t *tools = json_object_get(lists, "tools");
+	if (sv->exposure == EXPOSE_DIRECT && json_is_array(tools)) {
+		struct router_view v = {sv->prefix, tools, true, &sv->tools};
+		size_t longest;
+		json_t *long_names = router_long_names(&v, &longest);
+		if (json_array_size(long_names)) {
+			char *advice = router_long_names_advice(
+				sv->name, sv->prefix, long_names, longest);
+			json_object_set(o, "longToolNames", long_names);
+			json_object_set_new(o, "longToolNamesAdvice",
+					    json_string(advice));
+			free(advice);
+		}
+		json_decref(long_names);
 	}
-	json_decref(long_names);
+	json_decref(lists);
 }

@@ -1,0 +1,211 @@
+/*
+ * `mcpvisor check` on a server's lists: each filter as patterns, what it
+ * keeps and drops when a running runtime of the config knows the server's
+ * names, and tool names too long for hosts.
+ */
+#include "cli/check_lists.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "config/filter.h"
+#include "router/router.h"
+#include "runtime/runtime.h"
+
+/* More than a screen of names says nothing more. */
+#define CHECK_MAX_NAMES 100
+
+static const char *const check_lists[] = {"tools", "prompts", "resources",
+					  "resourceTemplates"};
+
+/* The same file by its real path (a runtime may have been given another
+ * spelling of it). */
+static bool check_same_file(const char *a, const char *b)
+{
+	char ra[PATH_MAX], rb[PATH_MAX];
+	return a && b && realpath(a, ra) && realpath(b, rb) &&
+	       strcmp(ra, rb) == 0;
+}
+
+json_t *check_lists_fetch(const char *home, const char *file)
+{
+	struct runtime_info info;
+	int rc = runtime_info_read(home, &info);
+	runtime_info_free(&info);
+	if (rc != 0)
+		return NULL;
+	struct client *c;
+	if (client_open(home, &c) != CLI_OK)
+		return NULL;
+	json_t *st = NULL;
+	json_t *out = NULL;
+	if (client_get_json(c, "/status", &st) == CLI_OK &&
+	    check_same_file(json_string_value(json_object_get(st, "config")),
+			    file)) {
+		out = json_object();
+		size_t i;
+		json_t *sv;
+		json_array_foreach(json_object_get(st, "servers"), i, sv)
+		{
+			const char *name =
+				json_string_value(json_object_get(sv, "name"));
+			if (name && json_object_get(sv, "offered"))
+				json_object_set(out, name, sv);
+		}
+	}
+	json_decref(st);
+	client_close(c);
+	return out;
+}
+
+/* The filter of sv that applies to list (by its status name). */
+static const struct config_filter *
+check_filter_of(const struct server_config *sv, const char *list)
+{
+	if (strcmp(list, "tools") == 0)
+		return &sv->tools;
+	if (strcmp(list, "prompts") == 0)
+		return &sv->prompts;
+	return &sv->resources;
+}
+
+void check_lists_add(json_t *d, const struct server_config *sv, json_t *known)
+{
+	json_t *offered = json_object_get(known, "offered");
+	if (offered == NULL || sv->error)
+		return;
+	json_t *filtered = json_object();
+	for (size_t w = 0; w < 4; w++) {
+		const struct config_filter *f =
+			check_filter_of(sv, check_lists[w]);
+		json_t *names = json_object_get(offered, check_lists[w]);
+		if (!config_filter_active(f) || !json_is_array(names))
+			continue;
+		json_t *kept = json_array(), *dropped = json_array();
+		size_t i;
+		json_t *n;
+		json_array_foreach(names, i, n) json_array_append(
+			config_filter_keeps(f, json_string_value(n)) ? kept
+								     : dropped,
+			n);
+		json_object_set_new(filtered, check_lists[w],
+				    json_pack("{s:o,s:o}", "kept", kept,
+					      "dropped", dropped));
+	}
+	if (json_object_size(filtered))
+		json_object_set(d, "filtered", filtered);
+	json_decref(filtered);
+	/* Long names as this file would show them (its prefix and filter),
+	 * for a server the host lists by name. */
+	json_t *tools = json_object_get(offered, "tools");
+	if (sv->exposure != EXPOSE_DIRECT || !json_is_array(tools))
+		return;
+	json_t *items = json_array();
+	size_t i;
+	json_t *n;
+	json_array_foreach(tools, i, n)
+		json_array_append_new(items, json_pack("{s:O}", "name", n));
+	struct router_view v = {sv->prefix, items, true, &sv->tools};
+	size_t longest;
+	json_t *long_names = router_long_names(&v, &longest);
+	if (json_array_size(long_names)) {
+		char *advice = router_long_names_advice(sv->name, sv->prefix,
+							long_names, longest);
+		json_object_set(d, "longToolNames", long_names);
+		json_object_set_new(d, "longToolNamesAdvice",
+				    json_string(advice));
+		free(advice);
+	}
+	json_decref(long_names);
+	json_decref(items);
+}
+
+static void check_print_names(const char *what, json_t *names)
+{
+	size_t n = json_array_size(names);
+	printf("%-16s   %s %zu", "", what, n);
+	size_t i;
+	json_t *v;
+	json_array_foreach(names, i, v)
+	{
+		if (i == CHECK_MAX_NAMES) {
+			printf(" and %zu more", n - i);
+			break;
+		}
+		printf("%s%s", i ? ", " : ": ", json_string_value(v));
+	}
+	printf("\n");
+}
+
+static void check_print_patterns(const char *what, json_t *pats)
+{
+	size_t i;
+	json_t *v;
+	printf(" %s ", what);
+	json_array_foreach(pats, i, v)
+		printf("%s%s", i ? ", " : "", json_string_value(v));
+}
+
+/* What one filter kept and dropped of a list, when known. */
+static void check_print_filtered(const char *list, json_t *r)
+{
+	if (r == NULL)
+		return;
+	char what[64];
+	snprintf(what, sizeof what, "%s kept", list);
+	check_print_names(what, json_object_get(r, "kept"));
+	snprintf(what, sizeof what, "%s dropped", list);
+	check_print_names(what, json_object_get(r, "dropped"));
+}
+
+void check_lists_print(json_t *d)
+{
+	/* An invalid server is said to be so, and nothing more. */
+	if (json_object_get(d, "error"))
+		return;
+	json_t *filters = json_object_get(d, "filters");
+	json_t *filtered = json_object_get(d, "filtered");
+	static const char *const own[] = {"tools", "prompts", "resources"};
+	bool unknown = false;
+	for (size_t k = 0; k < 3; k++) {
+		json_t *f = json_object_get(filters, own[k]);
+		if (f == NULL)
+			continue;
+		printf("%-16s %s:", "", own[k]);
+		json_t *allow = json_object_get(f, "allow");
+		json_t *deny = json_object_get(f, "deny");
+		if (allow)
+			check_print_patterns("allow", allow);
+		if (allow && deny)
+			printf(";");
+		if (deny)
+			check_print_patterns("deny", deny);
+		printf("\n");
+		check_print_filtered(own[k], json_object_get(filtered, own[k]));
+		/* Templates are resources to be: the same filter. */
+		if (k == 2)
+			check_print_filtered(
+				"templates",
+				json_object_get(filtered, "resourceTemplates"));
+		unknown = unknown || filtered == NULL;
+	}
+	if (unknown)
+		printf("%-16s (what the filters keep shows by name once a "
+		       "running runtime of\n%-16s  this config file has "
+		       "listed the server)\n",
+		       "", "");
+}
+
+int check_lists_warn(json_t *d)
+{
+	const char *advice =
+		json_string_value(json_object_get(d, "longToolNamesAdvice"));
+	if (advice == NULL)
+		return 0;
+	fprintf(stderr, "warning: %s\n", advice);
+	return 1;
+}
