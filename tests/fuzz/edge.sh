@@ -1,8 +1,9 @@
 #!/bin/sh
 # Writes inputs at the parsers' size limits (too big to keep as files) into
 # DIR/NAME/, one folder per harness; run.sh adds them to the seed corpora.
-# The numbers are the limits in src/http/httpparse.h, src/config/config.h
-# and src/util/jsonscan.h; each limit gets one input on it and one past it.
+# The numbers are the limits in src/http/httpparse.h, src/config/config.h,
+# src/config/filter.h and src/util/jsonscan.h; each limit gets one input on
+# it and one past it.
 # Usage: tests/fuzz/edge.sh DIR
 set -eu
 out=${1:?usage: edge.sh DIR}
@@ -50,6 +51,14 @@ for n in 256 257; do
 	{ printf '{"mcpServers":{'
 	  awk -v n=$n 'BEGIN { for (i = 0; i < n; i++) printf "%s\"s%d\":{\"command\":\"x\"}", i ? "," : "", i }'
 	  printf '}}'; } >"$c/servers-$n"
+done
+
+# Filters (src/config/filter.h): CONFIG_FILTER_MAX_PATTERNS, _PATTERN.
+for n in 256 257; do
+	{ printf '{"mcpServers":{"s":{"command":"x","tools":{"deny":["a*"'; rep ',"a*"' $((n - 1)); printf ']}}}}'; } >"$c/patterns-$n"
+done
+for n in 1024 1025; do
+	{ printf '{"mcpServers":{"s":{"command":"x","resources":{"allow":["'; rep '*a' $((n / 2)); rep b $((n % 2)); printf '"]}}}}'; } >"$c/pattern-$n"
 done
 
 # jsonscan: JSONSCAN_MAX_DEPTH counts the top object as 1, a scalar too.

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "config/filter.h"
 #include "config/secrets.h"
 #include "util/buf.h"
 
@@ -252,6 +253,45 @@ static void fc_check_mask(const struct config *cfg, const char *input)
 	free(v);
 }
 
+/* A filter of a server without an error is within its limits, and its
+ * patterns match as globs must: each one its own text (a '*' matches
+ * itself), a pattern with its stars dropped, "*" everything; deny wins
+ * whatever allow says. The server's name and prefix are matched too, as
+ * text from the input. */
+static void fc_check_filter(const struct server_config *s,
+			    const struct config_filter *f)
+{
+	if (s->error == NULL && (f->nallow > CONFIG_FILTER_MAX_PATTERNS ||
+				 f->ndeny > CONFIG_FILTER_MAX_PATTERNS))
+		fc_fail("a filter over the pattern limit has no error",
+			s->name);
+	for (size_t k = 0; k < f->nallow + f->ndeny; k++) {
+		const char *p =
+			k < f->nallow ? f->allow[k] : f->deny[k - f->nallow];
+		size_t len = strlen(p);
+		if (s->error == NULL &&
+		    (len == 0 || len > CONFIG_FILTER_MAX_PATTERN))
+			fc_fail("a pattern over a limit has no error", s->name);
+		if (!config_glob_match(p, p) || !config_glob_match("*", p))
+			fc_fail("a pattern does not match itself", s->name);
+		char *bare = strdup(p);
+		size_t n = 0;
+		for (size_t i = 0; i < len; i++)
+			if (p[i] != '*')
+				bare[n++] = p[i];
+		bare[n] = '\0';
+		if (!config_glob_match(p, bare))
+			fc_fail("a pattern does not match its text without "
+				"stars",
+				s->name);
+		if (k >= f->nallow && config_filter_keeps(f, bare))
+			fc_fail("a denied name is kept", s->name);
+		free(bare);
+	}
+	config_filter_keeps(f, s->name);
+	config_filter_keeps(f, s->prefix);
+}
+
 /* Every view of every server; with out, a digest of the whole config. */
 static void fc_check(const struct config *cfg, bool public, char **out)
 {
@@ -275,6 +315,9 @@ static void fc_check(const struct config *cfg, bool public, char **out)
 		    (strlen(s->name) > CONFIG_MAX_NAME ||
 		     s->nargs > CONFIG_MAX_ARGS || s->nenv > CONFIG_MAX_ENV))
 			fc_fail("a server over a limit has no error", s->name);
+		fc_check_filter(s, &s->tools);
+		fc_check_filter(s, &s->prompts);
+		fc_check_filter(s, &s->resources);
 		char *d = fc_dump(config_server_describe(s));
 		fc_no_secret("describe", d, public);
 		char *fp = fc_dump(config_server_identity(s, true, "salt"));
