@@ -145,7 +145,8 @@ static void hub_inst_notification_cb(void *ctx, struct instance *inst,
 	struct hub_fanout f;
 	hub_fanout_collect(hub, inst, &f);
 	for (size_t i = 0; i < f.n; i++) {
-		if (!session_uses(f.s[i], inst))
+		if (!session_uses(f.s[i], inst) ||
+		    !session_notification_kept(f.s[i], inst, msg))
 			continue;
 		if (related)
 			session_route_related(f.s[i], inst, msg);

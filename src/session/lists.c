@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/filter.h"
 #include "jsonrpc/jsonrpc.h"
 #include "pool/pool.h"
 #include "router/router.h"
@@ -76,6 +77,18 @@ void session_views_build(struct session *s, struct session_views *sv)
 				session_filter_of(srv, (enum instance_list)w);
 		}
 	}
+}
+
+bool session_notification_kept(struct session *s, struct instance *inst,
+			       json_t *msg)
+{
+	if (strcmp(jr_method(msg), "notifications/resources/updated") != 0)
+		return true;
+	const struct server_config *srv =
+		session_server(s, instance_name(inst));
+	const char *uri =
+		json_string_value(json_object_get(jr_params(msg), "uri"));
+	return srv == NULL || config_filter_keeps(&srv->resources, uri);
 }
 
 void session_views_free(struct session_views *sv)

@@ -145,6 +145,10 @@ void session_streams_prune(struct session *s);
 /* The filter of srv that applies to list which. */
 const struct config_filter *session_filter_of(const struct server_config *srv,
 					      enum instance_list which);
+/* Whether a server's notification may reach s: an update of a resource
+ * its filter drops does not (it would tell of the resource). */
+bool session_notification_kept(struct session *s, struct instance *inst,
+			       json_t *msg);
 void session_views_build(struct session *s, struct session_views *sv);
 void session_views_free(struct session_views *sv);
 void session_gather(struct session *s, session_gather_done done, void *arg);
