@@ -131,20 +131,22 @@ int router_resolve(const struct router_view *views, size_t n,
 		}
 	}
 	/* Not among the known lists: a server whose prefix fits and whose
-	 * list is not known yet may have it. Its filter is not asked here:
-	 * a filtered name goes where a name that does not exist goes (the
-	 * caller learns the list, then knows neither), and the caller holds
-	 * it back should the list stay unknown. */
+	 * list is not known yet may have it, unless its filter drops the
+	 * name (which then never reaches it, even should its list stay
+	 * unknown). */
 	for (size_t v = 0; v < n; v++) {
 		if (views[v].items != NULL)
 			continue;
 		size_t plen = strlen(views[v].prefix);
 		if (plen == 0)
 			continue;
+		const char *rest = name + plen + strlen(ROUTER_SEP);
 		if (strncmp(name, views[v].prefix, plen) == 0 &&
 		    strncmp(name + plen, ROUTER_SEP, strlen(ROUTER_SEP)) == 0 &&
-		    name[plen + strlen(ROUTER_SEP)] != '\0') {
-			*orig = name + plen + strlen(ROUTER_SEP);
+		    *rest != '\0' &&
+		    (views[v].filter == NULL ||
+		     config_filter_keeps(views[v].filter, rest))) {
+			*orig = rest;
 			return (int)v;
 		}
 	}

@@ -47,8 +47,8 @@ json_t *router_aggregate(const struct router_view *views, size_t n,
 
 /* Which view serves exposed name, and the name that server knows (points
  * into name or into the item; valid while both live). Known items win;
- * then a view whose prefix matches and whose items are unknown. Returns
- * the view index or -1. */
+ * then a view whose prefix matches, whose items are unknown and whose
+ * filter keeps the name. Returns the view index or -1. */
 int router_resolve(const struct router_view *views, size_t n,
 		   enum instance_list which, const char *name,
 		   const char **orig);

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/filter.h"
 #include "jsonrpc/jsonrpc.h"
 #include "pool/pool.h"
 #include "router/router.h"
@@ -486,11 +485,6 @@ static void session_route(struct session *s, void *arg)
 		session_gather_only(s, only, session_route, rr);
 		return;
 	}
-	/* Its lists still unknown (it failed to start, or never listed):
-	 * a name its filter drops never reaches it. */
-	if (idx >= 0 && sv.v[rr->which][idx].items == NULL &&
-	    !config_filter_keeps(sv.v[rr->which][idx].filter, orig))
-		idx = -1;
 	if (idx < 0) {
 		bool unknown_lists = false;
 		for (size_t i = 0; i < sv.n; i++)

@@ -333,12 +333,16 @@ Test(filter, resolve_treats_a_filtered_name_as_absent)
 	json_t *all = router_aggregate(two, 2, INSTANCE_TOOLS);
 	cr_assert_eq(json_array_size(all), 2);
 	json_decref(all);
-	/* Unknown lists: routed by prefix like any name; the caller learns
-	 * the list and holds a filtered name back (session_route). */
+	/* Unknown lists: a name goes to the server its prefix names, unless
+	 * the filter drops it (it never reaches the server then). */
 	struct router_view unknown[] = {{"demo", NULL, true, &fd}};
 	cr_assert_eq(
 		router_resolve(unknown, 1, INSTANCE_TOOLS, "demo__add", &orig),
+		-1);
+	cr_assert_eq(
+		router_resolve(unknown, 1, INSTANCE_TOOLS, "demo__nope", &orig),
 		0);
+	cr_assert_str_eq(orig, "nope");
 	json_decref(a);
 	json_decref(b);
 }

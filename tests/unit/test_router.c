@@ -31,7 +31,8 @@ Test(router, exposed_names)
 Test(router, aggregate_in_view_order_with_prefixes)
 {
 	json_t *a = tools_of("echo,add"), *b = tools_of("echo");
-	struct router_view v[] = {{"demo", a, true}, {"notes", b, true}};
+	struct router_view v[] = {{"demo", a, true, NULL},
+				  {"notes", b, true, NULL}};
 	json_t *all = router_aggregate(v, 2, INSTANCE_TOOLS);
 	cr_assert_eq(json_array_size(all), 3);
 	const char *want[] = {"demo__echo", "demo__add", "notes__echo"};
@@ -54,8 +55,9 @@ Test(router, aggregate_in_view_order_with_prefixes)
 Test(router, hidden_and_unknown_views_are_skipped)
 {
 	json_t *a = tools_of("echo"), *b = tools_of("secret");
-	struct router_view v[] = {
-		{"demo", a, true}, {"hid", b, false}, {"later", NULL, true}};
+	struct router_view v[] = {{"demo", a, true, NULL},
+				  {"hid", b, false, NULL},
+				  {"later", NULL, true, NULL}};
 	json_t *all = router_aggregate(v, 3, INSTANCE_TOOLS);
 	cr_assert_eq(json_array_size(all), 1);
 	json_decref(all);
@@ -66,7 +68,7 @@ Test(router, hidden_and_unknown_views_are_skipped)
 Test(router, duplicate_names_keep_first_owner)
 {
 	json_t *a = tools_of("echo"), *b = tools_of("echo");
-	struct router_view v[] = {{"", a, true}, {"", b, true}};
+	struct router_view v[] = {{"", a, true, NULL}, {"", b, true, NULL}};
 	json_t *all = router_aggregate(v, 2, INSTANCE_TOOLS);
 	cr_assert_eq(json_array_size(all), 1);
 	const char *orig = NULL;
@@ -79,8 +81,9 @@ Test(router, duplicate_names_keep_first_owner)
 Test(router, resolve_known_and_by_prefix)
 {
 	json_t *a = tools_of("echo,add"), *b = tools_of("x__y");
-	struct router_view v[] = {
-		{"demo", a, true}, {"", b, true}, {"gh", NULL, true}};
+	struct router_view v[] = {{"demo", a, true, NULL},
+				  {"", b, true, NULL},
+				  {"gh", NULL, true, NULL}};
 	const char *orig = NULL;
 	cr_assert_eq(router_resolve(v, 3, INSTANCE_TOOLS, "demo__add", &orig),
 		     0);
@@ -110,13 +113,16 @@ Test(router, resolve_uri_exact_then_template)
 			       "name", "item");
 	json_t *t1 = json_pack("[{s:s,s:s}]", "uriTemplate", "demo://{x}",
 			       "name", "any");
-	struct router_view res[] = {{"a", r0, true}, {"b", NULL, true}};
-	struct router_view tpl[] = {{"a", NULL, true}, {"b", t0, true}};
+	struct router_view res[] = {{"a", r0, true, NULL},
+				    {"b", NULL, true, NULL}};
+	struct router_view tpl[] = {{"a", NULL, true, NULL},
+				    {"b", t0, true, NULL}};
 	cr_assert_eq(router_resolve_uri(res, tpl, 2, "demo://readme"), 0);
 	cr_assert_eq(router_resolve_uri(res, tpl, 2, "demo://item/42"), 1);
 	cr_assert_eq(router_resolve_uri(res, tpl, 2, "other://x"), -1);
 	/* The longest fixed part wins. */
-	struct router_view tpl2[] = {{"a", t1, true}, {"b", t0, true}};
+	struct router_view tpl2[] = {{"a", t1, true, NULL},
+				     {"b", t0, true, NULL}};
 	cr_assert_eq(router_resolve_uri(res, tpl2, 2, "demo://item/1"), 1);
 	json_decref(r0);
 	json_decref(t0);
@@ -188,7 +194,8 @@ Test(router, duplicates_keep_their_first_owner)
 	};
 	for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
 		json_t *a = tools_of(cases[t].a), *b = tools_of(cases[t].b);
-		struct router_view v[] = {{"", a, true}, {"", b, true}};
+		struct router_view v[] = {{"", a, true, NULL},
+					  {"", b, true, NULL}};
 		json_t *all = router_aggregate(v, 2, cases[t].which);
 		cr_assert_eq(json_array_size(all), cases[t].want, "case %zu",
 			     t);
@@ -202,7 +209,8 @@ Test(router, duplicates_keep_their_first_owner)
 	json_t *r2 = json_pack("[{s:s,s:s},{s:s,s:s},{s:s}]", "name", "b",
 			       "uri", "file:///1", "name", "c", "uri",
 			       "file:///2", "name", "nouri");
-	struct router_view rv[] = {{"s1", r1, true}, {"s2", r2, true}};
+	struct router_view rv[] = {{"s1", r1, true, NULL},
+				   {"s2", r2, true, NULL}};
 	json_t *res = router_aggregate(rv, 2, INSTANCE_RESOURCES);
 	cr_assert_eq(json_array_size(res), 4);
 	cr_assert_str_eq(json_string_value(json_object_get(
@@ -226,7 +234,7 @@ Test(router, aggregate_is_linear, .timeout = 10)
 		json_array_append_new(a, json_pack("{s:s}", "name", name));
 		json_array_append_new(b, json_pack("{s:s}", "name", name));
 	}
-	struct router_view v[] = {{"", a, true}, {"", b, true}};
+	struct router_view v[] = {{"", a, true, NULL}, {"", b, true, NULL}};
 	json_t *all = router_aggregate(v, 2, INSTANCE_TOOLS);
 	cr_assert_eq(json_array_size(all), N, "the second view's are taken");
 	json_decref(all);
