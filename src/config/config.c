@@ -429,15 +429,15 @@ void config_server_clear(struct server_config *s)
 	free(s->args_tpl);
 	cfg_free_kv(s->env, s->nenv);
 	free(s->cwd);
+	config_filter_clear(&s->tools);
+	config_filter_clear(&s->prompts);
+	config_filter_clear(&s->resources);
 	free(s->url);
 	for (size_t i = 0; s->url_vars && s->url_vars[i]; i++)
 		free(s->url_vars[i]);
 	free(s->url_vars);
 	cfg_free_kv(s->headers, s->nheaders);
 	free(s->prefix);
-	config_filter_clear(&s->tools);
-	config_filter_clear(&s->prompts);
-	config_filter_clear(&s->resources);
 	free(s->error);
 	free(s->untrusted);
 	memset(s, 0, sizeof *s);

@@ -243,14 +243,14 @@ json_t *config_server_describe(const struct server_config *s)
 	json_object_set_new(o, "idleTimeout", json_integer(s->idle_timeout_ms));
 	json_object_set_new(o, "toolTimeout", json_integer(s->tool_timeout_ms));
 	json_object_set_new(o, "disabled", json_boolean(s->disabled));
-	json_t *filters = config_filters_json(s);
-	if (json_object_size(filters))
-		json_object_set(o, "filters", filters);
-	json_decref(filters);
 	if (s->error)
 		json_object_set_new(o, "error", cfg_json_str(s->error));
 	if (s->untrusted)
 		json_object_set_new(o, "untrusted", cfg_json_str(s->untrusted));
+	json_t *filters = config_filters_json(s);
+	if (json_object_size(filters))
+		json_object_set(o, "filters", filters);
+	json_decref(filters);
 	return o;
 }
 

@@ -35,6 +35,9 @@ struct hub {
 	size_t max_sessions;
 	uint64_t session_timeout_ms;
 	struct tokens tokens; /* progress tokens given to servers -> call */
+	/* Server name -> its tool names too long for hosts, as last logged
+	 * (hub_names.c); NULL until the first. */
+	json_t *long_names;
 	/* Every call in flight, by its address: a server message's cause
 	 * (the instance request's arg) is looked up here before it is
 	 * trusted to be a call, so an arg of anything else (a fan-out of
@@ -44,9 +47,6 @@ struct hub {
 	void (*quiet_fn)(void *arg);
 	void *quiet_arg;
 	struct spaces *spaces; /* .mcp.json reads, off the loop */
-	/* Server name -> its tool names too long for hosts, as last logged
-	 * (hub_names.c); NULL until the first. */
-	json_t *long_names;
 };
 
 /* What the hub's instances report (the pool passes them on); shared for
