@@ -7,11 +7,13 @@
 // names over 64 characters.
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
+import path from 'node:path';
 import { test } from 'node:test';
 
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import {
+	RawClient,
 	connect,
 	demo,
 	makeHome,
@@ -271,5 +273,62 @@ test('filters: check shows patterns, then what each keeps by name; names over 64
 		assert.ok(st.servers.find((s) => s.name === 'demo').offered.tools.includes('add'));
 		const pub = await (await fetch(rt.url.replace('/mcp', '/status'))).json();
 		assert.equal(pub.servers.find((s) => s.name === 'demo').offered, undefined);
+	});
+});
+
+test('filters: a space whose server differs only in filters shares the instance and sees only what its filter keeps', {
+	timeout: 30_000,
+}, async (t) => {
+	const space = await makeHome('mcpvisor-space-filter-');
+	t.after(() => fsp.rm(space, { recursive: true, force: true }));
+	const base = demo(['--name', 'demo']);
+	await fsp.writeFile(path.join(space, '.mcp.json'), JSON.stringify({
+		mcpServers: { demo: { ...base, tools: { allow: ['pid'] } } },
+	}));
+	await withRuntime(t, { demo: base }, async (rt) => {
+		assert.equal((await rt.cli(['allow', space])).code, 0);
+		const plain = await connect(rt);
+		const inSpace = new RawClient(`${rt.url}?space=${space}`);
+		await inSpace.initialize();
+		const names = async (c) => (await c.listAll()).map((x) => x.name);
+		assert.ok((await names(plain)).length > 5);
+		assert.deepEqual(await names(inSpace), ['demo__pid']);
+		const a = await rt.demoPids(plain);
+		const b = await rt.demoPids(inSpace);
+		assert.equal(a.pid, b.pid, 'one process for both');
+		const st = await rt.status();
+		const demoSt = st.servers.find((s) => s.name === 'demo');
+		assert.equal(demoSt.instances.length, 1, JSON.stringify(demoSt));
+		// The space's session is refused what its filter drops, the
+		// other is not.
+		const echo = await plain.call('demo__echo', { text: 'x' });
+		assert.equal(echo.content[0].text, 'x');
+		const r = await inSpace.request('tools/call',
+			{ name: 'demo__echo', arguments: { text: 'x' } });
+		assert.match(r.error.message, /^Unknown tool "demo__echo"\. Available: demo__pid$/);
+
+		// The space's filter changes (the edited file is allowed again):
+		// its session sees it, on the same process, and is told.
+		const sdk = await sdkClient({ url: `${rt.url}?space=${space}` });
+		const notes = [];
+		sdk.client.setNotificationHandler(ToolListChangedNotificationSchema,
+			(n) => notes.push(n));
+		await waitGetStream(sdk);
+		assert.deepEqual((await sdk.client.listTools()).tools.map((x) => x.name),
+			['demo__pid']);
+		await fsp.writeFile(path.join(space, '.mcp.json'), JSON.stringify({
+			mcpServers: { demo: { ...base, tools: { allow: ['pid', 'echo'] } } },
+		}));
+		assert.equal((await rt.cli(['allow', space])).code, 0);
+		assert.equal((await rt.cli(['reload'])).code, 0);
+		await waitFor(async () => (await names(inSpace)).length === 2, 5000,
+			'the space session to see the new filter');
+		assert.deepEqual(await names(inSpace), ['demo__echo', 'demo__pid']);
+		await waitFor(() => notes.length >= 1, 5000,
+			'tools/list_changed in the space session');
+		assert.equal((await rt.demoPids(inSpace)).pid, a.pid, 'not restarted');
+		await sdkClose(sdk);
+		await plain.close();
+		await inSpace.close();
 	});
 });
