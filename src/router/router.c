@@ -140,10 +140,11 @@ int router_resolve(const struct router_view *views, size_t n,
 		size_t plen = strlen(views[v].prefix);
 		if (plen == 0)
 			continue;
+		if (strncmp(name, views[v].prefix, plen) != 0 ||
+		    strncmp(name + plen, ROUTER_SEP, strlen(ROUTER_SEP)) != 0)
+			continue;
 		const char *rest = name + plen + strlen(ROUTER_SEP);
-		if (strncmp(name, views[v].prefix, plen) == 0 &&
-		    strncmp(name + plen, ROUTER_SEP, strlen(ROUTER_SEP)) == 0 &&
-		    *rest != '\0' &&
+		if (*rest != '\0' &&
 		    (views[v].filter == NULL ||
 		     config_filter_keeps(views[v].filter, rest))) {
 			*orig = rest;
