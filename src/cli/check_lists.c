@@ -88,10 +88,15 @@ void check_lists_add(json_t *d, const struct server_config *sv, json_t *known)
 		json_t *kept = json_array(), *dropped = json_array();
 		size_t i;
 		json_t *n;
-		json_array_foreach(names, i, n) json_array_append(
-			config_filter_keeps(f, json_string_value(n)) ? kept
-								     : dropped,
-			n);
+		json_array_foreach(names, i, n)
+		{
+			const char *name = json_string_value(n);
+			if (name)
+				json_array_append(config_filter_keeps(f, name)
+							  ? kept
+							  : dropped,
+						  n);
+		}
 		json_object_set_new(filtered, check_lists[w],
 				    json_pack("{s:o,s:o}", "kept", kept,
 					      "dropped", dropped));
@@ -108,7 +113,11 @@ void check_lists_add(json_t *d, const struct server_config *sv, json_t *known)
 	size_t i;
 	json_t *n;
 	json_array_foreach(tools, i, n)
-		json_array_append_new(items, json_pack("{s:O}", "name", n));
+	{
+		if (json_is_string(n))
+			json_array_append_new(items,
+					      json_pack("{s:O}", "name", n));
+	}
 	struct router_view v = {sv->prefix, items, true, &sv->tools};
 	size_t longest;
 	json_t *long_names = router_long_names(&v, &longest);
