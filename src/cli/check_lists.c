@@ -73,6 +73,54 @@ check_filter_of(const struct server_config *sv, const char *list)
 	return &sv->resources;
 }
 
+/* Whether pattern matches one of names (an array of strings). */
+static bool check_matches_any(const char *pattern, json_t *names)
+{
+	size_t i;
+	json_t *n;
+	json_array_foreach(names, i, n)
+	{
+		const char *name = json_string_value(n);
+		if (name && config_glob_match(pattern, name))
+			return true;
+	}
+	return false;
+}
+
+/* Patterns that match nothing the server offers, per filter, in d's
+ * "unmatched": most often a typo ("get_isue"), or a name written with
+ * the prefix; maybe on purpose (a tool that may come later). */
+static void check_lists_unmatched(json_t *d, const struct server_config *sv,
+				  json_t *offered)
+{
+	static const char *const own[] = {"tools", "prompts", "resources"};
+	json_t *out = json_object();
+	for (size_t k = 0; k < 3; k++) {
+		const struct config_filter *f = check_filter_of(sv, own[k]);
+		json_t *names = json_array();
+		json_array_extend(names, json_object_get(offered, own[k]));
+		if (k == 2)
+			json_array_extend(
+				names,
+				json_object_get(offered, "resourceTemplates"));
+		bool known = json_object_get(offered, own[k]) != NULL;
+		json_t *none = json_array();
+		for (size_t i = 0; known && i < f->nallow + f->ndeny; i++) {
+			const char *p = i < f->nallow ? f->allow[i]
+						      : f->deny[i - f->nallow];
+			if (!check_matches_any(p, names))
+				json_array_append_new(none, json_string(p));
+		}
+		if (json_array_size(none))
+			json_object_set(out, own[k], none);
+		json_decref(none);
+		json_decref(names);
+	}
+	if (json_object_size(out))
+		json_object_set(d, "unmatched", out);
+	json_decref(out);
+}
+
 void check_lists_add(json_t *d, const struct server_config *sv, json_t *known)
 {
 	json_t *offered = json_object_get(known, "offered");
@@ -104,6 +152,7 @@ void check_lists_add(json_t *d, const struct server_config *sv, json_t *known)
 	if (json_object_size(filtered))
 		json_object_set(d, "filtered", filtered);
 	json_decref(filtered);
+	check_lists_unmatched(d, sv, offered);
 	/* Long names as this file would show them (its prefix and filter),
 	 * for a server the host lists by name. */
 	json_t *tools = json_object_get(offered, "tools");
@@ -200,6 +249,11 @@ void check_lists_print(json_t *d)
 			check_print_filtered(
 				"templates",
 				json_object_get(filtered, "resourceTemplates"));
+		json_t *none = json_object_get(json_object_get(d, "unmatched"),
+					       own[k]);
+		if (none)
+			check_print_names("patterns matching nothing offered",
+					  none);
 		unknown = unknown || filtered == NULL;
 	}
 	if (unknown)

@@ -17,8 +17,9 @@
 json_t *check_lists_fetch(const char *home, const char *file);
 
 /* Adds to d, sv's description: "filtered" (per list, the names kept and
- * dropped) and "longToolNames" with "longToolNamesAdvice", from known
- * (sv's status object from check_lists_fetch; NULL: unknown). */
+ * dropped), "unmatched" (per filter, the patterns that match nothing the
+ * server offers) and "longToolNames" with "longToolNamesAdvice", from
+ * known (sv's status object from check_lists_fetch; NULL: unknown). */
 void check_lists_add(json_t *d, const struct server_config *sv, json_t *known);
 
 /* The lines under a server's in the text output: each filter's patterns

@@ -224,7 +224,7 @@ test('filters: check shows patterns, then what each keeps by name; names over 64
 	const long = 'p'.repeat(50);
 	const servers = {
 		demo: demo(['--name', 'demo'], {
-			tools: { allow: ['e*', 'p*'], deny: ['env'] },
+			tools: { allow: ['e*', 'p*'], deny: ['env', 'get_isue'] },
 			resources: { deny: ['demo://item/*'] },
 		}),
 		long: demo(['--name', 'long'], { prefix: long }),
@@ -235,7 +235,7 @@ test('filters: check shows patterns, then what each keeps by name; names over 64
 		t.after(() => fsp.rm(other, { recursive: true, force: true }));
 		const alone = await runCli(['check', rt.configPath], { home: other });
 		assert.equal(alone.code, 0, alone.stderr);
-		assert.match(alone.stdout, /^ +tools: allow e\*, p\*; deny env$/m);
+		assert.match(alone.stdout, /^ +tools: allow e\*, p\*; deny env, get_isue$/m);
 		assert.match(alone.stdout, /^ +resources: deny demo:\/\/item\/\*$/m);
 		assert.match(alone.stdout, /what the filters keep shows by name once a running runtime/);
 		assert.doesNotMatch(alone.stderr, /longer than 64/);
@@ -247,6 +247,8 @@ test('filters: check shows patterns, then what each keeps by name; names over 64
 		assert.equal(chk.code, 0, chk.stderr);
 		assert.match(chk.stdout, /^ +tools kept 3: echo, pid, elicit$/m);
 		assert.match(chk.stdout, /^ +tools dropped 9: add, sleep, count, fail, env, sample, roots, notify_changed, log$/m);
+		// A pattern that matches nothing: most often a typo.
+		assert.match(chk.stdout, /^ +patterns matching nothing offered 1: get_isue$/m);
 		assert.match(chk.stdout, /^ +resources kept 1: demo:\/\/readme$/m);
 		assert.match(chk.stdout, /^ +templates dropped 1: demo:\/\/item\/\{id\}$/m);
 		const advice = `server "long": 1 tool name(s) longer than 64 characters as clients see them, which several hosts refuse (longest: ${long}__notify_changed, 66); set its "prefix" to at most 48 characters (now "${long}")`;
@@ -254,7 +256,8 @@ test('filters: check shows patterns, then what each keeps by name; names over 64
 
 		const js = JSON.parse((await rt.cli(['check', rt.configPath, '--json'])).stdout);
 		const d = js.servers.find((s) => s.name === 'demo');
-		assert.deepEqual(d.filters.tools, { allow: ['e*', 'p*'], deny: ['env'] });
+		assert.deepEqual(d.filters.tools, { allow: ['e*', 'p*'], deny: ['env', 'get_isue'] });
+		assert.deepEqual(d.unmatched, { tools: ['get_isue'] });
 		assert.deepEqual(d.filtered.tools.kept, ['echo', 'pid', 'elicit']);
 		const l = js.servers.find((s) => s.name === 'long');
 		assert.deepEqual(l.longToolNames, [`${long}__notify_changed`]);
