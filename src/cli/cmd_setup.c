@@ -17,10 +17,12 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/restart.h"
 #include "cli/setup_backup.h"
 #include "config/config.h"
 #include "config/hosts.h"
 #include "config/secrets.h"
+#include "runtime/runtime.h"
 #include "util/fsutil.h"
 #include "util/paths.h"
 #include "util/xmalloc.h"
@@ -80,6 +82,18 @@ static void setup_file_free(struct setup_file *f)
 	free(f->after);
 }
 
+/* Whether text has a line that starts a comment (JSONC, as VS Code allows):
+ * jansson reads none, and a rewrite could not keep them. */
+static bool setup_has_comment(const char *text)
+{
+	for (const char *p = text; p; p = strchr(p, '\n')) {
+		p += strspn(p, " \t\r\n");
+		if (p[0] == '/' && (p[1] == '/' || p[1] == '*'))
+			return true;
+	}
+	return false;
+}
+
 /* Reads and parses f->path; a missing file is an empty object. 0 or a
  * CLI code with the message printed. */
 static int setup_file_load(struct setup_file *f, size_t limit)
@@ -112,9 +126,10 @@ static int setup_file_load(struct setup_file *f, size_t limit)
 				"mcpvisor setup: %s: not JSON (line %d, column "
 				"%d)%s; nothing changed\n",
 				f->path, e.line, e.column,
-				strstr(f->before, "//") ? ", comments are not "
-							  "read"
-							: "");
+				setup_has_comment(f->before)
+					? "; it has comments, which setup "
+					  "cannot keep: remove them first"
+					: "");
 		return CLI_USAGE;
 	}
 	return 0;
@@ -163,51 +178,65 @@ static char *setup_relay_command(const struct host_info *h)
 	return xstrdup(found ? "mcpvisor" : self);
 }
 
-/* Prints what becomes of each entry. */
+/* Prints what becomes of each entry, reasons masked. */
 static void setup_print_plan(const struct setup_opts *o,
 			     const struct hosts_plan *p,
 			     const struct setup_file *host,
-			     const struct setup_file *mine, bool done)
+			     const struct setup_file *mine, struct secrets *sec)
 {
 	size_t i;
 	json_t *it;
-	int moved = 0;
 	json_array_foreach(p->items, i, it)
 	{
 		const char *name =
 			json_string_value(json_object_get(it, "name"));
 		const char *act =
 			json_string_value(json_object_get(it, "action"));
-		const char *why = json_string_value(json_object_get(it, "why"));
+		/* A config error quotes no value, but a reason is text
+		 * about an entry that holds secrets: mask it anyway. */
+		const char *raw = json_string_value(json_object_get(it, "why"));
+		char *why = secrets_mask(sec, raw ? raw : "");
 		bool off = json_is_true(json_object_get(it, "disabled"));
-		if (strcmp(act, "moved") == 0) {
-			printf("  %-20s %s to %s%s\n", name,
-			       done ? "moved" : "moves", mine->path,
+		if (strcmp(act, "moved") == 0)
+			printf("  %-20s moves to %s%s\n", name, mine->path,
 			       off ? " (disabled, stays disabled)" : "");
-			moved++;
-		} else if (strcmp(act, "same") == 0) {
-			printf("  %-20s already in %s (identical): %s from "
-			       "%s\n",
-			       name, mine->path, done ? "removed" : "removes",
-			       o->host->title);
-			moved++;
-		} else if (strcmp(act, "relay") == 0) {
+		else if (strcmp(act, "same") == 0)
+			printf("  %-20s already in %s (identical): removed "
+			       "from %s\n",
+			       name, mine->path, o->host->title);
+		else if (strcmp(act, "relay") == 0)
 			printf("  %-20s already the mcpvisor relay\n", name);
-		} else if (strcmp(act, "clash") == 0) {
+		else if (strcmp(act, "clash") == 0)
 			printf("  %-20s kept in %s: name clash: %s\n", name,
 			       host->path, why);
-		} else if (strcmp(act, "project") == 0) {
+		else if (strcmp(act, "project") == 0)
 			printf("  %-20s kept: %s\n", name, why);
-		} else {
+		else
 			printf("  %-20s kept in %s: mcpvisor cannot represent "
 			       "it: %s\n",
 			       name, host->path, why);
-		}
+		free(why);
 	}
 	if (p->relay_added)
-		printf("  %-20s %s: `%s`\n", p->relay_name,
-		       done ? "added" : "adds", "mcpvisor relay");
-	(void)moved;
+		printf("  %-20s adds `mcpvisor relay`\n", p->relay_name);
+}
+
+/* A runtime of this home serves its config as it was: have it read the
+ * new one now (as `mcpvisor reload`), so the host finds the moved servers
+ * when it comes back. */
+static int setup_reload(const char *home)
+{
+	struct runtime_info info;
+	int rc = runtime_info_read(home, &info);
+	long pid = info.pid;
+	runtime_info_free(&info);
+	if (rc != 0)
+		return CLI_OK;
+	printf("the runtime of this home runs (pid %ld): reloading its "
+	       "config\n",
+	       pid);
+	fflush(stdout);
+	return stop_control_send(home, "/control/reload");
 }
 
 /* diff -u of two texts, through temporary files that hold only masked
@@ -357,6 +386,27 @@ static char *setup_relay_home(const struct setup_opts *o)
 	return home && home[0] ? setup_abs(home) : NULL;
 }
 
+/* A host that rewrites its file while it runs (Claude Code does) must not
+ * lose its write to ours: the file must still be what was read. */
+static int setup_unchanged(const struct setup_file *f)
+{
+	char *now = NULL;
+	size_t len = 0;
+	int rc = fsutil_read_user_file(f->path, HOSTS_MAX_FILE_BYTES, &now,
+				       &len);
+	bool same = f->before ? rc == 0 && len == f->before_len &&
+					memcmp(now, f->before, len) == 0
+			      : rc == -ENOENT;
+	free(now);
+	if (same)
+		return 0;
+	fprintf(stderr,
+		"mcpvisor setup: %s changed while setup ran (another program "
+		"wrote it: quit the host first); nothing changed\n",
+		f->path);
+	return CLI_FAILED;
+}
+
 static int setup_run(const struct setup_opts *o, struct paths *pt)
 {
 	struct setup_file host = {.what = o->host->title};
@@ -390,7 +440,10 @@ static int setup_run(const struct setup_opts *o, struct paths *pt)
 		goto out;
 	}
 	printf("%s: %s\n", o->host->title, host.path);
-	setup_print_plan(o, &plan, &host, &mine, false);
+	/* Every secret of both files is known before anything is shown. */
+	json_decref(hosts_mask(host.doc, sec));
+	json_decref(hosts_mask(mine.doc, sec));
+	setup_print_plan(o, &plan, &host, &mine, sec);
 	if (!plan.changed) {
 		printf("nothing to do: %s already goes through mcpvisor "
 		       "(%s)\n",
@@ -413,6 +466,9 @@ static int setup_run(const struct setup_opts *o, struct paths *pt)
 		 host.after},
 	};
 	char *where = NULL;
+	if ((rc = setup_unchanged(&host)) != 0 ||
+	    (rc = setup_unchanged(&mine)) != 0)
+		goto out;
 	if ((rc = backup_write(pt->state_dir, o->host->name, files, 2, &where,
 			       &err)) < 0) {
 		fprintf(stderr, "mcpvisor setup: %s; nothing changed\n", err);
@@ -434,7 +490,7 @@ static int setup_run(const struct setup_opts *o, struct paths *pt)
 	       where, o->host->name);
 	printf("restart %s to use it\n", o->host->title);
 	free(where);
-	rc = CLI_OK;
+	rc = setup_reload(o->home);
 out:
 	setup_file_free(&host);
 	setup_file_free(&mine);
@@ -455,9 +511,11 @@ int cmd_setup(int argc, char **argv)
 		return rc;
 	struct paths pt;
 	paths_resolve(&pt, o.home);
-	if (o.undo)
+	if (o.undo) {
 		rc = backup_undo(pt.state_dir, o.host->name, o.force);
-	else
+		if (rc == CLI_OK)
+			rc = setup_reload(o.home);
+	} else
 		rc = setup_run(&o, &pt);
 	paths_free(&pt);
 	return rc;

@@ -23,10 +23,20 @@ static bool hosts_secret_key(const char *k)
 	return false;
 }
 
+/* "${NAME}" alone (or an editor's "${input:id}") names where a secret
+ * comes from, and is no secret itself: masking it in text would hide the
+ * reason an entry stays. */
+static bool hosts_only_reference(const char *s)
+{
+	size_t n = strlen(s);
+	return n > 3 && strncmp(s, "${", 2) == 0 && s[n - 1] == '}' &&
+	       strchr(s + 2, '$') == NULL && strchr(s, '}') == s + n - 1;
+}
+
 static void hosts_mask_all(json_t *v, struct secrets *sec)
 {
 	if (json_is_string(v)) {
-		if (sec)
+		if (sec && !hosts_only_reference(json_string_value(v)))
 			secrets_add(sec, json_string_value(v));
 		json_string_set(v, "***");
 		return;

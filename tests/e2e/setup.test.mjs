@@ -14,7 +14,7 @@ import { test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
-import { DEMO, MCPVISOR, REPO, makeHome, runCli, scratchDir } from './lib.mjs';
+import { DEMO, MCPVISOR, REPO, demo, makeHome, runCli, scratchDir, withRuntime } from './lib.mjs';
 import { SAN_ENV, assert, demoPid, echo, withRelayHome } from './relay-lib.mjs';
 
 const FIXTURES = path.join(REPO, 'tests/e2e/fixtures/hosts');
@@ -203,6 +203,42 @@ test('setup: bad input changes nothing: unknown host, a file that is not JSON', 
 	assert.match(r2.stderr, /not JSON \(line 1, column \d+\)/);
 	assert.equal(sha(h.file), before);
 	assert.equal(fs.existsSync(h.config), false);
+});
+
+test('setup: a VS Code file with comments is refused, untouched', async (t) => {
+	const h = await hostHome(t, 'vscode');
+	const text = fs.readFileSync(h.file, 'utf8').replace('{\n', '{\n\t// my servers\n');
+	fs.writeFileSync(h.file, text);
+	const r = await h.run([]);
+	assert.equal(r.code, 2);
+	assert.match(r.stderr, /it has comments, which setup cannot keep/);
+	assert.equal(fs.readFileSync(h.file, 'utf8'), text);
+});
+
+test('setup with the runtime running: it reloads, and serves the moved server at once', { timeout: 20_000 }, async (t) => {
+	const home = await scratchDir(t, 'mcpvisor-setup-home-');
+	const file = path.join(home, PLACES.cursor);
+	await fsp.mkdir(path.dirname(file), { recursive: true });
+	await fsp.writeFile(
+		file,
+		JSON.stringify({ mcpServers: { moved: { command: DEMO, args: ['--name', 'moved'] } } }, null, 2),
+	);
+	await withRuntime(t, { own: demo(['--name', 'own']) }, async (rt) => {
+		const env = { HOME: home, XDG_CONFIG_HOME: '', MCPVISOR_HOME: '' };
+		const r = await runCli(['setup', 'cursor'], { home: rt.home, env });
+		assert.equal(r.code, 0, r.stderr);
+		assert.match(r.stdout, /the runtime of this home runs \(pid \d+\): reloading its config/);
+		const tools = await runCli(['tools', '--json'], { home: rt.home });
+		assert.equal(tools.code, 0, tools.stderr);
+		assert.match(tools.stdout, /"moved__echo"/);
+		assert.match(tools.stdout, /"own__echo"/);
+		// Undo reloads too: the moved server is gone again.
+		const u = await runCli(['setup', 'cursor', '--undo'], { home: rt.home, env });
+		assert.equal(u.code, 0, u.stderr);
+		const after = await runCli(['tools', '--json'], { home: rt.home });
+		assert.doesNotMatch(after.stdout, /"moved__echo"/);
+		assert.match(after.stdout, /"own__echo"/);
+	});
 });
 
 test('setup --file: another path in the host shape; a missing file is created with the relay', async (t) => {

@@ -386,7 +386,8 @@ Test(hosts, mask_hides_every_secret_and_collects_it)
 		"{\"mcpServers\": {\"r\": {\"url\": "
 		"\"https://user:pa55word@h/mcp?token=tok_abcdef&x=1#frag\", "
 		"\"headers\": {\"Authorization\": \"Bearer hdr_secret\"}, "
-		"\"env\": {\"K\": \"env_secret\"}, \"args\": [\"plain\"]}}, "
+		"\"env\": {\"K\": \"env_secret\", \"R\": \"${TOKEN}\"}, "
+		"\"args\": [\"plain\"]}}, "
 		"\"primaryApiKey\": \"sk-ant-key\", \"oauthAccount\": "
 		"{\"emailAddress\": \"me@example.com\"}, \"theme\": \"dark\"}");
 	struct secrets *sec = secrets_new();
@@ -404,6 +405,10 @@ Test(hosts, mask_hides_every_secret_and_collects_it)
 	/* What was hidden is known to sec: text from elsewhere is masked. */
 	char *again = secrets_mask(sec, "x Bearer hdr_secret tok_abcdef y");
 	cr_assert_str_eq(again, "x *** *** y");
+	free(again);
+	/* A reference alone names a secret's source, and is none. */
+	again = secrets_mask(sec, "set ${TOKEN}");
+	cr_assert_str_eq(again, "set ${TOKEN}");
 	free(again);
 	free(t);
 	json_decref(m);
