@@ -424,6 +424,16 @@ static int setup_run(const struct setup_opts *o, struct paths *pt)
 		goto out;
 	}
 	mine.path = setup_abs(pt->config_file);
+	struct stat a, b;
+	if (stat(host.path, &a) == 0 && stat(mine.path, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+		fprintf(stderr,
+			"mcpvisor setup: %s is mcpvisor's own config; name "
+			"the host's file\n",
+			host.path);
+		rc = CLI_USAGE;
+		goto out;
+	}
 	if ((rc = setup_file_load(&host, HOSTS_MAX_FILE_BYTES)) ||
 	    (rc = setup_file_load(&mine, CONFIG_MAX_FILE_BYTES)))
 		goto out;

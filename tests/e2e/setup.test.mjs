@@ -202,7 +202,14 @@ test('setup: bad input changes nothing: unknown host, a file that is not JSON', 
 	noSecrets(r2);
 	assert.match(r2.stderr, /not JSON \(line 1, column \d+\)/);
 	assert.equal(sha(h.file), before);
-	assert.equal(fs.existsSync(h.config), false);
+	assert.equal(fs.existsSync(h.config), false, 'no config written');
+	// mcpvisor's own config named as the host's file.
+	fs.writeFileSync(h.config, '{"mcpServers": {"a": {"command": "/bin/true"}}}');
+	const mineBefore = sha(h.config);
+	const r3 = await h.run(['--file', h.config]);
+	assert.equal(r3.code, 2);
+	assert.match(r3.stderr, /is mcpvisor's own config/);
+	assert.equal(sha(h.config), mineBefore);
 });
 
 test('setup: a VS Code file with comments is refused, untouched', async (t) => {
