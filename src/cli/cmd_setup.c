@@ -206,6 +206,9 @@ static void setup_print_plan(const struct setup_opts *o,
 			       name, mine->path, o->host->title);
 		else if (strcmp(act, "relay") == 0)
 			printf("  %-20s already the mcpvisor relay\n", name);
+		else if (strcmp(act, "repoint") == 0)
+			printf("  %-20s %s: now the relay of this home\n", name,
+			       why);
 		else if (strcmp(act, "clash") == 0)
 			printf("  %-20s kept in %s: name clash: %s\n", name,
 			       host->path, why);

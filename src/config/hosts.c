@@ -128,6 +128,26 @@ bool hosts_is_relay(const json_t *entry)
 	       strcmp(first, "relay") == 0;
 }
 
+const char *hosts_relay_home(const json_t *entry)
+{
+	const char *home = NULL;
+	size_t i;
+	json_t *a;
+	json_t *args = json_object_get(entry, "args");
+	json_array_foreach(args, i, a)
+	{
+		const char *s = json_string_value(a);
+		if (s && (strcmp(s, "--home") == 0 || strcmp(s, "-H") == 0))
+			home = json_string_value(json_array_get(args, i + 1));
+		else if (s && strncmp(s, "--home=", 7) == 0)
+			home = s + 7;
+	}
+	if (home == NULL)
+		home = json_string_value(json_object_get(
+			json_object_get(entry, "env"), "MCPVISOR_HOME"));
+	return home && home[0] ? home : NULL;
+}
+
 json_t *hosts_relay_entry(const struct host_info *h, const char *command,
 			  const char *home)
 {
@@ -147,7 +167,8 @@ json_t *hosts_relay_entry(const struct host_info *h, const char *command,
 const char *hosts_action_name(enum hosts_action a)
 {
 	static const char *const names[] = {"moved",  "same",  "clash",
-					    "cannot", "relay", "project"};
+					    "cannot", "relay", "repoint",
+					    "project"};
 	return names[a];
 }
 
@@ -453,7 +474,15 @@ int hosts_plan(const struct host_info *h, const json_t *host_doc,
 	{
 		char *why = NULL;
 		if (hosts_is_relay(e)) {
-			act[i] = HOSTS_RELAY;
+			/* A relay of another home would serve none of
+			 * what moves now: it becomes this home's. */
+			const char *a = hosts_relay_home(e);
+			const char *b = hosts_relay_home(relay);
+			bool same = a == b || (a && b && strcmp(a, b) == 0);
+			act[i] = same ? HOSTS_RELAY : HOSTS_REPOINT;
+			if (!same)
+				why = xasprintf("it ran the relay of %s",
+						a ? a : "the default home");
 			has_relay = true;
 		} else if ((conv[i] = hosts_convert(h, name, e, mcpv_path,
 						    &why)) == NULL) {
@@ -470,7 +499,7 @@ int hosts_plan(const struct host_info *h, const json_t *host_doc,
 			act[i] = HOSTS_MOVED;
 		}
 		if ((act[i] == HOSTS_CANNOT || act[i] == HOSTS_CLASH ||
-		     act[i] == HOSTS_RELAY) &&
+		     act[i] == HOSTS_RELAY || act[i] == HOSTS_REPOINT) &&
 		    strcmp(name, HOSTS_RELAY_NAME) == 0)
 			keeps_name = true;
 		hosts_item(p->items, name, act[i], why, e);
@@ -486,7 +515,10 @@ int hosts_plan(const struct host_info *h, const json_t *host_doc,
 	i = 0;
 	json_object_foreach(servers, name, e)
 	{
-		if (act[i] == HOSTS_MOVED || act[i] == HOSTS_SAME) {
+		if (act[i] == HOSTS_REPOINT) {
+			json_object_set_new(left, name, json_deep_copy(relay));
+			p->changed = true;
+		} else if (act[i] == HOSTS_MOVED || act[i] == HOSTS_SAME) {
 			if (act[i] == HOSTS_MOVED)
 				json_object_set(to, name, conv[i]);
 			if (!placed)

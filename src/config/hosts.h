@@ -42,6 +42,9 @@ char *hosts_default_path(const struct host_info *h);
 /* Whether entry launches `mcpvisor relay` (any path to a binary named
  * mcpvisor, "relay" its first argument). */
 bool hosts_is_relay(const json_t *entry);
+/* The home a relay entry names (--home DIR, --home=DIR, or MCPVISOR_HOME
+ * in its env), NULL for the default home. */
+const char *hosts_relay_home(const json_t *entry);
 /* The relay entry for h: command (a name in PATH or an absolute path),
  * args ["relay"], then "--home" home when home is not NULL. New
  * reference. */
@@ -55,6 +58,7 @@ enum hosts_action {
 	HOSTS_CLASH,   /* mcpvisor has another server of that name: kept */
 	HOSTS_CANNOT,  /* mcpvisor cannot represent it: kept */
 	HOSTS_RELAY,   /* already the relay: kept */
+	HOSTS_REPOINT, /* the relay of another home: now this one's */
 	HOSTS_PROJECT, /* Claude Code's per-project entries: kept */
 };
 

@@ -449,3 +449,46 @@ Test(hosts, dump_keeps_the_files_layout)
 	free(t);
 	json_decref(doc);
 }
+
+Test(hosts, a_relay_of_another_home_becomes_this_homes)
+{
+	json_t *host = th_json("{\"mcpServers\": {\"mcpvisor\": {\"command\": "
+			       "\"mcpvisor\", \"args\": [\"relay\", "
+			       "\"--home=/old\"]}, \"a\": {\"command\": "
+			       "\"/bin/a\"}}}");
+	json_t *mine = json_object();
+	json_t *relay =
+		hosts_relay_entry(th_host("cursor"), "mcpvisor", "/new");
+	cr_assert_str_eq(hosts_relay_home(relay), "/new");
+	struct hosts_plan p, q;
+	char *err = NULL;
+	cr_assert_eq(hosts_plan(th_host("cursor"), host, mine, relay, TH_MCPV,
+				&p, &err),
+		     0);
+	cr_assert_str_eq(th_action(&p, "mcpvisor"), "repoint");
+	cr_assert_str_eq(th_action(&p, "a"), "moved");
+	cr_assert_not(p.relay_added);
+	json_t *servers = json_object_get(p.host, "mcpServers");
+	cr_assert_eq(json_object_size(servers), 1);
+	cr_assert_str_eq(hosts_relay_home(json_object_get(servers, "mcpvisor")),
+			 "/new");
+	/* The same home again: nothing to do. */
+	cr_assert_eq(hosts_plan(th_host("cursor"), p.host, p.mcpv, relay,
+				TH_MCPV, &q, &err),
+		     0);
+	cr_assert_not(q.changed);
+	hosts_plan_free(&q);
+	hosts_plan_free(&p);
+	/* The default home: a relay without --home, or with MCPVISOR_HOME. */
+	json_t *e =
+		th_json("{\"command\": \"mcpvisor\", \"args\": "
+			"[\"relay\"], \"env\": {\"MCPVISOR_HOME\": \"/e\"}}");
+	cr_assert_str_eq(hosts_relay_home(e), "/e");
+	json_decref(e);
+	e = th_json("{\"command\": \"mcpvisor\", \"args\": [\"relay\"]}");
+	cr_assert_null(hosts_relay_home(e));
+	json_decref(e);
+	json_decref(host);
+	json_decref(mine);
+	json_decref(relay);
+}
