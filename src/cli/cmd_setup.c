@@ -377,6 +377,17 @@ static char *setup_host_path(const struct setup_opts *o)
 		free(p);
 		return xstrdup(real);
 	}
+	/* A dangling link names a file the user keeps elsewhere: writing a
+	 * new file in its place would hide that. */
+	struct stat st;
+	if (lstat(p, &st) == 0 && S_ISLNK(st.st_mode)) {
+		fprintf(stderr,
+			"mcpvisor setup: %s is a symlink to a file that is "
+			"not there; nothing changed\n",
+			p);
+		free(p);
+		return NULL;
+	}
 	return p;
 }
 
@@ -419,10 +430,14 @@ static int setup_run(const struct setup_opts *o, struct paths *pt)
 	char *err = NULL, *cmd = NULL, *rhome = NULL;
 	json_t *relay = NULL;
 	int rc;
-	host.path = setup_host_path(o);
-	if (host.path == NULL) {
+	if (o->file == NULL && getenv("HOME") == NULL) {
 		fprintf(stderr, "mcpvisor setup: HOME is not set; name the "
 				"file with --file PATH\n");
+		rc = CLI_USAGE;
+		goto out;
+	}
+	host.path = setup_host_path(o);
+	if (host.path == NULL) {
 		rc = CLI_USAGE;
 		goto out;
 	}

@@ -260,6 +260,23 @@ test('setup --file: another path in the host shape; a missing file is created wi
 	assert.equal(fs.existsSync(other), false, 'undo removes the file setup created');
 });
 
+test('setup: a host file that is a symlink (dotfiles) is written at its target; a dangling one is refused', async (t) => {
+	const h = await hostHome(t, 'cursor');
+	const target = path.join(h.home, 'dotfiles', 'cursor-mcp.json');
+	await fsp.mkdir(path.dirname(target), { recursive: true });
+	await fsp.rename(h.file, target);
+	await fsp.symlink('../dotfiles/cursor-mcp.json', h.file);
+	const r = await h.run([]);
+	assert.equal(r.code, 0, r.stderr);
+	assert.ok(fs.lstatSync(h.file).isSymbolicLink(), 'the link stays');
+	assert.ok(readJson(target).mcpServers.mcpvisor, 'the target holds the relay');
+	await fsp.rm(target);
+	const r2 = await h.run([]);
+	assert.equal(r2.code, 2);
+	assert.match(r2.stderr, /is a symlink to a file that is not there/);
+	assert.ok(fs.lstatSync(h.file).isSymbolicLink());
+});
+
 // The relay entry as setup wrote it, run the way a host runs it.
 async function hostFromEntry(entry, cwd) {
 	const transport = new StdioClientTransport({
