@@ -284,7 +284,8 @@ static int hosts_rewrite_cb(json_t *str, void *arg)
 	return 0;
 }
 
-/* For validation only: each ${NAME} and ${NAME:-d} becomes "x", so a
+/* For validation only: each ${NAME} and ${NAME:-d} becomes "x" (a url's
+ * base when it starts the value), so a
  * variable that is unset here (it may be set where the runtime runs) is
  * not taken for an error, while every other rule still applies. */
 static int hosts_placeholder_cb(json_t *str, void *arg)
@@ -307,7 +308,10 @@ static int hosts_placeholder_cb(json_t *str, void *arg)
 		bool ok = hosts_var_name(v, (size_t)(end - v)) &&
 			  (end == close || end[1] == '-');
 		buf_append(&b, p, (size_t)(open - p));
-		if (ok)
+		/* At the start a variable may be a whole url's base. */
+		if (ok && open == s)
+			buf_puts(&b, "http://127.0.0.1");
+		else if (ok)
 			buf_append(&b, "x", 1);
 		else
 			buf_append(&b, open, (size_t)(close + 1 - open));

@@ -177,6 +177,10 @@ Test(hosts, editor_variables_rewritten_or_refused)
 	cr_assert_not_null(t, "%s", why);
 	cr_assert(strstr(t, "${MCPV_UNIT_HOSTS_UNSET}"));
 	free(t);
+	t = th_convert("cursor", "{\"url\": \"${MCPV_UNIT_HOSTS_UNSET}\"}",
+		       &why);
+	cr_assert_not_null(t, "a url that is one variable: %s", why);
+	free(t);
 }
 
 Test(hosts, entries_mcpvisor_cannot_represent)
