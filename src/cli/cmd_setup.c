@@ -421,6 +421,27 @@ static int setup_unchanged(const struct setup_file *f)
 	return CLI_FAILED;
 }
 
+/* The servers the plan adds to mcpvisor's config, as it adds them. New
+ * reference. */
+static json_t *setup_moved(const struct hosts_plan *p)
+{
+	json_t *out = json_object();
+	json_t *servers = json_object_get(p->mcpv, "mcpServers");
+	size_t i;
+	json_t *it;
+	json_array_foreach(p->items, i, it)
+	{
+		const char *name =
+			json_string_value(json_object_get(it, "name"));
+		const char *act =
+			json_string_value(json_object_get(it, "action"));
+		if (strcmp(act, "moved") == 0)
+			json_object_set(out, name,
+					json_object_get(servers, name));
+	}
+	return out;
+}
+
 static int setup_run(const struct setup_opts *o, struct paths *pt)
 {
 	struct setup_file host = {.what = o->host->title};
@@ -428,7 +449,7 @@ static int setup_run(const struct setup_opts *o, struct paths *pt)
 	struct hosts_plan plan = {0};
 	struct secrets *sec = secrets_new();
 	char *err = NULL, *cmd = NULL, *rhome = NULL;
-	json_t *relay = NULL;
+	json_t *relay = NULL, *moved = NULL;
 	int rc;
 	if (o->file == NULL && getenv("HOME") == NULL) {
 		fprintf(stderr, "mcpvisor setup: HOME is not set; name the "
@@ -488,10 +509,12 @@ static int setup_run(const struct setup_opts *o, struct paths *pt)
 	}
 	host.after = hosts_dump(plan.host, host.like);
 	mine.after = hosts_dump(plan.mcpv, mine.like);
+	moved = setup_moved(&plan);
 	struct backup_file files[2] = {
-		{mine.path, mine.before, mine.before_len, 0600, mine.after},
-		{host.path, host.before, host.before_len, host.mode,
-		 host.after},
+		{mine.path, mine.before, mine.before_len, 0600, mine.after,
+		 moved},
+		{host.path, host.before, host.before_len, host.mode, host.after,
+		 NULL},
 	};
 	char *where = NULL;
 	if ((rc = setup_unchanged(&host)) != 0 ||
@@ -525,6 +548,7 @@ out:
 	hosts_plan_free(&plan);
 	secrets_free(sec);
 	json_decref(relay);
+	json_decref(moved);
 	free(err);
 	free(cmd);
 	free(rhome);

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "config/config.h"
+#include "config/hosts.h"
 #include "util/fsutil.h"
 #include "util/sha256.h"
 #include "util/xmalloc.h"
@@ -95,6 +97,9 @@ int backup_write(const char *state_dir, const char *host,
 						 strerror(-rc));
 			free(p);
 		}
+		if (files[i].moved)
+			json_object_set_new(f, "moved",
+					    json_deep_copy(files[i].moved));
 		json_array_append_new(json_object_get(man, "files"), f);
 		if (rc < 0)
 			goto fail;
@@ -218,6 +223,54 @@ static int backup_restore(const char *dir, json_t *f)
 	return rc;
 }
 
+/* mcpvisor's config changed since the run: out with the servers the run
+ * added that are still as it added them; everything else stays. */
+static int backup_take_back(json_t *f)
+{
+	const char *path = json_string_value(json_object_get(f, "path"));
+	json_t *moved = json_object_get(f, "moved");
+	char *text = NULL, *err = NULL, *out = NULL;
+	size_t len = 0;
+	json_t *doc = NULL;
+	int rc =
+		fsutil_read_user_file(path, CONFIG_MAX_FILE_BYTES, &text, &len);
+	if (rc == 0)
+		doc = json_loadb(text, len, 0, NULL);
+	json_t *servers = json_object_get(doc, "mcpServers");
+	if (!json_is_object(servers)) {
+		fprintf(stderr,
+			"mcpvisor setup: %s is no longer a config with "
+			"\"mcpServers\"; left as it is\n",
+			path);
+		rc = -EINVAL;
+		goto out;
+	}
+	const char *name;
+	json_t *e;
+	json_object_foreach(moved, name, e)
+	{
+		json_t *now = json_object_get(servers, name);
+		if (now && json_equal(now, e)) {
+			json_object_del(servers, name);
+			printf("removed server %s from %s\n", name, path);
+		} else if (now) {
+			printf("kept server %s in %s: changed since setup "
+			       "moved it\n",
+			       name, path);
+		}
+	}
+	out = hosts_dump(doc, text);
+	rc = backup_write_at(path, out, strlen(out), 0600, &err);
+	if (rc < 0)
+		fprintf(stderr, "mcpvisor setup: %s\n", err);
+out:
+	json_decref(doc);
+	free(text);
+	free(out);
+	free(err);
+	return rc;
+}
+
 int backup_undo(const char *state_dir, const char *host, bool force)
 {
 	char *root = backup_root(state_dir);
@@ -259,7 +312,10 @@ int backup_undo(const char *state_dir, const char *host, bool force)
 				mp);
 			goto out;
 		}
-		if (!backup_unchanged(path, w)) {
+		/* Another host's setup writes mcpvisor's config too:
+		 * that is no reason to refuse. */
+		if (!backup_unchanged(path, w) &&
+		    json_object_get(f, "moved") == NULL) {
 			fprintf(stderr,
 				"mcpvisor setup: %s changed since setup wrote "
 				"it%s\n",
@@ -279,7 +335,14 @@ int backup_undo(const char *state_dir, const char *host, bool force)
 	rc = CLI_OK;
 	json_array_foreach(files, i, f)
 	{
-		if (backup_restore(dir, f) < 0)
+		const char *path =
+			json_string_value(json_object_get(f, "path"));
+		const char *w =
+			json_string_value(json_object_get(f, "written"));
+		bool partial = json_object_get(f, "moved") &&
+			       !backup_unchanged(path, w);
+		if ((partial ? backup_take_back(f) : backup_restore(dir, f)) <
+		    0)
 			rc = CLI_FAILED;
 	}
 	done = xasprintf("%s%s", dir, BACKUP_UNDONE);

@@ -6,6 +6,7 @@
 #ifndef MCPV_SETUP_BACKUP_H
 #define MCPV_SETUP_BACKUP_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -19,6 +20,10 @@ struct backup_file {
 	size_t before_len;
 	mode_t mode;	   /* of the file written (and restored) */
 	const char *after; /* what setup writes */
+	/* mcpvisor's config: the servers this run adds, by name (NULL for
+	 * the host's file). When the config changed since (another host's
+	 * setup, an edit), undo takes back only these. */
+	const json_t *moved;
 };
 
 /* Writes STATE_DIR/setup-backups/HOST-YYYYMMDDTHHMMSSZ/ with the files'
@@ -32,8 +37,11 @@ int backup_write(const char *state_dir, const char *host,
  * making its folder (0700) when missing. 0, or -errno with *err. */
 int backup_put(const struct backup_file *f, char **err);
 /* Restores the latest run's files of host and marks that run undone, so
- * another undo goes one further back. Refuses when a file changed since
- * setup wrote it, unless force. Prints what it did; returns a CLI code. */
+ * another undo goes one further back. A file unchanged since setup wrote
+ * it gets its bytes back. mcpvisor's config changed since (another host's
+ * setup moved servers in) loses only the servers this run added, those
+ * still as they were. A host file changed since is refused, unless force.
+ * Prints what it did; returns a CLI code. */
 int backup_undo(const char *state_dir, const char *host, bool force);
 
 #endif

@@ -190,6 +190,29 @@ test('setup cursor: twice is a no-op; --undo restores byte-identical files, refu
 	assert.match(r5.stderr, /no setup of cursor to undo/);
 });
 
+test('setup of two hosts, then --undo of the first: only its servers leave mcpvisor\'s config', async (t) => {
+	const c = await hostHome(t, 'cursor');
+	// VS Code in the same HOME and mcpvisor home.
+	const vfile = path.join(c.home, PLACES.vscode);
+	await fsp.mkdir(path.dirname(vfile), { recursive: true });
+	await fsp.copyFile(path.join(FIXTURES, 'vscode.json'), vfile);
+	const cursorBefore = fs.readFileSync(c.file);
+	const vs = (args) => runCli(['setup', 'vscode', ...args], { home: c.mh, env: c.env });
+	assert.equal((await c.run([])).code, 0);
+	assert.equal((await vs([])).code, 0);
+	assert.deepEqual(Object.keys(readJson(c.config).mcpServers), ['web-search', 'remote', 'github', 'fetch', 'legacy']);
+	const vscodeAfter = sha(vfile);
+
+	const u = await c.run(['--undo']);
+	assert.equal(u.code, 0, u.stderr);
+	noSecrets(u);
+	assert.match(u.stdout, /removed server web-search from /);
+	assert.deepEqual(fs.readFileSync(c.file), cursorBefore, 'Cursor\'s file byte-identical');
+	assert.deepEqual(Object.keys(readJson(c.config).mcpServers), ['github', 'fetch', 'legacy'], 'VS Code\'s servers stay');
+	assert.equal(fs.statSync(c.config).mode & 0o777, 0o600);
+	assert.equal(sha(vfile), vscodeAfter, 'VS Code\'s file untouched');
+});
+
 test('setup: bad input changes nothing: unknown host, a file that is not JSON', async (t) => {
 	const h = await hostHome(t, 'claude-desktop');
 	const r = await runCli(['setup', 'notepad'], { home: h.mh, env: h.env });
