@@ -18,6 +18,7 @@ import {
 	demo,
 	makeHome,
 	runCli,
+	runInHome,
 	waitFor,
 	withRuntime,
 } from './lib.mjs';
@@ -333,5 +334,30 @@ test('filters: a space whose server differs only in filters shares the instance 
 		await sdkClose(sdk);
 		await plain.close();
 		await inSpace.close();
+	});
+});
+
+test('filters: check names what a filter keeps from the runtime\'s tool cache, with nothing started', {
+	timeout: 30_000,
+}, async (t) => {
+	const home = await makeHome();
+	t.after(() => fsp.rm(home, { recursive: true, force: true }));
+	const configPath = path.join(home, 'mcp.json');
+	await fsp.writeFile(configPath, JSON.stringify({
+		mcpServers: { demo: demo(['--name', 'demo'], { tools: { allow: ['echo'] } }) },
+	}));
+	// A first run lists the server: its lists go to the tool cache.
+	await runInHome(t, home, configPath, {}, async (rt) => {
+		assert.equal((await rt.cli(['tools'])).code, 0);
+	});
+	await runInHome(t, home, configPath, {}, async (rt) => {
+		const st = await rt.status();
+		assert.deepEqual(st.servers[0].instances, [], 'nothing started');
+		const chk = await rt.cli(['check', configPath]);
+		assert.equal(chk.code, 0, chk.stderr);
+		assert.match(chk.stdout, /^ +tools kept 1: echo$/m);
+		assert.match(chk.stdout, /^ +tools dropped 11: add, pid, /m);
+		assert.equal((await rt.status()).servers[0].instances.length, 0,
+			'check started nothing');
 	});
 });
