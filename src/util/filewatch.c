@@ -1,0 +1,205 @@
+/*
+ * A file watched through its folder: the inotify watch, the filter by
+ * name, the debounce timer and the re-arming of a watch whose folder went.
+ */
+#include "util/filewatch.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/clock.h"
+#include "util/debounce.h"
+#include "util/log.h"
+#include "util/xmalloc.h"
+
+#define FILEWATCH_HANDLES 3
+
+struct filewatch {
+	uv_loop_t *loop;
+	char *path, *dir, *base;
+	filewatch_cb cb;
+	void *arg;
+	uv_fs_event_t ev;
+	uv_timer_t due;	  /* the pending burst's due time */
+	uv_timer_t rearm; /* retries while the folder is missing */
+	struct debounce db;
+	bool armed;
+	bool freed;
+	int open_handles;
+	/* The folder the watch is on: a folder at dir that is not this one
+	 * (replaced, or gone) means the watch watches nothing useful. */
+	dev_t dev;
+	ino_t ino;
+};
+
+static void filewatch_closed_cb(uv_handle_t *h)
+{
+	struct filewatch *w = h->data;
+	if (--w->open_handles > 0)
+		return;
+	free(w->path);
+	free(w->dir);
+	free(w->base);
+	free(w);
+}
+
+static void filewatch_due_cb(uv_timer_t *t)
+{
+	struct filewatch *w = t->data;
+	unsigned n;
+	uint64_t span;
+	uint64_t now = clock_now_ms();
+	if (debounce_take(&w->db, now, &n, &span)) {
+		w->cb(w->arg, w->path, n, span);
+		return;
+	}
+	/* The uv timer and the clock disagree by a millisecond: wait on. */
+	if (debounce_pending(&w->db))
+		uv_timer_start(&w->due, filewatch_due_cb,
+			       debounce_wait_ms(&w->db, now), 0);
+}
+
+/* One more event in the burst: the due time moves. */
+static void filewatch_note(struct filewatch *w)
+{
+	uint64_t now = clock_now_ms();
+	debounce_event(&w->db, now);
+	uv_timer_start(&w->due, filewatch_due_cb, debounce_wait_ms(&w->db, now),
+		       0);
+}
+
+static void filewatch_event_cb(uv_fs_event_t *h, const char *name, int events,
+			       int status);
+
+/* Watches the folder at w->dir now: 0 or -errno (it does not exist). */
+static int filewatch_arm(struct filewatch *w)
+{
+	int rc = uv_fs_event_start(&w->ev, filewatch_event_cb, w->dir, 0);
+	if (rc < 0)
+		return rc;
+	struct stat st;
+	if (stat(w->dir, &st) < 0) {
+		rc = -errno;
+		uv_fs_event_stop(&w->ev);
+		return rc;
+	}
+	w->dev = st.st_dev;
+	w->ino = st.st_ino;
+	w->armed = true;
+	return 0;
+}
+
+static void filewatch_rearm_cb(uv_timer_t *t)
+{
+	struct filewatch *w = t->data;
+	if (filewatch_arm(w) < 0)
+		return;
+	uv_timer_stop(&w->rearm);
+	log_info("watching %s again (its folder is back)", w->path);
+	/* A file may have come with the folder. */
+	filewatch_note(w);
+}
+
+/* The folder's watch died: the folder was removed or renamed away (maybe
+ * replaced at once). Watch whatever is at dir now, else wait for it. */
+static void filewatch_lost(struct filewatch *w)
+{
+	uv_fs_event_stop(&w->ev);
+	w->armed = false;
+	if (filewatch_arm(w) == 0) {
+		log_info("%s: its folder was replaced; watching the new one",
+			 w->path);
+		filewatch_note(w);
+		return;
+	}
+	log_warn("%s: its folder is gone; watching for it to come back",
+		 w->path);
+	uv_timer_start(&w->rearm, filewatch_rearm_cb, FILEWATCH_REARM_MS,
+		       FILEWATCH_REARM_MS);
+}
+
+static bool filewatch_dir_same(const struct filewatch *w)
+{
+	struct stat st;
+	return stat(w->dir, &st) == 0 && st.st_dev == w->dev &&
+	       st.st_ino == w->ino;
+}
+
+static void filewatch_event_cb(uv_fs_event_t *h, const char *name, int events,
+			       int status)
+{
+	(void)events;
+	struct filewatch *w = h->data;
+	if (w->freed || !w->armed)
+		return;
+	if (status < 0) {
+		filewatch_lost(w);
+		return;
+	}
+	if (name && strcmp(name, w->base) == 0) {
+		filewatch_note(w);
+		return;
+	}
+	/* Another name: most often another file of the folder, but the
+	 * folder's own removal or move comes as an event without a name
+	 * (libuv gives the folder's name then). */
+	if (!filewatch_dir_same(w))
+		filewatch_lost(w);
+	else if (name == NULL)
+		filewatch_note(w);
+}
+
+struct filewatch *filewatch_new(uv_loop_t *loop, const char *path,
+				filewatch_cb cb, void *arg)
+{
+	struct filewatch *w = xcalloc(1, sizeof *w);
+	w->loop = loop;
+	if (path[0] == '/') {
+		w->path = xstrdup(path);
+	} else {
+		char cwd[4096];
+		if (getcwd(cwd, sizeof cwd) == NULL)
+			strcpy(cwd, "/");
+		w->path = xasprintf("%s/%s", cwd, path);
+	}
+	char *slash = strrchr(w->path, '/');
+	w->dir = slash == w->path
+			 ? xstrdup("/")
+			 : xstrndup(w->path, (size_t)(slash - w->path));
+	w->base = xstrdup(slash + 1);
+	w->cb = cb;
+	w->arg = arg;
+	debounce_init(&w->db, FILEWATCH_QUIET_MS, FILEWATCH_MAX_MS);
+	uv_fs_event_init(loop, &w->ev);
+	uv_timer_init(loop, &w->due);
+	uv_timer_init(loop, &w->rearm);
+	w->ev.data = w->due.data = w->rearm.data = w;
+	w->open_handles = FILEWATCH_HANDLES;
+	int rc = filewatch_arm(w);
+	if (rc < 0) {
+		log_warn("cannot watch %s yet (%s): trying again every %d ms",
+			 w->dir, uv_strerror(rc), FILEWATCH_REARM_MS);
+		uv_timer_start(&w->rearm, filewatch_rearm_cb,
+			       FILEWATCH_REARM_MS, FILEWATCH_REARM_MS);
+	}
+	return w;
+}
+
+void filewatch_free(struct filewatch *w)
+{
+	if (w == NULL)
+		return;
+	w->freed = true;
+	uv_close((uv_handle_t *)&w->ev, filewatch_closed_cb);
+	uv_close((uv_handle_t *)&w->due, filewatch_closed_cb);
+	uv_close((uv_handle_t *)&w->rearm, filewatch_closed_cb);
+}
+
+int filewatch_armed(const struct filewatch *w)
+{
+	return w->armed ? 1 : 0;
+}
