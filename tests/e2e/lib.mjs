@@ -184,7 +184,10 @@ export class Runtime {
 			this.pids.set(pid, procStart(pid) ?? undefined);
 	}
 
-	async start({ env = {}, args = [] } = {}) {
+	// The config file's watch is off unless watch is true: a test that
+	// rewrites the config and reloads by hand must see its own reload
+	// alone (autoreload.test.mjs tests the watch).
+	async start({ env = {}, args = [], watch = false } = {}) {
 		const child = spawn(
 			MCPVISOR,
 			[
@@ -195,6 +198,7 @@ export class Runtime {
 				'0',
 				'--home',
 				this.home,
+				...(watch ? [] : ['--no-watch']),
 				...args,
 			],
 			{
