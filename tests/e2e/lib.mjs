@@ -35,7 +35,7 @@ const STDERR_KEEP = 64 * 1024;
 export const PROTOCOL = '2025-11-25';
 
 // Sanitizer options that keep reports on stderr and exit codes non-zero.
-const SAN_ENV = {
+export const SAN_ENV = {
 	ASAN_OPTIONS:
 		process.env.ASAN_OPTIONS ||
 		'detect_leaks=1:abort_on_error=0:exitcode=23',
