@@ -15,6 +15,7 @@ import {
 	connect,
 	demo,
 	makeHome,
+	runInHome,
 	waitFor,
 	withRuntime,
 } from './lib.mjs';
@@ -165,6 +166,27 @@ test('autoreload: a space\'s .mcp.json is watched; an edit needs allowing again,
 		assert.equal((await rt.cli(['allow', space])).code, 0);
 		await toolsSoon(c, (n) => n.includes('spc__echo') && n.includes('spc2__echo'), 'the space allowed again');
 		assert.equal(count(rt.stderr(), /config reloaded from /g), 0, 'no reload of the global config');
+		await rt.status();
+		await c.close();
+	});
+});
+
+test('autoreload: a config that is a symlink is seen when its target is edited', {
+	timeout: 30_000,
+}, async (t) => {
+	const home = await makeHome('mcpvisor-autoreload-');
+	t.after(() => fsp.rm(home, { recursive: true, force: true }));
+	const dotfiles = path.join(home, 'dotfiles');
+	await fsp.mkdir(dotfiles);
+	const target = path.join(dotfiles, 'mcp.json');
+	const a = demo(['--name', 'a']);
+	await fsp.writeFile(target, cfgText({ a }));
+	const link = path.join(home, 'mcp.json');
+	await fsp.symlink(target, link);
+	await runInHome(t, home, link, WATCH, async (rt) => {
+		const c = await connect(rt);
+		await fsp.writeFile(target, cfgText({ a, b: demo(['--name', 'b']) }));
+		await toolsSoon(c, (n) => n.includes('b__echo'), 'b after an edit of the link\'s target');
 		await rt.status();
 		await c.close();
 	});
