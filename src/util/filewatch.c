@@ -21,6 +21,7 @@
 struct filewatch {
 	uv_loop_t *loop;
 	char *path, *dir, *base;
+	char *dir_base; /* the name libuv gives the folder's own events */
 	filewatch_cb cb;
 	void *arg;
 	uv_fs_event_t ev;
@@ -44,6 +45,7 @@ static void filewatch_closed_cb(uv_handle_t *h)
 	free(w->path);
 	free(w->dir);
 	free(w->base);
+	free(w->dir_base);
 	free(w);
 }
 
@@ -144,9 +146,12 @@ static void filewatch_event_cb(uv_fs_event_t *h, const char *name, int events,
 		filewatch_note(w);
 		return;
 	}
-	/* Another name: most often another file of the folder, but the
-	 * folder's own removal or move comes as an event without a name
-	 * (libuv gives the folder's name then). */
+	/* The folder's own removal or move comes under the folder's name
+	 * (libuv's name for an event without one); any other name is another
+	 * file of the folder (the log beside the trust store, say), ignored
+	 * without a look at the disk. */
+	if (name && strcmp(name, w->dir_base) != 0)
+		return;
 	if (!filewatch_dir_same(w))
 		filewatch_lost(w);
 	else if (name == NULL)
@@ -171,6 +176,8 @@ struct filewatch *filewatch_new(uv_loop_t *loop, const char *path,
 			 ? xstrdup("/")
 			 : xstrndup(w->path, (size_t)(slash - w->path));
 	w->base = xstrdup(slash + 1);
+	const char *ds = strrchr(w->dir, '/');
+	w->dir_base = xstrdup(ds && ds[1] ? ds + 1 : w->dir);
 	w->cb = cb;
 	w->arg = arg;
 	debounce_init(&w->db, FILEWATCH_QUIET_MS, FILEWATCH_MAX_MS);
