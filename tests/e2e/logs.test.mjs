@@ -23,6 +23,7 @@ import {
 	procStat,
 	runCli,
 	waitFor,
+	withRuntime,
 	writeConfig,
 } from './lib.mjs';
 import { runtimeFile, stopRuntimes } from './relay-lib.mjs';
@@ -296,4 +297,16 @@ test('logs: a runtime started by `mcpvisor restart` runs in the background and w
 		await fsp.rm(home, { recursive: true, force: true });
 	}
 	assert.deepEqual(problems, []);
+});
+
+test('logs: a runtime in the foreground logs to its terminal, and `logs` says so', {
+	timeout: 20_000,
+}, async (t) => {
+	await withRuntime(t, { a: demo(['--name', 'a']) }, async (rt) => {
+		assert.equal(rt.info.log, undefined, 'runtime.json names no log file');
+		const r = await rt.cli(['logs']);
+		assert.equal(r.code, 0, r.stderr);
+		assert.match(r.stderr, new RegExp(`running runtime \\(pid ${rt.info.pid}\\) was started in the foreground`));
+		assert.ok(!fs.existsSync(logPath(rt.home)), 'nothing written to the log file');
+	});
 });
