@@ -29,9 +29,10 @@ struct space_entry {
 	uv_work_t work;
 	struct spaces_wait *waiters;
 	struct filewatch *watch; /* with spaces_watch */
-	/* What the space said before an edit was seen, to tell whether
-	 * the edit changed anything (NULL: not read before). */
-	struct trust_space *before;
+	/* A read found it saying something else than the read before: its
+	 * older sessions may not know yet (a session opened since an edit
+	 * read it first). Cleared when the change is passed on. */
+	bool changed;
 	bool checking;
 };
 
@@ -67,7 +68,6 @@ static void spaces_entry_free(struct space_entry *e)
 {
 	spaces_drop_waiters(e);
 	filewatch_free(e->watch);
-	trust_space_unref(e->before);
 	trust_space_unref(e->cur);
 	trust_space_unref(e->done);
 	free(e->dir);
@@ -96,6 +96,20 @@ void spaces_free(struct spaces *sp)
 	free(sp);
 }
 
+/* Whether two reads of a space say the same: same bytes and the same word
+ * of the store on them (an `allow` changes what the same bytes mean). */
+static bool spaces_same(const struct trust_space *a,
+			const struct trust_space *b)
+{
+	if (a->err != b->err)
+		return false;
+	if (a->err < 0)
+		return true;
+	bool a_ok = a->allowed && strcmp(a->allowed, a->hash) == 0;
+	bool b_ok = b->allowed && strcmp(b->allowed, b->hash) == 0;
+	return strcmp(a->hash, b->hash) == 0 && a_ok == b_ok;
+}
+
 /* On a pool thread: e->cur and e->file are not changed while busy. */
 static void spaces_work_cb(uv_work_t *req)
 {
@@ -113,6 +127,8 @@ static void spaces_after_cb(uv_work_t *req, int status)
 		return;
 	}
 	if (e->done) {
+		if (e->cur && !spaces_same(e->cur, e->done))
+			e->changed = true;
 		trust_space_unref(e->cur);
 		e->cur = e->done;
 		e->done = NULL;
@@ -162,29 +178,13 @@ static void spaces_trim(struct spaces *sp)
 static struct spaces_wait *spaces_wait_on(struct spaces *sp, const char *dir,
 					  spaces_cb cb, void *arg, bool kept);
 
-/* Whether two reads of a space say the same: same bytes and the same word
- * of the store on them (an `allow` changes what the same bytes mean). */
-static bool spaces_same(const struct trust_space *a,
-			const struct trust_space *b)
-{
-	if (a->err != b->err)
-		return false;
-	if (a->err < 0)
-		return true;
-	bool a_ok = a->allowed && strcmp(a->allowed, a->hash) == 0;
-	bool b_ok = b->allowed && strcmp(b->allowed, b->hash) == 0;
-	return strcmp(a->hash, b->hash) == 0 && a_ok == b_ok;
-}
-
 static void spaces_checked_cb(void *arg, const char *dir,
 			      struct trust_space *ts)
 {
 	struct space_entry *e = arg;
-	struct trust_space *before = e->before;
-	e->before = NULL;
 	e->checking = false;
-	bool same = before && spaces_same(before, ts);
-	trust_space_unref(before);
+	bool same = !e->changed;
+	e->changed = false;
 	if (same) {
 		log_info("space %s: %s written, content unchanged: nothing to "
 			 "do",
@@ -202,10 +202,6 @@ static void spaces_check(struct space_entry *e)
 	if (e->checking)
 		return;
 	e->checking = true;
-	if (e->cur) {
-		e->before = e->cur;
-		trust_space_ref(e->before);
-	}
 	spaces_wait_on(e->sp, e->dir, spaces_checked_cb, e, false);
 }
 

@@ -326,3 +326,23 @@ Test(spaces, a_watched_space_reports_changes_not_rewrites)
 	run_until_reads(atomic_load(&reads) + 1);
 	cr_assert_eq(changes, 1);
 }
+
+/* An edit first read by a session opened since (before the watch's burst
+ * is due) still reaches the sessions opened before it. */
+Test(spaces, an_edit_read_first_by_a_new_session_still_reaches_the_older)
+{
+	changes = 0;
+	spaces_watch(hub_spaces(hub), changed_cb, NULL);
+	struct opened a = {0};
+	open_async(&a);
+	run_until(&a.done);
+	int r0 = atomic_load(&reads);
+	write_space("{\"mcpServers\":{\"sq\":{\"command\":\"/bin/true\"}}}");
+	struct opened b = {0};
+	open_async(&b);
+	run_until(&b.done);
+	cr_assert(has_server(b.s, "sq"), "the new session reads the edit");
+	/* Then the watch's own read: the change goes to the sessions. */
+	run_until_reads(r0 + 2);
+	cr_assert_eq(changes, 1);
+}
