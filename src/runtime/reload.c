@@ -61,8 +61,9 @@ static int reloader_load(struct reloader *r, bool only_if_changed, char **msg)
 				 r->path);
 		return 1;
 	}
-	if (hash[0])
-		memcpy(r->hash, hash, sizeof r->hash);
+	/* Unreadable is "" here: the same bytes coming back are a change
+	 * then, and their load clears the error. */
+	memcpy(r->hash, hash, sizeof r->hash);
 	if (cfg->fatal) {
 		*msg = xasprintf("config not reloaded: %s; the previous config "
 				 "keeps running",

@@ -136,6 +136,16 @@ test('autoreload: an invalid edit keeps the running servers and shows in status 
 		const text2 = await rt.cli(['status']);
 		assert.doesNotMatch(text2.stdout, /config not reloaded/);
 		assert.equal((await rt.demoPids(c, 'a__pid')).pid, a1.pid, 'a untouched by the fix');
+
+		// Removed, then put back as it was: the error comes and goes.
+		const good = await fsp.readFile(rt.configPath);
+		await fsp.rm(rt.configPath);
+		await waitFor(async () => /cannot read/.test((await rt.status()).reloadError?.message ?? ''),
+			APPLY_MS, 'a removed config in status');
+		await fsp.writeFile(rt.configPath, good);
+		await waitFor(async () => (await rt.status()).reloadError === undefined,
+			APPLY_MS, 'the error cleared by the same file back');
+		assert.equal((await rt.demoPids(c, 'a__pid')).pid, a1.pid, 'a untouched throughout');
 		await c.close();
 	});
 });
