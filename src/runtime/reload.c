@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "session/hub.h"
 #include "session/spaces.h"
@@ -19,7 +18,6 @@
 #include "util/xmalloc.h"
 
 struct reloader {
-	uv_loop_t *loop;
 	struct hub *hub;
 	char *path;
 	/* The content last loaded or tried: a change that comes back to it
@@ -27,10 +25,6 @@ struct reloader {
 	 * saved again is reported once. */
 	char hash[SHA256_HEX_BYTES];
 	struct filewatch *config_watch;
-	/* A config that is a symlink (into a dotfiles folder, say) changes
-	 * where the link points: the target's folder is watched too. */
-	char *target;
-	struct filewatch *target_watch;
 	struct filewatch *trust_watch;
 };
 
@@ -92,33 +86,9 @@ int reloader_apply(struct reloader *r, char **msg)
 }
 
 static void reloader_config_cb(void *arg, const char *path, unsigned events,
-			       uint64_t span_ms);
-
-/* Watches the link's target when the config is a symlink (again after
- * each change: the link may point elsewhere now). */
-static void reloader_follow_link(struct reloader *r)
-{
-	struct stat st;
-	char *real = lstat(r->path, &st) == 0 && S_ISLNK(st.st_mode)
-			     ? realpath(r->path, NULL)
-			     : NULL;
-	if (real && r->target && strcmp(real, r->target) == 0) {
-		free(real);
-		return;
-	}
-	filewatch_free(r->target_watch);
-	free(r->target);
-	r->target = real;
-	r->target_watch =
-		real ? filewatch_new(r->loop, real, reloader_config_cb, r)
-		     : NULL;
-}
-
-static void reloader_config_cb(void *arg, const char *path, unsigned events,
 			       uint64_t span_ms)
 {
 	struct reloader *r = arg;
-	reloader_follow_link(r);
 	log_info("%s: %u change event(s) in %llu ms: loading it", path, events,
 		 (unsigned long long)span_ms);
 	char *msg = NULL;
@@ -150,10 +120,8 @@ struct reloader *reloader_new(uv_loop_t *loop, struct hub *hub,
 	memcpy(r->hash, hash, sizeof r->hash);
 	if (!watch)
 		return r;
-	r->loop = loop;
 	r->config_watch =
 		filewatch_new(loop, config_path, reloader_config_cb, r);
-	reloader_follow_link(r);
 	char *trust = xasprintf("%s/%s", state_dir, TRUST_FILE);
 	r->trust_watch = filewatch_new(loop, trust, reloader_trust_cb, r);
 	free(trust);
@@ -166,9 +134,7 @@ void reloader_free(struct reloader *r)
 	if (r == NULL)
 		return;
 	filewatch_free(r->config_watch);
-	filewatch_free(r->target_watch);
 	filewatch_free(r->trust_watch);
-	free(r->target);
 	free(r->path);
 	free(r);
 }

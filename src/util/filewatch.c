@@ -30,6 +30,11 @@ struct filewatch {
 	struct debounce db;
 	bool armed;
 	bool freed;
+	/* When path is a symlink (a dotfiles folder), the file an edit
+	 * changes is its target: watched too, its bursts reported as
+	 * path's. NULL otherwise, and in a target's own watch. */
+	struct filewatch *target;
+	struct filewatch *parent;
 	int open_handles;
 	/* The folder the watch is on: a folder at dir that is not this one
 	 * (replaced, or gone) means the watch watches nothing useful. */
@@ -49,6 +54,30 @@ static void filewatch_closed_cb(uv_handle_t *h)
 	free(w);
 }
 
+static struct filewatch *filewatch_make(uv_loop_t *loop, const char *path,
+					filewatch_cb cb, void *arg,
+					struct filewatch *parent);
+
+/* Watches the target when path is a symlink, again after each change (the
+ * link may point elsewhere now). */
+static void filewatch_follow(struct filewatch *w)
+{
+	if (w->parent)
+		return;
+	struct stat st;
+	char *real = lstat(w->path, &st) == 0 && S_ISLNK(st.st_mode)
+			     ? realpath(w->path, NULL)
+			     : NULL;
+	if (real && w->target && strcmp(real, w->target->path) == 0) {
+		free(real);
+		return;
+	}
+	filewatch_free(w->target);
+	/* The target's bursts go to w's callback (filewatch_due_cb). */
+	w->target = real ? filewatch_make(w->loop, real, NULL, NULL, w) : NULL;
+	free(real);
+}
+
 static void filewatch_due_cb(uv_timer_t *t)
 {
 	struct filewatch *w = t->data;
@@ -56,7 +85,11 @@ static void filewatch_due_cb(uv_timer_t *t)
 	uint64_t span;
 	uint64_t now = clock_now_ms();
 	if (debounce_take(&w->db, now, &n, &span)) {
-		w->cb(w->arg, w->path, n, span);
+		/* A target's burst is its link's; the callback may free the
+		 * watch, so everything else is done first. */
+		struct filewatch *top = w->parent ? w->parent : w;
+		filewatch_follow(top);
+		top->cb(top->arg, top->path, n, span);
 		return;
 	}
 	/* The uv timer and the clock disagree by a millisecond: wait on. */
@@ -158,11 +191,13 @@ static void filewatch_event_cb(uv_fs_event_t *h, const char *name, int events,
 		filewatch_note(w);
 }
 
-struct filewatch *filewatch_new(uv_loop_t *loop, const char *path,
-				filewatch_cb cb, void *arg)
+static struct filewatch *filewatch_make(uv_loop_t *loop, const char *path,
+					filewatch_cb cb, void *arg,
+					struct filewatch *parent)
 {
 	struct filewatch *w = xcalloc(1, sizeof *w);
 	w->loop = loop;
+	w->parent = parent;
 	if (path[0] == '/') {
 		w->path = xstrdup(path);
 	} else {
@@ -193,13 +228,22 @@ struct filewatch *filewatch_new(uv_loop_t *loop, const char *path,
 		uv_timer_start(&w->rearm, filewatch_rearm_cb,
 			       FILEWATCH_REARM_MS, FILEWATCH_REARM_MS);
 	}
+	filewatch_follow(w);
 	return w;
+}
+
+struct filewatch *filewatch_new(uv_loop_t *loop, const char *path,
+				filewatch_cb cb, void *arg)
+{
+	return filewatch_make(loop, path, cb, arg, NULL);
 }
 
 void filewatch_free(struct filewatch *w)
 {
 	if (w == NULL)
 		return;
+	filewatch_free(w->target);
+	w->target = NULL;
 	w->freed = true;
 	uv_close((uv_handle_t *)&w->ev, filewatch_closed_cb);
 	uv_close((uv_handle_t *)&w->due, filewatch_closed_cb);

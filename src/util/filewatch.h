@@ -5,7 +5,8 @@
  * names in the folder are ignored; a burst of events becomes one callback
  * (debounce.h, on the replaceable clock); when the folder itself goes
  * (removed, renamed away) the watch is armed again on whatever folder holds
- * the path next, tried every FILEWATCH_REARM_MS while there is none.
+ * the path next, tried every FILEWATCH_REARM_MS while there is none. A path
+ * that is a symlink (into a dotfiles folder) is watched at its target too.
  */
 #ifndef MCPV_FILEWATCH_H
 #define MCPV_FILEWATCH_H

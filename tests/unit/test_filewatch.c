@@ -173,3 +173,32 @@ Test(filewatch, a_folder_that_does_not_exist_yet)
 	cr_assert(fw_wait(FILEWATCH_REARM_MS + 3000));
 	filewatch_free(w);
 }
+
+Test(filewatch, a_symlink_is_watched_at_its_target_and_followed)
+{
+	char dots[300], t1[400], t2[400];
+	snprintf(dots, sizeof dots, "%s/dotfiles", root);
+	mkdir(dots, 0700);
+	snprintf(t1, sizeof t1, "%s/one.json", dots);
+	snprintf(t2, sizeof t2, "%s/two.json", dots);
+	fw_write(t1, "{}");
+	fw_write(t2, "{}");
+	unlink(file);
+	cr_assert_eq(symlink(t1, file), 0);
+	struct filewatch *w = filewatch_new(&loop, file, fw_cb, NULL);
+	/* The target edited in its own folder: reported as the link. */
+	fw_write(t1, "{\"t\":1}");
+	cr_assert(fw_wait(3000));
+	/* The link pointed elsewhere: seen, and from then on the new
+	 * target is the one that counts. */
+	char tmp[400];
+	snprintf(tmp, sizeof tmp, "%s/.link", sub);
+	cr_assert_eq(symlink(t2, tmp), 0);
+	cr_assert_eq(rename(tmp, file), 0);
+	cr_assert(fw_wait(3000));
+	fw_write(t2, "{\"t\":2}");
+	cr_assert(fw_wait(3000));
+	fw_write(t1, "{\"t\":3}");
+	cr_assert_not(fw_wait(3 * FILEWATCH_QUIET_MS), "the old target");
+	filewatch_free(w);
+}
