@@ -65,12 +65,18 @@ struct container_config {
 	/* Command form: the index in the server's args of "run" (what
 	 * mcpvisor adds goes right after it). -1 for the explicit form. */
 	int run_arg;
+	/* The image: the explicit form's "image"; the command form's first
+	 * argument after run's options, for status only (its template when
+	 * it came from ${VAR}). */
+	char *image;
 	/* Explicit form ("container": {...}); NULL and 0 for the command
 	 * form. Its "env" is the server's env: passed as `-e KEY`, so no
 	 * value is ever on a command line. */
-	char *image;
 	int port;    /* the container's port (HTTP form); 0: stdio, `-i` */
-	char **args; /* after the image */
+	char **args; /* after the image, expanded */
+	/* For each arg that came from ${VAR}, its template (a secret is
+	 * shown only so); NULL for plain ones. Same length as args. */
+	char **args_tpl;
 	size_t nargs;
 	char **volumes; /* `-v` values as written */
 	size_t nvolumes;
