@@ -5,10 +5,12 @@
 # Idempotent and fast: the import is skipped when the tagged image's only
 # layer is this tarball (podman names an imported layer by the sha256 of the
 # uncompressed tar), so a stale image from older sources is replaced.
-# Prints the tag. Usage: tests/containers/image.sh [TAG]
+# The default tag names the tarball's digest: worktrees with other fixture
+# sources (other branches, run at the same time) never retag each other's
+# image under a running test. Prints the tag.
+# Usage: tests/containers/image.sh [TAG]
 set -e
 cd "$(dirname "$0")/../.."
-tag=${1:-localhost/mcpvisor-fixture:test}
 podman=${PODMAN:-podman}
 export CONTAINERS_CONF="${CONTAINERS_CONF:-$PWD/tests/containers/containers.conf}"
 mkdir -p build/images
@@ -17,7 +19,9 @@ exec 9>build/images/.lock
 flock 9
 make -s --no-print-directory build/images/fixture.tar >&2 2>/dev/null ||
 	make --no-print-directory build/images/fixture.tar >&2
-want="sha256:$(sha256sum build/images/fixture.tar | cut -d' ' -f1)"
+sum=$(sha256sum build/images/fixture.tar | cut -d' ' -f1)
+want="sha256:$sum"
+tag=${1:-localhost/mcpvisor-fixture:$(echo "$sum" | cut -c1-12)}
 have=$($podman image inspect --format '{{index .RootFS.Layers 0}}' "$tag" \
 	2>/dev/null || true)
 if [ "$have" != "$want" ]; then
