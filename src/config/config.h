@@ -159,6 +159,11 @@ void config_free(struct config *cfg);
  * takes the entry out of cfg->servers). */
 void config_server_clear(struct server_config *s);
 
+/* A deep copy of a container's config (NULL for NULL), for whoever keeps
+ * a server past its config's life; config_server_clear frees it. */
+struct container_config *
+config_container_dup(const struct container_config *cc);
+
 const struct server_config *config_find(const struct config *cfg,
 					const char *name);
 
