@@ -13,6 +13,7 @@
 
 #include <criterion/criterion.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,40 @@ static inline pid_t fake_engine_pid(const struct fake_engine *f,
 		fclose(fp);
 	}
 	return (pid_t)pid;
+}
+
+/* The real podman, for the tests that use it: false when it is not
+ * installed (the caller skips). Makes sure of a test image of one empty
+ * file (containers are created from it, never started: no runtime
+ * needed) and of a CONTAINERS_CONF that suits this machine (runc, lower
+ * ulimits) when none is set. */
+#define REAL_ENGINE_IMAGE "localhost/mcpv-engine-unit:1"
+
+static inline bool real_engine_ready(const struct fake_engine *f)
+{
+	if (access("/usr/bin/podman", X_OK) != 0 &&
+	    access("/usr/local/bin/podman", X_OK) != 0)
+		return false;
+	if (!getenv("CONTAINERS_CONF")) {
+		fake_engine_put(f, "containers.conf",
+				"[engine]\nruntime = \"runc\"\n[containers]\n"
+				"default_ulimits = [\"nofile=20000:20000\", "
+				"\"nproc=4096:4096\"]\n");
+		char *conf = xasprintf("%s/containers.conf", f->dir);
+		setenv("CONTAINERS_CONF", conf, 1);
+		free(conf);
+	}
+	if (system("podman image exists " REAL_ENGINE_IMAGE) != 0) {
+		char *cmd = xasprintf(
+			"cd '%s' && : >empty && tar cf img.tar "
+			"empty && podman import -q img.tar " REAL_ENGINE_IMAGE
+			" >/dev/null",
+			f->dir);
+		int rc = system(cmd);
+		free(cmd);
+		cr_assert_eq(rc, 0, "podman import failed");
+	}
+	return true;
 }
 
 static inline void fake_engine_cleanup(struct fake_engine *f)

@@ -497,47 +497,16 @@ Test(engine, list_owned_keeps_the_others_when_one_vanished)
 
 /* ---- the real podman ---- */
 
-#define ENG_REAL_IMAGE "localhost/mcpv-engine-unit:1"
-
-static bool eng_podman_installed(void)
-{
-	return access("/usr/bin/podman", X_OK) == 0 ||
-	       access("/usr/local/bin/podman", X_OK) == 0;
-}
-
-static int eng_sh(const char *fmt, const char *a, const char *b)
-{
-	char *cmd = xasprintf(fmt, a, b);
-	int rc = system(cmd);
-	free(cmd);
-	return rc;
-}
-
 /* A container created (not started: no runtime needed) from an image of
  * one empty file, with a label unique to this run; listed with its owner,
  * then removed by the ladder and no longer listed. */
 Test(engine, real_podman_lists_and_removes_a_labelled_container, .timeout = 30)
 {
-	if (!eng_podman_installed()) {
+	if (!real_engine_ready(&fe)) {
 		cr_skip_test("podman is not installed: the real-engine test "
 			     "is skipped (CI installs it)");
 		return;
 	}
-	if (!getenv("CONTAINERS_CONF")) {
-		fake_engine_put(&fe, "containers.conf",
-				"[engine]\nruntime = \"runc\"\n[containers]\n"
-				"default_ulimits = [\"nofile=20000:20000\", "
-				"\"nproc=4096:4096\"]\n");
-		char *conf = xasprintf("%s/containers.conf", fe.dir);
-		setenv("CONTAINERS_CONF", conf, 1);
-		free(conf);
-	}
-	if (eng_sh("podman image exists %s%s", ENG_REAL_IMAGE, "") != 0)
-		cr_assert_eq(eng_sh("cd '%s' && : >empty && tar cf img.tar "
-				    "empty && podman import -q img.tar %s "
-				    ">/dev/null",
-				    fe.dir, ENG_REAL_IMAGE),
-			     0, "podman import failed");
 	char token[33], name[64];
 	random_hex(token, 16);
 	snprintf(name, sizeof name, "mcpv-engine-unit-%.12s", token);
@@ -546,7 +515,7 @@ Test(engine, real_podman_lists_and_removes_a_labelled_container, .timeout = 30)
 				 token);
 	char *cmd = xasprintf("podman create -q --name %s %s %s /empty "
 			      ">/dev/null",
-			      name, labels, ENG_REAL_IMAGE);
+			      name, labels, REAL_ENGINE_IMAGE);
 	cr_assert_eq(system(cmd), 0, "podman create failed");
 	free(cmd);
 	free(labels);

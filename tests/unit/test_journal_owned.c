@@ -36,12 +36,16 @@
 static char own_dir[PATH_MAX];
 static pid_t own_child;
 static struct fake_engine own_fe;
+/* Containers a real-podman test created: removed at the end, whatever
+ * happened (names unique to the test run). */
+static char own_real_names[3][64];
 
 static void own_setup(void)
 {
 	snprintf(own_dir, sizeof own_dir, "/tmp/mcpv-jowned-XXXXXX");
 	cr_assert_not_null(mkdtemp(own_dir));
 	own_child = 0;
+	memset(own_real_names, 0, sizeof own_real_names);
 	fake_engine_init(&own_fe);
 }
 
@@ -58,6 +62,16 @@ static void own_teardown(void)
 	unlink(p);
 	free(p);
 	rmdir(own_dir);
+	/* One at a time: podman 4.3.1's `rm -f A B` removes neither when
+	 * A does not exist, and says nothing. */
+	for (int i = 0; i < 3 && own_real_names[i][0]; i++) {
+		p = xasprintf("podman rm -f %s >/dev/null 2>&1",
+			      own_real_names[i]);
+		if (system(p) != 0)
+			fprintf(stderr, "cannot remove %s\n",
+				own_real_names[i]);
+		free(p);
+	}
 	fake_engine_cleanup(&own_fe);
 }
 
@@ -720,4 +734,61 @@ Test(journal_owned, a_container_is_found_by_its_id_or_its_name)
 	cr_assert_eq(journal_remove_owned(j, &by_id), 0);
 	cr_assert_eq(journal_count(j), 0);
 	journal_free(j);
+}
+
+static bool own_podman_exists(const char *name)
+{
+	char *cmd = xasprintf("podman container exists %s", name);
+	int rc = system(cmd);
+	free(cmd);
+	return rc == 0;
+}
+
+/* On the real podman: ours (journal by name only) is removed; one with a
+ * foreign token and one without the owner label, both with the same name
+ * prefix and image, stay. */
+Test(journal_owned, reconcile_on_the_real_podman_removes_only_ours)
+{
+	if (!real_engine_ready(&own_fe)) {
+		cr_skip_test("podman is not installed: the real-engine test "
+			     "is skipped (CI installs it)");
+		return;
+	}
+	char tok[JOURNAL_TOKEN_LEN + 1], foreign[JOURNAL_TOKEN_LEN + 1];
+	journal_new_token(tok);
+	journal_new_token(foreign);
+	char *ours = own_real_names[0], *theirs = own_real_names[1],
+	     *plain = own_real_names[2];
+	snprintf(ours, 64, "mcpv-jown-%.12s-a", tok);
+	snprintf(theirs, 64, "mcpv-jown-%.12s-b", tok);
+	snprintf(plain, 64, "mcpv-jown-%.12s-c", tok);
+	const char *names[] = {ours, theirs, plain};
+	const char *labels[] = {tok, foreign, NULL};
+	for (int i = 0; i < 3; i++) {
+		char *cmd = xasprintf(
+			"podman create -q --name %s --label %s%s "
+			"--label mcpvisor.server=s " REAL_ENGINE_IMAGE
+			" /empty >/dev/null",
+			names[i], labels[i] ? "mcpvisor.owner=" : "x=",
+			labels[i] ? labels[i] : "y");
+		cr_assert_eq(system(cmd), 0, "%s", cmd);
+		free(cmd);
+	}
+	struct journal *j = own_open();
+	struct upstream_owned c = own_container(NULL, ours, tok);
+	c.engine = "podman";
+	cr_assert_eq(journal_add_owned(j, &c, "k"), 0);
+	journal_free(j);
+
+	j = own_open();
+	struct journal_report r;
+	cr_assert_eq(journal_reconcile(j, 1000, &r), 0);
+	cr_assert_eq(r.containers_stopped, 1);
+	cr_assert_geq(r.containers_left_alone, 1, "the foreign token");
+	cr_assert_eq(r.kept, 0);
+	cr_assert_eq(journal_count(j), 0);
+	journal_free(j);
+	cr_assert_not(own_podman_exists(ours), "ours was not removed");
+	cr_assert(own_podman_exists(theirs), "a foreign container removed");
+	cr_assert(own_podman_exists(plain), "an unlabelled one removed");
 }
