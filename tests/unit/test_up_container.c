@@ -7,16 +7,20 @@
  * log); a missing engine fails the open. Every container a test starts
  * carries its own owner token and is removed by that label at the end.
  */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "config/config.h"
 #include "http/httpc.h"
 #include "journal/journal.h"
+#include "transport/ports.h"
 #include "transport/upstream.h"
 #include "util/xmalloc.h"
 
@@ -328,4 +332,64 @@ Test(up_container, not_confirmed_gone_stays_owned)
 	unlink(fake);
 	free(fake);
 	rmdir(dir);
+}
+
+static int uc_port;
+
+static int uc_port_source(void *arg, int *port)
+{
+	*port = uc_port;
+	return 0;
+}
+
+/* A free loopback port, by the kernel's choice. */
+static int uc_free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof a;
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* Another program takes the port between our reservation and the
+ * engine's bind: the engine's "address already in use" is a lost port
+ * (start again on a new one), not a failed start; the squatter's
+ * listener is never taken for the server. */
+Test(up_container, a_squatted_port_is_a_lost_port)
+{
+	if (!uc_ready())
+		cr_skip_test("no podman");
+	uc_port = uc_free_port();
+	ports_set_source(ports_default(), uc_port_source, NULL);
+	char *json = xasprintf(
+		"{\"container\": {\"image\": \"%s\", \"port\": 8080, \"args\": "
+		"[\"--http\", \"8080\", \"--listen-all\"], \"engine\": "
+		"\"podman\"}, \"url\": \"http://127.0.0.1:{port}/mcp\"}",
+		uc_image);
+	struct uc t;
+	cr_assert_eq(uc_open(&t, json), 0);
+	int sq = socket(AF_INET, SOCK_STREAM, 0);
+	int one = 1;
+	setsockopt(sq, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)uc_port),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	cr_assert_eq(bind(sq, (struct sockaddr *)&a, sizeof a), 0);
+	cr_assert_eq(listen(sq, 8), 0);
+	cr_assert_eq(t.ops->send(t.up, UC_INIT, strlen(UC_INIT), 1), 0);
+	uc_run_until(&t, &t.faults, 1);
+	cr_assert_eq(t.fault_kind, UPSTREAM_LOST_PORT, "%d: %s", t.fault_kind,
+		     t.fault_text);
+	cr_assert_eq(t.messages, 0);
+	uc_run_until(&t, &t.closed, 1);
+	cr_assert_eq(t.container_gone, 1);
+	cr_assert_eq(uc_count(), 0);
+	close(sq);
+	ports_set_source(ports_default(), NULL, NULL);
+	uc_finish(&t);
+	free(json);
 }
