@@ -261,7 +261,10 @@ static void upc_log_cb(void *ctx, const char *line, size_t len)
 	size_t lead = 0;
 	while (lead < len && (line[lead] == ' ' || line[lead] == '\t'))
 		lead++;
-	if (lead < len) {
+	/* docker ends its error with "Run 'docker run --help' for more
+	 * information": the line before is the error. */
+	bool hint = memmem(line, len, "--help'", 7) != NULL;
+	if (lead < len && !hint) {
 		size_t n = len - lead < UPC_ERR_LINE - 1 ? len - lead
 							 : UPC_ERR_LINE - 1;
 		memcpy(u->err_line, line + lead, n);

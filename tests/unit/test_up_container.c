@@ -393,3 +393,28 @@ Test(up_container, a_squatted_port_is_a_lost_port)
 	uc_finish(&t);
 	free(json);
 }
+
+/* The docker CLI with no daemon behind it: its own line is the reason,
+ * not the "--help" hint it prints after it. */
+Test(up_container, a_daemon_that_is_not_running_is_the_reason)
+{
+	if (!uc_ready())
+		cr_skip_test("no podman");
+	if (system("docker --version 2>/dev/null | grep -qi '^docker "
+		   "version'") != 0)
+		cr_skip_test("no docker CLI of Docker's own");
+	struct uc t;
+	cr_assert_eq(uc_open(&t,
+			     "{\"command\": \"docker\", \"args\": [\"run\", "
+			     "\"-i\", \"img\"], \"env\": {\"DOCKER_HOST\": "
+			     "\"unix:///nonexistent/docker.sock\"}}"),
+		     0);
+	uc_run_until(&t, &t.faults, 1);
+	cr_assert_not_null(strstr(t.fault_text, "docker could not run the "
+						"container: "),
+			   "%s", t.fault_text);
+	cr_assert_not_null(strstr(t.fault_text, "Cannot connect to the Docker "
+						"daemon"),
+			   "%s", t.fault_text);
+	uc_finish(&t);
+}
