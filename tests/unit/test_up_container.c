@@ -19,7 +19,9 @@
 
 #include "config/config.h"
 #include "http/httpc.h"
+#include "instance/instance.h"
 #include "journal/journal.h"
+#include "pool/pool.h"
 #include "transport/ports.h"
 #include "transport/upstream.h"
 #include "util/xmalloc.h"
@@ -417,4 +419,80 @@ Test(up_container, a_daemon_that_is_not_running_is_the_reason)
 						"daemon"),
 			   "%s", t.fault_text);
 	uc_finish(&t);
+}
+
+/* ---- through the pool: what the runtime does ---- */
+
+/* Wakes the loop now and then, so a wait checks its condition. */
+static void uc_tick_cb(uv_timer_t *t)
+{
+}
+
+static void uc_ready_cb(void *arg, struct instance *inst, int err)
+{
+	*(int *)arg = err == 0 ? 1 : -1;
+}
+
+/* The container is reported twice while it lives (by name, then with its
+ * id) and gone once: the pool's entry still ends, and the journal holds
+ * nothing after. A server name of this test's own, to clean up by. */
+Test(up_container, the_pool_entry_ends_after_the_container)
+{
+	if (!uc_ready())
+		cr_skip_test("no podman");
+	char dir[] = "/tmp/uc-pool-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	struct journal *j = NULL;
+	cr_assert_eq(journal_open(dir, &j), 0);
+	char server[16];
+	snprintf(server, sizeof server, "uc%.8s", uc_token);
+	char *text = xasprintf(
+		"{\"mcpServers\": {\"%s\": {\"container\": {\"image\": \"%s\", "
+		"\"port\": 8080, \"args\": [\"--http\", \"8080\", "
+		"\"--listen-all\"], \"engine\": \"podman\"}, \"url\": "
+		"\"http://127.0.0.1:{port}/mcp\", \"scope\": \"session\"}}}",
+		server, uc_image);
+	struct config *cfg = config_parse(text, strlen(text), "t.json");
+	free(text);
+	cr_assert_null(cfg->servers[0].error, "%s", cfg->servers[0].error);
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	struct instance_cbs cbs = {0};
+	struct pool *pool = pool_new(&loop, &cbs, NULL, j, NULL);
+	struct pool_scope_ctx sc = {"s1", NULL, "/tmp", NULL};
+	char *key = pool_instance_key(&cfg->servers[0], &sc, NULL);
+	struct instance *inst =
+		pool_instance_for(pool, &cfg->servers[0], &sc, key);
+	free(key);
+	pool_acquire(pool, inst, "s1");
+	int ready = 0;
+	instance_ensure(inst, uc_ready_cb, &ready);
+	while (ready == 0)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert_eq(ready, 1, "%s", instance_last_error(inst));
+	/* Until its id is in the journal: the second report. */
+	char *id_cmd = xasprintf("grep -q '\"id\"' %s/" JOURNAL_FILE, dir);
+	uv_timer_t tick;
+	uv_timer_init(&loop, &tick);
+	uv_timer_start(&tick, uc_tick_cb, 50, 50);
+	for (int i = 0; i < 400 && system(id_cmd) != 0; i++)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert_eq(system(id_cmd), 0, "the container's id is journaled");
+	free(id_cmd);
+	pool_session_gone(pool, "s1");
+	for (int i = 0; i < 4000 && journal_count(j) > 0; i++)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert_eq(journal_count(j), 0);
+	uv_close((uv_handle_t *)&tick, NULL);
+	pool_free(pool);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&loop), 0, "the pool's entry ended");
+	journal_free(j);
+	config_free(cfg);
+	char *rm = xasprintf("podman ps -aq --filter label=mcpvisor.server=%s "
+			     "| xargs -r -n1 podman rm -f >/dev/null 2>&1; "
+			     "rm -rf %s",
+			     server, dir);
+	cr_assert_eq(system(rm), 0);
+	free(rm);
 }
