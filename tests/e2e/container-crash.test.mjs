@@ -25,6 +25,7 @@ import {
 	listeners,
 	listening,
 	ofServer,
+	podman,
 	podmanOk,
 	removeOwn,
 	sdkClose,
@@ -48,18 +49,22 @@ function listenersOn(ports) {
 	return l.length ? l.map((x) => `  ${x.addr}:${x.port} ${x.who}`).join('\n') : '  (none)';
 }
 
-test('drain on quit: SIGTERM removes every owned container (stdio and HTTP) and their ports; exit 0', {
+test('drain on quit: SIGTERM removes every owned container (stdio and HTTP) and their ports, never the image or a named volume; exit 0', {
 	skip: SKIP,
 	timeout: 30_000,
 }, async (t) => {
 	const pod = `drain${RUN}`;
 	const web = `drainweb${RUN}`;
 	await removeOwn(t, [pod, web]);
+	// A named volume the server uses: created by the engine at run,
+	// never removed by mcpvisor; the test removes it at the end.
+	const volume = `mcpvisor-e2e-vol-${RUN}`;
+	t.after(() => podman(['volume', 'rm', '-f', volume]));
 	const config = {
 		idleTimeout: '60s',
 		mcpServers: {
 			[pod]: stdioContainer(PODMAN, IMAGE),
-			[web]: httpContainer(IMAGE),
+			[web]: httpContainer(IMAGE, { container: { volumes: [`${volume}:/data`] } }),
 		},
 	};
 	let boxes;
@@ -84,6 +89,8 @@ test('drain on quit: SIGTERM removes every owned container (stdio and HTTP) and 
 		for (const b of boxes)
 			assert.equal(await stateOf(b.id), null, `${b.name} still there when the runtime exited`);
 		assert.ok(!(await listening(port)), 'the published port still answers');
+		assert.equal((await podman(['volume', 'exists', volume])).code, 0, 'the named volume was removed');
+		assert.equal((await podman(['image', 'exists', IMAGE])).code, 0, 'the image was removed');
 		console.log(`# drain: runtime exited ${exitMs} ms after SIGTERM (an 800 ms call in flight), ` +
 			`both containers removed\n# after\n${describe([...(await ofServer(pod)), ...(await ofServer(web))])}` +
 			`\n# listeners\n${listenersOn([port])}`);

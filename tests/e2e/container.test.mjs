@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import { before, test } from 'node:test';
 
-import { DEMO, demo } from './lib.mjs';
+import { demo, procStat } from './lib.mjs';
 import { withConfig } from './lifetime-lib.mjs';
 import {
 	CENV,
@@ -45,6 +45,35 @@ before(async () => {
 });
 
 const RT = { env: CENV };
+
+// The command line of a process ('' when gone).
+function cmdline(pid) {
+	try {
+		return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+	} catch {
+		return '';
+	}
+}
+
+// pid and every live process below it.
+function commandPids(root) {
+	const kids = new Map();
+	for (const d of fs.readdirSync('/proc')) {
+		if (!/^\d+$/.test(d))
+			continue;
+		const st = procStat(Number(d));
+		if (st)
+			kids.set(st.ppid, [...(kids.get(st.ppid) ?? []), Number(d)]);
+	}
+	const out = [];
+	const walk = (p) => {
+		out.push(p);
+		for (const k of kids.get(p) ?? [])
+			walk(k);
+	};
+	walk(root);
+	return out;
+}
 
 // The published ports of a container: [{host_ip, host_port, container_port}].
 const published = (c) => c.ports ?? [];
@@ -143,7 +172,13 @@ test('HTTP container: published only on 127.0.0.1 on an owned port; a squatter o
 }, async (t) => {
 	const name = srv('web');
 	await removeOwn(t, [name]);
-	const config = { idleTimeout: '60s', mcpServers: { [name]: httpContainer(IMAGE) } };
+	// An env value of the explicit form reaches the server as `-e KEY`:
+	// never on a command line, in status or in the log.
+	const secret = `s3cr3t-${RUN}-${process.pid}`;
+	const config = {
+		idleTimeout: '60s',
+		mcpServers: { [name]: httpContainer(IMAGE, { container: { env: { MCPV_E2E_SECRET: secret } } }) },
+	};
 	await withConfig(t, config, RT, async (rt, ctx) => {
 		const c = await sdkConnect(rt);
 		const t0 = performance.now();
@@ -160,6 +195,12 @@ test('HTTP container: published only on 127.0.0.1 on an owned port; a squatter o
 		const shown = JSON.stringify(serverOf(st, name).inst);
 		assert.match(shown, new RegExp(`\\b${port}\\b`), `the published port in status: ${shown}`);
 		assert.ok(shown.includes(box.id.slice(0, 12)), `container id in status -v: ${shown}`);
+		const env = await c.client.callTool({ name: `${name}__env`, arguments: { name: 'MCPV_E2E_SECRET' } });
+		assert.ok(JSON.stringify(env.content).includes(secret), `env in the container: ${JSON.stringify(env)}`);
+		for (const pid of commandPids(rt.child.pid))
+			assert.ok(!cmdline(pid).includes(secret), `the env value on a command line: ${cmdline(pid)}`);
+		assert.ok(!JSON.stringify(st).includes(secret), 'the env value in status');
+		assert.ok(!(await rt.cli(['status', '-v'])).stdout.includes(secret), 'the env value in status -v');
 		await sdkClose(c);
 
 		// Quit: the container goes, and with it the port.
@@ -191,6 +232,7 @@ test('HTTP container: published only on 127.0.0.1 on an owned port; a squatter o
 		assert.ok(port2 > 0 && port2 !== port, `published on ${port2}, squatted ${port}`);
 		assert.equal(published(box2)[0].host_ip, '127.0.0.1');
 		assert.ok(squatter.listening, 'the squatter lost its port');
+		assert.ok(!rt.stderr().includes(secret) && !rt2.stderr().includes(secret), 'the env value in the log');
 		assert.equal(spoken, 0, 'mcpvisor sent the squatter a request');
 		await sdkClose(c2);
 	});
