@@ -386,13 +386,14 @@ const DOCKER_CLI = ['/usr/local/bin/docker', '/usr/bin/docker'].find((p) => {
 });
 const DOCKER_DOWN = DOCKER_CLI && !fs.existsSync('/var/run/docker.sock');
 
-test('image not found, engine not running: the engine\'s own line in status; the other servers keep serving', {
+test('image not found, engine not running, engine missing: the reason in status; the other servers keep serving', {
 	skip: SKIP,
 	timeout: 30_000,
 }, async (t) => {
 	const missing = srv('missing');
 	const down = srv('down');
 	const ok = srv('ok');
+	const absent = srv('absent');
 	await removeOwn(t, [missing, down]);
 	const servers = {
 		[ok]: demo(['--name', 'ok']),
@@ -401,6 +402,8 @@ test('image not found, engine not running: the engine\'s own line in status; the
 		[missing]: stdioContainer(PODMAN, `localhost/mcpvisor-no-such-image:${RUN}`, {
 			opts: ['--pull=never'],
 		}),
+		// An engine that is not installed (a path that does not exist).
+		[absent]: stdioContainer(`/nonexistent-${RUN}/podman`, IMAGE),
 	};
 	if (DOCKER_DOWN)
 		servers[down] = stdioContainer(DOCKER_CLI, IMAGE);
@@ -419,6 +422,9 @@ test('image not found, engine not running: the engine\'s own line in status; the
 		const m = serverOf(st, missing);
 		assert.match(JSON.stringify(m), /image not known/, `status of ${missing}: ${JSON.stringify(m)}`);
 		assert.match(text.stdout, /image not known/, text.stdout);
+		const a = serverOf(st, absent);
+		assert.match(JSON.stringify(a), /no such file|not found|not installed/i,
+			`status of ${absent}: ${JSON.stringify(a)}`);
 		if (DOCKER_DOWN) {
 			const d = serverOf(st, down);
 			assert.match(JSON.stringify(d), /Cannot connect to the Docker daemon/,
