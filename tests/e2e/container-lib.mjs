@@ -134,8 +134,10 @@ export async function removeOwn(t, names, ids = []) {
 		for (const n of names)
 			for (const c of await ofServer(n).catch(() => []))
 				all.add(c.id);
-		if (all.size)
-			await podman(['rm', '-f', '-t', '0', ...all]);
+		// One at a time: podman 4.3.1's `rm -f A B` removes neither
+		// when A is already gone.
+		for (const id of all)
+			await podman(['rm', '-f', '-t', '0', id]);
 	});
 }
 
