@@ -183,19 +183,30 @@ detached:
 	return -1;
 }
 
+/* The index of "run" in `ENGINE run ...` or `ENGINE container run ...`;
+ * -1 when the command is no such thing. */
+static int ctr_run_arg(const struct server_config *s)
+{
+	if (s->command == NULL || !ctr_engine_name_ok(s->command))
+		return -1;
+	if (s->nargs >= 1 && strcmp(s->args[0], "run") == 0)
+		return 0;
+	if (s->nargs >= 2 && strcmp(s->args[0], "container") == 0 &&
+	    strcmp(s->args[1], "run") == 0)
+		return 1;
+	return -1;
+}
+
+static bool ctr_runs_container(const struct server_config *s)
+{
+	return ctr_run_arg(s) >= 0;
+}
+
 /* The command form: `ENGINE run ...` or `ENGINE container run ...`. */
 static bool ctr_command_form(struct config_srv *c)
 {
 	struct server_config *s = c->s;
-	if (s->command == NULL || s->url != NULL ||
-	    !ctr_engine_name_ok(s->command))
-		return false;
-	int run = -1;
-	if (s->nargs >= 1 && strcmp(s->args[0], "run") == 0)
-		run = 0;
-	else if (s->nargs >= 2 && strcmp(s->args[0], "container") == 0 &&
-		 strcmp(s->args[1], "run") == 0)
-		run = 1;
+	int run = s->url == NULL ? ctr_run_arg(s) : -1;
 	if (run < 0)
 		return false;
 	struct container_config *cc = xcalloc(1, sizeof *cc);
@@ -442,11 +453,11 @@ static void ctr_explicit_form(struct config_srv *c, const json_t *obj,
 				"must contain {port}, where mcpvisor puts "
 				"the loopback port it publishes the "
 				"container's port on");
-	else if (!config_url_is_loopback(s->url))
+	else if (!config_url_is_loopback(s->url) || strstr(s->url, "[::1]"))
 		config_srv_fail(c, "url",
-				"the url's host must be loopback (127.0.0.1, "
-				"[::1] or localhost): the container's port is "
-				"published on loopback only");
+				"the url's host must be loopback: 127.0.0.1 or "
+				"localhost: the container's port is published "
+				"on 127.0.0.1 only");
 	else if (type == 0)
 		config_srv_fail(c, "type",
 				"a container with \"port\" is reached over "
@@ -462,6 +473,14 @@ bool config_container_settle(struct config_srv *c, const json_t *obj, int type)
 	}
 	if (type > 0)
 		return false; /* a url server's "type" */
+	if (ctr_runs_container(c->s) && c->s->url)
+		config_warn(c->cfg,
+			    "%s: server \"%s\": an engine's `run` with a "
+			    "\"url\" is run as a local HTTP program: mcpvisor "
+			    "does not own its container (stopping the CLI "
+			    "may leave it running); \"container\": {\"image\": "
+			    "..., \"port\": ...} makes it owned",
+			    c->cfg->path, c->shown);
 	return ctr_command_form(c);
 }
 

@@ -26,8 +26,9 @@
 #include "util/xmalloc.h"
 
 #define UPC_ERR_LINE 512 /* the engine's error line kept for a fault */
-/* What docker and podman exit with when the engine itself failed (no such
- * image, daemon not running, a name in use), not the server. */
+/* What docker and podman exit with when the engine itself failed (125: no
+ * such image, daemon not running, a name in use; 126: podman's port bind;
+ * 127: no such command in the image), not the server. */
 #define UPC_ENGINE_FAILED 125
 
 struct upstream {
@@ -260,7 +261,10 @@ static void upc_log_cb(void *ctx, const char *line, size_t len)
 	size_t lead = 0;
 	while (lead < len && (line[lead] == ' ' || line[lead] == '\t'))
 		lead++;
-	if (lead < len) {
+	/* docker ends its error with "Run 'docker run --help' for more
+	 * information": the line before is the error. */
+	bool hint = memmem(line, len, "--help'", 7) != NULL;
+	if (lead < len && !hint) {
 		size_t n = len - lead < UPC_ERR_LINE - 1 ? len - lead
 							 : UPC_ERR_LINE - 1;
 		memcpy(u->err_line, line + lead, n);
@@ -284,8 +288,8 @@ static void upc_fault_cb(void *ctx, const struct upstream_fault *f)
 	}
 	struct upstream_fault g = *f;
 	char *text = NULL;
-	if (f->kind == UPSTREAM_EXITED && f->exit_status == UPC_ENGINE_FAILED &&
-	    u->err_line[0]) {
+	if (f->kind == UPSTREAM_EXITED && f->exit_status >= UPC_ENGINE_FAILED &&
+	    f->exit_status <= UPC_ENGINE_FAILED + 2 && u->err_line[0]) {
 		text = xasprintf("%s could not run the container: %s",
 				 u->engine, u->err_line);
 		g.text = text;

@@ -206,3 +206,19 @@ Test(config_container, identity_tells_containers_apart)
 	free(ip);
 	config_free(p);
 }
+
+Test(config_container, a_run_with_a_url_is_not_owned_and_says_so)
+{
+	struct config *cfg =
+		cf_one("{\"command\": \"docker\", \"args\": [\"run\", \"-p\", "
+		       "\"127.0.0.1:{port}:80\", \"img\"], \"url\": "
+		       "\"http://127.0.0.1:{port}/\"}");
+	cr_assert_null(cfg->servers[0].error);
+	cr_assert_eq(cfg->servers[0].kind, SERVER_HTTP_LOCAL);
+	cr_assert_eq(cfg->nwarnings, 1);
+	cf_assert_has(cfg->warnings[0], "does not own its container");
+	config_free(cfg);
+	cc_fails("{\"container\": {\"image\": \"i\", \"port\": 80}, \"url\": "
+		 "\"http://[::1]:{port}/\"}",
+		 "127.0.0.1 only");
+}
