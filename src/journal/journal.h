@@ -113,6 +113,9 @@ int journal_remove_owned(struct journal *j, const struct upstream_owned *o);
  * reconcile kept without settling them (a container whose engine was
  * missing or failed). */
 size_t journal_count(const struct journal *j);
+/* Those entries named for a person ("container mcpv-x-1a2b (podman),
+ * process 123"), comma-separated; NULL when none. Caller frees. */
+char *journal_left_text(const struct journal *j);
 
 struct journal_stats {
 	unsigned changes;     /* adds, removes, reserve refills */

@@ -184,9 +184,12 @@ static void pool_inst_owned_cb(void *ctx, struct instance *inst,
 			       const struct upstream_owned *o, bool live)
 {
 	struct pool_entry *e = ctx;
-	if (live)
+	/* A container reported again with its id is the one already
+	 * counted (upstream.h). */
+	bool update = o->kind == UPSTREAM_OWNED_CONTAINER && o->container_id;
+	if (live && !update)
 		e->live++;
-	else if (e->live > 0)
+	else if (!live && e->live > 0)
 		e->live--;
 	if (e->pool->journal) {
 		int rc = live ? journal_add_owned(e->pool->journal, o,

@@ -420,9 +420,11 @@ int runtime_serve(const struct runtime_opts *opts)
 	}
 	free(rt.loop);
 	if (rt.journal && journal_count(rt.journal) > 0) {
-		log_warn("%zu process(es) could not be confirmed gone; the "
-			 "next start will stop them",
-			 journal_count(rt.journal));
+		char *left = journal_left_text(rt.journal);
+		log_warn("%zu owned resource(s) could not be confirmed gone "
+			 "(%s); the next start will stop them",
+			 journal_count(rt.journal), left ? left : "?");
+		free(left);
 		rt.exit_code = 1;
 	}
 	journal_free(rt.journal);

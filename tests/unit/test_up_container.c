@@ -1,0 +1,331 @@
+/*
+ * The container upstream on the real podman (skipped where there is none):
+ * both forms answer MCP, the container is reported owned by name before it
+ * exists and again with its id, the stop ladder removes it and only then
+ * reports it gone; the engine's own error line is the fault's reason; an
+ * engine that cannot remove it leaves it reported live (and named in the
+ * log); a missing engine fails the open. Every container a test starts
+ * carries its own owner token and is removed by that label at the end.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "http/httpc.h"
+#include "journal/journal.h"
+#include "transport/upstream.h"
+#include "util/xmalloc.h"
+
+#define UC_INIT                                                                \
+	"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"  \
+	"{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"             \
+	"\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}"
+#define UC_WAIT_MS 30000
+
+static char uc_image[256];
+static char uc_token[JOURNAL_TOKEN_LEN + 1];
+
+struct uc {
+	uv_loop_t loop;
+	uv_timer_t guard;
+	struct httpc *http;
+	struct upstream *up;
+	const struct upstream_ops *ops;
+	int messages, faults, closed;
+	int container_live, container_gone, id_reports;
+	int process_live, process_gone;
+	enum upstream_fault_kind fault_kind;
+	char fault_text[1024];
+	char name[256];
+	char id[80];
+};
+
+/* The test image from the project's own static fixture (the container
+ * tests' script); false when there is no podman to run it. */
+static bool uc_ready(void)
+{
+	if (access("/usr/bin/podman", X_OK) != 0)
+		return false;
+	if (!getenv("CONTAINERS_CONF")) {
+		char *conf = realpath("tests/containers/containers.conf", NULL);
+		cr_assert_not_null(conf, "run from the repository's root");
+		setenv("CONTAINERS_CONF", conf, 1);
+		free(conf);
+	}
+	FILE *p = popen("sh tests/containers/image.sh 2>/dev/null", "r");
+	cr_assert_not_null(p);
+	bool ok = fgets(uc_image, sizeof uc_image, p) != NULL;
+	pclose(p);
+	uc_image[strcspn(uc_image, "\n")] = '\0';
+	cr_assert(ok && uc_image[0], "tests/containers/image.sh gave no image");
+	journal_new_token(uc_token);
+	return true;
+}
+
+/* Removes what carries this test's token, one at a time. */
+static void uc_cleanup(void)
+{
+	if (!uc_token[0])
+		return;
+	char *cmd = xasprintf("podman ps -aq --filter label=mcpvisor.owner=%s "
+			      "| xargs -r -n1 podman rm -f >/dev/null 2>&1",
+			      uc_token);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cleanup failed: %s\n", cmd);
+	free(cmd);
+}
+
+TestSuite(up_container, .fini = uc_cleanup, .timeout = 60);
+
+/* How many containers carry this test's token. */
+static int uc_count(void)
+{
+	char *cmd = xasprintf("podman ps -aq --filter label=mcpvisor.owner=%s "
+			      "| wc -l",
+			      uc_token);
+	FILE *p = popen(cmd, "r");
+	free(cmd);
+	int n = -1;
+	if (p == NULL || fscanf(p, "%d", &n) != 1)
+		n = -1;
+	if (p)
+		pclose(p);
+	return n;
+}
+
+static void uc_message(void *ctx, const char *msg, size_t len, int64_t rel)
+{
+	struct uc *t = ctx;
+	t->messages++;
+}
+
+static void uc_fault(void *ctx, const struct upstream_fault *f)
+{
+	struct uc *t = ctx;
+	t->faults++;
+	t->fault_kind = f->kind;
+	snprintf(t->fault_text, sizeof t->fault_text, "%s",
+		 f->text ? f->text : "");
+}
+
+static void uc_owned(void *ctx, const struct upstream_owned *o, bool live)
+{
+	struct uc *t = ctx;
+	if (o->kind == UPSTREAM_OWNED_PROCESS) {
+		live ? t->process_live++ : t->process_gone++;
+		return;
+	}
+	cr_assert_str_eq(o->token, uc_token);
+	snprintf(t->name, sizeof t->name, "%s", o->container_name);
+	if (live && o->container_id) {
+		t->id_reports++;
+		snprintf(t->id, sizeof t->id, "%s", o->container_id);
+	} else if (live) {
+		t->container_live++;
+	} else {
+		t->container_gone++;
+	}
+}
+
+static void uc_lost(void *ctx, int64_t id, bool sent)
+{
+}
+
+static void uc_closed(void *ctx)
+{
+	struct uc *t = ctx;
+	t->closed++;
+	t->up = NULL;
+}
+
+static const struct upstream_cbs uc_cbs = {
+	.on_message = uc_message,
+	.on_lost = uc_lost,
+	.on_fault = uc_fault,
+	.on_owned = uc_owned,
+	.on_closed = uc_closed,
+};
+
+static void uc_guard_cb(uv_timer_t *h)
+{
+	cr_assert_fail("timed out");
+}
+
+static void uc_run_until(struct uc *t, const int *counter, int want)
+{
+	uv_timer_start(&t->guard, uc_guard_cb, UC_WAIT_MS, 0);
+	while (*counter < want)
+		uv_run(&t->loop, UV_RUN_ONCE);
+	uv_timer_stop(&t->guard);
+}
+
+static int uc_open(struct uc *t, const char *json)
+{
+	memset(t, 0, sizeof *t);
+	uv_loop_init(&t->loop);
+	uv_timer_init(&t->loop, &t->guard);
+	char *text = xasprintf("{\"mcpServers\": {\"s\": %s}}", json);
+	struct config *cfg = config_parse(text, strlen(text), "t.json");
+	free(text);
+	const struct server_config *s = &cfg->servers[0];
+	cr_assert_null(s->error, "%s", s->error);
+	t->ops = upstream_ops_for(s);
+	cr_assert_not_null(t->ops);
+	const char *why = NULL;
+	if (t->ops->caps & UPSTREAM_HTTP)
+		cr_assert_not_null(t->http = httpc_new(&t->loop, &why), "%s",
+				   why);
+	struct upstream_spec spec = {
+		.server = s,
+		.token = uc_token,
+		.http = t->http,
+		.key = "{\"name\":\"s\"}",
+		.stop_grace_ms = 1000,
+	};
+	int rc = t->ops->open(&t->loop, &spec, &uc_cbs, t, &t->up);
+	config_free(cfg);
+	return rc;
+}
+
+static void uc_finish(struct uc *t)
+{
+	if (t->up)
+		t->ops->stop(t->up);
+	uc_run_until(t, &t->closed, 1);
+	if (t->http)
+		httpc_free(t->http);
+	uv_close((uv_handle_t *)&t->guard, NULL);
+	uv_run(&t->loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&t->loop), 0, "handles left open");
+}
+
+static void uc_serves_and_goes(const char *json, const char *transport)
+{
+	struct uc t;
+	cr_assert_eq(uc_open(&t, json), 0);
+	/* Named (and journaled) before the engine could make it. */
+	cr_assert_eq(t.container_live, 1);
+	cr_assert_eq(strncmp(t.name, "mcpv-s-", 7), 0, "%s", t.name);
+	cr_assert_eq(t.ops->send(t.up, UC_INIT, strlen(UC_INIT), 1), 0);
+	uc_run_until(&t, &t.messages, 1);
+	cr_assert_eq(t.faults, 0, "%s", t.fault_text);
+	uc_run_until(&t, &t.id_reports, 1);
+	cr_assert_geq(strlen(t.id), 12);
+	json_t *d = t.ops->describe(t.up, true);
+	cr_assert_str_eq(json_string_value(json_object_get(d, "transport")),
+			 transport);
+	cr_assert_str_eq(json_string_value(json_object_get(d, "container")),
+			 t.name);
+	cr_assert_str_eq(json_string_value(json_object_get(d, "containerId")),
+			 t.id);
+	cr_assert_str_eq(json_string_value(json_object_get(d, "image")),
+			 uc_image);
+	json_decref(d);
+	cr_assert_eq(uc_count(), 1);
+	t.ops->stop(t.up);
+	uc_run_until(&t, &t.closed, 1);
+	/* Gone only once the engine said so, and really gone. */
+	cr_assert_eq(t.container_gone, 1);
+	cr_assert_eq(t.process_gone, t.process_live);
+	cr_assert_eq(uc_count(), 0);
+	uc_finish(&t);
+}
+
+Test(up_container, command_form_serves_and_is_removed)
+{
+	if (!uc_ready())
+		cr_skip_test("no podman");
+	char *json = xasprintf("{\"command\": \"podman\", \"args\": [\"run\", "
+			       "\"-i\", \"%s\"]}",
+			       uc_image);
+	uc_serves_and_goes(json, "container");
+	free(json);
+}
+
+Test(up_container, http_form_serves_on_a_loopback_port)
+{
+	if (!uc_ready())
+		cr_skip_test("no podman");
+	char *json = xasprintf(
+		"{\"container\": {\"image\": \"%s\", \"port\": 8080, \"args\": "
+		"[\"--http\", \"8080\", \"--listen-all\"], \"engine\": "
+		"\"podman\"}, \"url\": \"http://127.0.0.1:{port}/mcp\"}",
+		uc_image);
+	uc_serves_and_goes(json, "container-http");
+	free(json);
+}
+
+Test(up_container, the_engine_s_error_line_is_the_reason)
+{
+	if (!uc_ready())
+		cr_skip_test("no podman");
+	struct uc t;
+	cr_assert_eq(uc_open(&t, "{\"command\": \"podman\", \"args\": "
+				 "[\"run\", \"-i\", \"--pull=never\", "
+				 "\"localhost/mcpv-no-such-image:1\"]}"),
+		     0);
+	uc_run_until(&t, &t.faults, 1);
+	cr_assert_eq(t.fault_kind, UPSTREAM_EXITED);
+	cr_assert_not_null(strstr(t.fault_text, "podman could not run the "
+						"container: "),
+			   "%s", t.fault_text);
+	cr_assert_not_null(strstr(t.fault_text, "image not known"), "%s",
+			   t.fault_text);
+	/* It never existed: the engine says so, and it is reported gone. */
+	uc_run_until(&t, &t.closed, 1);
+	cr_assert_eq(t.container_gone, 1);
+	uc_finish(&t);
+}
+
+Test(up_container, a_missing_engine_fails_the_open)
+{
+	if (!uc_ready())
+		cr_skip_test("no podman");
+	struct uc t;
+	int rc = uc_open(&t, "{\"command\": \"/nonexistent/podman\", \"args\": "
+			     "[\"run\", \"-i\", \"img\"]}");
+	cr_assert_eq(rc, -ENOENT);
+	cr_assert_null(t.up);
+	/* Reported and forgotten at once: nothing was made. */
+	cr_assert_eq(t.container_live, 1);
+	cr_assert_eq(t.container_gone, 1);
+	uv_close((uv_handle_t *)&t.guard, NULL);
+	uv_run(&t.loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&t.loop), 0);
+}
+
+/* An engine that runs containers but cannot stop or remove them: the
+ * container is not reported gone (the journal keeps it). */
+Test(up_container, not_confirmed_gone_stays_owned)
+{
+	if (!uc_ready())
+		cr_skip_test("no podman");
+	char dir[] = "/tmp/uc-engine-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char *fake = xasprintf("%s/podman", dir);
+	FILE *f = fopen(fake, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "#!/bin/sh\ncase \"$1\" in stop|rm) echo \"Error: refused "
+		   "by the test\" >&2; exit 125;; esac\nexec podman \"$@\"\n");
+	fclose(f);
+	chmod(fake, 0755);
+	char *json = xasprintf("{\"command\": \"%s\", \"args\": [\"run\", "
+			       "\"-i\", \"%s\"]}",
+			       fake, uc_image);
+	struct uc t;
+	cr_assert_eq(uc_open(&t, json), 0);
+	cr_assert_eq(t.ops->send(t.up, UC_INIT, strlen(UC_INIT), 1), 0);
+	uc_run_until(&t, &t.messages, 1);
+	t.ops->stop(t.up);
+	uc_run_until(&t, &t.closed, 1);
+	cr_assert_eq(t.container_gone, 0);
+	uc_finish(&t);
+	free(json);
+	unlink(fake);
+	free(fake);
+	rmdir(dir);
+}
