@@ -88,7 +88,7 @@ test('podman run -i --rm: a stdio container server, owned (labels, a --name), it
 		idleTimeout: '60s',
 		mcpServers: {
 			[name]: stdioContainer(PODMAN, IMAGE, {
-				opts: ['--memory', '64m', '--pids-limit', '64'],
+				opts: ['--memory', '64m', '--cpus', '0.5', '--pids-limit', '64'],
 				// The fixture's own --name, after the image: an
 				// argument of the server, not the engine's --name.
 				args: ['--name', 'inner'],
@@ -112,6 +112,7 @@ test('podman run -i --rm: a stdio container server, owned (labels, a --name), it
 		const ins = await inspect(box.id);
 		assert.equal(ins.HostConfig.Memory, 64 * 1024 * 1024, '--memory kept');
 		assert.equal(ins.HostConfig.PidsLimit, 64, '--pids-limit kept');
+		assert.equal(ins.HostConfig.NanoCpus, 500_000_000, '--cpus kept');
 		assert.equal(ins.HostConfig.AutoRemove, true, '--rm kept');
 		const info = await c.client.callTool({ name: `${name}__pid`, arguments: {} });
 		assert.equal(JSON.parse(info.content[0].text).name, 'inner', 'the server got its own --name');
