@@ -651,6 +651,21 @@ static bool journal_owned_entry(const struct upstream_owned *o,
 				       o->container_name);
 }
 
+/* Whether a file on disk already names e's engine in another container
+ * entry: the next start asks that engine anyway. */
+static bool journal_engine_on_disk(const struct journal *j,
+				   const struct journal_entry *e)
+{
+	for (size_t i = 0; i < j->n; i++) {
+		const struct journal_entry *x = &j->entries[i];
+		if (x != e && x->kind == UPSTREAM_OWNED_CONTAINER &&
+		    x->seq <= j->durable_seq &&
+		    journal_same_str(x->engine, e->engine))
+			return true;
+	}
+	return false;
+}
+
 int journal_add_owned(struct journal *j, const struct upstream_owned *o,
 		      const char *key)
 {
@@ -679,7 +694,9 @@ int journal_add_owned(struct journal *j, const struct upstream_owned *o,
 			return -ENOSPC;
 		e = journal_append(j);
 	}
+	uint64_t seq = at >= 0 ? e->seq : j->seq + 1;
 	*e = want;
+	e->seq = seq;
 	e->engine = want.engine ? xstrdup(want.engine) : NULL;
 	e->container_id =
 		want.container_id ? xstrdup(want.container_id) : had_id;
@@ -687,6 +704,16 @@ int journal_add_owned(struct journal *j, const struct upstream_owned *o,
 		want.container_name ? xstrdup(want.container_name) : had_name;
 	memcpy(e->token, o->token, JOURNAL_TOKEN_LEN + 1);
 	e->key = journal_key_clean(key, strlen(key));
+	if (at < 0 && o->kind == UPSTREAM_OWNED_CONTAINER && j->attached &&
+	    !journal_engine_on_disk(j, e)) {
+		/* The engine may create it as soon as its CLI runs, in this
+		 * very turn, and a container outlives the runtime: the next
+		 * start must know which engine to ask (its token is a
+		 * reserved one, on disk already) before there is anything
+		 * to find. */
+		j->stats.changes++;
+		return journal_write_now(j);
+	}
 	return journal_changed(j);
 }
 

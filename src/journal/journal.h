@@ -60,6 +60,8 @@ struct journal_entry {
 	/* Read from the file and kept by a reconcile that cannot act on
 	 * it (a container): not this runtime's to see gone. */
 	bool carried;
+	/* The first snapshot that holds it (0: read from the file). */
+	uint64_t seq;
 };
 
 /* Tokens kept written ahead: refilled (off the loop) when fewer than
@@ -93,14 +95,19 @@ void journal_new_token(char out[JOURNAL_TOKEN_LEN + 1]);
 void journal_take_token(struct journal *j, char out[JOURNAL_TOKEN_LEN + 1]);
 
 /* Records something started (o is copied; key is the instance's public
- * key, for the log); the file follows (see journal_attach). A process is
- * known by its pid, a container by its id (else its name): adding one
- * already there replaces it. 0, -EINVAL (a field missing, out of range or
- * not of its form), -ENOSPC (JOURNAL_MAX_ENTRIES). */
+ * key, for the log); the file follows (see journal_attach), but a new
+ * container whose engine no entry on disk names yet is written at once,
+ * on this thread: it outlives the runtime, and the next start must know
+ * which engine to ask (its token is a reserved one). A process is known by
+ * its pid, a container by its engine and id (else its name): adding one
+ * already there replaces it (keeping an id or name the new record lacks).
+ * 0, -EINVAL (a field missing, out of range or not of its form), -ENOSPC
+ * (JOURNAL_MAX_ENTRIES). */
 int journal_add_owned(struct journal *j, const struct upstream_owned *o,
 		      const char *key);
 /* Forgets it once it is gone (a process and its group; a container
- * removed): by pid, or by container id (else name). 0 or -ENOENT. */
+ * removed): by pid, or by container id, else name (on o's engine when o
+ * names one). 0 or -ENOENT. */
 int journal_remove_owned(struct journal *j, const struct upstream_owned *o);
 /* The entries this runtime must still see gone: every entry but those a
  * reconcile kept without settling them (a container whose engine was

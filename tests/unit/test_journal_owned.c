@@ -792,3 +792,63 @@ Test(journal_owned, reconcile_on_the_real_podman_removes_only_ours)
 	cr_assert(own_podman_exists(theirs), "a foreign container removed");
 	cr_assert(own_podman_exists(plain), "an unlabelled one removed");
 }
+
+static bool own_file_names(const char *name)
+{
+	json_t *root = own_file();
+	json_t *e = own_entries(root);
+	bool found = false;
+	for (size_t i = 0; i < json_array_size(e); i++) {
+		const char *n = json_string_value(
+			json_object_get(json_array_get(e, i), "name"));
+		found = found || (n && strcmp(n, name) == 0);
+	}
+	json_decref(root);
+	return found;
+}
+
+/* Attached to a loop, changes wait for the end of the turn; but the first
+ * container of an engine is on disk before the call returns, since its
+ * engine may create it at once and the next start must know whom to ask.
+ * Another container of an engine already on disk waits like the rest (its
+ * reserved token is on disk). */
+Test(journal_owned, a_container_of_a_new_engine_is_on_disk_at_once)
+{
+	uv_loop_t loop;
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	struct journal *j = own_open();
+	journal_attach(j, &loop);
+	char tok[4][JOURNAL_TOKEN_LEN + 1];
+	for (int i = 0; i < 4; i++)
+		journal_take_token(j, tok[i]);
+	unsigned sync0 = journal_stats(j).sync_writes;
+
+	struct upstream_owned c = own_container(NULL, "mcpv-first", tok[0]);
+	cr_assert_eq(journal_add_owned(j, &c, "k"), 0);
+	cr_assert(own_file_names("mcpv-first"), "not on disk at once");
+	cr_assert_eq(journal_stats(j).sync_writes, sync0 + 1);
+
+	c = own_container(NULL, "mcpv-second", tok[1]);
+	cr_assert_eq(journal_add_owned(j, &c, "k"), 0);
+	cr_assert_not(own_file_names("mcpv-second"), "written off the loop");
+	cr_assert_eq(journal_stats(j).sync_writes, sync0 + 1);
+
+	c = own_container(NULL, "mcpv-docker", tok[2]);
+	c.engine = "docker";
+	cr_assert_eq(journal_add_owned(j, &c, "k"), 0);
+	cr_assert(own_file_names("mcpv-docker"), "another engine: at once");
+
+	/* Its id later: a replacement, off the loop. */
+	c = own_container(CID_A, "mcpv-first", tok[0]);
+	cr_assert_eq(journal_add_owned(j, &c, "k"), 0);
+	cr_assert_eq(journal_stats(j).sync_writes, sync0 + 2);
+
+	uv_run(&loop, UV_RUN_NOWAIT);
+	for (int i = 0; i < 200 && !own_file_names("mcpv-second"); i++)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert(own_file_names("mcpv-second"));
+	journal_detach(j);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&loop), 0);
+	journal_free(j);
+}
