@@ -102,7 +102,7 @@ static void upc_maybe_close(struct upstream *u)
 	upc_free(u);
 }
 
-static void upc_owned(struct upstream *u, bool live)
+static void upc_report(struct upstream *u, bool live, bool kept)
 {
 	struct upstream_owned o = {
 		.kind = UPSTREAM_OWNED_CONTAINER,
@@ -110,8 +110,23 @@ static void upc_owned(struct upstream *u, bool live)
 		.engine = u->engine,
 		.container_id = u->id,
 		.container_name = u->name,
+		.kept = kept,
 	};
 	u->cbs.on_owned(u->ctx, &o, live);
+}
+
+static void upc_owned(struct upstream *u, bool live)
+{
+	upc_report(u, live, false);
+}
+
+/* The engine could not say it is gone: logged with its reason, and left
+ * to the journal (the drain names it, the next start reconciles it). */
+static void upc_given_up(struct upstream *u, const char *why)
+{
+	log_warn("container %s (%s) could not be confirmed gone: %s", u->name,
+		 u->engine, why);
+	upc_report(u, false, true);
 }
 
 /* ---- the engine's stop ladder ---- */
@@ -124,10 +139,7 @@ static void upc_removed_cb(void *ctx, bool gone, const char *why)
 	if (gone)
 		upc_owned(u, false);
 	else
-		/* The journal keeps it: a drain says so, and the next start
-		 * reconciles it. */
-		log_warn("container %s (%s) could not be confirmed gone: %s",
-			 u->name, u->engine, why ? why : "no reason given");
+		upc_given_up(u, why ? why : "no reason given");
 	if (u->http) {
 		upl_driver_stopped(u->inner);
 	} else if (!u->inner_closed) {
@@ -150,9 +162,9 @@ static void upc_remove(struct upstream *u)
 		u->jobs++;
 		return;
 	}
-	log_warn("container %s (%s) could not be confirmed gone: cannot run "
-		 "the engine: %s",
-		 u->name, u->engine, strerror(-rc));
+	char *why = xasprintf("cannot run the engine: %s", strerror(-rc));
+	upc_given_up(u, why);
+	free(why);
 	u->removed = true;
 	if (u->http)
 		upl_driver_stopped(u->inner);

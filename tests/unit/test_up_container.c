@@ -42,7 +42,7 @@ struct uc {
 	struct upstream *up;
 	const struct upstream_ops *ops;
 	int messages, faults, closed;
-	int container_live, container_gone, id_reports;
+	int container_live, container_gone, container_kept, id_reports;
 	int process_live, process_gone;
 	enum upstream_fault_kind fault_kind;
 	char fault_text[1024];
@@ -132,6 +132,8 @@ static void uc_owned(void *ctx, const struct upstream_owned *o, bool live)
 		snprintf(t->id, sizeof t->id, "%s", o->container_id);
 	} else if (live) {
 		t->container_live++;
+	} else if (o->kept) {
+		t->container_kept++;
 	} else {
 		t->container_gone++;
 	}
@@ -329,6 +331,7 @@ Test(up_container, not_confirmed_gone_stays_owned)
 	t.ops->stop(t.up);
 	uc_run_until(&t, &t.closed, 1);
 	cr_assert_eq(t.container_gone, 0);
+	cr_assert_eq(t.container_kept, 1, "given up on, for the journal");
 	uc_finish(&t);
 	free(json);
 	unlink(fake);
@@ -433,25 +436,21 @@ static void uc_ready_cb(void *arg, struct instance *inst, int err)
 	*(int *)arg = err == 0 ? 1 : -1;
 }
 
-/* The container is reported twice while it lives (by name, then with its
- * id) and gone once: the pool's entry still ends, and the journal holds
- * nothing after. A server name of this test's own, to clean up by. */
-Test(up_container, the_pool_entry_ends_after_the_container)
+/* Runs server (a container server's JSON, %s: its image) in a pool with a
+ * journal until the pool let it go, and returns how many entries the
+ * journal still holds. The pool's entry must end either way. A server name
+ * of this test's own, to clean up by. */
+static size_t uc_through_pool(const char *server_fmt, bool wait_id)
 {
-	if (!uc_ready())
-		cr_skip_test("no podman");
 	char dir[] = "/tmp/uc-pool-XXXXXX";
 	cr_assert_not_null(mkdtemp(dir));
 	struct journal *j = NULL;
 	cr_assert_eq(journal_open(dir, &j), 0);
 	char server[16];
 	snprintf(server, sizeof server, "uc%.8s", uc_token);
-	char *text = xasprintf(
-		"{\"mcpServers\": {\"%s\": {\"container\": {\"image\": \"%s\", "
-		"\"port\": 8080, \"args\": [\"--http\", \"8080\", "
-		"\"--listen-all\"], \"engine\": \"podman\"}, \"url\": "
-		"\"http://127.0.0.1:{port}/mcp\", \"scope\": \"session\"}}}",
-		server, uc_image);
+	char *entry = xasprintf(server_fmt, uc_image);
+	char *text = xasprintf("{\"mcpServers\": {\"%s\": %s}}", server, entry);
+	free(entry);
 	struct config *cfg = config_parse(text, strlen(text), "t.json");
 	free(text);
 	cr_assert_null(cfg->servers[0].error, "%s", cfg->servers[0].error);
@@ -470,23 +469,24 @@ Test(up_container, the_pool_entry_ends_after_the_container)
 	while (ready == 0)
 		uv_run(&loop, UV_RUN_ONCE);
 	cr_assert_eq(ready, 1, "%s", instance_last_error(inst));
-	/* Until its id is in the journal: the second report. */
-	char *id_cmd = xasprintf("grep -q '\"id\"' %s/" JOURNAL_FILE, dir);
 	uv_timer_t tick;
 	uv_timer_init(&loop, &tick);
 	uv_timer_start(&tick, uc_tick_cb, 50, 50);
-	for (int i = 0; i < 400 && system(id_cmd) != 0; i++)
-		uv_run(&loop, UV_RUN_ONCE);
-	cr_assert_eq(system(id_cmd), 0, "the container's id is journaled");
-	free(id_cmd);
+	if (wait_id) {
+		/* Until its id is in the journal: the second report. */
+		char *id_cmd =
+			xasprintf("grep -q '\"id\"' %s/" JOURNAL_FILE, dir);
+		for (int i = 0; i < 400 && system(id_cmd) != 0; i++)
+			uv_run(&loop, UV_RUN_ONCE);
+		cr_assert_eq(system(id_cmd), 0, "the id is journaled");
+		free(id_cmd);
+	}
 	pool_session_gone(pool, "s1");
-	for (int i = 0; i < 4000 && journal_count(j) > 0; i++)
-		uv_run(&loop, UV_RUN_ONCE);
-	cr_assert_eq(journal_count(j), 0);
 	uv_close((uv_handle_t *)&tick, NULL);
 	pool_free(pool);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	cr_assert_eq(uv_loop_close(&loop), 0, "the pool's entry ended");
+	size_t left = journal_count(j);
 	journal_free(j);
 	config_free(cfg);
 	char *rm = xasprintf("podman ps -aq --filter label=mcpvisor.server=%s "
@@ -495,4 +495,48 @@ Test(up_container, the_pool_entry_ends_after_the_container)
 			     server, dir);
 	cr_assert_eq(system(rm), 0);
 	free(rm);
+	return left;
+}
+
+/* The container is reported twice while it lives (by name, then with its
+ * id) and gone once: the pool's entry still ends, and the journal holds
+ * nothing after. */
+Test(up_container, the_pool_entry_ends_after_the_container)
+{
+	if (!uc_ready())
+		cr_skip_test("no podman");
+	size_t left = uc_through_pool(
+		"{\"container\": {\"image\": \"%s\", \"port\": 8080, \"args\": "
+		"[\"--http\", \"8080\", \"--listen-all\"], \"engine\": "
+		"\"podman\"}, \"url\": \"http://127.0.0.1:{port}/mcp\", "
+		"\"scope\": \"session\"}",
+		true);
+	cr_assert_eq(left, 0);
+}
+
+/* A container its engine cannot remove: the pool's entry ends all the
+ * same (nothing more will come of it), and the journal keeps it for the
+ * drain's message and the next start. */
+Test(up_container, a_container_given_up_on_stays_in_the_journal)
+{
+	if (!uc_ready())
+		cr_skip_test("no podman");
+	char dir[] = "/tmp/uc-engine-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char *fake = xasprintf("%s/podman", dir);
+	FILE *f = fopen(fake, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "#!/bin/sh\ncase \"$1\" in stop|rm) echo \"Error: refused "
+		   "by the test\" >&2; exit 125;; esac\nexec podman \"$@\"\n");
+	fclose(f);
+	chmod(fake, 0755);
+	char *fmt = xasprintf("{\"command\": \"%s\", \"args\": [\"run\", "
+			      "\"-i\", \"%%s\"], \"scope\": \"session\"}",
+			      fake);
+	size_t left = uc_through_pool(fmt, false);
+	cr_assert_eq(left, 1);
+	free(fmt);
+	unlink(fake);
+	free(fake);
+	rmdir(dir);
 }
