@@ -30,6 +30,16 @@
  * such image, daemon not running, a name in use; 126: podman's port bind;
  * 127: no such command in the image), not the server. */
 #define UPC_ENGINE_FAILED 125
+/* How long the first answers wait for the container's id. */
+#define UPC_ID_TIMEOUT_MS 5000
+
+/* An answer that came before the container's id was known. */
+struct upc_held {
+	struct upc_held *next;
+	int64_t related;
+	size_t len;
+	char data[];
+};
 
 struct upstream {
 	const struct upstream_ops *inner_ops;
@@ -60,12 +70,28 @@ struct upstream {
 	bool timer_open;
 	uint64_t grace_ms;
 	char err_line[UPC_ERR_LINE]; /* the CLI's last stderr line */
+	/* The server's first answers wait (briefly) for the id, so a server
+	 * that is running is known by its id in status and the journal. */
+	bool holding;
+	struct upc_held *held, **held_tail;
 };
 
 /* ---- ending ---- */
 
+static void upc_drop_held(struct upstream *u)
+{
+	while (u->held) {
+		struct upc_held *h = u->held;
+		u->held = h->next;
+		free(h);
+	}
+	u->held_tail = &u->held;
+	u->holding = false;
+}
+
 static void upc_free(struct upstream *u)
 {
+	upc_drop_held(u);
 	free(u->engine);
 	free(u->name);
 	free(u->image);
@@ -202,16 +228,34 @@ static void upc_stop_stdio(struct upstream *u)
 
 /* ---- the id ---- */
 
+/* The answers that waited for the id, in order; what comes after a stop
+ * is dropped. */
+static void upc_flush(struct upstream *u)
+{
+	u->holding = false;
+	while (u->held) {
+		struct upc_held *h = u->held;
+		u->held = h->next;
+		if (!u->stopping)
+			u->cbs.on_message(u->ctx, h->data, h->len, h->related);
+		free(h);
+	}
+	u->held_tail = &u->held;
+}
+
 static void upc_id_cb(void *ctx, const struct engine_result *r)
 {
 	struct upstream *u = ctx;
-	u->jobs--;
 	size_t n = strspn(r->out, "0123456789abcdef");
 	if (r->err == 0 && r->exit_status == 0 && n >= 12 && n <= 64 &&
 	    !u->removed) {
 		u->id = xstrndup(r->out, n);
 		upc_owned(u, true); /* the same container, now with its id */
 	}
+	/* Still counted while the answers go out: nothing closes under
+	 * them. */
+	upc_flush(u);
+	u->jobs--;
 	upc_maybe_close(u);
 }
 
@@ -221,9 +265,11 @@ static void upc_ask_id(struct upstream *u)
 		return;
 	u->id_asked = true;
 	const char *args[] = {"inspect", "--format", "{{.Id}}", u->name, NULL};
-	if (engine_run(u->loop, u->engine, args, ENGINE_TIMEOUT_MS, upc_id_cb,
-		       u) == 0)
+	if (engine_run(u->loop, u->engine, args, UPC_ID_TIMEOUT_MS, upc_id_cb,
+		       u) == 0) {
 		u->jobs++;
+		u->holding = true;
+	}
 }
 
 /* ---- the inner upstream's facts ---- */
@@ -235,7 +281,17 @@ static void upc_message_cb(void *ctx, const char *msg, size_t len,
 	if (u->stopping)
 		return;
 	upc_ask_id(u); /* the server answered: the container exists */
-	u->cbs.on_message(u->ctx, msg, len, related);
+	if (!u->holding) {
+		u->cbs.on_message(u->ctx, msg, len, related);
+		return;
+	}
+	struct upc_held *h = xmalloc(sizeof *h + len);
+	h->next = NULL;
+	h->related = related;
+	h->len = len;
+	memcpy(h->data, msg, len);
+	*u->held_tail = h;
+	u->held_tail = &h->next;
 }
 
 static void upc_garbage_cb(void *ctx, const char *what)
@@ -298,6 +354,7 @@ static void upc_fault_cb(void *ctx, const struct upstream_fault *f)
 			upc_remove(u); /* stdin's EOF did its work */
 		return;
 	}
+	upc_flush(u); /* what it said before it went */
 	struct upstream_fault g = *f;
 	char *text = NULL;
 	if (f->kind == UPSTREAM_EXITED && f->exit_status >= UPC_ENGINE_FAILED &&
@@ -437,6 +494,7 @@ static int upc_open(uv_loop_t *loop, const struct upstream_spec *spec,
 	u->cbs = *cbs;
 	u->ctx = ctx;
 	u->loop = loop;
+	u->held_tail = &u->held;
 	u->http = cc->port > 0;
 	u->inner_ops = u->http ? &upstream_http_local : &upstream_stdio;
 	u->engine = container_engine_for(s);
