@@ -73,6 +73,8 @@ struct upstream {
 	/* The server's first answers wait (briefly) for the id, so a server
 	 * that is running is known by its id in status and the journal. */
 	bool holding;
+	bool run_failed; /* the engine failed the run before any answer */
+	bool answered;
 	struct upc_held *held, **held_tail;
 };
 
@@ -162,6 +164,15 @@ static void upc_removed_cb(void *ctx, bool gone, const char *why)
 	struct upstream *u = ctx;
 	u->jobs--;
 	u->removed = true;
+	/* The engine refused the run and now refuses the removal with the
+	 * same words (its daemon is not running): it was never reached, so
+	 * nothing was made. */
+	if (!gone && u->run_failed && why && why[0] &&
+	    strstr(u->err_line, why) != NULL) {
+		log_info("container %s (%s): never made (%s)", u->name,
+			 u->engine, why);
+		gone = true;
+	}
 	if (gone)
 		upc_owned(u, false);
 	else
@@ -280,6 +291,7 @@ static void upc_message_cb(void *ctx, const char *msg, size_t len,
 	struct upstream *u = ctx;
 	if (u->stopping)
 		return;
+	u->answered = true;
 	upc_ask_id(u); /* the server answered: the container exists */
 	if (!u->holding) {
 		u->cbs.on_message(u->ctx, msg, len, related);
@@ -361,6 +373,7 @@ static void upc_fault_cb(void *ctx, const struct upstream_fault *f)
 	    f->exit_status <= UPC_ENGINE_FAILED + 2 && u->err_line[0]) {
 		text = xasprintf("%s could not run the container: %s",
 				 u->engine, u->err_line);
+		u->run_failed = !u->answered;
 		g.text = text;
 	}
 	u->cbs.on_fault(u->ctx, &g);

@@ -425,6 +425,11 @@ Test(up_container, a_daemon_that_is_not_running_is_the_reason)
 	cr_assert_not_null(strstr(t.fault_text, "Cannot connect to the Docker "
 						"daemon"),
 			   "%s", t.fault_text);
+	/* The daemon was never reached: nothing was made, nothing is left
+	 * to the journal. */
+	uc_run_until(&t, &t.closed, 1);
+	cr_assert_eq(t.container_gone, 1);
+	cr_assert_eq(t.container_kept, 0);
 	uc_finish(&t);
 }
 
