@@ -412,11 +412,11 @@ Test(up_container, a_daemon_that_is_not_running_is_the_reason)
 	if (system("docker --version 2>/dev/null | grep -qi '^docker "
 		   "version'") != 0)
 		cr_skip_test("no docker CLI of Docker's own");
+	if (access("/var/run/docker.sock", F_OK) == 0 || getenv("DOCKER_HOST"))
+		cr_skip_test("a Docker daemon may be running here");
 	struct uc t;
-	cr_assert_eq(uc_open(&t,
-			     "{\"command\": \"docker\", \"args\": [\"run\", "
-			     "\"-i\", \"img\"], \"env\": {\"DOCKER_HOST\": "
-			     "\"unix:///nonexistent/docker.sock\"}}"),
+	cr_assert_eq(uc_open(&t, "{\"command\": \"docker\", \"args\": "
+				 "[\"run\", \"-i\", \"img\"]}"),
 		     0);
 	uc_run_until(&t, &t.faults, 1);
 	cr_assert_not_null(strstr(t.fault_text, "docker could not run the "
