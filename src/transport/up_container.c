@@ -75,6 +75,7 @@ struct upstream {
 	bool holding;
 	bool run_failed; /* the engine failed the run before any answer */
 	bool answered;
+	bool user_named; /* the name is the user's --name: maybe not ours */
 	struct upc_held *held, **held_tail;
 };
 
@@ -185,20 +186,9 @@ static void upc_removed_cb(void *ctx, bool gone, const char *why)
 	upc_maybe_close(u);
 }
 
-static void upc_remove(struct upstream *u)
+/* The engine could not be asked: given up on, and the CLI stopped. */
+static void upc_remove_failed(struct upstream *u, int rc)
 {
-	if (u->removing)
-		return;
-	u->removing = true;
-	if (u->timer_open)
-		uv_timer_stop(&u->grace);
-	unsigned secs = (unsigned)((u->grace_ms + 999) / 1000);
-	int rc = engine_remove(u->loop, u->engine, u->name, secs ? secs : 1,
-			       upc_removed_cb, u);
-	if (rc == 0) {
-		u->jobs++;
-		return;
-	}
 	char *why = xasprintf("cannot run the engine: %s", strerror(-rc));
 	upc_given_up(u, why);
 	free(why);
@@ -207,6 +197,66 @@ static void upc_remove(struct upstream *u)
 		upl_driver_stopped(u->inner);
 	else if (!u->inner_closed)
 		u->inner_ops->stop(u->inner);
+}
+
+/* By its id when known (unique); else by name. */
+static void upc_remove_now(struct upstream *u)
+{
+	unsigned secs = (unsigned)((u->grace_ms + 999) / 1000);
+	int rc = engine_remove(u->loop, u->engine, u->id ? u->id : u->name,
+			       secs ? secs : 1, upc_removed_cb, u);
+	if (rc == 0)
+		u->jobs++;
+	else
+		upc_remove_failed(u, rc);
+}
+
+/* A name the user gave may be another's container (a second instance
+ * whose run the engine refused: "name already in use"): only one that
+ * carries our owner token is removed by it. */
+static void upc_owner_cb(void *ctx, const struct engine_result *r)
+{
+	struct upstream *u = ctx;
+	size_t n = strcspn(r->out, "\r\n");
+	if (r->err == 0 && r->exit_status == 0 && n == strlen(u->token) &&
+	    strncmp(r->out, u->token, n) == 0) {
+		upc_remove_now(u);
+		u->jobs--; /* this one's */
+		upc_maybe_close(u);
+		return;
+	}
+	bool absent = r->err == 0 &&
+		      (r->exit_status == 0 || engine_says_gone(r->err_line));
+	if (absent)
+		log_info("container %s (%s): none of ours by that name",
+			 u->name, u->engine);
+	/* Not ours, or none: ours was never made. upc_removed_cb counts
+	 * this job done. */
+	upc_removed_cb(u, absent,
+		       r->err_line[0] ? r->err_line : "the engine failed");
+}
+
+static void upc_remove(struct upstream *u)
+{
+	if (u->removing)
+		return;
+	u->removing = true;
+	if (u->timer_open && !u->proof_failed)
+		uv_timer_stop(&u->grace);
+	if (u->id || !u->user_named) {
+		upc_remove_now(u);
+		return;
+	}
+	const char *args[] = {"inspect", "--format",
+			      "{{index .Config.Labels \"" ENGINE_LABEL_OWNER
+			      "\"}}",
+			      u->name, NULL};
+	int rc = engine_run(u->loop, u->engine, args, ENGINE_TIMEOUT_MS,
+			    upc_owner_cb, u);
+	if (rc == 0)
+		u->jobs++;
+	else
+		upc_remove_failed(u, rc);
 }
 
 static void upc_grace_cb(uv_timer_t *t)
@@ -512,6 +562,7 @@ static int upc_open(uv_loop_t *loop, const struct upstream_spec *spec,
 	u->inner_ops = u->http ? &upstream_http_local : &upstream_stdio;
 	u->engine = container_engine_for(s);
 	u->name = cc->name ? xstrdup(cc->name) : container_new_name(s->name);
+	u->user_named = cc->name != NULL;
 	u->image = cc->image ? xstrdup(cc->image) : NULL;
 	u->cport = cc->port;
 	snprintf(u->token, sizeof u->token, "%s", spec->token);
