@@ -19,6 +19,7 @@
 
 #include "transport/container_cmd.h"
 #include "transport/engine.h"
+#include "transport/http_probe.h"
 #include "transport/supervisor.h"
 #include "transport/up_cmd.h"
 #include "transport/upstream.h"
@@ -56,12 +57,7 @@ struct upstream {
 	int host_port;			       /* and where it is published */
 	const struct upstream_spec *open_spec; /* during open only */
 	bool proof_failed; /* the engine could not be asked */
-	/* The HTTP form's check that a server answers on the port. */
-	uv_tcp_t check;
-	uv_connect_t check_req;
-	uv_write_t check_wr;
-	bool checking; /* the check (its handle) is open */
-	bool check_answered;
+
 	char **args, **env; /* the CLI's, kept while it may be built */
 
 	bool stopping;	   /* the ladder started */
@@ -247,8 +243,7 @@ static void upc_remove(struct upstream *u)
 	if (u->removing)
 		return;
 	u->removing = true;
-	/* The HTTP form's timer bounds a proof step that must answer. */
-	if (u->timer_open && !u->proof_failed && !u->checking)
+	if (u->timer_open && !u->proof_failed)
 		uv_timer_stop(&u->grace);
 	if (u->id || !u->user_named) {
 		upc_remove_now(u);
@@ -535,96 +530,31 @@ static void upc_ask_port(struct upstream *u)
 	uv_timer_start(&u->grace, upc_proof_failed_cb, 0, 0);
 }
 
-/* ---- the HTTP form: is a server there, or only the engine's proxy? ----
- * docker-proxy (and Docker Desktop's port forwarding) accept on the
+/* docker-proxy (and Docker Desktop's port forwarding) accept on the
  * published port before the server inside listens, and close once they
  * find nobody behind: only an answer in HTTP says the server is there. */
-
-#define UPC_CHECK_REQUEST "GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"
 #define UPC_CHECK_MS 2000 /* a server that accepts but says nothing */
 
-static void upc_check_closed_cb(uv_handle_t *h)
+static void upc_checked_cb(void *ctx, bool answered)
 {
-	struct upstream *u = h->data;
-	u->checking = false;
+	struct upstream *u = ctx;
 	u->jobs--;
-	if (u->check_answered && !u->stopping && u->inner != NULL) {
+	if (answered && !u->stopping && u->inner != NULL)
 		upc_ask_port(u);
-	} else if (u->inner != NULL) {
-		/* Not yet: up_local looks again. */
-		upl_proved(u->inner, LISTENER_NONE);
-	}
+	else if (u->inner != NULL)
+		upl_proved(u->inner, LISTENER_NONE); /* up_local looks again */
 	upc_maybe_close(u);
-}
-
-static void upc_check_end(struct upstream *u, bool answered)
-{
-	if (uv_is_closing((uv_handle_t *)&u->check))
-		return;
-	u->check_answered = answered;
-	uv_timer_stop(&u->grace);
-	uv_close((uv_handle_t *)&u->check, upc_check_closed_cb);
-}
-
-static void upc_check_alloc_cb(uv_handle_t *h, size_t n, uv_buf_t *b)
-{
-	static char buf[256]; /* read and dropped */
-	*b = uv_buf_init(buf, sizeof buf);
-}
-
-static void upc_check_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
-{
-	struct upstream *u = s->data;
-	if (n > 0)
-		upc_check_end(u, true);
-	else if (n < 0)
-		upc_check_end(u, false);
-}
-
-static void upc_check_write_cb(uv_write_t *req, int status)
-{
-	struct upstream *u = req->data;
-	if (status < 0)
-		upc_check_end(u, false);
-}
-
-static void upc_check_connect_cb(uv_connect_t *req, int status)
-{
-	struct upstream *u = req->data;
-	if (status < 0 || uv_is_closing((uv_handle_t *)&u->check)) {
-		upc_check_end(u, false);
-		return;
-	}
-	static char request[] = UPC_CHECK_REQUEST;
-	uv_buf_t b = uv_buf_init(request, sizeof request - 1);
-	u->check_wr.data = u;
-	if (uv_write(&u->check_wr, (uv_stream_t *)&u->check, &b, 1,
-		     upc_check_write_cb) < 0 ||
-	    uv_read_start((uv_stream_t *)&u->check, upc_check_alloc_cb,
-			  upc_check_read_cb) < 0)
-		upc_check_end(u, false);
-}
-
-static void upc_check_timeout_cb(uv_timer_t *t)
-{
-	upc_check_end(t->data, false);
 }
 
 static void upc_prove(void *dctx, struct upstream *inner, int port)
 {
 	struct upstream *u = dctx;
-	struct sockaddr_in a;
-	uv_ip4_addr("127.0.0.1", port, &a);
-	uv_tcp_init(u->loop, &u->check);
-	u->check.data = u;
-	u->check_req.data = u;
-	u->checking = true;
-	u->check_answered = false;
-	u->jobs++; /* until its handle closed */
-	uv_timer_start(&u->grace, upc_check_timeout_cb, UPC_CHECK_MS, 0);
-	if (uv_tcp_connect(&u->check_req, &u->check, (struct sockaddr *)&a,
-			   upc_check_connect_cb) < 0)
-		upc_check_end(u, false);
+	if (http_probe(u->loop, port, UPC_CHECK_MS, upc_checked_cb, u) == 0) {
+		u->jobs++;
+		return;
+	}
+	u->proof_failed = true;
+	uv_timer_start(&u->grace, upc_proof_failed_cb, 0, 0);
 }
 
 /* up_local's session closed: the container, then the CLI. */
