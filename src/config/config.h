@@ -81,8 +81,9 @@ struct container_config {
 	char **volumes; /* `-v` values as written */
 	size_t nvolumes;
 	/* Both forms. */
-	char *name; /* the --name the user gave; NULL: mcpvisor names it */
-	bool rm;    /* --rm given (the explicit form always runs --rm) */
+	char *name;   /* the --name the user gave; NULL: mcpvisor names it */
+	bool rm;      /* --rm given (the explicit form always runs --rm) */
+	bool cidfile; /* the user gave --cidfile (mcpvisor then adds none) */
 };
 
 /* "tools", "prompts", "resources": {"allow": [...], "deny": [...]}, each

@@ -154,6 +154,8 @@ static int ctr_scan_options(struct config_srv *c, struct container_config *cc,
 		if (CTR_IS("--interactive")) {
 			*interactive =
 				o.value == NULL || strcmp(o.value, "false");
+		} else if (CTR_IS("--cidfile")) {
+			cc->cidfile = true;
 		} else if (CTR_IS("--rm")) {
 			cc->rm = o.value == NULL || strcmp(o.value, "false");
 		} else if (CTR_IS("--name")) {

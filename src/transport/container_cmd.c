@@ -80,6 +80,10 @@ static void ctr_push_labels(struct ctr_argv *a,
 		ctr_push(a, xstrdup("--label"));
 		ctr_push(a, xasprintf(ENGINE_LABEL_KEY "=%s", hex));
 	}
+	if (in->cidfile) {
+		ctr_push(a, xstrdup("--cidfile"));
+		ctr_push(a, xstrdup(in->cidfile));
+	}
 }
 
 char **container_args(const struct container_cmd_in *in)

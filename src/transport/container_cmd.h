@@ -31,12 +31,15 @@ struct container_cmd_in {
 	const char *key; /* instance key: mcpvisor.key is its hash;
 			    NULL: no such label */
 	int host_port;	 /* HTTP form: the loopback port it is published on */
+	/* Where the engine writes the container's id once it made it
+	 * (--cidfile, after the labels); NULL: none. */
+	const char *cidfile;
 };
 
 /* The engine's arguments (after the engine), NULL-terminated:
- * command form: the user's args with, right after "run", the labels and
- * (when the user gave none) --name; explicit form: run --rm [-i] --name
- * NAME labels [-p 127.0.0.1:PORT:CPORT] [-e KEY]... [-v VOL]... IMAGE
+ * command form: the user's args with, right after "run", the labels,
+ * --cidfile and (when the user gave none) --name; explicit form: run --rm [-i]
+ * --name NAME labels [-p 127.0.0.1:PORT:CPORT] [-e KEY]... [-v VOL]... IMAGE
  * ARGS... (env values never on the command line: the engine reads them
  * from its own environment). Free with container_args_free. */
 char **container_args(const struct container_cmd_in *in);

@@ -12,10 +12,12 @@
  * engine confirmed it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "transport/container_cmd.h"
 #include "transport/engine.h"
@@ -78,6 +80,9 @@ struct upstream {
 	bool run_failed; /* the engine failed the run before any answer */
 	bool answered;
 	bool user_named; /* the name is the user's --name: maybe not ours */
+	/* Where the engine writes the id as it makes the container (a
+	 * private folder of ours); NULL when the user gave --cidfile. */
+	char *cid_dir, *cid_path;
 	struct upc_held *held, **held_tail;
 };
 
@@ -97,6 +102,12 @@ static void upc_drop_held(struct upstream *u)
 static void upc_free(struct upstream *u)
 {
 	upc_drop_held(u);
+	if (u->cid_path)
+		unlink(u->cid_path);
+	if (u->cid_dir)
+		rmdir(u->cid_dir);
+	free(u->cid_path);
+	free(u->cid_dir);
 	free(u->engine);
 	free(u->name);
 	free(u->image);
@@ -322,11 +333,32 @@ static void upc_id_cb(void *ctx, const struct engine_result *r)
 	upc_maybe_close(u);
 }
 
+/* The id the engine wrote to our --cidfile when it made the container:
+ * known at once, without asking it. */
+static bool upc_read_cid(struct upstream *u)
+{
+	char buf[80];
+	int fd = u->cid_path ? open(u->cid_path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	size_t hex = strspn(buf, "0123456789abcdef");
+	if (hex < 12 || hex > 64)
+		return false;
+	u->id = xstrndup(buf, hex);
+	upc_owned(u, true); /* the same container, now with its id */
+	return true;
+}
+
 static void upc_ask_id(struct upstream *u)
 {
 	if (u->id_asked)
 		return;
 	u->id_asked = true;
+	if (upc_read_cid(u))
+		return;
 	const char *args[] = {"inspect", "--format", "{{.Id}}", u->name, NULL};
 	if (engine_run(u->loop, u->engine, args, UPC_ID_TIMEOUT_MS, upc_id_cb,
 		       u) == 0) {
@@ -475,6 +507,7 @@ static int upc_build(void *dctx, int port, struct up_cmd *cmd)
 		.token = u->token,
 		.key = u->open_spec->key,
 		.host_port = port,
+		.cidfile = u->cid_path,
 	};
 	u->host_port = port;
 	u->args = container_args(&in);
@@ -573,6 +606,20 @@ static const struct upl_driver upc_driver = {
 
 /* ---- the ops ---- */
 
+/* A folder only we can write, for the engine's --cidfile (which must not
+ * exist yet: docker refuses one that does). */
+static void upc_make_cid_dir(struct upstream *u)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *dir = xasprintf("%s/mcpv-cid-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (mkdtemp(dir) == NULL) {
+		free(dir); /* the id is asked of the engine instead */
+		return;
+	}
+	u->cid_dir = dir;
+	u->cid_path = xasprintf("%s/cid", dir);
+}
+
 static int upc_open(uv_loop_t *loop, const struct upstream_spec *spec,
 		    const struct upstream_cbs *cbs, void *ctx,
 		    struct upstream **out)
@@ -592,6 +639,8 @@ static int upc_open(uv_loop_t *loop, const struct upstream_spec *spec,
 	u->engine = container_engine_for(s);
 	u->name = cc->name ? xstrdup(cc->name) : container_new_name(s->name);
 	u->user_named = cc->name != NULL;
+	if (!cc->cidfile)
+		upc_make_cid_dir(u);
 	u->image = cc->image ? xstrdup(cc->image) : NULL;
 	u->cport = cc->port;
 	snprintf(u->token, sizeof u->token, "%s", spec->token);
@@ -615,6 +664,7 @@ static int upc_open(uv_loop_t *loop, const struct upstream_spec *spec,
 			.name = u->name,
 			.token = u->token,
 			.key = spec->key,
+			.cidfile = u->cid_path,
 		};
 		u->args = container_args(&in);
 		struct up_cmd cmd = {

@@ -142,3 +142,25 @@ Test(container_cmd, names_are_fresh_and_prefixed)
 	free(a);
 	free(b);
 }
+
+Test(container_cmd, cidfile_after_the_labels_unless_the_user_gave_one)
+{
+	struct config *cfg = cf_one("{\"command\": \"docker\", \"args\": "
+				    "[\"run\", \"-i\", \"img\"]}");
+	cr_assert_not(cfg->servers[0].container->cidfile);
+	struct container_cmd_in in = {.s = &cfg->servers[0],
+				      .name = "n",
+				      .token = "t",
+				      .cidfile = "/tmp/d/cid"};
+	char **args = container_args(&in);
+	char *s = cmd_join(args);
+	cf_assert_has(s, "--label mcpvisor.server=s --cidfile /tmp/d/cid "
+			 "--name n -i img");
+	free(s);
+	container_args_free(args);
+	config_free(cfg);
+	cfg = cf_one("{\"command\": \"docker\", \"args\": [\"run\", \"-i\", "
+		     "\"--cidfile=/x\", \"img\"]}");
+	cr_assert(cfg->servers[0].container->cidfile, "the user's is kept");
+	config_free(cfg);
+}
