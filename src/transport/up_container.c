@@ -431,7 +431,13 @@ static void upc_log_cb(void *ctx, const char *line, size_t len)
 	if (lead < len && !hint) {
 		size_t n = len - lead < UPC_ERR_LINE - 1 ? len - lead
 							 : UPC_ERR_LINE - 1;
-		memcpy(u->err_line, line + lead, n);
+		/* It becomes a reason in status: plain text only (the
+		 * engines' own lines are ASCII). */
+		for (size_t i = 0; i < n; i++) {
+			unsigned char ch = (unsigned char)line[lead + i];
+			u->err_line[i] =
+				ch < 0x20 || ch >= 0x7f ? '?' : (char)ch;
+		}
 		u->err_line[n] = '\0';
 	}
 	if (u->cbs.on_log)
