@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "endpoint/endpoint.h"
 #include "journal/journal.h"
+#include "runtime/reaper.h"
 #include "session/hub.h"
 #include "toolcache/toolcache.h"
 #include "transport/supervisor.h"
@@ -40,6 +41,7 @@ struct runtime {
 	struct journal *journal;
 	struct toolcache *cache;
 	uv_signal_t sigterm, sigint, sighup;
+	uv_signal_t sigchld; /* reaps the orphans we adopt (reaper.c) */
 	uv_timer_t grace;
 	uint64_t grace_ms;
 	int lock_fd;	/* the home's lock, held for life */
@@ -389,6 +391,7 @@ int runtime_serve(const struct runtime_opts *opts)
 	uv_signal_start(&rt.sigterm, runtime_signal_cb, SIGTERM);
 	uv_signal_start(&rt.sigint, runtime_signal_cb, SIGINT);
 	uv_signal_start(&rt.sighup, runtime_signal_cb, SIGHUP);
+	reaper_start(rt.loop, &rt.sigchld);
 
 	if (nbad)
 		printf("mcpvisor: serving %zu of %zu servers from %s (%zu "
@@ -410,6 +413,7 @@ int runtime_serve(const struct runtime_opts *opts)
 	uv_close((uv_handle_t *)&rt.sigterm, NULL);
 	uv_close((uv_handle_t *)&rt.sigint, NULL);
 	uv_close((uv_handle_t *)&rt.sighup, NULL);
+	uv_close((uv_handle_t *)&rt.sigchld, NULL);
 	journal_detach(rt.journal);
 	toolcache_detach(rt.cache);
 	uv_run(rt.loop, UV_RUN_DEFAULT);
