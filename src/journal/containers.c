@@ -20,12 +20,28 @@
  * stop ladder has engine_remove's own bounds (stop -t, then rm -f). */
 #define JOURNAL_ENGINE_LIST_MS 10000
 
+/* Engine commands at once: enough that the reconcile takes about one
+ * stop grace, not one per container, without a process per container. */
+#define JOURNAL_ENGINE_PARALLEL 8
+
+struct journal_ctr_batch;
+
 /* One container of ours, being removed. */
 struct journal_ctr_target {
+	struct journal_ctr_batch *b;
 	const struct engine_container *c;
-	bool done;
 	bool gone;
 	char *why;
+};
+
+/* The removals on one engine, on a loop of our own. */
+struct journal_ctr_batch {
+	uv_loop_t loop;
+	const char *engine;
+	unsigned stop_secs;
+	struct journal_ctr_target *t;
+	size_t n;
+	size_t next; /* the first not started */
 };
 
 static bool journal_token_held(const struct journal *j, const char *token)
@@ -41,33 +57,47 @@ static bool journal_token_held(const struct journal *j, const char *token)
 	return false;
 }
 
+static void journal_ctr_removed_cb(void *ctx, bool gone, const char *why);
+
+/* Starts the next removal that can start. */
+static void journal_ctr_start_next(struct journal_ctr_batch *b)
+{
+	while (b->next < b->n) {
+		struct journal_ctr_target *t = &b->t[b->next++];
+		int rc = engine_remove(&b->loop, b->engine, t->c->id,
+				       b->stop_secs, journal_ctr_removed_cb, t);
+		if (rc == 0)
+			return;
+		t->why = xstrdup(strerror(-rc));
+	}
+}
+
 static void journal_ctr_removed_cb(void *ctx, bool gone, const char *why)
 {
 	struct journal_ctr_target *t = ctx;
-	t->done = true;
 	t->gone = gone;
 	t->why = why ? xstrdup(why) : NULL;
+	journal_ctr_start_next(t->b);
 }
 
-/* Stops and removes every target at once on a loop of our own, so that
- * the reconcile takes one stop grace, not one per container. */
+/* Stops and removes every target, JOURNAL_ENGINE_PARALLEL at a time. */
 static void journal_ctr_remove_all(const char *engine, unsigned stop_secs,
 				   struct journal_ctr_target *t, size_t n)
 {
-	uv_loop_t loop;
-	int rc = uv_loop_init(&loop);
-	for (size_t i = 0; i < n; i++) {
-		if (rc == 0)
-			rc = engine_remove(&loop, engine, t[i].c->id, stop_secs,
-					   journal_ctr_removed_cb, &t[i]);
-		if (rc < 0) {
-			t[i].done = true;
-			t[i].why = xstrdup(strerror(-rc));
-			rc = 0;
-		}
+	struct journal_ctr_batch b = {
+		.engine = engine, .stop_secs = stop_secs, .t = t, .n = n};
+	for (size_t i = 0; i < n; i++)
+		t[i].b = &b;
+	int rc = uv_loop_init(&b.loop);
+	if (rc < 0) {
+		for (size_t i = 0; i < n; i++)
+			t[i].why = xstrdup(uv_strerror(rc));
+		return;
 	}
-	uv_run(&loop, UV_RUN_DEFAULT);
-	if (uv_loop_close(&loop) != 0)
+	for (int k = 0; k < JOURNAL_ENGINE_PARALLEL; k++)
+		journal_ctr_start_next(&b);
+	uv_run(&b.loop, UV_RUN_DEFAULT);
+	if (uv_loop_close(&b.loop) != 0)
 		log_warn("journal: engine loop still has handles");
 }
 
@@ -140,9 +170,10 @@ static void journal_ctr_engine(struct journal *j, const char *engine,
 	for (size_t i = 0; i < nt; i++) {
 		const struct engine_container *c = t[i].c;
 		if (t[i].gone) {
-			log_info("stopped container %s (%s) of server %s, "
-				 "left by the last runtime",
-				 c->name, c->id, *c->server ? c->server : "?");
+			log_info("stopped container %s (%s)%s%s, left by the "
+				 "last runtime",
+				 c->name, c->id,
+				 *c->server ? " of server " : "", c->server);
 			r->containers_stopped++;
 		} else {
 			log_warn("container %s (%s) could not be removed "

@@ -20,6 +20,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -851,4 +852,53 @@ Test(journal_owned, a_container_of_a_new_engine_is_on_disk_at_once)
 	uv_run(&loop, UV_RUN_DEFAULT);
 	cr_assert_eq(uv_loop_close(&loop), 0);
 	journal_free(j);
+}
+
+static uint64_t own_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Many containers of ours: removed several at a time (not one engine
+ * process per container at once, nor one stop grace per container). */
+Test(journal_owned, reconcile_removes_many_containers_a_few_at_a_time)
+{
+	enum { N = 24 };
+	char tok[JOURNAL_TOKEN_LEN + 1];
+	journal_new_token(tok);
+	struct journal *j = own_open();
+	struct upstream_owned c = own_container(NULL, "mcpv-many", tok);
+	c.engine = own_fe.path;
+	cr_assert_eq(journal_add_owned(j, &c, "k"), 0);
+	journal_free(j);
+	struct buf ps, in;
+	buf_init(&ps);
+	buf_init(&in);
+	for (int i = 0; i < N; i++) {
+		buf_printf(&ps, "%064x\n", i);
+		buf_printf(&in,
+			   "%064x\tmcpv-many-%d\ttrue\t"
+			   "{\"mcpvisor.owner\":\"%s\"}\n",
+			   i, i, tok);
+	}
+	fake_engine_put(&own_fe, "ps.out", ps.data);
+	fake_engine_put(&own_fe, "inspect.out", in.data);
+	buf_free(&ps);
+	buf_free(&in);
+	fake_engine_put(&own_fe, "stop.sleep", "0.4");
+
+	j = own_open();
+	struct journal_report r;
+	uint64_t t0 = own_now_ms();
+	cr_assert_eq(journal_reconcile(j, 1000, &r), 0);
+	uint64_t took = own_now_ms() - t0;
+	journal_free(j);
+	cr_assert_eq(r.containers_stopped, N);
+	/* 24 stops of 0.4 s, 8 at a time: 3 rounds. */
+	cr_assert_geq(took, 1100, "more than 8 at once: %llu ms",
+		      (unsigned long long)took);
+	cr_assert_lt(took, 8000, "one at a time: %llu ms",
+		     (unsigned long long)took);
 }
