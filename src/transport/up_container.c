@@ -435,8 +435,9 @@ static void upc_log_cb(void *ctx, const char *line, size_t len)
 		 * engines' own lines are ASCII). */
 		for (size_t i = 0; i < n; i++) {
 			unsigned char ch = (unsigned char)line[lead + i];
-			u->err_line[i] =
-				ch < 0x20 || ch >= 0x7f ? '?' : (char)ch;
+			u->err_line[i] = ch == '\t'		   ? ' '
+					 : ch < 0x20 || ch >= 0x7f ? '?'
+								   : (char)ch;
 		}
 		u->err_line[n] = '\0';
 	}
