@@ -97,6 +97,12 @@ static bool ctr_label_ours(const char *v)
 	return strncmp(v, "mcpvisor.", 9) == 0;
 }
 
+/* Run's options that only earn a warning. */
+struct ctr_seen {
+	bool interactive; /* -i: the server's stdin is our pipe */
+	bool tty;	  /* -t: a terminal instead */
+};
+
 struct ctr_opt {
 	const char *name;  /* "--name", "-e" ... as written (not cut) */
 	size_t name_len;   /* up to '=' for a long option */
@@ -106,7 +112,7 @@ struct ctr_opt {
 /* Reads run's options from args[i]; returns the index after them (the
  * image's), or -1 with the server's error set. */
 static int ctr_scan_options(struct config_srv *c, struct container_config *cc,
-			    int i, bool *interactive)
+			    int i, struct ctr_seen *seen)
 {
 	struct server_config *s = c->s;
 	int n = (int)s->nargs;
@@ -131,7 +137,8 @@ static int ctr_scan_options(struct config_srv *c, struct container_config *cc,
 			while (a[k] && !strchr(CTR_SHORT_WITH_VALUE, a[k])) {
 				if (a[k] == 'd')
 					goto detached;
-				*interactive = *interactive || a[k] == 'i';
+				seen->interactive |= a[k] == 'i';
+				seen->tty |= a[k] == 't';
 				k++;
 			}
 			if (a[k]) {
@@ -152,8 +159,10 @@ static int ctr_scan_options(struct config_srv *c, struct container_config *cc,
 			goto detached;
 		}
 		if (CTR_IS("--interactive")) {
-			*interactive =
+			seen->interactive =
 				o.value == NULL || strcmp(o.value, "false");
+		} else if (CTR_IS("--tty")) {
+			seen->tty = o.value == NULL || strcmp(o.value, "false");
 		} else if (CTR_IS("--cidfile")) {
 			cc->cidfile = true;
 		} else if (CTR_IS("--rm")) {
@@ -225,11 +234,18 @@ static bool ctr_command_form(struct config_srv *c)
 		return true;
 	}
 	cc->engine = xstrdup(s->command);
-	bool interactive = false;
-	int img = ctr_scan_options(c, cc, run + 1, &interactive);
+	struct ctr_seen seen = {false, false};
+	int img = ctr_scan_options(c, cc, run + 1, &seen);
 	if (img < 0)
 		return true;
-	if (!interactive)
+	if (seen.tty)
+		config_warn(c->cfg,
+			    "%s: server \"%s\": `run` with -t: the server gets "
+			    "a terminal, not a pipe (docker refuses: \"the "
+			    "input device is not a TTY\"; output lines may end "
+			    "in \\r\\n); use -i alone",
+			    c->cfg->path, c->shown);
+	if (!seen.interactive)
 		config_warn(c->cfg,
 			    "%s: server \"%s\": `run` without -i: the server "
 			    "gets no stdin, so it cannot read mcpvisor's "

@@ -233,7 +233,7 @@ Test(config_container, a_run_without_i_warns)
 	cf_assert_has(cfg->warnings[0], "without -i");
 	config_free(cfg);
 	static const char *const fine[] = {
-		"{\"command\": \"docker\", \"args\": [\"run\", \"-it\", "
+		"{\"command\": \"docker\", \"args\": [\"run\", \"-i\", "
 		"\"i\"]}",
 		"{\"command\": \"docker\", \"args\": [\"run\", "
 		"\"--interactive\", \"i\"]}",
@@ -246,4 +246,14 @@ Test(config_container, a_run_without_i_warns)
 			     cfg->nwarnings ? cfg->warnings[0] : "");
 		config_free(cfg);
 	}
+}
+
+Test(config_container, a_run_with_t_warns)
+{
+	struct config *cfg = cf_one("{\"command\": \"docker\", \"args\": "
+				    "[\"run\", \"-it\", \"img\"]}");
+	cr_assert_null(cfg->servers[0].error);
+	cr_assert_eq(cfg->nwarnings, 1);
+	cf_assert_has(cfg->warnings[0], "with -t");
+	config_free(cfg);
 }
