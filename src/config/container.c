@@ -11,9 +11,12 @@
  * not recognised: such a server stays a plain stdio server). Run's options
  * are read up to the image: "--opt=value" and the boolean options below
  * stand alone, any other "--opt" and the short options that take a value
- * take the next argument. From them: --name, --rm, and what mcpvisor
- * refuses (-d, which would leave no server on the pipe; mcpvisor.* labels,
- * which are its own).
+ * take the next argument. From them: --name, --rm, --cidfile, what
+ * mcpvisor refuses (-d, which would leave no server on the pipe;
+ * mcpvisor.* labels, which are its own) and what it warns of (no -i: the
+ * server gets no stdin; -t: a terminal instead of a pipe). A `run` with a
+ * "url" stays a local HTTP program (with a warning: its container is not
+ * owned); the explicit form is the owned HTTP container.
  */
 #include <errno.h>
 #include <stdlib.h>
