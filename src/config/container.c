@@ -15,8 +15,9 @@
  * mcpvisor refuses (-d, which would leave no server on the pipe;
  * mcpvisor.* labels, which are its own) and what it warns of (no -i: the
  * server gets no stdin; -t: a terminal instead of a pipe). A `run` with a
- * "url" stays a local HTTP program (with a warning: its container is not
- * owned); the explicit form is the owned HTTP container.
+ * "url" is an HTTP container like the explicit form's: it publishes the
+ * server's port once, `-p 127.0.0.1:{port}:PORT`, and {port} in its args
+ * is the port mcpvisor allocates.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -104,6 +105,9 @@ static bool ctr_label_ours(const char *v)
 struct ctr_seen {
 	bool interactive; /* -i: the server's stdin is our pipe */
 	bool tty;	  /* -t: a terminal instead */
+	/* -p/--publish values that hold {port} (a run with a url) */
+	const char *publish;
+	int npublish;
 };
 
 struct ctr_opt {
@@ -182,6 +186,10 @@ static int ctr_scan_options(struct config_srv *c, struct container_config *cc,
 			}
 			free(cc->name);
 			cc->name = xstrdup(o.value);
+		} else if ((CTR_IS("--publish") || CTR_IS("p")) &&
+			   strstr(o.value, CTR_PORT)) {
+			seen->publish = o.value;
+			seen->npublish++;
 		} else if ((CTR_IS("--label") || CTR_IS("l")) &&
 			   ctr_label_ours(o.value)) {
 			config_srv_fail(c, "args",
@@ -215,16 +223,48 @@ static int ctr_run_arg(const struct server_config *s)
 	return -1;
 }
 
-static bool ctr_runs_container(const struct server_config *s)
-{
-	return ctr_run_arg(s) >= 0;
-}
-
-/* The command form: `ENGINE run ...` or `ENGINE container run ...`. */
-static bool ctr_command_form(struct config_srv *c)
+/* A run with a url: its `-p 127.0.0.1:{port}:PORT` says the port inside;
+ * it is served like the explicit HTTP form. */
+static void ctr_command_http(struct config_srv *c, struct container_config *cc,
+			     const struct ctr_seen *seen, int type)
 {
 	struct server_config *s = c->s;
-	int run = s->url == NULL ? ctr_run_arg(s) : -1;
+	s->kind = SERVER_CONTAINER_HTTP;
+	s->http_type = type == 3		? HTTP_TYPE_SSE
+		       : type == 1 || type == 2 ? HTTP_TYPE_STREAMABLE
+						: HTTP_TYPE_AUTO;
+	static const char lo[] = "127.0.0.1:" CTR_PORT ":";
+	const char *p = seen->publish;
+	char *end = NULL;
+	long port = p && strncmp(p, lo, sizeof lo - 1) == 0
+			    ? strtol(p + sizeof lo - 1, &end, 10)
+			    : 0;
+	if (seen->npublish != 1 || port < 1 || port > 65535 ||
+	    (*end != '\0' && strcmp(end, "/tcp") != 0)) {
+		config_srv_fail(c, "args",
+				"a `run` with a \"url\" publishes the "
+				"server's port once, on loopback: \"-p\", "
+				"\"127.0.0.1:{port}:PORT\" (PORT: where it "
+				"listens inside)");
+		return;
+	}
+	cc->port = (int)port;
+	if (strstr(s->url, CTR_PORT) == NULL)
+		config_srv_fail(c, "url",
+				"must contain {port}, where mcpvisor puts "
+				"the loopback port it publishes");
+	else if (!config_url_is_loopback(s->url) || strstr(s->url, "[::1]"))
+		config_srv_fail(c, "url",
+				"the url's host must be loopback: 127.0.0.1 or "
+				"localhost");
+}
+
+/* The command form: `ENGINE run ...` or `ENGINE container run ...`; with
+ * a url, served over HTTP on the port it publishes. */
+static bool ctr_command_form(struct config_srv *c, int type)
+{
+	struct server_config *s = c->s;
+	int run = ctr_run_arg(s);
 	if (run < 0)
 		return false;
 	struct container_config *cc = xcalloc(1, sizeof *cc);
@@ -237,23 +277,26 @@ static bool ctr_command_form(struct config_srv *c)
 		return true;
 	}
 	cc->engine = xstrdup(s->command);
-	struct ctr_seen seen = {false, false};
+	struct ctr_seen seen = {0};
 	int img = ctr_scan_options(c, cc, run + 1, &seen);
 	if (img < 0)
 		return true;
-	if (seen.tty)
+	if (s->url) {
+		ctr_command_http(c, cc, &seen, type);
+	} else if (seen.tty) {
 		config_warn(c->cfg,
 			    "%s: server \"%s\": `run` with -t: the server gets "
 			    "a terminal, not a pipe (docker refuses: \"the "
 			    "input device is not a TTY\"; output lines may end "
 			    "in \\r\\n); use -i alone",
 			    c->cfg->path, c->shown);
-	if (!seen.interactive)
+	} else if (!seen.interactive) {
 		config_warn(c->cfg,
 			    "%s: server \"%s\": `run` without -i: the server "
 			    "gets no stdin, so it cannot read mcpvisor's "
 			    "requests (hosts' configs write \"run\", \"-i\")",
 			    c->cfg->path, c->shown);
+	}
 	if (img >= (int)s->nargs) {
 		config_srv_fail(c, "args",
 				"no image after \"run\" and its options");
@@ -503,17 +546,11 @@ bool config_container_settle(struct config_srv *c, const json_t *obj, int type)
 		ctr_explicit_form(c, obj, o, type);
 		return true;
 	}
-	if (type > 0)
-		return false; /* a url server's "type" */
-	if (ctr_runs_container(c->s) && c->s->url)
-		config_warn(c->cfg,
-			    "%s: server \"%s\": an engine's `run` with a "
-			    "\"url\" is run as a local HTTP program: mcpvisor "
-			    "does not own its container (stopping the CLI "
-			    "may leave it running); \"container\": {\"image\": "
-			    "..., \"port\": ...} makes it owned",
-			    c->cfg->path, c->shown);
-	return ctr_command_form(c);
+	if (type > 0 && c->s->url == NULL)
+		return false; /* "type" says a url server: it has none */
+	if (type == 0 && c->s->url)
+		return false; /* "stdio" with a url: refused as for any */
+	return ctr_command_form(c, type);
 }
 
 static void ctr_free_strings(char **v, size_t n)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "transport/engine.h"
+#include "transport/listener.h"
 #include "util/random.h"
 #include "util/sha256.h"
 #include "util/xmalloc.h"
@@ -101,8 +102,12 @@ char **container_args(const struct container_cmd_in *in)
 			ctr_push(&a, xstrdup("--name"));
 			ctr_push(&a, xstrdup(in->name));
 		}
+		/* A run with a url: {port} is the port it is published on. */
 		for (size_t i = (size_t)cc->run_arg + 1; i < s->nargs; i++)
-			ctr_push(&a, xstrdup(s->args[i]));
+			ctr_push(&a, in->host_port
+					     ? listener_subst(s->args[i],
+							      in->host_port)
+					     : xstrdup(s->args[i]));
 		return a.v;
 	}
 	ctr_push(&a, xstrdup("run"));

@@ -207,17 +207,38 @@ Test(config_container, identity_tells_containers_apart)
 	config_free(p);
 }
 
-Test(config_container, a_run_with_a_url_is_not_owned_and_says_so)
+Test(config_container, a_run_with_a_url_is_an_http_container)
 {
-	struct config *cfg =
-		cf_one("{\"command\": \"docker\", \"args\": [\"run\", \"-p\", "
-		       "\"127.0.0.1:{port}:80\", \"img\"], \"url\": "
-		       "\"http://127.0.0.1:{port}/\"}");
-	cr_assert_null(cfg->servers[0].error);
-	cr_assert_eq(cfg->servers[0].kind, SERVER_HTTP_LOCAL);
-	cr_assert_eq(cfg->nwarnings, 1);
-	cf_assert_has(cfg->warnings[0], "does not own its container");
+	struct config *cfg = cf_one(
+		"{\"command\": \"docker\", \"args\": [\"run\", \"--rm\", "
+		"\"-p\", \"127.0.0.1:{port}:8080/tcp\", \"img\", "
+		"\"--port\", \"8080\"], \"url\": "
+		"\"http://127.0.0.1:{port}/mcp\", \"type\": \"http\"}");
+	const struct server_config *s = cc_ok(cfg);
+	cr_assert_eq(s->kind, SERVER_CONTAINER_HTTP);
+	cr_assert_eq(s->http_type, HTTP_TYPE_STREAMABLE);
+	cr_assert_eq(s->container->port, 8080);
+	cr_assert_eq(s->container->run_arg, 0);
+	cr_assert_str_eq(s->container->image, "img");
+	cr_assert_eq(cfg->nwarnings, 0, "no -i needed: %s",
+		     cfg->nwarnings ? cfg->warnings[0] : "");
 	config_free(cfg);
+	/* Published on every address, twice, or not at all: refused. */
+	cc_fails("{\"command\": \"docker\", \"args\": [\"run\", \"-p\", "
+		 "\"{port}:80\", \"img\"], \"url\": "
+		 "\"http://127.0.0.1:{port}/\"}",
+		 "on loopback");
+	cc_fails("{\"command\": \"docker\", \"args\": [\"run\", \"-p\", "
+		 "\"127.0.0.1:{port}:80\", \"-p\", \"127.0.0.1:{port}:81\", "
+		 "\"img\"], \"url\": \"http://127.0.0.1:{port}/\"}",
+		 "once");
+	cc_fails("{\"command\": \"docker\", \"args\": [\"run\", \"img\"], "
+		 "\"url\": \"http://127.0.0.1:{port}/\"}",
+		 "once");
+	cc_fails("{\"command\": \"docker\", \"args\": [\"run\", \"-p\", "
+		 "\"127.0.0.1:{port}:80\", \"img\"], \"url\": "
+		 "\"http://example.com:{port}/\"}",
+		 "loopback");
 	cc_fails("{\"container\": {\"image\": \"i\", \"port\": 80}, \"url\": "
 		 "\"http://[::1]:{port}/\"}",
 		 "127.0.0.1 only");

@@ -164,3 +164,15 @@ Test(container_cmd, cidfile_after_the_labels_unless_the_user_gave_one)
 	cr_assert(cfg->servers[0].container->cidfile, "the user's is kept");
 	config_free(cfg);
 }
+
+Test(container_cmd, a_run_with_a_url_gets_its_port_put_in)
+{
+	char *got = cmd_of("{\"command\": \"podman\", \"args\": [\"run\", "
+			   "\"-p\", \"127.0.0.1:{port}:8080\", \"img\", "
+			   "\"--x={port}\"], \"url\": "
+			   "\"http://127.0.0.1:{port}/mcp\"}",
+			   "mcpv-s-3", 40111);
+	cf_assert_has(got, " --name mcpv-s-3 -p 127.0.0.1:40111:8080 img "
+			   "--x=40111");
+	free(got);
+}

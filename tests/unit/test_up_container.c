@@ -276,6 +276,20 @@ Test(up_container, http_form_serves_on_a_loopback_port)
 	free(json);
 }
 
+Test(up_container, a_run_with_a_url_serves_on_the_port_it_publishes)
+{
+	if (!uc_ready())
+		cr_skip_test("no podman");
+	char *json = xasprintf(
+		"{\"command\": \"podman\", \"args\": [\"run\", \"--rm\", "
+		"\"-p\", \"127.0.0.1:{port}:8080\", \"%s\", \"--http\", "
+		"\"8080\", \"--listen-all\"], \"url\": "
+		"\"http://127.0.0.1:{port}/mcp\"}",
+		uc_image);
+	uc_serves_and_goes(json, "container-http");
+	free(json);
+}
+
 Test(up_container, the_engine_s_error_line_is_the_reason)
 {
 	if (!uc_ready())
