@@ -376,11 +376,24 @@ test('listing the catalogue and reading status start no container (the tool cach
 	assert.deepEqual(await ofServer(name), [], 'a container left behind');
 });
 
-// The docker CLI of this machine has no daemon behind it.
+// The first two bytes of a file ('' when unreadable).
+function magic(p) {
+	try {
+		const fd = fs.openSync(p, 'r');
+		const b = Buffer.alloc(2);
+		fs.readSync(fd, b, 0, 2, 0);
+		fs.closeSync(fd);
+		return b.toString('latin1');
+	} catch {
+		return '';
+	}
+}
+
+// A real docker CLI (not podman, nor podman-docker's script): on this
+// machine it has no daemon behind it, which is the engine-down case.
 const DOCKER_CLI = ['/usr/local/bin/docker', '/usr/bin/docker'].find((p) => {
 	try {
-		return fs.realpathSync(p) !== fs.realpathSync(PODMAN ?? '/') &&
-			!fs.readFileSync(p).subarray(0, 2).equals(Buffer.from('#!'));
+		return fs.realpathSync(p) !== fs.realpathSync(PODMAN ?? '/') && magic(p) !== '#!';
 	} catch {
 		return false;
 	}
