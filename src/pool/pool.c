@@ -191,7 +191,9 @@ static void pool_inst_owned_cb(void *ctx, struct instance *inst,
 		e->live++;
 	else if (!live && e->live > 0)
 		e->live--;
-	if (e->pool->journal) {
+	/* Given up on: the journal keeps it, so the next start reconciles
+	 * it; the entry need not wait for it. */
+	if (e->pool->journal && !(o->kept && !live)) {
 		int rc = live ? journal_add_owned(e->pool->journal, o,
 						  instance_public_key(inst))
 			      : journal_remove_owned(e->pool->journal, o);

@@ -30,6 +30,16 @@
  * such image, daemon not running, a name in use; 126: podman's port bind;
  * 127: no such command in the image), not the server. */
 #define UPC_ENGINE_FAILED 125
+/* How long the first answers wait for the container's id. */
+#define UPC_ID_TIMEOUT_MS 5000
+
+/* An answer that came before the container's id was known. */
+struct upc_held {
+	struct upc_held *next;
+	int64_t related;
+	size_t len;
+	char data[];
+};
 
 struct upstream {
 	const struct upstream_ops *inner_ops;
@@ -60,12 +70,31 @@ struct upstream {
 	bool timer_open;
 	uint64_t grace_ms;
 	char err_line[UPC_ERR_LINE]; /* the CLI's last stderr line */
+	/* The server's first answers wait (briefly) for the id, so a server
+	 * that is running is known by its id in status and the journal. */
+	bool holding;
+	bool run_failed; /* the engine failed the run before any answer */
+	bool answered;
+	bool user_named; /* the name is the user's --name: maybe not ours */
+	struct upc_held *held, **held_tail;
 };
 
 /* ---- ending ---- */
 
+static void upc_drop_held(struct upstream *u)
+{
+	while (u->held) {
+		struct upc_held *h = u->held;
+		u->held = h->next;
+		free(h);
+	}
+	u->held_tail = &u->held;
+	u->holding = false;
+}
+
 static void upc_free(struct upstream *u)
 {
+	upc_drop_held(u);
 	free(u->engine);
 	free(u->name);
 	free(u->image);
@@ -102,7 +131,7 @@ static void upc_maybe_close(struct upstream *u)
 	upc_free(u);
 }
 
-static void upc_owned(struct upstream *u, bool live)
+static void upc_report(struct upstream *u, bool live, bool kept)
 {
 	struct upstream_owned o = {
 		.kind = UPSTREAM_OWNED_CONTAINER,
@@ -110,8 +139,23 @@ static void upc_owned(struct upstream *u, bool live)
 		.engine = u->engine,
 		.container_id = u->id,
 		.container_name = u->name,
+		.kept = kept,
 	};
 	u->cbs.on_owned(u->ctx, &o, live);
+}
+
+static void upc_owned(struct upstream *u, bool live)
+{
+	upc_report(u, live, false);
+}
+
+/* The engine could not say it is gone: logged with its reason, and left
+ * to the journal (the drain names it, the next start reconciles it). */
+static void upc_given_up(struct upstream *u, const char *why)
+{
+	log_warn("container %s (%s) could not be confirmed gone: %s", u->name,
+		 u->engine, why);
+	upc_report(u, false, true);
 }
 
 /* ---- the engine's stop ladder ---- */
@@ -121,13 +165,19 @@ static void upc_removed_cb(void *ctx, bool gone, const char *why)
 	struct upstream *u = ctx;
 	u->jobs--;
 	u->removed = true;
+	/* The engine refused the run and now refuses the removal with the
+	 * same words (its daemon is not running): it was never reached, so
+	 * nothing was made. */
+	if (!gone && u->run_failed && why && why[0] &&
+	    strstr(u->err_line, why) != NULL) {
+		log_info("container %s (%s): never made (%s)", u->name,
+			 u->engine, why);
+		gone = true;
+	}
 	if (gone)
 		upc_owned(u, false);
 	else
-		/* The journal keeps it: a drain says so, and the next start
-		 * reconciles it. */
-		log_warn("container %s (%s) could not be confirmed gone: %s",
-			 u->name, u->engine, why ? why : "no reason given");
+		upc_given_up(u, why ? why : "no reason given");
 	if (u->http) {
 		upl_driver_stopped(u->inner);
 	} else if (!u->inner_closed) {
@@ -136,28 +186,77 @@ static void upc_removed_cb(void *ctx, bool gone, const char *why)
 	upc_maybe_close(u);
 }
 
-static void upc_remove(struct upstream *u)
+/* The engine could not be asked: given up on, and the CLI stopped. */
+static void upc_remove_failed(struct upstream *u, int rc)
 {
-	if (u->removing)
-		return;
-	u->removing = true;
-	if (u->timer_open)
-		uv_timer_stop(&u->grace);
-	unsigned secs = (unsigned)((u->grace_ms + 999) / 1000);
-	int rc = engine_remove(u->loop, u->engine, u->name, secs ? secs : 1,
-			       upc_removed_cb, u);
-	if (rc == 0) {
-		u->jobs++;
-		return;
-	}
-	log_warn("container %s (%s) could not be confirmed gone: cannot run "
-		 "the engine: %s",
-		 u->name, u->engine, strerror(-rc));
+	char *why = xasprintf("cannot run the engine: %s", strerror(-rc));
+	upc_given_up(u, why);
+	free(why);
 	u->removed = true;
 	if (u->http)
 		upl_driver_stopped(u->inner);
 	else if (!u->inner_closed)
 		u->inner_ops->stop(u->inner);
+}
+
+/* By its id when known (unique); else by name. */
+static void upc_remove_now(struct upstream *u)
+{
+	unsigned secs = (unsigned)((u->grace_ms + 999) / 1000);
+	int rc = engine_remove(u->loop, u->engine, u->id ? u->id : u->name,
+			       secs ? secs : 1, upc_removed_cb, u);
+	if (rc == 0)
+		u->jobs++;
+	else
+		upc_remove_failed(u, rc);
+}
+
+/* A name the user gave may be another's container (a second instance
+ * whose run the engine refused: "name already in use"): only one that
+ * carries our owner token is removed by it. */
+static void upc_owner_cb(void *ctx, const struct engine_result *r)
+{
+	struct upstream *u = ctx;
+	size_t n = strcspn(r->out, "\r\n");
+	if (r->err == 0 && r->exit_status == 0 && n == strlen(u->token) &&
+	    strncmp(r->out, u->token, n) == 0) {
+		upc_remove_now(u);
+		u->jobs--; /* this one's */
+		upc_maybe_close(u);
+		return;
+	}
+	bool absent = r->err == 0 &&
+		      (r->exit_status == 0 || engine_says_gone(r->err_line));
+	if (absent)
+		log_info("container %s (%s): none of ours by that name",
+			 u->name, u->engine);
+	/* Not ours, or none: ours was never made. upc_removed_cb counts
+	 * this job done. */
+	upc_removed_cb(u, absent,
+		       r->err_line[0] ? r->err_line : "the engine failed");
+}
+
+static void upc_remove(struct upstream *u)
+{
+	if (u->removing)
+		return;
+	u->removing = true;
+	if (u->timer_open && !u->proof_failed)
+		uv_timer_stop(&u->grace);
+	if (u->id || !u->user_named) {
+		upc_remove_now(u);
+		return;
+	}
+	const char *args[] = {"inspect", "--format",
+			      "{{index .Config.Labels \"" ENGINE_LABEL_OWNER
+			      "\"}}",
+			      u->name, NULL};
+	int rc = engine_run(u->loop, u->engine, args, ENGINE_TIMEOUT_MS,
+			    upc_owner_cb, u);
+	if (rc == 0)
+		u->jobs++;
+	else
+		upc_remove_failed(u, rc);
 }
 
 static void upc_grace_cb(uv_timer_t *t)
@@ -190,16 +289,34 @@ static void upc_stop_stdio(struct upstream *u)
 
 /* ---- the id ---- */
 
+/* The answers that waited for the id, in order; what comes after a stop
+ * is dropped. */
+static void upc_flush(struct upstream *u)
+{
+	u->holding = false;
+	while (u->held) {
+		struct upc_held *h = u->held;
+		u->held = h->next;
+		if (!u->stopping)
+			u->cbs.on_message(u->ctx, h->data, h->len, h->related);
+		free(h);
+	}
+	u->held_tail = &u->held;
+}
+
 static void upc_id_cb(void *ctx, const struct engine_result *r)
 {
 	struct upstream *u = ctx;
-	u->jobs--;
 	size_t n = strspn(r->out, "0123456789abcdef");
 	if (r->err == 0 && r->exit_status == 0 && n >= 12 && n <= 64 &&
 	    !u->removed) {
 		u->id = xstrndup(r->out, n);
 		upc_owned(u, true); /* the same container, now with its id */
 	}
+	/* Still counted while the answers go out: nothing closes under
+	 * them. */
+	upc_flush(u);
+	u->jobs--;
 	upc_maybe_close(u);
 }
 
@@ -209,9 +326,11 @@ static void upc_ask_id(struct upstream *u)
 		return;
 	u->id_asked = true;
 	const char *args[] = {"inspect", "--format", "{{.Id}}", u->name, NULL};
-	if (engine_run(u->loop, u->engine, args, ENGINE_TIMEOUT_MS, upc_id_cb,
-		       u) == 0)
+	if (engine_run(u->loop, u->engine, args, UPC_ID_TIMEOUT_MS, upc_id_cb,
+		       u) == 0) {
 		u->jobs++;
+		u->holding = true;
+	}
 }
 
 /* ---- the inner upstream's facts ---- */
@@ -222,8 +341,19 @@ static void upc_message_cb(void *ctx, const char *msg, size_t len,
 	struct upstream *u = ctx;
 	if (u->stopping)
 		return;
+	u->answered = true;
 	upc_ask_id(u); /* the server answered: the container exists */
-	u->cbs.on_message(u->ctx, msg, len, related);
+	if (!u->holding) {
+		u->cbs.on_message(u->ctx, msg, len, related);
+		return;
+	}
+	struct upc_held *h = xmalloc(sizeof *h + len);
+	h->next = NULL;
+	h->related = related;
+	h->len = len;
+	memcpy(h->data, msg, len);
+	*u->held_tail = h;
+	u->held_tail = &h->next;
 }
 
 static void upc_garbage_cb(void *ctx, const char *what)
@@ -286,12 +416,14 @@ static void upc_fault_cb(void *ctx, const struct upstream_fault *f)
 			upc_remove(u); /* stdin's EOF did its work */
 		return;
 	}
+	upc_flush(u); /* what it said before it went */
 	struct upstream_fault g = *f;
 	char *text = NULL;
 	if (f->kind == UPSTREAM_EXITED && f->exit_status >= UPC_ENGINE_FAILED &&
 	    f->exit_status <= UPC_ENGINE_FAILED + 2 && u->err_line[0]) {
 		text = xasprintf("%s could not run the container: %s",
 				 u->engine, u->err_line);
+		u->run_failed = !u->answered;
 		g.text = text;
 	}
 	u->cbs.on_fault(u->ctx, &g);
@@ -425,10 +557,12 @@ static int upc_open(uv_loop_t *loop, const struct upstream_spec *spec,
 	u->cbs = *cbs;
 	u->ctx = ctx;
 	u->loop = loop;
+	u->held_tail = &u->held;
 	u->http = cc->port > 0;
 	u->inner_ops = u->http ? &upstream_http_local : &upstream_stdio;
 	u->engine = container_engine_for(s);
 	u->name = cc->name ? xstrdup(cc->name) : container_new_name(s->name);
+	u->user_named = cc->name != NULL;
 	u->image = cc->image ? xstrdup(cc->image) : NULL;
 	u->cport = cc->port;
 	snprintf(u->token, sizeof u->token, "%s", spec->token);

@@ -81,6 +81,9 @@ struct upstream_owned {
 	const char *engine; /* "podman", "docker" (path as run) */
 	const char *container_id;
 	const char *container_name;
+	/* With !live: not confirmed gone, given up on (its engine could
+	 * not remove it): the journal keeps it for the next start. */
+	bool kept;
 };
 
 struct upstream_cbs {
@@ -108,7 +111,8 @@ struct upstream_cbs {
 	/* The connection is unusable. Once; on_closed follows (after
 	 * whatever stop the transport runs on its own). */
 	void (*on_fault)(void *ctx, const struct upstream_fault *f);
-	/* Something we own appeared (live) or is provably gone (!live). A
+	/* Something we own appeared (live) or is provably gone (!live; or
+	 * given up on: o->kept). A
 	 * container is reported live by its name first (before the engine
 	 * makes it), then again with its id: the same one, once !live. */
 	void (*on_owned)(void *ctx, const struct upstream_owned *o, bool live);

@@ -19,7 +19,9 @@
 
 #include "config/config.h"
 #include "http/httpc.h"
+#include "instance/instance.h"
 #include "journal/journal.h"
+#include "pool/pool.h"
 #include "transport/ports.h"
 #include "transport/upstream.h"
 #include "util/xmalloc.h"
@@ -40,7 +42,8 @@ struct uc {
 	struct upstream *up;
 	const struct upstream_ops *ops;
 	int messages, faults, closed;
-	int container_live, container_gone, id_reports;
+	int id_at_first; /* id reports when the first answer came */
+	int container_live, container_gone, container_kept, id_reports;
 	int process_live, process_gone;
 	enum upstream_fault_kind fault_kind;
 	char fault_text[1024];
@@ -104,7 +107,8 @@ static int uc_count(void)
 static void uc_message(void *ctx, const char *msg, size_t len, int64_t rel)
 {
 	struct uc *t = ctx;
-	t->messages++;
+	if (t->messages++ == 0)
+		t->id_at_first = t->id_reports;
 }
 
 static void uc_fault(void *ctx, const struct upstream_fault *f)
@@ -123,13 +127,15 @@ static void uc_owned(void *ctx, const struct upstream_owned *o, bool live)
 		live ? t->process_live++ : t->process_gone++;
 		return;
 	}
-	cr_assert_str_eq(o->token, uc_token);
+
 	snprintf(t->name, sizeof t->name, "%s", o->container_name);
 	if (live && o->container_id) {
 		t->id_reports++;
 		snprintf(t->id, sizeof t->id, "%s", o->container_id);
 	} else if (live) {
 		t->container_live++;
+	} else if (o->kept) {
+		t->container_kept++;
 	} else {
 		t->container_gone++;
 	}
@@ -167,7 +173,7 @@ static void uc_run_until(struct uc *t, const int *counter, int want)
 	uv_timer_stop(&t->guard);
 }
 
-static int uc_open(struct uc *t, const char *json)
+static int uc_open_as(struct uc *t, const char *json, const char *token)
 {
 	memset(t, 0, sizeof *t);
 	uv_loop_init(&t->loop);
@@ -185,7 +191,7 @@ static int uc_open(struct uc *t, const char *json)
 				   why);
 	struct upstream_spec spec = {
 		.server = s,
-		.token = uc_token,
+		.token = token,
 		.http = t->http,
 		.key = "{\"name\":\"s\"}",
 		.stop_grace_ms = 1000,
@@ -193,6 +199,11 @@ static int uc_open(struct uc *t, const char *json)
 	int rc = t->ops->open(&t->loop, &spec, &uc_cbs, t, &t->up);
 	config_free(cfg);
 	return rc;
+}
+
+static int uc_open(struct uc *t, const char *json)
+{
+	return uc_open_as(t, json, uc_token);
 }
 
 static void uc_finish(struct uc *t)
@@ -217,7 +228,9 @@ static void uc_serves_and_goes(const char *json, const char *transport)
 	cr_assert_eq(t.ops->send(t.up, UC_INIT, strlen(UC_INIT), 1), 0);
 	uc_run_until(&t, &t.messages, 1);
 	cr_assert_eq(t.faults, 0, "%s", t.fault_text);
-	uc_run_until(&t, &t.id_reports, 1);
+	/* The first answer waited for the id: a server that runs is known
+	 * by it (status, journal). */
+	cr_assert_eq(t.id_at_first, 1);
 	cr_assert_geq(strlen(t.id), 12);
 	json_t *d = t.ops->describe(t.up, true);
 	cr_assert_str_eq(json_string_value(json_object_get(d, "transport")),
@@ -327,6 +340,7 @@ Test(up_container, not_confirmed_gone_stays_owned)
 	t.ops->stop(t.up);
 	uc_run_until(&t, &t.closed, 1);
 	cr_assert_eq(t.container_gone, 0);
+	cr_assert_eq(t.container_kept, 1, "given up on, for the journal");
 	uc_finish(&t);
 	free(json);
 	unlink(fake);
@@ -403,11 +417,11 @@ Test(up_container, a_daemon_that_is_not_running_is_the_reason)
 	if (system("docker --version 2>/dev/null | grep -qi '^docker "
 		   "version'") != 0)
 		cr_skip_test("no docker CLI of Docker's own");
+	if (access("/var/run/docker.sock", F_OK) == 0 || getenv("DOCKER_HOST"))
+		cr_skip_test("a Docker daemon may be running here");
 	struct uc t;
-	cr_assert_eq(uc_open(&t,
-			     "{\"command\": \"docker\", \"args\": [\"run\", "
-			     "\"-i\", \"img\"], \"env\": {\"DOCKER_HOST\": "
-			     "\"unix:///nonexistent/docker.sock\"}}"),
+	cr_assert_eq(uc_open(&t, "{\"command\": \"docker\", \"args\": "
+				 "[\"run\", \"-i\", \"img\"]}"),
 		     0);
 	uc_run_until(&t, &t.faults, 1);
 	cr_assert_not_null(strstr(t.fault_text, "docker could not run the "
@@ -416,5 +430,158 @@ Test(up_container, a_daemon_that_is_not_running_is_the_reason)
 	cr_assert_not_null(strstr(t.fault_text, "Cannot connect to the Docker "
 						"daemon"),
 			   "%s", t.fault_text);
+	/* The daemon was never reached: nothing was made, nothing is left
+	 * to the journal. */
+	uc_run_until(&t, &t.closed, 1);
+	cr_assert_eq(t.container_gone, 1);
+	cr_assert_eq(t.container_kept, 0);
 	uc_finish(&t);
+}
+
+/* ---- through the pool: what the runtime does ---- */
+
+/* Wakes the loop now and then, so a wait checks its condition. */
+static void uc_tick_cb(uv_timer_t *t)
+{
+}
+
+static void uc_ready_cb(void *arg, struct instance *inst, int err)
+{
+	*(int *)arg = err == 0 ? 1 : -1;
+}
+
+/* Runs server (a container server's JSON, %s: its image) in a pool with a
+ * journal until the pool let it go, and returns how many entries the
+ * journal still holds. The pool's entry must end either way. A server name
+ * of this test's own, to clean up by. */
+static size_t uc_through_pool(const char *server_fmt, bool wait_id)
+{
+	char dir[] = "/tmp/uc-pool-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	struct journal *j = NULL;
+	cr_assert_eq(journal_open(dir, &j), 0);
+	char server[16];
+	snprintf(server, sizeof server, "uc%.8s", uc_token);
+	char *entry = xasprintf(server_fmt, uc_image);
+	char *text = xasprintf("{\"mcpServers\": {\"%s\": %s}}", server, entry);
+	free(entry);
+	struct config *cfg = config_parse(text, strlen(text), "t.json");
+	free(text);
+	cr_assert_null(cfg->servers[0].error, "%s", cfg->servers[0].error);
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	struct instance_cbs cbs = {0};
+	struct pool *pool = pool_new(&loop, &cbs, NULL, j, NULL);
+	struct pool_scope_ctx sc = {"s1", NULL, "/tmp", NULL};
+	char *key = pool_instance_key(&cfg->servers[0], &sc, NULL);
+	struct instance *inst =
+		pool_instance_for(pool, &cfg->servers[0], &sc, key);
+	free(key);
+	pool_acquire(pool, inst, "s1");
+	int ready = 0;
+	instance_ensure(inst, uc_ready_cb, &ready);
+	while (ready == 0)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert_eq(ready, 1, "%s", instance_last_error(inst));
+	uv_timer_t tick;
+	uv_timer_init(&loop, &tick);
+	uv_timer_start(&tick, uc_tick_cb, 50, 50);
+	if (wait_id) {
+		/* Until its id is in the journal: the second report. */
+		char *id_cmd =
+			xasprintf("grep -q '\"id\"' %s/" JOURNAL_FILE, dir);
+		for (int i = 0; i < 400 && system(id_cmd) != 0; i++)
+			uv_run(&loop, UV_RUN_ONCE);
+		cr_assert_eq(system(id_cmd), 0, "the id is journaled");
+		free(id_cmd);
+	}
+	pool_session_gone(pool, "s1");
+	uv_close((uv_handle_t *)&tick, NULL);
+	pool_free(pool);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&loop), 0, "the pool's entry ended");
+	size_t left = journal_count(j);
+	journal_free(j);
+	config_free(cfg);
+	char *rm = xasprintf("podman ps -aq --filter label=mcpvisor.server=%s "
+			     "| xargs -r -n1 podman rm -f >/dev/null 2>&1; "
+			     "rm -rf %s",
+			     server, dir);
+	cr_assert_eq(system(rm), 0);
+	free(rm);
+	return left;
+}
+
+/* The container is reported twice while it lives (by name, then with its
+ * id) and gone once: the pool's entry still ends, and the journal holds
+ * nothing after. */
+Test(up_container, the_pool_entry_ends_after_the_container)
+{
+	if (!uc_ready())
+		cr_skip_test("no podman");
+	size_t left = uc_through_pool(
+		"{\"container\": {\"image\": \"%s\", \"port\": 8080, \"args\": "
+		"[\"--http\", \"8080\", \"--listen-all\"], \"engine\": "
+		"\"podman\"}, \"url\": \"http://127.0.0.1:{port}/mcp\", "
+		"\"scope\": \"session\"}",
+		true);
+	cr_assert_eq(left, 0);
+}
+
+/* A container its engine cannot remove: the pool's entry ends all the
+ * same (nothing more will come of it), and the journal keeps it for the
+ * drain's message and the next start. */
+Test(up_container, a_container_given_up_on_stays_in_the_journal)
+{
+	if (!uc_ready())
+		cr_skip_test("no podman");
+	char dir[] = "/tmp/uc-engine-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char *fake = xasprintf("%s/podman", dir);
+	FILE *f = fopen(fake, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "#!/bin/sh\ncase \"$1\" in stop|rm) echo \"Error: refused "
+		   "by the test\" >&2; exit 125;; esac\nexec podman \"$@\"\n");
+	fclose(f);
+	chmod(fake, 0755);
+	char *fmt = xasprintf("{\"command\": \"%s\", \"args\": [\"run\", "
+			      "\"-i\", \"%%s\"], \"scope\": \"session\"}",
+			      fake);
+	size_t left = uc_through_pool(fmt, false);
+	cr_assert_eq(left, 1);
+	free(fmt);
+	unlink(fake);
+	free(fake);
+	rmdir(dir);
+}
+
+/* A --name of the user's, taken by another instance's container: the
+ * engine refuses the second run, and its stop removes nothing (the
+ * container of that name carries another owner token). */
+Test(up_container, a_user_s_name_in_use_is_never_removed_by_another)
+{
+	if (!uc_ready())
+		cr_skip_test("no podman");
+	char *json =
+		xasprintf("{\"command\": \"podman\", \"args\": [\"run\", "
+			  "\"-i\", \"--rm\", \"--name\", \"uct%.8s\", \"%s\"]}",
+			  uc_token, uc_image);
+	struct uc a, b;
+	cr_assert_eq(uc_open(&a, json), 0);
+	cr_assert_eq(a.ops->send(a.up, UC_INIT, strlen(UC_INIT), 1), 0);
+	uc_run_until(&a, &a.messages, 1);
+	char other[JOURNAL_TOKEN_LEN + 1];
+	journal_new_token(other);
+	cr_assert_eq(uc_open_as(&b, json, other), 0);
+	uc_run_until(&b, &b.faults, 1);
+	cr_assert_not_null(strstr(b.fault_text, "already in use"), "%s",
+			   b.fault_text);
+	uc_run_until(&b, &b.closed, 1);
+	cr_assert_eq(b.container_gone, 1, "its own was never made");
+	uc_finish(&b);
+	cr_assert_eq(uc_count(), 1, "the first one's container stays");
+	uc_finish(&a);
+	cr_assert_eq(a.container_gone, 1);
+	cr_assert_eq(uc_count(), 0);
+	free(json);
 }
