@@ -15,7 +15,11 @@
  * already on disk, however soon the runtime dies. The entry naming the
  * leader's pid is written after spawn, in the next loop turn; the leader
  * itself cannot outlive the runtime (parent-death signal) and is also
- * found by its token. So writes can be batched and leave the loop.
+ * found by its token. So writes can be batched and leave the loop. A
+ * container outlives the runtime and is found through its engine, so the
+ * first container entry naming an engine is written before its CLI runs
+ * (journal_add_owned); later ones are found by their reserved token on an
+ * engine the file already names.
  */
 #ifndef MCPV_JOURNAL_H
 #define MCPV_JOURNAL_H

@@ -26,8 +26,8 @@
 /* After the group got SIGKILL: how long its leader may take to be
  * reaped before we stop waiting (stuck in the kernel). */
 #define ENGINE_KILL_WAIT_MS 1000
-/* After the command exited: how long a grandchild may keep its output
- * pipes open before the group is killed and what came is taken. */
+/* After the command exited: how long something it started may keep its
+ * output pipes open before what came is taken as the answer. */
 #define ENGINE_DRAIN_MS 1000
 #define ENGINE_READ_CHUNK 16384
 
@@ -185,7 +185,9 @@ static void engine_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 static void engine_kill_group(struct engine_job *job)
 {
 	/* The leader is a session and group leader (UV_PROCESS_DETACHED):
-	 * -pid is its group, the engine's helpers included. */
+	 * -pid is its group, the engine's helpers included. Only before its
+	 * exit was seen: until then it is not reaped, so its pid (and the
+	 * group's number) cannot name anything else. */
 	if (kill(-job->proc.pid, SIGKILL) < 0 && errno != ESRCH)
 		log_debug("kill -%d: %s", (int)job->proc.pid, strerror(errno));
 }
@@ -204,8 +206,9 @@ static void engine_timer_cb(uv_timer_t *t)
 		return;
 	}
 	if (job->exited && !job->killed) {
-		/* Ended, but something it started holds its output open. */
-		engine_kill_group(job);
+		/* Ended, but something it started holds its output open.
+		 * Not signalled: with the leader reaped, -pid may name
+		 * another group by now. It gets EPIPE once we close. */
 		engine_finish(job, 0);
 		return;
 	}
@@ -216,6 +219,7 @@ static void engine_exit_cb(uv_process_t *p, int64_t status, int sig)
 {
 	struct engine_job *job = p->data;
 	job->exited = true;
+	/* Killed by a signal not ours: the shell's convention. */
 	job->exit_status = sig ? 128 + sig : status;
 	if (engine_settled(job)) {
 		engine_finish(job, job->killed ? -ETIMEDOUT : 0);

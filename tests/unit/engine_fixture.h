@@ -3,6 +3,7 @@
  * that logs its argv (one command a line) and answers each command from
  * files the test writes there: CMD.out (stdout), CMD.err (stderr),
  * CMD.rc (exit code), CMD.hang (sleeps, with a grandchild in its group),
+ * CMD.linger (exits, leaving a child that holds its output open),
  * CMD.stdin (copies stdin to stdout). CMD is the subcommand ("ps",
  * "inspect" for `container inspect`, "stop", "rm"); CMD.REF files answer
  * for one container (REF the last argument) only; all.* answers every
@@ -49,6 +50,12 @@ static const char fake_engine_script[] =
 	"[ -e \"$D/$b.err\" ] && cat \"$D/$b.err\" >&2\n"
 	"[ -e \"$D/$b.out\" ] && cat \"$D/$b.out\"\n"
 	"[ -e \"$D/$b.stdin\" ] && cat\n"
+	"if [ -e \"$D/$b.linger\" ]; then\n"
+	"  sh -c 'echo $$ >\"$1/linger.tmp\"; "
+	"mv \"$1/linger.tmp\" \"$1/linger.pid\"; exec sleep 30' "
+	"sh \"$D\" &\n"
+	"  while [ ! -e \"$D/linger.pid\" ]; do sleep 0.01; done\n"
+	"fi\n"
 	"if [ -e \"$D/$b.hang\" ]; then\n"
 	"  sh -c 'echo $$ >\"$1/grandchild.tmp\"; "
 	"mv \"$1/grandchild.tmp\" \"$1/grandchild.pid\"; exec sleep 60' "

@@ -235,6 +235,29 @@ Test(engine, a_hung_engine_is_killed_with_its_group_at_the_deadline)
 	cr_assert(eng_pid_gone(grandchild), "the group was not killed");
 }
 
+/* The command ended but left something holding its output: its answer
+ * is taken after a short while, and what lingers is not signalled (the
+ * leader reaped, its group's number may be another's). */
+Test(engine, an_ended_command_is_answered_though_its_output_lingers)
+{
+	fake_engine_put(&fe, "version.linger", "");
+	fake_engine_put(&fe, "version.out", "done\n");
+	struct engine_result r;
+	uint64_t t0 = eng_now_ms();
+	cr_assert_eq(engine_run_sync(fe.path, no_args, 20000, &r), 0);
+	uint64_t took = eng_now_ms() - t0;
+	pid_t linger = fake_engine_pid(&fe, "linger.pid");
+	cr_assert_gt(linger, 0);
+	bool alive = kill(linger, 0) == 0;
+	kill(linger, SIGKILL);
+	cr_assert_lt(took, 5000, "%llu ms", (unsigned long long)took);
+	cr_assert_eq(r.exit_status, 0);
+	cr_assert_eq(r.err, 0);
+	cr_assert_str_eq(r.out, "done\n");
+	engine_result_clear(&r);
+	cr_assert(alive, "a process was signalled after its leader ended");
+}
+
 Test(engine, an_engine_without_its_daemon_gives_its_own_line)
 {
 	fake_engine_put(&fe, "all.err", FAKE_ENGINE_DOWN "\n");
