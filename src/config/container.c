@@ -106,7 +106,7 @@ struct ctr_opt {
 /* Reads run's options from args[i]; returns the index after them (the
  * image's), or -1 with the server's error set. */
 static int ctr_scan_options(struct config_srv *c, struct container_config *cc,
-			    int i)
+			    int i, bool *interactive)
 {
 	struct server_config *s = c->s;
 	int n = (int)s->nargs;
@@ -131,6 +131,7 @@ static int ctr_scan_options(struct config_srv *c, struct container_config *cc,
 			while (a[k] && !strchr(CTR_SHORT_WITH_VALUE, a[k])) {
 				if (a[k] == 'd')
 					goto detached;
+				*interactive = *interactive || a[k] == 'i';
 				k++;
 			}
 			if (a[k]) {
@@ -150,7 +151,10 @@ static int ctr_scan_options(struct config_srv *c, struct container_config *cc,
 				continue;
 			goto detached;
 		}
-		if (CTR_IS("--rm")) {
+		if (CTR_IS("--interactive")) {
+			*interactive =
+				o.value == NULL || strcmp(o.value, "false");
+		} else if (CTR_IS("--rm")) {
 			cc->rm = o.value == NULL || strcmp(o.value, "false");
 		} else if (CTR_IS("--name")) {
 			if (!ctr_name_ok(o.value)) {
@@ -219,9 +223,16 @@ static bool ctr_command_form(struct config_srv *c)
 		return true;
 	}
 	cc->engine = xstrdup(s->command);
-	int img = ctr_scan_options(c, cc, run + 1);
+	bool interactive = false;
+	int img = ctr_scan_options(c, cc, run + 1, &interactive);
 	if (img < 0)
 		return true;
+	if (!interactive)
+		config_warn(c->cfg,
+			    "%s: server \"%s\": `run` without -i: the server "
+			    "gets no stdin, so it cannot read mcpvisor's "
+			    "requests (hosts' configs write \"run\", \"-i\")",
+			    c->cfg->path, c->shown);
 	if (img >= (int)s->nargs) {
 		config_srv_fail(c, "args",
 				"no image after \"run\" and its options");

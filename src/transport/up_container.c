@@ -19,6 +19,7 @@
 
 #include "transport/container_cmd.h"
 #include "transport/engine.h"
+#include "transport/http_probe.h"
 #include "transport/supervisor.h"
 #include "transport/up_cmd.h"
 #include "transport/upstream.h"
@@ -55,7 +56,8 @@ struct upstream {
 	int cport;			       /* the HTTP form's port inside */
 	int host_port;			       /* and where it is published */
 	const struct upstream_spec *open_spec; /* during open only */
-	bool proof_failed;  /* the engine could not be asked */
+	bool proof_failed; /* the engine could not be asked */
+
 	char **args, **env; /* the CLI's, kept while it may be built */
 
 	bool stopping;	   /* the ladder started */
@@ -511,9 +513,9 @@ static void upc_port_cb(void *ctx, const struct engine_result *r)
 	upc_maybe_close(u);
 }
 
-static void upc_prove(void *dctx, struct upstream *inner, int port)
+/* The engine says whether the published port is our container's. */
+static void upc_ask_port(struct upstream *u)
 {
-	struct upstream *u = dctx;
 	char cport[16];
 	snprintf(cport, sizeof cport, "%d/tcp", u->cport);
 	const char *args[] = {"port", u->name, cport, NULL};
@@ -523,7 +525,34 @@ static void upc_prove(void *dctx, struct upstream *inner, int port)
 		return;
 	}
 	/* It cannot be asked: nothing proves the port ours. The answer
-	 * must not come from inside this call. */
+	 * must not come from inside a driver hook. */
+	u->proof_failed = true;
+	uv_timer_start(&u->grace, upc_proof_failed_cb, 0, 0);
+}
+
+/* docker-proxy (and Docker Desktop's port forwarding) accept on the
+ * published port before the server inside listens, and close once they
+ * find nobody behind: only an answer in HTTP says the server is there. */
+#define UPC_CHECK_MS 2000 /* a server that accepts but says nothing */
+
+static void upc_checked_cb(void *ctx, bool answered)
+{
+	struct upstream *u = ctx;
+	u->jobs--;
+	if (answered && !u->stopping && u->inner != NULL)
+		upc_ask_port(u);
+	else if (u->inner != NULL)
+		upl_proved(u->inner, LISTENER_NONE); /* up_local looks again */
+	upc_maybe_close(u);
+}
+
+static void upc_prove(void *dctx, struct upstream *inner, int port)
+{
+	struct upstream *u = dctx;
+	if (http_probe(u->loop, port, UPC_CHECK_MS, upc_checked_cb, u) == 0) {
+		u->jobs++;
+		return;
+	}
 	u->proof_failed = true;
 	uv_timer_start(&u->grace, upc_proof_failed_cb, 0, 0);
 }

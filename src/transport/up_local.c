@@ -262,31 +262,10 @@ static void upl_fault(struct upstream *u, enum upstream_fault_kind kind,
 
 /* ---- the program ---- */
 
-/* What servers print when their port is taken (Node, Go, Python, Rust). */
-static bool upl_says_addr_in_use(const char *line, size_t len)
-{
-	static const char *const pats[] = {
-		"eaddrinuse",	  "address already in use",
-		"address in use", "already in use",
-		"errno 98",	  "os error 98",
-	};
-	char low[SUP_LOG_LINE_MAX + 1];
-	size_t n = len < SUP_LOG_LINE_MAX ? len : SUP_LOG_LINE_MAX;
-	for (size_t i = 0; i < n; i++)
-		low[i] = (char)(line[i] >= 'A' && line[i] <= 'Z'
-					? line[i] - 'A' + 'a'
-					: line[i]);
-	low[n] = '\0';
-	for (size_t i = 0; i < sizeof pats / sizeof *pats; i++)
-		if (strstr(low, pats[i]) != NULL)
-			return true;
-	return false;
-}
-
 static void upl_sup_log_cb(void *ctx, const char *line, size_t len)
 {
 	struct upstream *u = ctx;
-	if (u->state != UPL_READY && upl_says_addr_in_use(line, len))
+	if (u->state != UPL_READY && listener_says_addr_in_use(line, len))
 		u->addr_in_use = true;
 	if (u->cbs.on_log)
 		u->cbs.on_log(u->ctx, line, len);

@@ -222,3 +222,28 @@ Test(config_container, a_run_with_a_url_is_not_owned_and_says_so)
 		 "\"http://[::1]:{port}/\"}",
 		 "127.0.0.1 only");
 }
+
+Test(config_container, a_run_without_i_warns)
+{
+	struct config *cfg = cf_one("{\"command\": \"docker\", \"args\": "
+				    "[\"run\", \"--rm\", \"img\"]}");
+	cr_assert_null(cfg->servers[0].error);
+	cr_assert_eq(cfg->servers[0].kind, SERVER_CONTAINER);
+	cr_assert_eq(cfg->nwarnings, 1);
+	cf_assert_has(cfg->warnings[0], "without -i");
+	config_free(cfg);
+	static const char *const fine[] = {
+		"{\"command\": \"docker\", \"args\": [\"run\", \"-it\", "
+		"\"i\"]}",
+		"{\"command\": \"docker\", \"args\": [\"run\", "
+		"\"--interactive\", \"i\"]}",
+		"{\"command\": \"docker\", \"args\": [\"run\", \"-ie\", "
+		"\"A=1\", \"i\"]}",
+	};
+	for (size_t i = 0; i < sizeof fine / sizeof *fine; i++) {
+		cfg = cf_one(fine[i]);
+		cr_assert_eq(cfg->nwarnings, 0, "%s: %s", fine[i],
+			     cfg->nwarnings ? cfg->warnings[0] : "");
+		config_free(cfg);
+	}
+}

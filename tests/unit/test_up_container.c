@@ -585,3 +585,81 @@ Test(up_container, a_user_s_name_in_use_is_never_removed_by_another)
 	cr_assert_eq(uc_count(), 0);
 	free(json);
 }
+
+/* ---- a proxy on the port, no server behind it ---- */
+
+static int uc_accepted;
+
+static void uc_free_conn_cb(uv_handle_t *h)
+{
+	free(h);
+}
+
+/* What docker-proxy does while nothing listens in the container: accept,
+ * find nobody behind, close. */
+static void uc_proxy_cb(uv_stream_t *srv, int status)
+{
+	uv_tcp_t *c = malloc(sizeof *c);
+	uv_tcp_init(srv->loop, c);
+	if (uv_accept(srv, (uv_stream_t *)c) == 0)
+		uc_accepted++;
+	uv_close((uv_handle_t *)c, uc_free_conn_cb);
+}
+
+static int uc_waited;
+
+static void uc_wait_cb(uv_timer_t *t)
+{
+	uc_waited = 1;
+}
+
+Test(up_container, a_proxy_with_no_server_behind_is_not_ready)
+{
+	if (!uc_ready())
+		cr_skip_test("no podman");
+	uc_port = uc_free_port();
+	ports_set_source(ports_default(), uc_port_source, NULL);
+	char dir[] = "/tmp/uc-engine-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char *fake = xasprintf("%s/docker", dir);
+	FILE *f = fopen(fake, "w");
+	cr_assert_not_null(f);
+	fprintf(f,
+		"#!/bin/sh\ncase \"$1\" in run) exec sleep 30;; port) echo "
+		"127.0.0.1:%d;; esac\nexit 0\n",
+		uc_port);
+	fclose(f);
+	chmod(fake, 0755);
+	char *json = xasprintf(
+		"{\"container\": {\"image\": \"img\", \"port\": 8080, "
+		"\"engine\": \"%s\"}, \"url\": "
+		"\"http://127.0.0.1:{port}/mcp\"}",
+		fake);
+	struct uc t;
+	cr_assert_eq(uc_open(&t, json), 0);
+	uv_tcp_t proxy;
+	uv_tcp_init(&t.loop, &proxy);
+	struct sockaddr_in a;
+	uv_ip4_addr("127.0.0.1", uc_port, &a);
+	cr_assert_eq(uv_tcp_bind(&proxy, (struct sockaddr *)&a, 0), 0);
+	cr_assert_eq(uv_listen((uv_stream_t *)&proxy, 8, uc_proxy_cb), 0);
+	cr_assert_eq(t.ops->send(t.up, UC_INIT, strlen(UC_INIT), 1), 0);
+	uv_timer_t wait;
+	uv_timer_init(&t.loop, &wait);
+	uc_waited = 0;
+	uv_timer_start(&wait, uc_wait_cb, 1500, 0);
+	uc_run_until(&t, &uc_waited, 1);
+	cr_assert_geq(uc_accepted, 2, "it was probed, more than once");
+	cr_assert_eq(t.faults, 0, "no session was opened: %s", t.fault_text);
+	json_t *d = t.ops->describe(t.up, false);
+	cr_assert(json_is_false(json_object_get(d, "listening")));
+	json_decref(d);
+	uv_close((uv_handle_t *)&wait, NULL);
+	uv_close((uv_handle_t *)&proxy, NULL);
+	ports_set_source(ports_default(), NULL, NULL);
+	uc_finish(&t);
+	free(json);
+	unlink(fake);
+	free(fake);
+	rmdir(dir);
+}
