@@ -43,7 +43,9 @@ struct hub {
 	uv_timer_t sweep;
 	void (*quiet_fn)(void *arg);
 	void *quiet_arg;
-	struct spaces *spaces; /* .mcp.json reads, off the loop */
+	struct spaces *spaces;	  /* .mcp.json reads, off the loop */
+	char *reload_error;	  /* why the config on disk is not running */
+	uint64_t reload_error_at; /* epoch ms */
 };
 
 /* What the hub's instances report (the pool passes them on); shared for
