@@ -119,11 +119,14 @@ test('runtime SIGKILL, then restart: the owned container is stopped; three decoy
 		// labels, the same image without labels, and a name that shares
 		// the owned container's prefix.
 		const prefix = box.name.split(/[-_.]/)[0];
+		const runMs = [];
 		const decoy = async (opts) => {
+			const t1 = performance.now();
 			const id = (await podmanOk([
 				'run', '-d', '--rm', '--label', `${TEST_LABEL}=${RUN}`, ...opts,
 				IMAGE, '--http', '8080', '--listen-all',
 			])).trim();
+			runMs.push(Math.round(performance.now() - t1));
 			decoyIds.push(id);
 			return id;
 		};
@@ -164,6 +167,7 @@ test('runtime SIGKILL, then restart: the owned container is stopped; three decoy
 		const afterList = await mine();
 		const afterL = listenersOn([port]);
 		console.log(
+			`# podman run -d of each decoy (the engine's own start time): ${runMs.join(', ')} ms\n` +
 			`# crash test: containers of this run before SIGKILL\n${describe(beforeList)}\n` +
 			`# listeners: \n${beforeL}\n` +
 			`# after SIGKILL, before restart\n${describe(crashedList)}\n` +

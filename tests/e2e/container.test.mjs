@@ -12,13 +12,14 @@ import fs from 'node:fs';
 import net from 'node:net';
 import { before, test } from 'node:test';
 
-import { demo, procStat } from './lib.mjs';
+import { demo, procStat, waitFor } from './lib.mjs';
 import { withConfig } from './lifetime-lib.mjs';
 import {
 	CENV,
 	PODMAN,
 	RUN,
 	SKIP,
+	TEST_LABEL,
 	awaitNone,
 	awaitRunning,
 	dockerIsPodman,
@@ -27,6 +28,7 @@ import {
 	inspect,
 	listening,
 	ofServer,
+	podmanOk,
 	removeOwn,
 	sdkClose,
 	sdkConnect,
@@ -376,11 +378,24 @@ test('listing the catalogue and reading status start no container (the tool cach
 	assert.deepEqual(await ofServer(name), [], 'a container left behind');
 });
 
-// The docker CLI of this machine has no daemon behind it.
+// The first two bytes of a file ('' when unreadable).
+function magic(p) {
+	try {
+		const fd = fs.openSync(p, 'r');
+		const b = Buffer.alloc(2);
+		fs.readSync(fd, b, 0, 2, 0);
+		fs.closeSync(fd);
+		return b.toString('latin1');
+	} catch {
+		return '';
+	}
+}
+
+// A real docker CLI (not podman, nor podman-docker's script): on this
+// machine it has no daemon behind it, which is the engine-down case.
 const DOCKER_CLI = ['/usr/local/bin/docker', '/usr/bin/docker'].find((p) => {
 	try {
-		return fs.realpathSync(p) !== fs.realpathSync(PODMAN ?? '/') &&
-			!fs.readFileSync(p).subarray(0, 2).equals(Buffer.from('#!'));
+		return fs.realpathSync(p) !== fs.realpathSync(PODMAN ?? '/') && magic(p) !== '#!';
 	} catch {
 		return false;
 	}
@@ -440,4 +455,82 @@ test('image not found, engine not running, engine missing: the reason in status;
 		await sdkClose(c);
 	});
 	assert.deepEqual(await ofServer(missing), []);
+});
+
+test('the user\'s --name is used as given; a foreign container holding that name is never removed', {
+	skip: SKIP,
+	timeout: 30_000,
+}, async (t) => {
+	const name = srv('named');
+	const cname = `mcpvisor-e2e-named-${RUN}`;
+	// A container of that name that is not mcpvisor's (started here).
+	const foreign = (await podmanOk([
+		'run', '-d', '--rm', '--name', cname, '--label', `${TEST_LABEL}=${RUN}`,
+		IMAGE, '--http', '8080', '--listen-all',
+	])).trim();
+	await removeOwn(t, [name], [foreign]);
+	const config = {
+		idleTimeout: '60s',
+		mcpServers: { [name]: stdioContainer(PODMAN, IMAGE, { opts: ['--name', cname] }) },
+	};
+	await withConfig(t, config, RT, async (rt) => {
+		const c = await sdkConnect(rt);
+		await c.client.listTools();
+		const st = await rt.status();
+		const { inst } = serverOf(st, name);
+		assert.equal(inst?.state, 'failed', JSON.stringify(inst));
+		assert.match(inst.error ?? '', /already in use/, `the engine's line: ${JSON.stringify(inst)}`);
+		assert.equal(await stateOf(foreign), 'running', 'the foreign container of that name was touched');
+		assert.equal((await inspect(foreign)).Name, cname);
+
+		// Once the name is free, the server runs under it, owned.
+		await podmanOk(['rm', '-f', '-t', '0', foreign]);
+		await waitFor(async () => {
+			const r = await c.client.callTool({ name: `${name}__echo`, arguments: { text: 'named' } });
+			return !r.isError && r.content[0].text === 'named';
+		}, 10_000, 'the server after its backoff');
+		const [box] = await awaitRunning(name);
+		assert.equal(box.name, cname);
+		assert.ok(box.labels['mcpvisor.owner']);
+		await sdkClose(c);
+	});
+	assert.deepEqual(await ofServer(name), [], 'a container left behind');
+});
+
+test('session scope: a container per session, removed when its session ends', {
+	skip: SKIP,
+	timeout: 30_000,
+}, async (t) => {
+	const name = srv('sess');
+	await removeOwn(t, [name]);
+	const config = {
+		idleTimeout: '60s',
+		mcpServers: { [name]: stdioContainer(PODMAN, IMAGE, { extra: { scope: 'session' } }) },
+	};
+	await withConfig(t, config, RT, async (rt) => {
+		const a = await sdkConnect(rt, 'host-a');
+		const b = await sdkConnect(rt, 'host-b');
+		await Promise.all([
+			echo(a.client, `${name}__echo`, 'a'),
+			echo(b.client, `${name}__echo`, 'b'),
+		]);
+		const both = await awaitRunning(name, 2);
+		assert.notEqual(both[0].name, both[1].name);
+		const pidA = JSON.parse((await a.client.callTool({ name: `${name}__pid`, arguments: {} })).content[0].text).pid;
+		const pidB = JSON.parse((await b.client.callTool({ name: `${name}__pid`, arguments: {} })).content[0].text).pid;
+		// Each server is pid 1 of its own container: the ids tell them apart.
+		assert.equal(pidA, 1);
+		assert.equal(pidB, 1);
+		// A's session ends (DELETE): its container goes, B's stays.
+		const t0 = Date.now();
+		await sdkClose(a);
+		const [left] = await awaitRunning(name, 1);
+		assert.ok(both.some((x) => x.id === left.id));
+		console.log(`# session-scoped container removed ${Date.now() - t0} ms after its session's DELETE`);
+		await echo(b.client, `${name}__echo`, 'b still');
+		assert.deepEqual((await awaitRunning(name, 1)).map((x) => x.id), [left.id]);
+		await sdkClose(b);
+		await awaitNone(name);
+	});
+	assert.deepEqual(await ofServer(name), [], 'a container left behind');
 });
