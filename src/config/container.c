@@ -101,7 +101,7 @@ static bool ctr_label_ours(const char *v)
 	return strncmp(v, "mcpvisor.", 9) == 0;
 }
 
-/* Run's options that only earn a warning. */
+/* What run's options say beyond what container_config keeps. */
 struct ctr_seen {
 	bool interactive; /* -i: the server's stdin is our pipe */
 	bool tty;	  /* -t: a terminal instead */
