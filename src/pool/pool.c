@@ -184,11 +184,16 @@ static void pool_inst_owned_cb(void *ctx, struct instance *inst,
 			       const struct upstream_owned *o, bool live)
 {
 	struct pool_entry *e = ctx;
-	if (live)
+	/* A container reported again with its id is the one already
+	 * counted (upstream.h). */
+	bool update = o->kind == UPSTREAM_OWNED_CONTAINER && o->container_id;
+	if (live && !update)
 		e->live++;
-	else if (e->live > 0)
+	else if (!live && e->live > 0)
 		e->live--;
-	if (e->pool->journal) {
+	/* Given up on: the journal keeps it, so the next start reconciles
+	 * it; the entry need not wait for it. */
+	if (e->pool->journal && !(o->kept && !live)) {
 		int rc = live ? journal_add_owned(e->pool->journal, o,
 						  instance_public_key(inst))
 			      : journal_remove_owned(e->pool->journal, o);
