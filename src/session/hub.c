@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "jsonrpc/jsonrpc.h"
+#include "metrics/metrics.h"
 #include "router/router.h"
 #include "session/hub_int.h"
 #include "session/session.h"
@@ -269,6 +270,9 @@ static void hub_inst_state_cb(void *ctx, struct instance *inst,
 	if (to == INSTANCE_STOPPING || to == INSTANCE_NEEDS_AUTH ||
 	    (from == INSTANCE_STARTING && to == INSTANCE_FAILED))
 		hub_inst_lists_cb(hub, inst);
+	if (to == INSTANCE_STARTING && instance_starts(inst) > 1)
+		metrics_restarted(
+			metrics_server(hub->metrics, instance_name(inst)));
 }
 
 const struct instance_cbs hub_instance_cbs = {
@@ -324,6 +328,7 @@ struct hub *hub_new(uv_loop_t *loop, struct config *cfg, const char *app_dir,
 	keymap_init(&hub->by_id);
 	tokens_init(&hub->tokens);
 	hmap_init(&hub->calls);
+	hub->metrics = metrics_new();
 	hub->pool = pool_new(loop, &hub_instance_cbs, hub, journal, cache);
 	if (cfg->idle_timeout_ms >= 0)
 		pool_set_idle_ms(hub->pool, (uint64_t)cfg->idle_timeout_ms);
@@ -364,7 +369,9 @@ void hub_free(struct hub *hub)
 	tokens_free(&hub->tokens);
 	hmap_free(&hub->calls);
 	spaces_free(hub->spaces);
+	hub_metrics_orphan(hub);
 	pool_free(hub->pool);
+	metrics_free(hub->metrics);
 	config_free(hub->cfg);
 	free(hub->app_dir);
 	/* The hub itself goes with its timer. */

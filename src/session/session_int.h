@@ -18,6 +18,8 @@
 #include "session/session.h"
 
 /* A client request forwarded to one server. */
+struct metrics_server;
+
 struct call {
 	struct call *next, *prev;
 	struct session *session;
@@ -35,6 +37,8 @@ struct call {
 	uint64_t order; /* across all sessions: which call came first */
 	unsigned asked; /* requests of the server routed to this call */
 	uint64_t started_ms;
+	uint64_t started_us;	    /* its latency, for the figures */
+	struct metrics_server *fig; /* its server's figures (metrics/) */
 	char *label; /* the name the client used, for status and refusals */
 	bool done;
 	bool leased; /* holds c->inst for the session */
