@@ -26,6 +26,8 @@ static void main_usage(FILE *f)
 		"  allow     trust a space's .mcp.json (--revoke: no longer)\n"
 		"  relay     MCP on stdin/stdout for hosts that launch a "
 		"command\n"
+		"  top       a live view of servers, calls, latency and "
+		"memory\n"
 		"\n"
 		"Every command takes --home DIR (or MCPVISOR_HOME) and "
 		"--help. The terminal\n"
@@ -62,6 +64,7 @@ int main(int argc, char **argv)
 		{"check", cmd_check},	  {"stop", cmd_stop},
 		{"restart", cmd_restart}, {"reload", cmd_reload},
 		{"allow", cmd_allow},	  {"relay", cmd_relay},
+		{"top", cmd_top},
 	};
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
 		if (strcmp(cmd, cmds[i].name) == 0)

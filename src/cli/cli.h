@@ -24,6 +24,7 @@ int cmd_restart(int argc, char **argv);
 int cmd_reload(int argc, char **argv);
 int cmd_allow(int argc, char **argv);
 int cmd_relay(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 /* The options every command repeats, parsed once (cli/common.c). */
 #define CLI_OPT_JSON 1u	   /* --json */
