@@ -271,11 +271,11 @@ static bool top_wait(int ms)
 {
 	struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
 	int n = poll(&pfd, top_term.raw ? 1 : 0, ms);
-	if (n <= 0 || !(pfd.revents & (POLLIN | POLLHUP)))
+	if (n <= 0 || !(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
 		return false;
 	char keys[64];
 	ssize_t got = read(STDIN_FILENO, keys, sizeof keys);
-	if (got == 0 && (pfd.revents & POLLHUP))
+	if (got <= 0 && (pfd.revents & (POLLHUP | POLLERR)))
 		return true; /* the terminal went away */
 	for (ssize_t i = 0; i < got; i++)
 		if (keys[i] == 'q' || keys[i] == 'Q')

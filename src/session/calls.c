@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "jsonrpc/jsonrpc.h"
-#include "metrics/metrics.h"
 #include "pool/pool.h"
 #include "router/router.h"
 #include "session/hub.h"
@@ -37,14 +36,12 @@ static void session_call_unref(struct call *c)
 	free(c);
 }
 
-/* error: the call ended in an error (the server's, or ours because the
- * server could not take or finish it), for its server's figures. */
 static void session_call_finish(struct call *c, bool error)
 {
 	if (c->done)
 		return;
 	c->done = true;
-	metrics_call_end(c->fig, c->started_us, error);
+	c->error = error; /* for its server's figures (hub_call_gone) */
 	c->prev->next = c->next;
 	c->next->prev = c->prev;
 	c->next = c->prev = c;
@@ -267,10 +264,7 @@ static void session_call_start(struct session *s, json_t *id,
 	c->params_text = params_text;
 	c->params_len = params_len;
 	c->seq = s->next_seq++;
-	c->started_us = clock_now_us();
-	c->started_ms = c->started_us / 1000;
-	c->fig = metrics_server(hub_metrics_store(s->hub), srv->name);
-	metrics_call_begin(c->fig);
+	c->started_ms = clock_now_ms();
 	/* What status and refusals call it: the name the server knows. */
 	const char *lname = json_string_value(json_object_get(params, "name"));
 	c->label = label ? label : xstrdup(lname ? lname : "");
@@ -765,7 +759,7 @@ void session_call_abort(struct call *c, const char *why)
 	free(msg);
 	exchange_send(c->ex, err);
 	json_decref(err);
-	session_call_finish(c, true);
+	session_call_finish(c, false);
 }
 
 void session_call_cancel(struct call *c, const char *reason)
@@ -778,7 +772,6 @@ void session_call_cancel(struct call *c, const char *reason)
 		c->server_id = 0;
 	}
 	exchange_skip(c->ex);
-	/* The client's choice, not the server's failure. */
 	session_call_finish(c, false);
 }
 

@@ -39,11 +39,15 @@ static uint64_t hub_call_key(const void *p)
 void hub_call_live(struct hub *hub, struct call *c)
 {
 	hmap_put(&hub->calls, hub_call_key(c), c);
+	c->fig = metrics_server(hub->metrics, instance_name(c->inst));
+	c->started_us = clock_now_us();
+	metrics_call_begin(c->fig);
 }
 
 void hub_call_gone(struct hub *hub, struct call *c)
 {
 	hmap_del(&hub->calls, hub_call_key(c), c);
+	metrics_call_end(c->fig, c->started_us, c->error);
 	if (c->token)
 		tokens_drop(&hub->tokens, c->token, c);
 	c->token = 0;

@@ -128,8 +128,6 @@ void hub_metrics_cancel(struct hub_metrics_req *r);
 /* The same at once, with memory as given: each server's from rss (by
  * name, bytes; NULL: none) and the runtime's self_rss. New reference. */
 json_t *hub_metrics(struct hub *hub, const json_t *rss, uint64_t self_rss);
-/* The figures kept per server (the calls' side). */
-struct metrics *hub_metrics_store(struct hub *hub);
 /* hub_free: reads under way end without calling back. */
 void hub_metrics_orphan(struct hub *hub);
 

@@ -31,11 +31,6 @@ struct hub_metrics_req {
 	uint64_t self_rss;
 };
 
-struct metrics *hub_metrics_store(struct hub *hub)
-{
-	return hub->metrics;
-}
-
 /* How a server's instances stand together: the liveliest state wins, so
  * one running instance among failed ones reads "running". */
 static int hub_metrics_rank(const char *state)
