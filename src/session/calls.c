@@ -264,7 +264,6 @@ static void session_call_start(struct session *s, json_t *id,
 	c->params_text = params_text;
 	c->params_len = params_len;
 	c->seq = s->next_seq++;
-	c->started_ms = clock_now_ms();
 	/* What status and refusals call it: the name the server knows. */
 	const char *lname = json_string_value(json_object_get(params, "name"));
 	c->label = label ? label : xstrdup(lname ? lname : "");
