@@ -26,6 +26,10 @@ static void main_usage(FILE *f)
 		"  allow     trust a space's .mcp.json (--revoke: no longer)\n"
 		"  relay     MCP on stdin/stdout for hosts that launch a "
 		"command\n"
+		"  logs      print (-f: follow) the runtime's log, or one "
+		"server's lines\n"
+		"  setup     move a host's servers to mcpvisor: mcpvisor setup "
+		"claude-desktop\n"
 		"  top       a live view of servers, calls, latency and "
 		"memory\n"
 		"\n"
@@ -64,6 +68,7 @@ int main(int argc, char **argv)
 		{"check", cmd_check},	  {"stop", cmd_stop},
 		{"restart", cmd_restart}, {"reload", cmd_reload},
 		{"allow", cmd_allow},	  {"relay", cmd_relay},
+		{"logs", cmd_logs},	  {"setup", cmd_setup},
 		{"top", cmd_top},
 	};
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)

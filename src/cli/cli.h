@@ -24,6 +24,8 @@ int cmd_restart(int argc, char **argv);
 int cmd_reload(int argc, char **argv);
 int cmd_allow(int argc, char **argv);
 int cmd_relay(int argc, char **argv);
+int cmd_logs(int argc, char **argv);
+int cmd_setup(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 
 /* The options every command repeats, parsed once (cli/common.c). */

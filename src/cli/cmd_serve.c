@@ -47,7 +47,16 @@ static void serve_usage(FILE *f)
 		   "One runtime per home: a second serve on the same home "
 		   "exits 2, naming the\n"
 		   "running one. Without --config: HOME/mcp.json, or "
-		   "$XDG_CONFIG_HOME/mcpvisor/mcp.json.\n");
+		   "$XDG_CONFIG_HOME/mcpvisor/mcp.json.\n"
+		   "The config file is watched: an edit applies as `mcpvisor "
+		   "reload` does, and\n"
+		   "one that does not load leaves the running config (status "
+		   "says why);\n"
+		   "--no-watch: reload only when asked.\n"
+		   "--log-max BYTES: in the background its log file "
+		   "(STATE/runtime.log) is\n"
+		   "rotated past this size (default 1 MiB; one previous file "
+		   "is kept).\n");
 }
 
 int cmd_serve(int argc, char **argv)
@@ -63,6 +72,8 @@ int cmd_serve(int argc, char **argv)
 		{"session-timeout", required_argument, NULL, 'T'},
 		{"api-key-file", required_argument, NULL, 'K'},
 		{"max-sessions", required_argument, NULL, 'M'},
+		{"no-watch", no_argument, NULL, 'W'},
+		{"log-max", required_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -135,6 +146,22 @@ int cmd_serve(int argc, char **argv)
 				return CLI_USAGE;
 			}
 			o.max_sessions = (size_t)v;
+			break;
+		}
+		case 'W':
+			o.no_watch = true;
+			break;
+		case 'L': {
+			char *end;
+			unsigned long long v = strtoull(optarg, &end, 10);
+			if (*end || *optarg == '\0' || v < 1024 ||
+			    v > (1ull << 32)) {
+				fprintf(stderr, "mcpvisor serve: --log-max "
+						"takes 1024 to 4294967296 "
+						"bytes\n");
+				return CLI_USAGE;
+			}
+			o.log_max = (size_t)v;
 			break;
 		}
 		case 'h':

@@ -269,6 +269,11 @@ static void status_print_text(json_t *st, const struct client *c, int verbose)
 		       client_asked_port(c));
 	if (verbose)
 		printf("  socket %s\n", client_socket(c));
+	const char *rerr = json_string_value(
+		json_object_get(json_object_get(st, "reloadError"), "message"));
+	if (rerr)
+		printf("config not reloaded (the previous config runs): %s\n",
+		       rerr);
 	size_t i;
 	json_t *sv;
 	json_array_foreach(json_object_get(st, "servers"), i, sv)

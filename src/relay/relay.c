@@ -15,6 +15,7 @@
 #include "jsonrpc/jsonrpc.h"
 #include "jsonrpc/outbox.h"
 #include "relay/msg.h"
+#include "relay/recall.h"
 #include "relay/relay.h"
 #include "util/clock.h"
 #include "util/jsonscan.h"
@@ -31,6 +32,7 @@ enum rreq_kind {
 	RK_HOST,   /* the host's: answered to it */
 	RK_INIT,   /* our re-initialize */
 	RK_REPLAY, /* setLevel, subscribe again: answer dropped */
+	RK_PROBE,  /* a list the host saw, asked of a new runtime */
 };
 
 struct rreq {
@@ -44,14 +46,7 @@ struct rreq {
 	bool unsent;	    /* mcpc said it never left */
 	bool orphan;	    /* its stream ended: decided after a ping */
 	bool doomed;	    /* may have run: answered once recovery says why */
-};
-
-/* What a re-initialized session needs again, kept as the host sent it. */
-struct replay {
-	char *key; /* "logging" or the subscribed uri */
-	char *line;
-	size_t len;
-	struct replay *next;
+	enum relay_list list; /* a first-page list request, else RL_NONE */
 };
 
 struct relay {
@@ -62,11 +57,12 @@ struct relay {
 	char *init_line; /* the host's initialize, as sent */
 	size_t init_len;
 	struct replay *replays;
-	uint64_t last_life;  /* last byte or heartbeat from the runtime */
-	uint64_t ping_at;    /* 0: no ping in flight */
-	uint64_t lives;	     /* signs of life, counted */
-	uint64_t ping_lives; /* lives when the ping went */
-	uint64_t links;	     /* sessions opened */
+	struct relay_lists lists; /* what the host last saw of each list */
+	uint64_t last_life;	  /* last byte or heartbeat from the runtime */
+	uint64_t ping_at;	  /* 0: no ping in flight */
+	uint64_t lives;		  /* signs of life, counted */
+	uint64_t ping_lives;	  /* lives when the ping went */
+	uint64_t links;		  /* sessions opened */
 	unsigned recoveries;
 	bool host_initialized;
 	/* A request was refused while others run on this runtime (one
@@ -112,6 +108,7 @@ static struct rreq *rreq_add(struct relay *r, enum rreq_kind kind,
 	struct rreq *q = xcalloc(1, sizeof *q);
 	q->r = r;
 	q->kind = kind;
+	q->list = RL_NONE;
 	q->wait_from = clock_now_ms();
 	char ours[24];
 	snprintf(ours, sizeof ours, "%lld", (long long)outbox_peek_id(r->ob));
@@ -315,6 +312,22 @@ void relay_recovered(struct relay *r, const char *fail)
 	arm(r);
 }
 
+/* Asks the new runtime for a list the host saw; its answer is compared. */
+static void probe_list(struct relay *r, enum relay_list l)
+{
+	char *line = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":"
+			       "\"%s\"}",
+			       relay_list_method(l));
+	size_t len = strlen(line);
+	struct jsonscan_span sp[K_N];
+	jsonscan_members(line, len, msg_keys, K_N, sp);
+	struct rreq *q = rreq_add(r, RK_PROBE, relay_list_method(l), line, len,
+				  &sp[K_ID]);
+	q->list = l;
+	free(line);
+	send_one(r, req_of(r, q));
+}
+
 /* The answer to our re-initialize: the session is whole again. */
 static void reinit_done(struct relay *r, bool ok, const char *msg, size_t len)
 {
@@ -336,13 +349,11 @@ static void reinit_done(struct relay *r, bool ok, const char *msg, size_t len)
 					  p->len, &sp[K_ID]);
 		send_one(r, req_of(r, q));
 	}
-	/* The new runtime's lists may differ; comparing them would cost a
-	 * round of list calls, so the host is told to look again. */
-	if (r->host_initialized) {
-		host_note(r, "notifications/tools/list_changed");
-		host_note(r, "notifications/prompts/list_changed");
-		host_note(r, "notifications/resources/list_changed");
-	}
+	/* The new runtime's lists may differ from what the host saw: each
+	 * is asked for again, and the host hears only of those that do. */
+	for (int l = 0; l < RL_N && r->state == RS_LIVE; l++)
+		if (r->host_initialized && r->lists.seen[l])
+			probe_list(r, (enum relay_list)l);
 	flush(r);
 }
 
@@ -499,14 +510,20 @@ void relay_link_message(struct relay *r, const char *msg, size_t len,
 		char *s = relay_msg_splice(msg, len, &sp[K_ID], q->host_id, &n);
 		r->ops->host_write(r->ctx, s, n);
 		free(s);
+		if (q->list != RL_NONE)
+			relay_lists_seen(&r->lists, q->list, msg, len);
 		outbox_settle(r->ob, o, OUTBOX_ANSWERED, NULL);
 	} else {
 		bool ok = q->kind != RK_INIT ||
 			  memmem(msg, len, "\"result\"", 8) != NULL;
 		enum rreq_kind kind = q->kind;
+		enum relay_list list = q->list;
 		outbox_settle(r->ob, o, OUTBOX_ANSWERED, NULL);
 		if (kind == RK_INIT)
 			reinit_done(r, ok, msg, len);
+		else if (kind == RK_PROBE &&
+			 relay_lists_changed(&r->lists, list, msg, len))
+			host_note(r, relay_list_changed(list));
 	}
 	hold_check(r);
 	arm(r);
@@ -574,48 +591,6 @@ void relay_link_fault(struct relay *r, enum relay_fault f, const char *text)
 }
 
 /* ---- from the host ---- */
-
-static void keep_replay(struct relay *r, const char *method, const char *line,
-			size_t len, const struct jsonscan_span *params)
-{
-	char *key = NULL;
-	bool drop = false;
-	if (strcmp(method, "logging/setLevel") == 0) {
-		key = xstrdup("logging");
-	} else if (strcmp(method, "resources/subscribe") == 0 ||
-		   strcmp(method, "resources/unsubscribe") == 0) {
-		static const char *const uk[] = {"uri"};
-		struct jsonscan_span u;
-		if (params->len == 0 ||
-		    jsonscan_members(line + params->off, params->len, uk, 1,
-				     &u) < 0)
-			return;
-		key = xstrndup(line + params->off + u.off, u.len);
-		drop = method[10] == 'u';
-	} else {
-		return;
-	}
-	struct replay **pp = &r->replays;
-	while (*pp && strcmp((*pp)->key, key) != 0)
-		pp = &(*pp)->next;
-	if (*pp) {
-		struct replay *old = *pp;
-		*pp = old->next;
-		free(old->key);
-		free(old->line);
-		free(old);
-	}
-	if (drop) {
-		free(key);
-		return;
-	}
-	struct replay *p = xcalloc(1, sizeof *p);
-	p->key = key;
-	p->line = xstrndup(line, len);
-	p->len = len;
-	p->next = r->replays;
-	r->replays = p;
-}
 
 /* notifications/cancelled from the host names its id: ours goes on. */
 static void host_cancel(struct relay *r, const char *line, size_t len)
@@ -719,8 +694,9 @@ void relay_host_line(struct relay *r, const char *line, size_t len)
 		r->init_line = xstrndup(line, len);
 		r->init_len = len;
 	}
-	keep_replay(r, method, line, len, &sp[K_PARAMS]);
+	recall_keep(&r->replays, method, line, len, &sp[K_PARAMS]);
 	struct rreq *q = rreq_add(r, RK_HOST, method, line, len, &sp[K_ID]);
+	q->list = relay_list_of(method, line, &sp[K_PARAMS]);
 	if (r->state == RS_LIVE && !r->hold) {
 		send_one(r, req_of(r, q));
 		arm(r);
@@ -759,13 +735,7 @@ void relay_free(struct relay *r)
 		outbox_settle(r->ob, o, OUTBOX_LOST_UNSENT, NULL);
 	}
 	outbox_free(r->ob);
-	while (r->replays) {
-		struct replay *p = r->replays;
-		r->replays = p->next;
-		free(p->key);
-		free(p->line);
-		free(p);
-	}
+	recall_free(r->replays);
 	free(r->init_line);
 	free(r);
 }

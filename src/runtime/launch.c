@@ -20,9 +20,6 @@
 #include "util/procfs.h"
 #include "util/xmalloc.h"
 
-/* A log that grew past this is started afresh rather than kept forever. */
-#define LAUNCH_LOG_MAX (4 * 1024 * 1024)
-
 static int log_open(const char *home)
 {
 	struct paths p;
@@ -38,14 +35,10 @@ static int log_open(const char *home)
 		      O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
 		      0600);
 	free(path);
-	if (fd < 0)
-		return -errno;
-	struct stat st;
-	if (fstat(fd, &st) == 0 && st.st_size > LAUNCH_LOG_MAX &&
-	    ftruncate(fd, 0) < 0) {
-		/* A log we cannot shorten still takes the output. */
-	}
-	return fd;
+	/* Appended to, never cut here: the runtime that writes it rotates
+	 * it (util/log.h), and a second runtime refused by the home's lock
+	 * must not touch the running one's file. */
+	return fd < 0 ? -errno : fd;
 }
 
 static bool read_full(int fd, void *buf, size_t n)

@@ -10,7 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* The log every background runtime of a home appends to (in STATE). */
+/* The log every background runtime of a home appends to (in STATE); the
+ * runtime rotates it to LAUNCH_LOG_NAME.1 (util/log.h). */
 #define LAUNCH_LOG_NAME "runtime.log"
 
 /* Starts exe (NULL: this binary) as `serve` with args (NULL-terminated,

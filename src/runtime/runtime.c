@@ -17,6 +17,8 @@
 #include "config/config.h"
 #include "endpoint/endpoint.h"
 #include "journal/journal.h"
+#include "runtime/launch.h"
+#include "runtime/reload.h"
 #include "session/hub.h"
 #include "toolcache/toolcache.h"
 #include "transport/supervisor.h"
@@ -39,6 +41,7 @@ struct runtime {
 	struct endpoint *ep;
 	struct journal *journal;
 	struct toolcache *cache;
+	struct reloader *reloader;
 	uv_signal_t sigterm, sigint, sighup;
 	uv_timer_t grace;
 	uint64_t grace_ms;
@@ -104,6 +107,9 @@ static void runtime_stop(struct runtime *rt, const char *why)
 		return;
 	}
 	rt->stopping = true;
+	/* A draining runtime takes no new config. */
+	reloader_free(rt->reloader);
+	rt->reloader = NULL;
 	unsigned n = hub_requests(rt->hub);
 	log_info("stopping (%s); %u call(s) in flight, grace %llu ms", why, n,
 		 (unsigned long long)rt->grace_ms);
@@ -121,21 +127,7 @@ static void runtime_stop_later_cb(uv_timer_t *t)
 
 static int runtime_reload(struct runtime *rt, char **msg)
 {
-	struct config *cfg = config_load_file(rt->config_path);
-	if (cfg->fatal) {
-		*msg = xasprintf("config not reloaded: %s", cfg->fatal);
-		log_error("%s", *msg);
-		config_free(cfg);
-		return -EINVAL;
-	}
-	for (size_t i = 0; i < cfg->nservers; i++)
-		if (cfg->servers[i].error)
-			log_error("%s", cfg->servers[i].error);
-	size_t n = cfg->nservers;
-	unsigned closed = hub_reload(rt->hub, cfg);
-	*msg = xasprintf("reloaded %s: %zu server(s), %u instance(s) closed",
-			 rt->config_path, n, closed);
-	return 0;
+	return reloader_apply(rt->reloader, msg);
 }
 
 static void runtime_signal_cb(uv_signal_t *h, int signum)
@@ -184,6 +176,9 @@ static int runtime_write_file(struct runtime *rt, const char *config_path)
 			  "config", config_path, "version", "0.1.0");
 	char *url = xasprintf("http://127.0.0.1:%d/mcp", port);
 	json_object_set_new(o, "url", json_string(url));
+	/* Where its log goes, when that is the home's log file. */
+	if (log_file())
+		json_object_set_new(o, "log", json_string(log_file()));
 	if (rt->asked_port)
 		json_object_set_new(o, "askedPort",
 				    json_integer(rt->asked_port));
@@ -212,6 +207,7 @@ static void runtime_log_config(const struct config *cfg)
 static void runtime_release(struct runtime *rt)
 {
 	trust_clear_state_dir();
+	log_release_file();
 	if (rt->lock_fd >= 0)
 		close(rt->lock_fd);
 	rt->lock_fd = -1;
@@ -289,7 +285,13 @@ int runtime_serve(const struct runtime_opts *opts)
 	const char *config_path =
 		opts->config ? opts->config : rt.paths.config_file;
 	rt.config_path = config_path;
-	struct config *cfg = config_load_file(config_path);
+	/* A background runtime's output is the home's log file: from now it
+	 * is this runtime's to rotate (the home is ours). */
+	char *log_path = xasprintf("%s/" LAUNCH_LOG_NAME, rt.paths.state_dir);
+	log_adopt_file(log_path, opts->log_max ? opts->log_max : LOG_FILE_MAX);
+	free(log_path);
+	char hash[SHA256_HEX_BYTES];
+	struct config *cfg = reload_read(config_path, hash);
 	if (cfg->fatal) {
 		fprintf(stderr, "mcpvisor: %s%s\n", cfg->fatal,
 			opts->config ? ""
@@ -376,6 +378,8 @@ int runtime_serve(const struct runtime_opts *opts)
 		runtime_release(&rt);
 		return 1;
 	}
+	rt.reloader = reloader_new(rt.loop, rt.hub, config_path,
+				   rt.paths.state_dir, hash, !opts->no_watch);
 	if (opts->port < 0 && endpoint_port(rt.ep) != EP_DEFAULT_PORT)
 		rt.asked_port = EP_DEFAULT_PORT;
 	rc = runtime_write_file(&rt, config_path);
@@ -407,6 +411,8 @@ int runtime_serve(const struct runtime_opts *opts)
 	fflush(stdout);
 
 	uv_run(rt.loop, UV_RUN_DEFAULT);
+	reloader_free(rt.reloader);
+	rt.reloader = NULL;
 	uv_close((uv_handle_t *)&rt.sigterm, NULL);
 	uv_close((uv_handle_t *)&rt.sigint, NULL);
 	uv_close((uv_handle_t *)&rt.sighup, NULL);

@@ -19,6 +19,8 @@ struct runtime_opts {
 	uint64_t grace_ms;     /* drain grace; 0: the config's (or 10 s) */
 	uint64_t session_timeout_ms; /* 0: the default (30 min) */
 	size_t max_sessions;	     /* 0: the default (1024) */
+	bool no_watch;		     /* --no-watch: reload only when asked */
+	size_t log_max; /* the log file's rotation size; 0: LOG_FILE_MAX */
 };
 
 /* Runs until SIGTERM/SIGINT or a stop request. Returns the exit code. */

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 
 #include "jsonrpc/jsonrpc.h"
 #include "metrics/metrics.h"
@@ -381,6 +382,7 @@ void hub_free(struct hub *hub)
 	metrics_free(hub->metrics);
 	config_free(hub->cfg);
 	free(hub->app_dir);
+	free(hub->reload_error);
 	/* The hub itself goes with its timer. */
 	uv_close((uv_handle_t *)&hub->sweep, hub_sweep_close_cb);
 }
@@ -464,6 +466,16 @@ unsigned hub_reload(struct hub *hub, struct config *cfg)
 		 "closed",
 		 cfg->path, cfg->nservers, closed);
 	return closed;
+}
+
+void hub_set_reload_error(struct hub *hub, const char *msg)
+{
+	free(hub->reload_error);
+	hub->reload_error = msg ? xstrdup(msg) : NULL;
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	hub->reload_error_at =
+		(uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
 }
 
 void hub_request_done(struct hub *hub)

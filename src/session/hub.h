@@ -42,6 +42,10 @@ void hub_sweep(struct hub *hub);
 /* Takes ownership of cfg: servers whose settings are unchanged keep
  * running; removed or changed ones close. Returns how many closed. */
 unsigned hub_reload(struct hub *hub, struct config *cfg);
+/* The config file on disk did not load, so the running config stays: msg
+ * says why (copied; shown in status as "reloadError"); NULL clears it, as
+ * the next good load does. */
+void hub_set_reload_error(struct hub *hub, const char *msg);
 /* Explicit controls on a server (NULL name: all servers for stop). They
  * refuse while a call is in flight unless force; *msg says what happened
  * or which call is in the way (caller frees). 0, -EBUSY or -ENOENT. */

@@ -43,8 +43,10 @@ struct hub {
 	uv_timer_t sweep;
 	void (*quiet_fn)(void *arg);
 	void *quiet_arg;
-	struct spaces *spaces;	 /* .mcp.json reads, off the loop */
-	struct metrics *metrics; /* figures per server (metrics/) */
+	struct spaces *spaces;	  /* .mcp.json reads, off the loop */
+	char *reload_error;	  /* why the config on disk is not running */
+	uint64_t reload_error_at; /* epoch ms */
+	struct metrics *metrics;  /* figures per server (metrics/) */
 	/* /metrics reads of /proc under way (hub_metrics.c). */
 	struct hub_metrics_req *metrics_reqs;
 };

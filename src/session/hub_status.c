@@ -288,8 +288,15 @@ json_t *hub_status(struct hub *hub, enum hub_status_detail detail)
 	json_decref(seen);
 	hub_status_untrusted(hub, servers);
 	secrets_free(sec);
-	return json_pack("{s:o,s:I,s:o,s:s}", "servers", servers, "sessions",
-			 (json_int_t)hub->nsessions, "sessionList",
-			 hub_status_sessions(hub), "config",
-			 hub->cfg->path ? hub->cfg->path : "");
+	json_t *st = json_pack("{s:o,s:I,s:o,s:s}", "servers", servers,
+			       "sessions", (json_int_t)hub->nsessions,
+			       "sessionList", hub_status_sessions(hub),
+			       "config", hub->cfg->path ? hub->cfg->path : "");
+	/* The file on disk is not what runs: say why until it loads. */
+	if (hub->reload_error)
+		json_object_set_new(
+			st, "reloadError",
+			json_pack("{s:s,s:I}", "message", hub->reload_error,
+				  "at", (json_int_t)hub->reload_error_at));
+	return st;
 }

@@ -6,6 +6,8 @@
 
 #include "session/hub.h"
 #include "session/session.h"
+#include "util/filewatch.h"
+#include "util/log.h"
 #include "util/xmalloc.h"
 
 struct spaces_wait {
@@ -26,12 +28,20 @@ struct space_entry {
 	bool busy;
 	uv_work_t work;
 	struct spaces_wait *waiters;
+	struct filewatch *watch; /* with spaces_watch */
+	/* A read found it saying something else than the read before: its
+	 * older sessions may not know yet (a session opened since an edit
+	 * read it first). Cleared when the change is passed on. */
+	bool changed;
+	bool checking;
 };
 
 struct spaces {
 	uv_loop_t *loop;
 	struct space_entry *entries;
 	size_t n;
+	spaces_cb on_change; /* spaces_watch */
+	void *change_arg;
 };
 
 struct spaces *spaces_new(uv_loop_t *loop)
@@ -57,6 +67,7 @@ static void spaces_drop_waiters(struct space_entry *e)
 static void spaces_entry_free(struct space_entry *e)
 {
 	spaces_drop_waiters(e);
+	filewatch_free(e->watch);
 	trust_space_unref(e->cur);
 	trust_space_unref(e->done);
 	free(e->dir);
@@ -71,6 +82,8 @@ void spaces_free(struct spaces *sp)
 	while (sp->entries) {
 		struct space_entry *e = sp->entries;
 		sp->entries = e->next;
+		filewatch_free(e->watch);
+		e->watch = NULL;
 		if (e->busy) {
 			/* Its thread still reads e->cur: the after-work
 			 * callback frees it. */
@@ -81,6 +94,20 @@ void spaces_free(struct spaces *sp)
 		}
 	}
 	free(sp);
+}
+
+/* Whether two reads of a space say the same: same bytes and the same word
+ * of the store on them (an `allow` changes what the same bytes mean). */
+static bool spaces_same(const struct trust_space *a,
+			const struct trust_space *b)
+{
+	if (a->err != b->err)
+		return false;
+	if (a->err < 0)
+		return true;
+	bool a_ok = a->allowed && strcmp(a->allowed, a->hash) == 0;
+	bool b_ok = b->allowed && strcmp(b->allowed, b->hash) == 0;
+	return strcmp(a->hash, b->hash) == 0 && a_ok == b_ok;
 }
 
 /* On a pool thread: e->cur and e->file are not changed while busy. */
@@ -100,6 +127,8 @@ static void spaces_after_cb(uv_work_t *req, int status)
 		return;
 	}
 	if (e->done) {
+		if (e->cur && !spaces_same(e->cur, e->done))
+			e->changed = true;
 		trust_space_unref(e->cur);
 		e->cur = e->done;
 		e->done = NULL;
@@ -147,6 +176,67 @@ static void spaces_trim(struct spaces *sp)
 }
 
 static struct spaces_wait *spaces_wait_on(struct spaces *sp, const char *dir,
+					  spaces_cb cb, void *arg, bool kept);
+
+static void spaces_checked_cb(void *arg, const char *dir,
+			      struct trust_space *ts)
+{
+	struct space_entry *e = arg;
+	e->checking = false;
+	bool same = !e->changed;
+	e->changed = false;
+	if (same) {
+		log_info("space %s: %s written, content unchanged: nothing to "
+			 "do",
+			 dir, SESSION_SPACE_CONFIG);
+		return;
+	}
+	log_info("space %s: %s changed; its sessions take it", dir,
+		 SESSION_SPACE_CONFIG);
+	e->sp->on_change(e->sp->change_arg, dir, ts);
+}
+
+/* Reads e's space again; the sessions hear of it only when it changed. */
+static void spaces_check(struct space_entry *e)
+{
+	if (e->checking)
+		return;
+	e->checking = true;
+	spaces_wait_on(e->sp, e->dir, spaces_checked_cb, e, false);
+}
+
+static void spaces_file_cb(void *arg, const char *path, unsigned events,
+			   uint64_t span_ms)
+{
+	struct space_entry *e = arg;
+	log_info("%s: %u change event(s) in %llu ms: reading it again", path,
+		 events, (unsigned long long)span_ms);
+	spaces_check(e);
+}
+
+static void spaces_watch_entry(struct spaces *sp, struct space_entry *e)
+{
+	if (sp->on_change && e->watch == NULL)
+		e->watch = filewatch_new(sp->loop, e->file, spaces_file_cb, e);
+}
+
+void spaces_watch(struct spaces *sp, spaces_cb on_change, void *arg)
+{
+	sp->on_change = on_change;
+	sp->change_arg = arg;
+	for (struct space_entry *e = sp->entries; e; e = e->next)
+		spaces_watch_entry(sp, e);
+}
+
+void spaces_recheck(struct spaces *sp)
+{
+	if (sp->on_change == NULL)
+		return;
+	for (struct space_entry *e = sp->entries; e; e = e->next)
+		spaces_check(e);
+}
+
+static struct spaces_wait *spaces_wait_on(struct spaces *sp, const char *dir,
 					  spaces_cb cb, void *arg, bool kept)
 {
 	struct space_entry *e = spaces_find(sp, dir);
@@ -161,6 +251,7 @@ static struct spaces_wait *spaces_wait_on(struct spaces *sp, const char *dir,
 		e->next = sp->entries;
 		sp->entries = e;
 		sp->n++;
+		spaces_watch_entry(sp, e);
 	}
 	/* The same waiter twice (a reload asks once per session) is one. */
 	for (struct spaces_wait *o = e->waiters; o; o = o->next)

@@ -35,6 +35,14 @@ void spaces_cancel(struct spaces_wait *w);
 /* The same without a handle (cb with the same arg waits once). */
 void spaces_refresh(struct spaces *sp, const char *dir, spaces_cb cb,
 		    void *arg);
+/* From now on each space's .mcp.json is watched (util/filewatch.h): after
+ * an edit it is read again, and when what it says changed (its content,
+ * or whether the trust store allows it) on_change gets the new result, as
+ * a reload gives it. An edit that leaves it as it was does nothing. */
+void spaces_watch(struct spaces *sp, spaces_cb on_change, void *arg);
+/* Every space read again and compared the same way: the trust store
+ * changed (`mcpvisor allow` or `revoke`). */
+void spaces_recheck(struct spaces *sp);
 /* The last result for dir, or NULL (borrowed; no disk). */
 struct trust_space *spaces_cached(struct spaces *sp, const char *dir);
 

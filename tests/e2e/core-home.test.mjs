@@ -147,6 +147,13 @@ test('home: a stale runtime file (dead, zombie or reused pid) is no runtime', {
 			process.kill(pid, 'SIGKILL');
 			await waitFor(() => fs.readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z '),
 				5000, 'the killed runtime a zombie');
+			// Its main thread is a zombie before its last thread has
+			// closed its files (the lock among them; an inotify watch
+			// makes that close take a few ms): wait for the kernel to
+			// drop the lock, as it does for every dead runtime.
+			const ino = fs.statSync(path.join(home, 'state', 'runtime.lock')).ino;
+			await waitFor(() => !fs.readFileSync('/proc/locks', 'utf8').split('\n')
+				.some((l) => l.split(/\s+/)[5]?.endsWith(`:${ino}`)), 5000, 'the dead runtime\'s lock dropped');
 			let r = await runCli(['status'], { home });
 			assert.equal(r.code, 3, `unreaped: ${r.stderr}`);
 			assert.match(r.stderr, /no runtime is running/);

@@ -35,7 +35,7 @@ const STDERR_KEEP = 64 * 1024;
 export const PROTOCOL = '2025-11-25';
 
 // Sanitizer options that keep reports on stderr and exit codes non-zero.
-const SAN_ENV = {
+export const SAN_ENV = {
 	ASAN_OPTIONS:
 		process.env.ASAN_OPTIONS ||
 		'detect_leaks=1:abort_on_error=0:exitcode=23',
@@ -184,7 +184,10 @@ export class Runtime {
 			this.pids.set(pid, procStart(pid) ?? undefined);
 	}
 
-	async start({ env = {}, args = [] } = {}) {
+	// The config file's watch is off unless watch is true: a test that
+	// rewrites the config and reloads by hand must see its own reload
+	// alone (autoreload.test.mjs tests the watch).
+	async start({ env = {}, args = [], watch = false } = {}) {
 		const child = spawn(
 			MCPVISOR,
 			[
@@ -195,6 +198,7 @@ export class Runtime {
 				'0',
 				'--home',
 				this.home,
+				...(watch ? [] : ['--no-watch']),
 				...args,
 			],
 			{

@@ -436,9 +436,97 @@ Test(relay, reinitialize_replays_the_session)
 	cr_assert_geq(sent_find_from(before, "\"level\":\"debug\""), 0);
 	cr_assert_geq(sent_find_from(before, "a://x"), 0);
 	cr_assert_lt(sent_find_from(before, "a://y"), 0, "unsubscribed");
-	cr_assert_geq(host_find("notifications/tools/list_changed"), hbefore);
-	cr_assert_eq(F.nhost, hbefore + 3, "replay answers stay inside");
+	cr_assert_eq(F.nhost, hbefore,
+		     "replay answers stay inside; the host listed nothing, so "
+		     "no list_changed");
+	cr_assert_lt(sent_find_from(before, "/list\""), 0);
 	cr_assert(relay_live(R));
+}
+
+/* Answers the request sent at index i with result (our id spliced in). */
+static void answer_sent(int i, const char *result)
+{
+	char m[512];
+	snprintf(m, sizeof m, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":%s}",
+		 (long long)F.sent_id[i], result);
+	runtime(m);
+}
+
+#define TOOLS_A "{\"tools\":[{\"name\":\"demo__echo\",\"description\":\"d\"}]}"
+/* The same list as a tool cache writes it: keys sorted. */
+#define TOOLS_A_SORTED                                                         \
+	"{\"tools\":[{\"description\":\"d\",\"name\":\"demo__echo\"}]}"
+#define TOOLS_B "{\"tools\":[{\"name\":\"demo__echo\"},{\"name\":\"x\"}]}"
+
+Test(relay, a_new_runtime_brings_list_changed_only_for_lists_that_differ)
+{
+	host(LIST("1"));
+	answer_sent(F.nsent - 1, TOOLS_A);
+	host("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"prompts/list\"}");
+	answer_sent(F.nsent - 1, "{\"prompts\":[]}");
+	/* A later page is not what the host compares. */
+	host("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/list\","
+	     "\"params\":{\"cursor\":\"p2\"}}");
+	answer_sent(F.nsent - 1, "{\"resources\":[]}");
+	cr_assert_eq(relay_pending(R), 0);
+
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
+	int before = F.nsent, hbefore = F.nhost;
+	relay_recovered(R, NULL);
+	answer_sent(before, "{}"); /* the re-initialize */
+	int t = sent_find_from(before, "\"tools/list\"");
+	int p = sent_find_from(before, "\"prompts/list\"");
+	cr_assert_geq(t, 0, "the tools the host saw are asked for again");
+	cr_assert_geq(p, 0);
+	cr_assert_lt(sent_find_from(before, "resources/list"), 0,
+		     "the host saw no first page of resources");
+	answer_sent(t, TOOLS_A_SORTED);
+	answer_sent(p, "{\"prompts\":[{\"name\":\"new\"}]}");
+	cr_assert_lt(host_find("tools/list_changed"), 0, "same tools");
+	cr_assert_geq(host_find("prompts/list_changed"), hbefore);
+	cr_assert_eq(F.nhost, hbefore + 1, "probe answers stay inside");
+	cr_assert_eq(relay_pending(R), 0);
+
+	/* The next runtime is compared with what the host now has. */
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
+	before = F.nsent;
+	hbefore = F.nhost;
+	relay_recovered(R, NULL);
+	answer_sent(before, "{}");
+	answer_sent(sent_find_from(before, "\"tools/list\""), TOOLS_B);
+	answer_sent(sent_find_from(before, "\"prompts/list\""),
+		    "{\"prompts\":[{\"name\":\"new\"}]}");
+	cr_assert_eq(F.nhost, hbefore + 1);
+	cr_assert(strstr(last_host(), "tools/list_changed"));
+}
+
+Test(relay, a_paged_list_or_an_error_counts_as_changed)
+{
+	host(LIST("1"));
+	answer_sent(F.nsent - 1, "{\"tools\":[],\"nextCursor\":\"c2\"}");
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
+	int before = F.nsent, hbefore = F.nhost;
+	relay_recovered(R, NULL);
+	answer_sent(before, "{}");
+	answer_sent(sent_find_from(before, "\"tools/list\""),
+		    "{\"tools\":[],\"nextCursor\":\"c2\"}");
+	cr_assert_geq(host_find("tools/list_changed"), hbefore,
+		      "a change past the first page cannot be seen");
+
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
+	before = F.nsent;
+	hbefore = F.nhost;
+	relay_recovered(R, NULL);
+	answer_sent(before, "{}");
+	int t = sent_find_from(before, "\"tools/list\"");
+	char m[256];
+	snprintf(m, sizeof m,
+		 "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":-1,"
+		 "\"message\":\"x\"}}",
+		 (long long)F.sent_id[t]);
+	runtime(m);
+	cr_assert_eq(F.nhost, hbefore + 1);
+	cr_assert(strstr(last_host(), "tools/list_changed"));
 }
 
 Test(relay, an_expired_session_is_opened_again_not_blamed)

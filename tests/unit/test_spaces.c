@@ -276,3 +276,73 @@ Test(spaces, a_reload_reads_each_space_once_off_the_loop)
 	cr_assert(has_server(a.s, "sq") && has_server(b.s, "sq"));
 	cr_assert_eq(atomic_load(&reads), before + 1, "one read for the space");
 }
+
+/* With spaces_watch: an edit that changes the file reaches on_change once;
+ * a write of the same bytes is read again but changes nothing. */
+static int changes;
+
+static void changed_cb(void *arg, const char *dir, struct trust_space *ts)
+{
+	(void)arg;
+	cr_assert_str_eq(dir, space);
+	cr_assert_not_null(ts);
+	changes++;
+}
+
+/* Runs the loop until reads reaches n (bounded), then one quiet period
+ * more so a late callback would be seen. */
+static void run_until_reads(int n)
+{
+	uint64_t end = uv_hrtime() / 1000000 + BOUND_MS;
+	while (atomic_load(&reads) < n && uv_hrtime() / 1000000 < end)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert_geq(atomic_load(&reads), n, "no read in %d ms", BOUND_MS);
+	int ticks = 0;
+	uv_timer_t t;
+	uv_timer_init(&loop, &t);
+	t.data = &ticks;
+	uv_timer_start(&t, tick_cb, 300, 0);
+	while (ticks == 0)
+		uv_run(&loop, UV_RUN_ONCE);
+	/* t is on this stack: closed before it goes. */
+	uv_close((uv_handle_t *)&t, NULL);
+	uv_run(&loop, UV_RUN_NOWAIT);
+}
+
+Test(spaces, a_watched_space_reports_changes_not_rewrites)
+{
+	changes = 0;
+	spaces_watch(hub_spaces(hub), changed_cb, NULL);
+	struct opened o = {0};
+	open_async(&o);
+	run_until(&o.done);
+	int r0 = atomic_load(&reads);
+	/* The same bytes: a new identity, so read again, and equal. */
+	write_space("{\"mcpServers\":{\"sp\":{\"command\":\"/bin/true\"}}}");
+	run_until_reads(r0 + 1);
+	cr_assert_eq(changes, 0, "a rewrite of the same content changed it");
+	/* Another content: one change. */
+	write_space("{\"mcpServers\":{\"sq\":{\"command\":\"/bin/true\"}}}");
+	run_until_reads(atomic_load(&reads) + 1);
+	cr_assert_eq(changes, 1);
+}
+
+/* An edit first read by a session opened since (before the watch's burst
+ * is due) still reaches the sessions opened before it. */
+Test(spaces, an_edit_read_first_by_a_new_session_still_reaches_the_older)
+{
+	changes = 0;
+	spaces_watch(hub_spaces(hub), changed_cb, NULL);
+	struct opened a = {0};
+	open_async(&a);
+	run_until(&a.done);
+	int r0 = atomic_load(&reads);
+	write_space("{\"mcpServers\":{\"sq\":{\"command\":\"/bin/true\"}}}");
+	struct opened b = {0};
+	open_async(&b);
+	run_until(&b.done);
+	cr_assert(has_server(b.s, "sq"), "the new session reads the edit");
+	/* Then the watch's own read: the change goes to the sessions. */
+	run_until_reads(r0 + 2);
+	cr_assert_eq(changes, 1);
+}

@@ -1,0 +1,359 @@
+// `mcpvisor setup HOST` on copies of each host's config file in its
+// documented shape and place (tests/e2e/fixtures/hosts/), under a test
+// HOME: the dry run's diff changes nothing, setup moves the servers and
+// writes backups, a name clash is kept, secrets never printed, the config
+// is 0600, --undo restores byte-identical files, a second run is a no-op,
+// and the relay entry setup writes really serves the moved server to a
+// host (the official SDK's stdio client).
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+import { DEMO, MCPVISOR, REPO, demo, makeHome, runCli, scratchDir, withRuntime } from './lib.mjs';
+import { SAN_ENV, assert, demoPid, echo, withRelayHome } from './relay-lib.mjs';
+
+const FIXTURES = path.join(REPO, 'tests/e2e/fixtures/hosts');
+
+// Where each host keeps its file under HOME (Linux), as documented.
+const PLACES = {
+	'claude-desktop': '.config/Claude/claude_desktop_config.json',
+	'claude-code': '.claude.json',
+	cursor: '.cursor/mcp.json',
+	vscode: '.config/Code/User/mcp.json',
+};
+
+// Every secret value the fixtures hold: none may ever be printed.
+const SECRET = /FIXTURESECRET|me@example\.com/;
+
+const sha = (file) =>
+	fs.existsSync(file)
+		? crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex')
+		: null;
+
+// A test HOME with host's fixture at its documented place (the demo
+// server's path filled in), and a mcpvisor home. Returns {home, mh, file,
+// env, run(args)}.
+async function hostHome(t, host, { place = PLACES[host] } = {}) {
+	const home = await scratchDir(t, 'mcpvisor-setup-home-');
+	const mh = await scratchDir(t, 'mcpvisor-setup-mh-');
+	const file = path.join(home, place);
+	await fsp.mkdir(path.dirname(file), { recursive: true });
+	const text = fs
+		.readFileSync(path.join(FIXTURES, `${host}.json`), 'utf8')
+		.replaceAll('@DEMO@', DEMO);
+	await fsp.writeFile(file, text, { mode: 0o644 });
+	const env = { HOME: home, XDG_CONFIG_HOME: '', MCPVISOR_HOME: '' };
+	const run = (args) => runCli(['setup', host, ...args], { home: mh, env });
+	return { home, mh, file, env, run, config: path.join(mh, 'mcp.json') };
+}
+
+const readJson = (f) => JSON.parse(fs.readFileSync(f, 'utf8'));
+
+function noSecrets(r) {
+	assert.doesNotMatch(r.stdout, SECRET, `a secret in stdout:\n${r.stdout}`);
+	assert.doesNotMatch(r.stderr, SECRET, `a secret in stderr:\n${r.stderr}`);
+}
+
+for (const host of Object.keys(PLACES)) {
+	test(`setup ${host} --dry-run: both diffs, secrets masked, nothing changed`, async (t) => {
+		const h = await hostHome(t, host);
+		const before = sha(h.file);
+		const r = await h.run(['--dry-run']);
+		assert.equal(r.code, 0, r.stderr);
+		noSecrets(r);
+		assert.match(r.stdout, new RegExp(`--- a${h.config}\\n\\+\\+\\+ b${h.config}`));
+		assert.match(r.stdout, new RegExp(`--- a${h.file}\\n\\+\\+\\+ b${h.file}`));
+		assert.match(r.stdout, /^\+\s+"mcpvisor": \{$/m, 'the relay entry is added');
+		assert.match(r.stdout, /\(dry run: nothing changed\)/);
+		assert.equal(sha(h.file), before, 'the host file is untouched');
+		assert.equal(fs.existsSync(h.config), false, 'no mcpvisor config written');
+		assert.equal(fs.existsSync(path.join(h.mh, 'state')), false, 'no backup written');
+	});
+}
+
+test('setup: the macOS place of VS Code found under HOME; the servers key and inputs kept', async (t) => {
+	const h = await hostHome(t, 'vscode', {
+		place: 'Library/Application Support/Code/User/mcp.json',
+	});
+	const orig = readJson(h.file);
+	const r = await h.run([]);
+	assert.equal(r.code, 0, r.stderr);
+	noSecrets(r);
+	const after = readJson(h.file);
+	assert.deepEqual(after.inputs, orig.inputs);
+	assert.deepEqual(Object.keys(after.servers), ['perplexity', 'mcpvisor']);
+	assert.equal(after.servers.mcpvisor.type, 'stdio');
+	assert.deepEqual(after.servers.mcpvisor.args, ['relay', '--home', h.mh]);
+	assert.match(r.stdout, /perplexity.*kept.*\$\{input:perplexity-key\}/);
+	const mine = readJson(h.config).mcpServers;
+	assert.deepEqual(Object.keys(mine), ['github', 'fetch', 'legacy']);
+	assert.deepEqual(mine.legacy, orig.servers.legacy, 'the header moves as it is');
+	// Tabs, as VS Code writes the file.
+	assert.match(fs.readFileSync(h.file, 'utf8'), /^\t"inputs"/m);
+});
+
+test('setup claude-code: moves, keeps a clash and what it cannot represent, backups, 0600', async (t) => {
+	const h = await hostHome(t, 'claude-code');
+	// mcpvisor's config already has another "asana", and a server of its own.
+	const mineBefore = JSON.stringify(
+		{
+			idleTimeout: '5m',
+			mcpServers: {
+				asana: { url: 'https://example.invalid/other' },
+				own: { command: DEMO },
+			},
+		},
+		null,
+		2,
+	);
+	await fsp.writeFile(h.config, mineBefore, { mode: 0o644 });
+	const hostBefore = fs.readFileSync(h.file);
+	const orig = readJson(h.file);
+	const r = await h.run([]);
+	assert.equal(r.code, 0, r.stderr);
+	noSecrets(r);
+	assert.match(r.stdout, /asana\s+kept in .*name clash/);
+	assert.match(r.stdout, /\/home\/me\/app: playwright kept/);
+	assert.match(r.stdout, /restart Claude Code/);
+
+	const mine = readJson(h.config);
+	assert.equal(mine.idleTimeout, '5m');
+	assert.deepEqual(Object.keys(mine.mcpServers), ['asana', 'own', 'sentry', 'airtable']);
+	assert.deepEqual(mine.mcpServers.asana, { url: 'https://example.invalid/other' }, 'never overwritten');
+	assert.deepEqual(mine.mcpServers.sentry, orig.mcpServers.sentry, 'headers move as they are');
+	assert.deepEqual(mine.mcpServers.airtable, orig.mcpServers.airtable, 'env moves as it is');
+	assert.equal(fs.statSync(h.config).mode & 0o777, 0o600);
+
+	const after = readJson(h.file);
+	assert.deepEqual(Object.keys(after), Object.keys(orig), 'every key kept, in order');
+	for (const k of ['numStartups', 'theme', 'projects', 'oauthAccount'])
+		assert.deepEqual(after[k], orig[k], k);
+	assert.deepEqual(Object.keys(after.mcpServers), ['mcpvisor', 'asana']);
+	assert.equal(after.mcpServers.mcpvisor.type, 'stdio');
+	assert.equal(fs.statSync(h.file).mode & 0o777, 0o644, 'the host file keeps its mode');
+
+	// The backup: both files' bytes as they were, private.
+	const root = path.join(h.mh, 'state', 'setup-backups');
+	const runs = fs.readdirSync(root);
+	assert.equal(runs.length, 1);
+	assert.match(runs[0], /^claude-code-\d{8}T\d{6}Z$/);
+	const dir = path.join(root, runs[0]);
+	assert.equal(fs.statSync(dir).mode & 0o777, 0o700);
+	const man = readJson(path.join(dir, 'manifest.json'));
+	const byPath = Object.fromEntries(man.files.map((f) => [f.path, f]));
+	assert.deepEqual(fs.readFileSync(path.join(dir, byPath[h.file].backup)), hostBefore);
+	assert.equal(fs.readFileSync(path.join(dir, byPath[h.config].backup), 'utf8'), mineBefore);
+	for (const f of fs.readdirSync(dir))
+		assert.equal(fs.statSync(path.join(dir, f)).mode & 0o777, 0o600, f);
+});
+
+test('setup cursor: twice is a no-op; --undo restores byte-identical files, refuses over later edits', async (t) => {
+	const h = await hostHome(t, 'cursor');
+	const hostBefore = fs.readFileSync(h.file);
+	const r1 = await h.run([]);
+	assert.equal(r1.code, 0, r1.stderr);
+	noSecrets(r1);
+	assert.match(r1.stdout, /local-script\s+kept.*relative path/);
+	assert.match(r1.stdout, /with-env-file\s+kept.*envFile/);
+	// Cursor's ${env:X} is written the way mcpvisor expands it.
+	assert.equal(readJson(h.config).mcpServers['web-search'].env.SEARCH_API_KEY, '${SEARCH_API_KEY}');
+	const mid = [sha(h.file), sha(h.config)];
+
+	const r2 = await h.run([]);
+	assert.equal(r2.code, 0, r2.stderr);
+	assert.match(r2.stdout, /nothing to do: Cursor already goes through mcpvisor/);
+	assert.deepEqual([sha(h.file), sha(h.config)], mid, 'the second run wrote nothing');
+	assert.equal(fs.readdirSync(path.join(h.mh, 'state', 'setup-backups')).length, 1);
+
+	// An edit after setup: undo refuses unless --force.
+	const edited = fs.readFileSync(h.file, 'utf8').replace('"mcpServers"', '"mcpServers" ');
+	fs.writeFileSync(h.file, edited);
+	const r3 = await h.run(['--undo']);
+	assert.equal(r3.code, 1);
+	assert.match(r3.stderr, /changed since setup wrote it/);
+	assert.equal(fs.readFileSync(h.file, 'utf8'), edited, 'nothing restored');
+
+	const r4 = await h.run(['--undo', '--force']);
+	assert.equal(r4.code, 0, r4.stderr);
+	noSecrets(r4);
+	assert.deepEqual(fs.readFileSync(h.file), hostBefore, 'byte-identical');
+	assert.equal(fs.existsSync(h.config), false, 'the config setup created is gone');
+	assert.match(r4.stdout, new RegExp(`restored ${h.file} from `));
+	assert.match(r4.stdout, new RegExp(`removed ${h.config}`));
+	const r5 = await h.run(['--undo']);
+	assert.equal(r5.code, 1);
+	assert.match(r5.stderr, /no setup of cursor to undo/);
+});
+
+test('setup of two hosts, then --undo of the first: only its servers leave mcpvisor\'s config', async (t) => {
+	const c = await hostHome(t, 'cursor');
+	// VS Code in the same HOME and mcpvisor home.
+	const vfile = path.join(c.home, PLACES.vscode);
+	await fsp.mkdir(path.dirname(vfile), { recursive: true });
+	await fsp.copyFile(path.join(FIXTURES, 'vscode.json'), vfile);
+	const cursorBefore = fs.readFileSync(c.file);
+	const vs = (args) => runCli(['setup', 'vscode', ...args], { home: c.mh, env: c.env });
+	assert.equal((await c.run([])).code, 0);
+	assert.equal((await vs([])).code, 0);
+	assert.deepEqual(Object.keys(readJson(c.config).mcpServers), ['web-search', 'remote', 'github', 'fetch', 'legacy']);
+	const vscodeAfter = sha(vfile);
+
+	const u = await c.run(['--undo']);
+	assert.equal(u.code, 0, u.stderr);
+	noSecrets(u);
+	assert.match(u.stdout, /removed server web-search from /);
+	assert.deepEqual(fs.readFileSync(c.file), cursorBefore, 'Cursor\'s file byte-identical');
+	assert.deepEqual(Object.keys(readJson(c.config).mcpServers), ['github', 'fetch', 'legacy'], 'VS Code\'s servers stay');
+	assert.equal(fs.statSync(c.config).mode & 0o777, 0o600);
+	assert.equal(sha(vfile), vscodeAfter, 'VS Code\'s file untouched');
+});
+
+test('setup: bad input changes nothing: unknown host, a file that is not JSON', async (t) => {
+	const h = await hostHome(t, 'claude-desktop');
+	const r = await runCli(['setup', 'notepad'], { home: h.mh, env: h.env });
+	assert.equal(r.code, 2);
+	assert.match(r.stderr, /unknown host "notepad" \(known: claude-desktop, claude-code, cursor, vscode\)/);
+	fs.writeFileSync(h.file, '{"mcpServers": {"x": {"env": {"K": "FIXTURESECRET9"}}},}');
+	const before = sha(h.file);
+	const r2 = await h.run([]);
+	assert.equal(r2.code, 2);
+	noSecrets(r2);
+	assert.match(r2.stderr, /not JSON \(line 1, column \d+\)/);
+	assert.equal(sha(h.file), before);
+	assert.equal(fs.existsSync(h.config), false, 'no config written');
+	// mcpvisor's own config named as the host's file.
+	fs.writeFileSync(h.config, '{"mcpServers": {"a": {"command": "/bin/true"}}}');
+	const mineBefore = sha(h.config);
+	const r3 = await h.run(['--file', h.config]);
+	assert.equal(r3.code, 2);
+	assert.match(r3.stderr, /is mcpvisor's own config/);
+	assert.equal(sha(h.config), mineBefore);
+});
+
+test('setup: a VS Code file with comments is refused, untouched', async (t) => {
+	const h = await hostHome(t, 'vscode');
+	const text = fs.readFileSync(h.file, 'utf8').replace('{\n', '{\n\t// my servers\n');
+	fs.writeFileSync(h.file, text);
+	const r = await h.run([]);
+	assert.equal(r.code, 2);
+	assert.match(r.stderr, /it has comments, which setup cannot keep/);
+	assert.equal(fs.readFileSync(h.file, 'utf8'), text);
+});
+
+test('setup with the runtime running: it reloads, and serves the moved server at once', { timeout: 20_000 }, async (t) => {
+	const home = await scratchDir(t, 'mcpvisor-setup-home-');
+	const file = path.join(home, PLACES.cursor);
+	await fsp.mkdir(path.dirname(file), { recursive: true });
+	await fsp.writeFile(
+		file,
+		JSON.stringify({ mcpServers: { moved: { command: DEMO, args: ['--name', 'moved'] } } }, null, 2),
+	);
+	await withRuntime(t, { own: demo(['--name', 'own']) }, async (rt) => {
+		const env = { HOME: home, XDG_CONFIG_HOME: '', MCPVISOR_HOME: '' };
+		const r = await runCli(['setup', 'cursor'], { home: rt.home, env });
+		assert.equal(r.code, 0, r.stderr);
+		assert.match(r.stdout, /the runtime of this home runs \(pid \d+\): reloading its config/);
+		const tools = await runCli(['tools', '--json'], { home: rt.home });
+		assert.equal(tools.code, 0, tools.stderr);
+		assert.match(tools.stdout, /"moved__echo"/);
+		assert.match(tools.stdout, /"own__echo"/);
+		// Undo reloads too: the moved server is gone again.
+		const u = await runCli(['setup', 'cursor', '--undo'], { home: rt.home, env });
+		assert.equal(u.code, 0, u.stderr);
+		const after = await runCli(['tools', '--json'], { home: rt.home });
+		assert.doesNotMatch(after.stdout, /"moved__echo"/);
+		assert.match(after.stdout, /"own__echo"/);
+	});
+});
+
+test('setup --file: another path in the host shape; a missing file is created with the relay', async (t) => {
+	const h = await hostHome(t, 'cursor');
+	const other = path.join(h.home, 'project', '.cursor', 'mcp.json');
+	const r = await h.run(['--file', other]);
+	assert.equal(r.code, 0, r.stderr);
+	assert.deepEqual(Object.keys(readJson(other).mcpServers), ['mcpvisor']);
+	assert.equal(fs.statSync(other).mode & 0o777, 0o600);
+	const u = await h.run(['--undo']);
+	assert.equal(u.code, 0, u.stderr);
+	assert.equal(fs.existsSync(other), false, 'undo removes the file setup created');
+});
+
+test('setup: a host file that is a symlink (dotfiles) is written at its target; a dangling one is refused', async (t) => {
+	const h = await hostHome(t, 'cursor');
+	const target = path.join(h.home, 'dotfiles', 'cursor-mcp.json');
+	await fsp.mkdir(path.dirname(target), { recursive: true });
+	await fsp.rename(h.file, target);
+	await fsp.symlink('../dotfiles/cursor-mcp.json', h.file);
+	const r = await h.run([]);
+	assert.equal(r.code, 0, r.stderr);
+	assert.ok(fs.lstatSync(h.file).isSymbolicLink(), 'the link stays');
+	assert.ok(readJson(target).mcpServers.mcpvisor, 'the target holds the relay');
+	await fsp.rm(target);
+	const r2 = await h.run([]);
+	assert.equal(r2.code, 2);
+	assert.match(r2.stderr, /is a symlink to a file that is not there/);
+	assert.ok(fs.lstatSync(h.file).isSymbolicLink());
+});
+
+// The relay entry as setup wrote it, run the way a host runs it.
+async function hostFromEntry(entry, cwd) {
+	const transport = new StdioClientTransport({
+		command: entry.command,
+		args: entry.args,
+		env: { ...process.env, ...SAN_ENV, ...(entry.env ?? {}) },
+		cwd,
+		stderr: 'pipe',
+	});
+	let err = '';
+	transport.stderr.setEncoding('utf8');
+	transport.stderr.on('data', (d) => (err = (err + d).slice(-32 * 1024)));
+	const client = new Client({ name: 'setup-e2e-host', version: '0.0.0' });
+	const host = { client, transport, stderr: () => err, pid: null, proc: null };
+	try {
+		await client.connect(transport);
+	} finally {
+		host.proc = transport._process;
+		host.pid = transport.pid;
+	}
+	return host;
+}
+
+test('setup claude-desktop: the relay entry it writes serves the moved server', { timeout: 20_000 }, async (t) => {
+	const home = await scratchDir(t, 'mcpvisor-setup-home-');
+	await withRelayHome(t, () => makeHome('mcpvisor-setup-mh-'), async (ctx) => {
+		const file = path.join(home, PLACES['claude-desktop']);
+		await fsp.mkdir(path.dirname(file), { recursive: true });
+		await fsp.writeFile(
+			file,
+			fs
+				.readFileSync(path.join(FIXTURES, 'claude-desktop.json'), 'utf8')
+				.replaceAll('@DEMO@', DEMO),
+		);
+		const r = await runCli(['setup', 'claude-desktop'], {
+			home: ctx.home,
+			env: { HOME: home, XDG_CONFIG_HOME: '', MCPVISOR_HOME: '' },
+		});
+		assert.equal(r.code, 0, r.stderr);
+		noSecrets(r);
+		const entry = readJson(file).mcpServers.mcpvisor;
+		// Claude Desktop does not start commands with the shell's PATH.
+		assert.equal(entry.command, MCPVISOR);
+		assert.deepEqual(entry.args, ['relay', '--home', ctx.home]);
+		const mine = readJson(path.join(ctx.home, 'mcp.json')).mcpServers;
+		assert.equal(mine.filesystem.disabled, true, 'disabled moves as disabled');
+
+		const h = await hostFromEntry(entry, home);
+		ctx.hosts.push(h);
+		const { tools } = await h.client.listTools();
+		const names = tools.map((x) => x.name);
+		assert.ok(names.includes('demo__echo'), `tools: ${names}`);
+		assert.ok(!names.some((n) => n.startsWith('filesystem__')), 'the disabled server never starts');
+		await echo(h.client);
+		ctx.pids.push(await demoPid(h.client));
+	});
+});
