@@ -37,8 +37,8 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(SAN)/unit/%)
 DEMO_BIN := $(DEMO_PROGS:%=build/%)
 DEMO_SAN := $(DEMO_PROGS:%=$(SAN)/%)
 
-.PHONY: all run test test-build unit e2e deps npm-deps format format-check install \
-	clean conformance bench fuzz fuzz-build
+.PHONY: all run test test-build unit e2e deps test-deps npm-deps format format-check \
+	install clean conformance bench fuzz fuzz-build test-images
 
 all: build/mcpvisor $(DEMO_BIN)
 
@@ -64,6 +64,25 @@ $(SAN)/%: demo/%.c $(DEMO_LIB) $(DEMO_HDRS)
 	@mkdir -p $(SAN)
 	$(CC) $(CFLAGS_SAN) $(LDFLAGS_SAN) -o $@ $< $(DEMO_LIB) $(PKG_LIBS)
 
+# The container tests' image: the demo fixture linked statically (Debian
+# ships the .a of each library), alone in a tarball with fixed owners and
+# times, so the same sources give the same bytes and the same image layer.
+# tests/containers/image.sh imports it with podman.
+IMG := build/images
+
+$(IMG)/demo-server: demo/demo-server.c $(DEMO_LIB) $(DEMO_HDRS)
+	@mkdir -p $(IMG)
+	$(CC) -O2 $(WARN) $(DEFS) -Isrc -static -o $@ $< $(DEMO_LIB) \
+		-ljansson -luv_a -lcrypto -lhttp_parser -lpthread -ldl
+
+$(IMG)/fixture.tar: $(IMG)/demo-server
+	@rm -rf $(IMG)/root && mkdir -p $(IMG)/root
+	cp $< $(IMG)/root/demo-server
+	tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 \
+		-C $(IMG)/root -cf $@ .
+
+test-images: $(IMG)/fixture.tar
+
 build/bench/%: bench/%.c
 	@mkdir -p build/bench
 	$(CC) $(CFLAGS_REL) -o $@ $< $(PKG_LIBS)
@@ -76,6 +95,10 @@ $(SAN)/unit/%: tests/unit/%.c $(SAN_OBJ)
 deps:
 	@sh scripts/deps.sh
 
+# What only the tests need on top (the container engine).
+test-deps:
+	@sh scripts/deps.sh test
+
 npm-deps:
 	@sh scripts/npm-deps.sh
 
@@ -83,17 +106,17 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	./build/mcpvisor serve --config examples/demo.json
 
-test: deps npm-deps format-check
+test: test-deps npm-deps format-check
 	@$(MAKE) --no-print-directory test-build fuzz-build
 	@sh tests/run.sh
 
-test-build: $(SAN)/mcpvisor $(DEMO_SAN) $(UNIT_BIN)
+test-build: $(SAN)/mcpvisor $(DEMO_SAN) $(UNIT_BIN) $(IMG)/fixture.tar
 
 unit: $(SAN)/mcpvisor $(DEMO_SAN) $(UNIT_BIN)
 	@sh tests/run.sh unit
 
-e2e: deps npm-deps
-	@$(MAKE) --no-print-directory $(SAN)/mcpvisor $(DEMO_SAN)
+e2e: test-deps npm-deps
+	@$(MAKE) --no-print-directory $(SAN)/mcpvisor $(DEMO_SAN) $(IMG)/fixture.tar
 	@sh tests/run.sh e2e
 
 conformance: deps npm-deps

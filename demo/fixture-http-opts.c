@@ -41,6 +41,12 @@ const char fxh_usage[] =
 	"transport:\n"
 	"                         GET /sse (or /mcp), POST /messages; POST "
 	"/mcp is 405\n"
+	"  --listen-all           bind 0.0.0.0, not 127.0.0.1: inside a "
+	"container,\n"
+	"                         where a published port reaches eth0; "
+	"Host and\n"
+	"                         Origin must still name a loopback "
+	"address\n"
 	"  --sse-retry MS         the SSE retry field (default 100)\n"
 	"  --heartbeat MS         a comment on open SSE streams every MS\n";
 
@@ -80,6 +86,9 @@ int fxh_parse_flag(struct fxh_opts *o, int argc, char **argv, int *i)
 		return 1;
 	} else if (strcmp(f, "--legacy-sse") == 0) {
 		o->legacy = true;
+		return 1;
+	} else if (strcmp(f, "--listen-all") == 0) {
+		o->listen_all = true;
 		return 1;
 	} else if (strcmp(f, "--auth") == 0) {
 		if (!v || !*v) {
@@ -124,9 +133,9 @@ int fxh_parse_flag(struct fxh_opts *o, int argc, char **argv, int *i)
 
 int fxh_check_opts(const struct fxh_opts *o)
 {
-	if (!o->on &&
-	    (o->auth || o->expire_after || o->hang_after || o->drop_once ||
-	     o->drop_unresumable || o->legacy || o->heartbeat_ms)) {
+	if (!o->on && (o->auth || o->expire_after || o->hang_after ||
+		       o->drop_once || o->drop_unresumable || o->legacy ||
+		       o->heartbeat_ms || o->listen_all)) {
 		fprintf(stderr, "%s: the HTTP fault flags need --http\n",
 			o->prog);
 		return -1;

@@ -663,12 +663,16 @@ static void fxh_on_connection(uv_stream_t *server, int status)
 
 void fxh_listen(void)
 {
+	/* In a container the engine's published port arrives on eth0, not on
+	 * the container's loopback; the client still names 127.0.0.1:HOSTPORT
+	 * in Host, which fxh_route's loopback check accepts. */
+	const char *addr = fxh.o->listen_all ? "0.0.0.0" : "127.0.0.1";
 	struct sockaddr_storage ss;
 	struct sockaddr_in a;
 	int len = sizeof(ss);
 	int rc;
 
-	uv_ip4_addr("127.0.0.1", fxh.o->port, &a);
+	uv_ip4_addr(addr, fxh.o->port, &a);
 	rc = uv_tcp_bind(&fxh.listener, (const struct sockaddr *)&a, 0);
 	if (rc == 0)
 		rc = uv_listen((uv_stream_t *)&fxh.listener, 128,
@@ -677,7 +681,7 @@ void fxh_listen(void)
 		rc = uv_tcp_getsockname(&fxh.listener, (struct sockaddr *)&ss,
 					&len);
 	if (rc != 0) {
-		fxh_log("cannot listen on 127.0.0.1:%d: %s (%s)", fxh.o->port,
+		fxh_log("cannot listen on %s:%d: %s (%s)", addr, fxh.o->port,
 			uv_err_name(rc), uv_strerror(rc));
 		fxh_stop(rc == UV_EADDRINUSE ? 98 : 1);
 		return;

@@ -45,6 +45,7 @@ struct fxh_opts {
 	bool drop_once;		 /* --drop-sse-once */
 	bool drop_unresumable;	 /* --drop-sse-unresumable */
 	bool legacy;		 /* --legacy-sse */
+	bool listen_all;	 /* --listen-all: 0.0.0.0, for a container */
 	int64_t retry_ms;	 /* SSE retry field */
 	int64_t heartbeat_ms;	 /* SSE comment interval; 0: none */
 	int64_t listen_delay_ms; /* nothing bound before then (slow start) */
@@ -67,9 +68,9 @@ int fxh_parse_flag(struct fxh_opts *o, int argc, char **argv, int *i);
 /* Checks the flags together (fault modes need --http). 0 or -1. */
 int fxh_check_opts(const struct fxh_opts *o);
 
-/* Binds 127.0.0.1:port, says "PROG: listening on PORT" on stderr and
- * serves until tick returns FXH_STOP or a signal arrives (own_signals).
- * Returns the process exit code: 0, 98 when the port is taken
+/* Binds 127.0.0.1:port (0.0.0.0:port with listen_all), says "PROG: listening on
+ * PORT" on stderr and serves until tick returns FXH_STOP or a signal arrives
+ * (own_signals). Returns the process exit code: 0, 98 when the port is taken
  * (EADDRINUSE), 1 on another error. */
 int fxh_serve(const struct fxh_opts *o, const struct fxh_ops *ops);
 

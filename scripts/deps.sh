@@ -1,15 +1,21 @@
 #!/bin/sh
 # Installs the Debian packages mcpvisor builds and tests with, only those
 # missing; silent when everything is present.
+# Usage: scripts/deps.sh [test]   (test: also what only the tests need)
 set -e
 need=""
+extra=""
+# The container tests run a real engine: rootful podman with the runc
+# runtime (tests/containers/containers.conf says why not crun) and netavark
+# with iptables for -p 127.0.0.1:PORT publishing. `make run` needs none of it.
+[ "${1:-}" = test ] && extra="podman runc netavark iptables"
 # clang and libclang-rt-dev (libFuzzer and the sanitizer runtimes; on
 # Debian 12 it pulls libclang-rt-14-dev, the version `clang` is) build the
 # fuzz harnesses. libcurl4-openssl-dev gives curl's headers (and brings
 # libcurl4, which the runtime loads on first outbound HTTP; never linked).
 for p in build-essential pkg-config libuv1-dev libjansson-dev \
 	libhttp-parser-dev libssl-dev libcurl4-openssl-dev libcriterion-dev \
-	nodejs npm clang-format clang libclang-rt-dev; do
+	nodejs npm clang-format clang libclang-rt-dev $extra; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
 		need="$need $p"
 done

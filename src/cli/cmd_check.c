@@ -65,6 +65,35 @@ static void check_print_arg(const char *a)
 	printf("'");
 }
 
+/* A container server's line: the image, the engine (or how it is
+ * chosen), its port inside, name, args and volumes as written. */
+static void check_print_container(json_t *c)
+{
+	const char *engine = json_string_value(json_object_get(c, "engine"));
+	const char *cname = json_string_value(json_object_get(c, "name"));
+	printf("%-16s container: image %s, engine %s", "",
+	       json_string_value(json_object_get(c, "image")),
+	       engine ? engine : "(chosen at start)");
+	long long port = json_integer_value(json_object_get(c, "port"));
+	if (port > 0)
+		printf(", port %lld inside, published on 127.0.0.1", port);
+	printf(", name %s", cname ? cname : "(mcpvisor's)");
+	size_t i;
+	json_t *a;
+	json_array_foreach(json_object_get(c, "args"), i, a)
+	{
+		if (i == 0)
+			printf(", args");
+		check_print_arg(json_string_value(a));
+	}
+	json_array_foreach(json_object_get(c, "volumes"), i, a)
+	{
+		printf(", -v");
+		check_print_arg(json_string_value(a));
+	}
+	printf("\n");
+}
+
 /* name, kind, scope and transport (stdio; http, sse, or auto: Streamable
  * HTTP falling back to legacy), then what runs (command and args, or the url),
  * then the names of env and header values (never the values). */
@@ -83,8 +112,13 @@ static void check_print_server(json_t *d)
 	       json_string_value(json_object_get(d, "scope")),
 	       json_string_value(json_object_get(d, "transport")));
 	const char *url = json_string_value(json_object_get(d, "url"));
+	json_t *ctr = json_object_get(d, "container");
 	if (url) {
 		printf(" %s", url);
+	} else if (json_object_get(d, "command") == NULL ||
+		   json_is_null(json_object_get(d, "command"))) {
+		printf(" image %s",
+		       json_string_value(json_object_get(ctr, "image")));
 	} else {
 		printf(" %s", json_string_value(json_object_get(d, "command")));
 		size_t i;
@@ -95,6 +129,8 @@ static void check_print_server(json_t *d)
 	if (json_is_true(json_object_get(d, "disabled")))
 		printf("  (disabled)");
 	printf("\n");
+	if (ctr)
+		check_print_container(ctr);
 	static const char *const kv[] = {"env", "headers"};
 	for (size_t k = 0; k < 2; k++) {
 		json_t *o = json_object_get(d, kv[k]);

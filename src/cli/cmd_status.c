@@ -20,8 +20,10 @@ static void status_usage(FILE *f)
 		   "stderr; for a url server its transport, url (secrets "
 		   "masked), the port\n"
 		   "a local one serves on, and what to set when it needs "
-		   "credentials.\n"
-		   "-v adds pids, keys and the socket.\n");
+		   "credentials;\n"
+		   "for a container server its container's name, image and "
+		   "engine.\n"
+		   "-v adds pids, container ids, keys and the socket.\n");
 }
 
 /* How a server is reached, after its scope: nothing for stdio (most
@@ -36,6 +38,14 @@ static void status_reach_text(struct buf *b, json_t *o)
 	json_t *port = json_object_get(o, "port");
 	if (json_integer_value(port) > 0)
 		buf_printf(b, " on port %lld", json_integer_value(port));
+	const char *image = json_string_value(json_object_get(o, "image"));
+	const char *name = json_string_value(json_object_get(o, "container"));
+	const char *engine = json_string_value(json_object_get(o, "engine"));
+	if (name)
+		buf_printf(b, " %s", name);
+	if (image)
+		buf_printf(b, " (image %s%s%s)", image, engine ? ", " : "",
+			   engine ? engine : "");
 }
 
 /* The lines under a server's: its url (masked by the runtime) and, when it
@@ -45,6 +55,9 @@ static void status_reach_lines(struct buf *b, json_t *o)
 	const char *url = json_string_value(json_object_get(o, "url"));
 	if (url)
 		buf_printf(b, "    url: %s\n", url);
+	const char *cid = json_string_value(json_object_get(o, "containerId"));
+	if (cid)
+		buf_printf(b, "    container id: %s\n", cid);
 	json_t *auth = json_object_get(o, "auth");
 	const char *rm =
 		json_string_value(json_object_get(auth, "resourceMetadata"));

@@ -434,6 +434,7 @@ void config_server_clear(struct server_config *s)
 	free(s->url_vars);
 	cfg_free_kv(s->headers, s->nheaders);
 	free(s->prefix);
+	config_container_free(s->container);
 	free(s->error);
 	free(s->untrusted);
 	memset(s, 0, sizeof *s);

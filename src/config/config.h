@@ -65,18 +65,25 @@ struct container_config {
 	/* Command form: the index in the server's args of "run" (what
 	 * mcpvisor adds goes right after it). -1 for the explicit form. */
 	int run_arg;
+	/* The image: the explicit form's "image"; the command form's first
+	 * argument after run's options, for status only (its template when
+	 * it came from ${VAR}). */
+	char *image;
 	/* Explicit form ("container": {...}); NULL and 0 for the command
 	 * form. Its "env" is the server's env: passed as `-e KEY`, so no
 	 * value is ever on a command line. */
-	char *image;
 	int port;    /* the container's port (HTTP form); 0: stdio, `-i` */
-	char **args; /* after the image */
+	char **args; /* after the image, expanded */
+	/* For each arg that came from ${VAR}, its template (a secret is
+	 * shown only so); NULL for plain ones. Same length as args. */
+	char **args_tpl;
 	size_t nargs;
 	char **volumes; /* `-v` values as written */
 	size_t nvolumes;
 	/* Both forms. */
-	char *name; /* the --name the user gave; NULL: mcpvisor names it */
-	bool rm;    /* --rm given (the explicit form always runs --rm) */
+	char *name;   /* the --name the user gave; NULL: mcpvisor names it */
+	bool rm;      /* --rm given (the explicit form always runs --rm) */
+	bool cidfile; /* the user gave --cidfile (mcpvisor then adds none) */
 };
 
 /* "tools", "prompts", "resources": {"allow": [...], "deny": [...]}, each
@@ -152,6 +159,11 @@ void config_free(struct config *cfg);
 /* Frees what one server entry holds and zeroes it (for a caller that
  * takes the entry out of cfg->servers). */
 void config_server_clear(struct server_config *s);
+
+/* A deep copy of a container's config (NULL for NULL), for whoever keeps
+ * a server past its config's life; config_server_clear frees it. */
+struct container_config *
+config_container_dup(const struct container_config *cc);
 
 const struct server_config *config_find(const struct config *cfg,
 					const char *name);

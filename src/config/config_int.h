@@ -45,6 +45,25 @@ char *config_path_join(const char *dir, const char *rel);
 /* Fills c->s from obj, the server's entry in "mcpServers". */
 void config_srv_parse(struct config_srv *c, const json_t *obj);
 
+/* env (headers false) or headers: field of obj, an object of strings
+ * whose values are expanded, into *out and *nout. */
+void config_srv_parse_map(struct config_srv *c, const json_t *obj,
+			  const char *field, bool headers,
+			  struct config_kv **out, size_t *nout);
+
+/* ---- container.c ---- */
+
+/* A container server, in either form: the "container" field, or a
+ * stdio command that is `docker|podman run ...`. Sets the kind and
+ * s->container (or the server's error) and returns true; false when the
+ * server is no container server. type: the "type" given (0 stdio, 1..3
+ * a url's, -1 none). */
+bool config_container_settle(struct config_srv *c, const json_t *obj, int type);
+void config_container_free(struct container_config *cc);
+
+/* Whether url names a loopback host (127.0.0.1, [::1], localhost). */
+bool config_url_is_loopback(const char *url);
+
 /* Expands raw for field (where: "item 2", "\"TOKEN\"" or NULL) into *out
  * (caller frees). On failure sets the server's error, *out is a copy of
  * raw, and returns -EINVAL. */

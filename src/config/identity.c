@@ -158,6 +158,46 @@ static char *cfg_url_mask(const char *url)
 	return buf_steal(&b);
 }
 
+static json_t *cfg_strings_json(char *const *v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, cfg_json_str(v[i]));
+	return a;
+}
+
+/* A container's fields: in the identity (its args' secrets fingerprinted
+ * or not) and in check's view (args from ${VAR} as their template). Its
+ * env is the server's env, viewed with it. */
+static json_t *cfg_container_json(const struct container_config *cc,
+				  enum cfg_args_view view, const char *salt)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "engine", cfg_json_str(cc->engine));
+	json_object_set_new(o, "image", cfg_json_str(cc->image));
+	if (cc->port)
+		json_object_set_new(o, "port", json_integer(cc->port));
+	json_t *a = json_array();
+	for (size_t i = 0; i < cc->nargs; i++) {
+		const char *tpl = cc->args_tpl ? cc->args_tpl[i] : NULL;
+		if (tpl && view == CFG_ARGS_TEMPLATE) {
+			json_array_append_new(a, cfg_json_str(tpl));
+		} else if (tpl && view == CFG_ARGS_FINGERPRINT) {
+			char *fp = cfg_fingerprint(salt, "arg", cc->args[i]);
+			json_array_append_new(a, json_string(fp));
+			free(fp);
+		} else {
+			json_array_append_new(a, cfg_json_str(cc->args[i]));
+		}
+	}
+	json_object_set_new(o, "args", a);
+	json_object_set_new(o, "volumes",
+			    cfg_strings_json(cc->volumes, cc->nvolumes));
+	json_object_set_new(o, "name", cfg_json_str(cc->name));
+	json_object_set_new(o, "rm", json_boolean(cc->rm));
+	return o;
+}
+
 json_t *config_server_identity(const struct server_config *s, bool fingerprint,
 			       const char *salt)
 {
@@ -189,6 +229,15 @@ json_t *config_server_identity(const struct server_config *s, bool fingerprint,
 		json_object_set_new(
 			o, "type",
 			json_string(config_http_type_name(s->http_type)));
+	/* Only container servers have one: the identity of every other
+	 * server stays what it was. */
+	if (s->container)
+		json_object_set_new(
+			o, "container",
+			cfg_container_json(s->container,
+					   fingerprint ? CFG_ARGS_FINGERPRINT
+						       : CFG_ARGS_PLAIN,
+					   salt));
 	json_object_set_new(o, "startupTimeout",
 			    json_integer(s->startup_timeout_ms));
 	json_object_set_new(o, "toolTimeout", json_integer(s->tool_timeout_ms));
@@ -206,10 +255,11 @@ json_t *config_server_describe(const struct server_config *s)
 	json_object_set_new(o, "exposure",
 			    json_string(config_exposure_name(s->exposure)));
 	json_object_set_new(o, "prefix", cfg_json_str(s->prefix));
-	json_object_set_new(
-		o, "transport",
-		json_string(s->url ? config_http_type_name(s->http_type)
-				   : "stdio"));
+	const char *transport =
+		s->url ? config_http_type_name(s->http_type) : "stdio";
+	if (s->kind == SERVER_CONTAINER || s->kind == SERVER_CONTAINER_HTTP)
+		transport = config_kind_name(s->kind);
+	json_object_set_new(o, "transport", json_string(transport));
 	json_object_set_new(o, "command", cfg_json_str(s->command));
 	json_object_set_new(o, "args",
 			    cfg_args_json(s, CFG_ARGS_TEMPLATE, NULL));
@@ -238,6 +288,11 @@ json_t *config_server_describe(const struct server_config *s)
 	json_object_set_new(o, "idleTimeout", json_integer(s->idle_timeout_ms));
 	json_object_set_new(o, "toolTimeout", json_integer(s->tool_timeout_ms));
 	json_object_set_new(o, "disabled", json_boolean(s->disabled));
+	if (s->container)
+		json_object_set_new(o, "container",
+				    cfg_container_json(s->container,
+						       CFG_ARGS_TEMPLATE,
+						       NULL));
 	if (s->error)
 		json_object_set_new(o, "error", cfg_json_str(s->error));
 	if (s->untrusted)

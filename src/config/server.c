@@ -154,7 +154,7 @@ static bool cfg_env_name_ok(const char *k)
 }
 
 /* env or headers: an object of strings whose values are expanded. */
-static void srv_parse_map(struct config_srv *c, const json_t *obj,
+void config_srv_parse_map(struct config_srv *c, const json_t *obj,
 			  const char *field, bool headers,
 			  struct config_kv **out, size_t *nout)
 {
@@ -326,7 +326,7 @@ static const char *srv_url_host(const char *url, size_t *len)
  * port is one the runtime hands out on loopback: any other host would
  * mean a server reachable from the network, or a url that never reaches
  * the program. */
-static bool srv_url_is_loopback(const char *url)
+bool config_url_is_loopback(const char *url)
 {
 	static const char *const hosts[] = {"127.0.0.1", "[::1]", "localhost",
 					    NULL};
@@ -382,12 +382,16 @@ static void srv_check_port_places(struct config_srv *c)
 
 /* Settles the kind and transport from the fields present and checks
  * "type" agrees. */
-static void srv_settle_kind(struct config_srv *c, int type)
+static void srv_settle_kind(struct config_srv *c, const json_t *obj, int type)
 {
 	struct server_config *s = c->s;
 	bool cmd = s->command != NULL, url = s->url != NULL;
 	static const char *const names[] = {"stdio", "http", "streamable-http",
 					    "sse"};
+	if (config_container_settle(c, obj, type)) {
+		srv_check_port_places(c);
+		return;
+	}
 	if (type == SRV_TYPE_STDIO && url) {
 		config_srv_fail(c, "type", "\"stdio\" does not take a \"url\"");
 	} else if (type == SRV_TYPE_STDIO && !cmd) {
@@ -408,7 +412,7 @@ static void srv_settle_kind(struct config_srv *c, int type)
 				"with \"command\" the url must contain "
 				"{port}, where mcpvisor puts the port it "
 				"gives the server");
-		else if (!srv_url_is_loopback(s->url))
+		else if (!config_url_is_loopback(s->url))
 			config_srv_fail(
 				c, "url",
 				"with \"command\" the url's host must be "
@@ -498,10 +502,11 @@ void config_srv_parse(struct config_srv *c, const json_t *obj)
 	}
 	s->command = srv_parse_path(c, obj, "command", false);
 	srv_parse_args(c, obj);
-	srv_parse_map(c, obj, "env", false, &s->env, &s->nenv);
+	config_srv_parse_map(c, obj, "env", false, &s->env, &s->nenv);
 	s->cwd = srv_parse_path(c, obj, "cwd", true);
 	srv_parse_url(c, obj);
-	srv_parse_map(c, obj, "headers", true, &s->headers, &s->nheaders);
+	config_srv_parse_map(c, obj, "headers", true, &s->headers,
+			     &s->nheaders);
 	int type = srv_get_enum(c, obj, "type", types,
 				"\"stdio\", \"http\", \"streamable-http\" or "
 				"\"sse\"");
@@ -526,6 +531,6 @@ void config_srv_parse(struct config_srv *c, const json_t *obj)
 	else if (d != NULL && !json_is_null(d))
 		config_srv_fail(c, "disabled", "expected true or false, got %s",
 				config_type_name(d));
-	srv_settle_kind(c, type);
+	srv_settle_kind(c, obj, type);
 	srv_warn_fields(c, obj);
 }

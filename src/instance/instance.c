@@ -136,6 +136,7 @@ static void instance_copy_server(struct server_config *d,
 	d->startup_timeout_ms = s->startup_timeout_ms;
 	d->idle_timeout_ms = s->idle_timeout_ms;
 	d->tool_timeout_ms = s->tool_timeout_ms;
+	d->container = config_container_dup(s->container);
 }
 
 static void instance_handle_close_cb(uv_handle_t *h)
@@ -329,6 +330,14 @@ static void instance_startup_timeout_cb(uv_timer_t *t)
 static char *instance_open_error(struct instance *inst, int rc)
 {
 	const char *cmd = inst->server.command;
+	const struct container_config *cc = inst->server.container;
+	/* The engine chosen for an explicit container is the transport's:
+	 * docker, else podman. */
+	if (cc && rc == -ENOENT)
+		return xasprintf("the container engine %s is not installed "
+				 "(not found on PATH)",
+				 cc->engine ? cc->engine
+					    : "(docker or podman)");
 	if (inst->server.kind == SERVER_STDIO && cmd != NULL)
 		return rc == -ENOENT
 			       ? xasprintf("command \"%s\" not found", cmd)

@@ -41,9 +41,11 @@ int instance_open_upstream(struct instance *inst)
 		.cwd = inst->cwd,
 		.token = token,
 		.startup_timeout_ms = inst->startup_timeout_ms,
+		.key = inst->public_key,
 	};
-	/* The HTTP client loads libcurl: only a url server asks for it. */
-	if (inst->server.kind != SERVER_STDIO && inst->http != NULL)
+	/* The HTTP client loads libcurl: only a transport that speaks HTTP
+	 * asks for it (a stdio container does not). */
+	if ((inst->ops->caps & UPSTREAM_HTTP) && inst->http != NULL)
 		spec.http = inst->http(inst->http_arg);
 	/* Set first: on_owned may come from inside open. */
 	inst->link = link;

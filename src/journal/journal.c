@@ -123,6 +123,21 @@ static bool journal_same_str(const char *a, const char *b)
 	return a && b && strcmp(a, b) == 0;
 }
 
+/* Whether x and e name the same container: the same engine (when e
+ * says), and the same id when both have one, else the same name. A
+ * container first known by the name it was given, then by its id, is one
+ * entry; two ids under one name are two containers (the name was reused
+ * after the first was removed). */
+static bool journal_same_container(const struct journal_entry *x,
+				   const struct journal_entry *e)
+{
+	bool same = x->container_id && e->container_id
+			    ? strcmp(x->container_id, e->container_id) == 0
+			    : journal_same_str(x->container_name,
+					       e->container_name);
+	return same && (!e->engine || journal_same_str(x->engine, e->engine));
+}
+
 /* Where what e names is already recorded: a process by its pid, a
  * container by its id, else its name. */
 static ssize_t journal_find(const struct journal *j,
@@ -132,11 +147,9 @@ static ssize_t journal_find(const struct journal *j,
 		const struct journal_entry *x = &j->entries[i];
 		if (x->kind != e->kind)
 			continue;
-		if (e->kind == UPSTREAM_OWNED_PROCESS ? x->pid == e->pid
-		    : e->container_id && x->container_id
-			    ? strcmp(x->container_id, e->container_id) == 0
-			    : journal_same_str(x->container_name,
-					       e->container_name))
+		if (e->kind == UPSTREAM_OWNED_PROCESS
+			    ? x->pid == e->pid
+			    : journal_same_container(x, e))
 			return (ssize_t)i;
 	}
 	return -1;
@@ -638,6 +651,21 @@ static bool journal_owned_entry(const struct upstream_owned *o,
 				       o->container_name);
 }
 
+/* Whether a file on disk already names e's engine in another container
+ * entry: the next start asks that engine anyway. */
+static bool journal_engine_on_disk(const struct journal *j,
+				   const struct journal_entry *e)
+{
+	for (size_t i = 0; i < j->n; i++) {
+		const struct journal_entry *x = &j->entries[i];
+		if (x != e && x->kind == UPSTREAM_OWNED_CONTAINER &&
+		    x->seq <= j->durable_seq &&
+		    journal_same_str(x->engine, e->engine))
+			return true;
+	}
+	return false;
+}
+
 int journal_add_owned(struct journal *j, const struct upstream_owned *o,
 		      const char *key)
 {
@@ -651,21 +679,41 @@ int journal_add_owned(struct journal *j, const struct upstream_owned *o,
 	 * container's id or name is unique on its engine. */
 	ssize_t at = journal_find(j, &want);
 	struct journal_entry *e;
+	char *had_id = NULL, *had_name = NULL;
 	if (at >= 0) {
+		/* What the new record lacks (the id of a container now
+		 * named only) stays known. */
 		e = &j->entries[at];
+		if (!want.container_id && e->container_id)
+			had_id = xstrdup(e->container_id);
+		if (!want.container_name && e->container_name)
+			had_name = xstrdup(e->container_name);
 		journal_entry_clear(e);
 	} else {
 		if (j->n >= JOURNAL_MAX_ENTRIES)
 			return -ENOSPC;
 		e = journal_append(j);
 	}
+	uint64_t seq = at >= 0 ? e->seq : j->seq + 1;
 	*e = want;
+	e->seq = seq;
 	e->engine = want.engine ? xstrdup(want.engine) : NULL;
-	e->container_id = want.container_id ? xstrdup(want.container_id) : NULL;
+	e->container_id =
+		want.container_id ? xstrdup(want.container_id) : had_id;
 	e->container_name =
-		want.container_name ? xstrdup(want.container_name) : NULL;
+		want.container_name ? xstrdup(want.container_name) : had_name;
 	memcpy(e->token, o->token, JOURNAL_TOKEN_LEN + 1);
 	e->key = journal_key_clean(key, strlen(key));
+	if (at < 0 && o->kind == UPSTREAM_OWNED_CONTAINER && j->attached &&
+	    !journal_engine_on_disk(j, e)) {
+		/* The engine may create it as soon as its CLI runs, in this
+		 * very turn, and a container outlives the runtime: the next
+		 * start must know which engine to ask (its token is a
+		 * reserved one, on disk already) before there is anything
+		 * to find. */
+		j->stats.changes++;
+		return journal_write_now(j);
+	}
 	return journal_changed(j);
 }
 
@@ -673,6 +721,7 @@ int journal_remove_owned(struct journal *j, const struct upstream_owned *o)
 {
 	struct journal_entry want = {.kind = o->kind,
 				     .pid = o->pid,
+				     .engine = (char *)o->engine,
 				     .container_id = (char *)o->container_id,
 				     .container_name =
 					     (char *)o->container_name};

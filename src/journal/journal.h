@@ -6,15 +6,20 @@
  * instance key; kept in a file in the state directory with atomic replace,
  * and the reconciliation that the next `serve` runs after a crash: it
  * stops what it owns and still runs, and never signals anything it did not
- * start. Containers are kept and written back, not yet stopped: they are
- * reconciled from the next release.
+ * start: processes by /proc, containers through their engine, by the owner
+ * token in their label. A container entry whose engine cannot answer is
+ * kept and written back for the next start.
  *
  * Order of writes: owner tokens are written to the file (reserved) before
  * any process gets one, so whatever a server starts carries a token that is
  * already on disk, however soon the runtime dies. The entry naming the
  * leader's pid is written after spawn, in the next loop turn; the leader
  * itself cannot outlive the runtime (parent-death signal) and is also
- * found by its token. So writes can be batched and leave the loop.
+ * found by its token. So writes can be batched and leave the loop. A
+ * container outlives the runtime and is found through its engine, so the
+ * first container entry naming an engine is written before its CLI runs
+ * (journal_add_owned); later ones are found by their reserved token on an
+ * engine the file already names.
  */
 #ifndef MCPV_JOURNAL_H
 #define MCPV_JOURNAL_H
@@ -59,6 +64,8 @@ struct journal_entry {
 	/* Read from the file and kept by a reconcile that cannot act on
 	 * it (a container): not this runtime's to see gone. */
 	bool carried;
+	/* The first snapshot that holds it (0: read from the file). */
+	uint64_t seq;
 };
 
 /* Tokens kept written ahead: refilled (off the loop) when fewer than
@@ -92,18 +99,27 @@ void journal_new_token(char out[JOURNAL_TOKEN_LEN + 1]);
 void journal_take_token(struct journal *j, char out[JOURNAL_TOKEN_LEN + 1]);
 
 /* Records something started (o is copied; key is the instance's public
- * key, for the log); the file follows (see journal_attach). A process is
- * known by its pid, a container by its id (else its name): adding one
- * already there replaces it. 0, -EINVAL (a field missing, out of range or
- * not of its form), -ENOSPC (JOURNAL_MAX_ENTRIES). */
+ * key, for the log); the file follows (see journal_attach), but a new
+ * container whose engine no entry on disk names yet is written at once,
+ * on this thread: it outlives the runtime, and the next start must know
+ * which engine to ask (its token is a reserved one). A process is known by
+ * its pid, a container by its engine and id (else its name): adding one
+ * already there replaces it (keeping an id or name the new record lacks).
+ * 0, -EINVAL (a field missing, out of range or not of its form), -ENOSPC
+ * (JOURNAL_MAX_ENTRIES). */
 int journal_add_owned(struct journal *j, const struct upstream_owned *o,
 		      const char *key);
 /* Forgets it once it is gone (a process and its group; a container
- * removed): by pid, or by container id (else name). 0 or -ENOENT. */
+ * removed): by pid, or by container id, else name (on o's engine when o
+ * names one). 0 or -ENOENT. */
 int journal_remove_owned(struct journal *j, const struct upstream_owned *o);
 /* The entries this runtime must still see gone: every entry but those a
- * reconcile kept without acting on them (containers, for now). */
+ * reconcile kept without settling them (a container whose engine was
+ * missing or failed). */
 size_t journal_count(const struct journal *j);
+/* Those entries named for a person ("container mcpv-x-1a2b (podman),
+ * process 123"), comma-separated; NULL when none. Caller frees. */
+char *journal_left_text(const struct journal *j);
 
 struct journal_stats {
 	unsigned changes;     /* adds, removes, reserve refills */
@@ -117,9 +133,13 @@ struct journal_report {
 	unsigned stopped;    /* processes signalled (leaders + members) */
 	unsigned left_alone; /* pids alive but not ours (start time or
 				token differs) */
-	unsigned gone;	     /* entries whose processes were all gone */
-	unsigned kept;	     /* containers: logged and kept, not stopped
-				(reconciled from the next release) */
+	unsigned gone;	     /* entries whose processes were all gone, or
+				whose container no longer exists */
+	unsigned kept;	     /* container entries kept for the next start:
+				their engine was missing or failed, or
+				their container could not be removed */
+	unsigned containers_stopped;	/* stopped and removed */
+	unsigned containers_left_alone; /* our label, another token */
 };
 
 /* After a crash: for each entry left in the file, stop what is provably
@@ -127,8 +147,13 @@ struct journal_report {
  * every process of our uid, in its group or not (setsid), whose environment
  * holds its owner token or a reserved one. SIGTERM, then SIGKILL after
  * grace_ms for what outlives it (blocking; this runs before the loop
- * starts). Nothing else is ever signalled. Container entries are logged
- * and kept as they are (this release does not stop containers). Empties
+ * starts). Nothing else is ever signalled. Then, for each engine that
+ * container entries name: every container carrying the ENGINE_LABEL_OWNER
+ * label whose value is an entry's token or a reserved one is stopped
+ * (stop -t, grace_ms rounded up to seconds) and removed; no other
+ * container is named to the engine. When the engine is missing, fails or
+ * cannot remove one, the entries concerned are kept (and logged with the
+ * engine's error line); every engine command is bounded in time. Empties
  * the journal of everything else afterwards.
  */
 int journal_reconcile(struct journal *j, unsigned grace_ms,

@@ -56,6 +56,10 @@ struct journal {
 void journal_clear(struct journal *j);
 /* Frees what one entry holds. */
 void journal_entry_clear(struct journal_entry *e);
+/* The container entries' part of journal_reconcile (containers.c): what
+ * it could not settle is marked carried. */
+void journal_reconcile_containers(struct journal *j, unsigned grace_ms,
+				  struct journal_report *r);
 /* Writes the current state at once, on this thread. 0 or -errno. */
 int journal_write_now(struct journal *j);
 

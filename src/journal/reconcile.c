@@ -3,9 +3,7 @@
  * leader by pid and start time, anything else by the owner token in its
  * environment (our uid only, wherever it is: in the group or in a session
  * of its own), SIGTERM then SIGKILL, and never a pid that changed hands.
- * Container entries are only logged and kept: stopping a container (by its
- * engine, id and owner label) comes with the container transport, in the
- * next release.
+ * Container entries go to their engines (containers.c).
  */
 #include <errno.h>
 #include <signal.h>
@@ -163,27 +161,13 @@ static void journal_match_entry(const struct journal_entry *e,
 			 f->n - before, (long)e->pid, JOURNAL_KEY_LOG, e->key);
 }
 
-/* A container this release does not stop: said plainly, and kept so that
- * the release that can stop it still finds it. */
-static void journal_keep_container(struct journal_entry *e,
-				   struct journal_report *r)
-{
-	log_warn("journal: container %s (%s, %.*s) may still run; containers "
-		 "are reconciled from the next release, so it is kept in the "
-		 "journal and not stopped",
-		 e->container_id ? e->container_id : e->container_name,
-		 e->engine, JOURNAL_KEY_LOG, e->key);
-	e->carried = true;
-	r->kept++;
-}
-
-/* Everything reconciled is forgotten: the processes' entries and the
- * reserved tokens; containers stay. */
+/* Everything reconciled is forgotten: the entries but those kept for the
+ * next start (carried), and the reserved tokens. */
 static void journal_clear_reconciled(struct journal *j)
 {
 	size_t keep = 0;
 	for (size_t i = 0; i < j->n; i++) {
-		if (j->entries[i].kind == UPSTREAM_OWNED_PROCESS) {
+		if (!j->entries[i].carried) {
 			journal_entry_clear(&j->entries[i]);
 			continue;
 		}
@@ -219,8 +203,6 @@ int journal_reconcile(struct journal *j, unsigned grace_ms,
 		if (j->entries[i].kind == UPSTREAM_OWNED_PROCESS)
 			journal_match_entry(&j->entries[i], procs, nprocs, &f,
 					    &r);
-		else
-			journal_keep_container(&j->entries[i], &r);
 	}
 	/* A token handed out just before the crash, whose entry never
 	 * reached the file. */
@@ -253,10 +235,14 @@ int journal_reconcile(struct journal *j, unsigned grace_ms,
 				 left);
 	}
 	free(f.t);
+	/* The reserved tokens are still known here: a container started
+	 * just before the crash carries one. */
+	journal_reconcile_containers(j, grace_ms, &r);
 
 	log_info("journal reconciled: %u entries, %u stopped, %u left alone, "
-		 "%u gone, %u container(s) kept",
-		 r.entries, r.stopped, r.left_alone, r.gone, r.kept);
+		 "%u gone; containers: %u stopped, %u left alone, %u kept",
+		 r.entries, r.stopped, r.left_alone, r.gone,
+		 r.containers_stopped, r.containers_left_alone, r.kept);
 	journal_clear_reconciled(j);
 	rc = journal_write_now(j);
 	if (report)

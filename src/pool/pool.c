@@ -33,12 +33,8 @@ struct pool_entry {
 	struct lease_set *leases;
 	uint64_t idle_ms;
 	uv_timer_t idle_timer;
-	unsigned live; /* owned resources (processes, containers)
-			  not yet gone */
-	/* Process groups of the processes it owns, for what reads their
-	 * memory (metrics); the first POOL_MAX_GROUPS of them. */
-	pid_t groups[POOL_MAX_GROUPS];
-	unsigned ngroups;
+	unsigned live;	  /* owned resources (processes, containers)
+			     not yet gone */
 	bool per_session; /* its key names one session: it ends with it */
 	bool closing;	  /* closed; kept until what it owns is gone */
 };
@@ -182,31 +178,22 @@ static void pool_inst_lists_cb(void *ctx, struct instance *inst)
 		e->pool->cbs.on_lists(e->pool->ctx, inst);
 }
 
-/* The process group of an owned process appeared or is gone. */
-static void pool_entry_group(struct pool_entry *e, pid_t g, bool live)
-{
-	unsigned i = 0;
-	while (i < e->ngroups && e->groups[i] != g)
-		i++;
-	if (live && i == e->ngroups && e->ngroups < POOL_MAX_GROUPS)
-		e->groups[e->ngroups++] = g;
-	else if (!live && i < e->ngroups)
-		e->groups[i] = e->groups[--e->ngroups];
-}
-
 /* Whatever the transport runs (a process, a container) is journaled while
  * it lives, and a closed entry stays until all of it is gone. */
 static void pool_inst_owned_cb(void *ctx, struct instance *inst,
 			       const struct upstream_owned *o, bool live)
 {
 	struct pool_entry *e = ctx;
-	if (live)
+	/* A container reported again with its id is the one already
+	 * counted (upstream.h). */
+	bool update = o->kind == UPSTREAM_OWNED_CONTAINER && o->container_id;
+	if (live && !update)
 		e->live++;
-	else if (e->live > 0)
+	else if (!live && e->live > 0)
 		e->live--;
-	if (o->kind == UPSTREAM_OWNED_PROCESS)
-		pool_entry_group(e, o->pgid > 0 ? o->pgid : o->pid, live);
-	if (e->pool->journal) {
+	/* Given up on: the journal keeps it, so the next start reconciles
+	 * it; the entry need not wait for it. */
+	if (e->pool->journal && !(o->kept && !live)) {
 		int rc = live ? journal_add_owned(e->pool->journal, o,
 						  instance_public_key(inst))
 			      : journal_remove_owned(e->pool->journal, o);
@@ -733,16 +720,6 @@ void pool_foreach(struct pool *pool,
 {
 	for (struct pool_entry *e = pool->entries; e; e = e->next)
 		fn(arg, e->inst);
-}
-
-size_t pool_owned_groups(struct pool *pool, struct instance *inst, pid_t *out,
-			 size_t max)
-{
-	struct pool_entry *e = pool_entry_of(inst);
-	size_t n = 0;
-	for (; n < e->ngroups && n < max; n++)
-		out[n] = e->groups[n];
-	return n;
 }
 
 json_t *pool_describe(struct pool *pool, struct instance *inst)

@@ -124,12 +124,6 @@ void pool_restart_server(struct pool *pool, const char *name);
 /* Calls fn for every instance, in creation order. */
 void pool_foreach(struct pool *pool,
 		  void (*fn)(void *arg, struct instance *inst), void *arg);
-/* A process and its children share a group: a few per instance. */
-#define POOL_MAX_GROUPS 8
-/* The process groups of what inst owns now (its processes), at most max
- * of them, into out; returns how many. */
-size_t pool_owned_groups(struct pool *pool, struct instance *inst, pid_t *out,
-			 size_t max);
 /* Leases and idle deadline of inst, for status. New reference. */
 json_t *pool_describe(struct pool *pool, struct instance *inst);
 /* Requests in flight over every instance. */

@@ -18,6 +18,7 @@
 #include "endpoint/endpoint.h"
 #include "journal/journal.h"
 #include "runtime/launch.h"
+#include "runtime/reaper.h"
 #include "runtime/reload.h"
 #include "session/hub.h"
 #include "toolcache/toolcache.h"
@@ -43,6 +44,7 @@ struct runtime {
 	struct toolcache *cache;
 	struct reloader *reloader;
 	uv_signal_t sigterm, sigint, sighup;
+	uv_signal_t sigchld; /* reaps the orphans we adopt (reaper.c) */
 	uv_timer_t grace;
 	uint64_t grace_ms;
 	int lock_fd;	/* the home's lock, held for life */
@@ -393,6 +395,7 @@ int runtime_serve(const struct runtime_opts *opts)
 	uv_signal_start(&rt.sigterm, runtime_signal_cb, SIGTERM);
 	uv_signal_start(&rt.sigint, runtime_signal_cb, SIGINT);
 	uv_signal_start(&rt.sighup, runtime_signal_cb, SIGHUP);
+	reaper_start(rt.loop, &rt.sigchld);
 
 	if (nbad)
 		printf("mcpvisor: serving %zu of %zu servers from %s (%zu "
@@ -416,6 +419,7 @@ int runtime_serve(const struct runtime_opts *opts)
 	uv_close((uv_handle_t *)&rt.sigterm, NULL);
 	uv_close((uv_handle_t *)&rt.sigint, NULL);
 	uv_close((uv_handle_t *)&rt.sighup, NULL);
+	uv_close((uv_handle_t *)&rt.sigchld, NULL);
 	journal_detach(rt.journal);
 	toolcache_detach(rt.cache);
 	uv_run(rt.loop, UV_RUN_DEFAULT);
@@ -426,9 +430,11 @@ int runtime_serve(const struct runtime_opts *opts)
 	}
 	free(rt.loop);
 	if (rt.journal && journal_count(rt.journal) > 0) {
-		log_warn("%zu process(es) could not be confirmed gone; the "
-			 "next start will stop them",
-			 journal_count(rt.journal));
+		char *left = journal_left_text(rt.journal);
+		log_warn("%zu owned resource(s) could not be confirmed gone "
+			 "(%s); the next start will stop them",
+			 journal_count(rt.journal), left ? left : "?");
+		free(left);
 		rt.exit_code = 1;
 	}
 	journal_free(rt.journal);

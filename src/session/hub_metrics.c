@@ -185,24 +185,22 @@ json_t *hub_metrics(struct hub *hub, const json_t *rss, uint64_t self_rss)
 
 /* ---- the memory read, off the loop ---- */
 
+/* The process its instance runs leads its own session and group (the
+ * supervisor starts it so), so that group is what the server owns. */
 static void hub_metrics_group_cb(void *arg, struct instance *inst)
 {
 	struct hub_metrics_req *r = arg;
-	pid_t groups[POOL_MAX_GROUPS];
-	size_t n =
-		pool_owned_groups(r->hub->pool, inst, groups, POOL_MAX_GROUPS);
-	for (size_t i = 0; i < n && r->n < PROCMEM_MAX_GROUPS; i++) {
-		if (r->n == r->cap) {
-			r->cap = r->cap ? r->cap * 2 : 16;
-			r->groups =
-				xrealloc(r->groups, r->cap * sizeof *r->groups);
-			r->names =
-				xrealloc(r->names, r->cap * sizeof *r->names);
-		}
-		r->groups[r->n] = groups[i];
-		r->names[r->n] = xstrdup(instance_name(inst));
-		r->n++;
+	pid_t pid = instance_pid(inst);
+	if (pid <= 0 || r->n >= PROCMEM_MAX_GROUPS)
+		return;
+	if (r->n == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 16;
+		r->groups = xrealloc(r->groups, r->cap * sizeof *r->groups);
+		r->names = xrealloc(r->names, r->cap * sizeof *r->names);
 	}
+	r->groups[r->n] = pid;
+	r->names[r->n] = xstrdup(instance_name(inst));
+	r->n++;
 }
 
 /* In a thread-pool thread: only /proc and the request's own arrays. */

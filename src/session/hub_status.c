@@ -36,7 +36,8 @@ static void hub_status_mask(json_t *o, const char *field, struct secrets *sec)
 /* How a server is reached, named as its transport names itself: "stdio",
  * "http" (Streamable HTTP; an instance may find it legacy and say "sse"),
  * "sse" (the 2024-11-05 HTTP+SSE transport), "http-local" (a program of
- * ours serving HTTP on a loopback port). */
+ * ours serving HTTP on a loopback port), "container" and "container-http"
+ * (a container we own, over its stdio or a port published on loopback). */
 static const char *hub_status_transport(const struct server_config *sv)
 {
 	switch (sv->kind) {
@@ -44,6 +45,10 @@ static const char *hub_status_transport(const struct server_config *sv)
 		return sv->http_type == HTTP_TYPE_SSE ? "sse" : "http";
 	case SERVER_HTTP_LOCAL:
 		return "http-local";
+	case SERVER_CONTAINER:
+		return "container";
+	case SERVER_CONTAINER_HTTP:
+		return "container-http";
 	case SERVER_STDIO:
 	default:
 		return "stdio";
@@ -65,6 +70,13 @@ static void hub_status_reach(json_t *o, const struct server_config *sv,
 		json_decref(d);
 	}
 	hub_status_mask(o, "url", sec);
+	/* A container's image and engine as configured (an instance says
+	 * the engine it chose, its container's name and id). */
+	const struct container_config *cc = sv->container;
+	if (cc && cc->image && json_object_get(o, "image") == NULL)
+		json_object_set_new(o, "image", json_string(cc->image));
+	if (cc && cc->engine && json_object_get(o, "engine") == NULL)
+		json_object_set_new(o, "engine", json_string(cc->engine));
 }
 
 /* A server that refused our credentials: what its challenge named (the

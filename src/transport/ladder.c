@@ -273,3 +273,13 @@ void sup_stop(struct supervisor *c)
 	uv_timer_start(&c->ladder_timer, sup_ladder_timer_cb, c->grace_ms, 0);
 	sup_ladder_check(c);
 }
+
+void sup_close_stdin(struct supervisor *c)
+{
+	if (c == NULL || c->state != SUP_RUNNING || c->mode != SUP_PIPES)
+		return;
+	sup_close_handle(c, &c->in);
+	/* A server paused by slow clients may be blocked writing: it must
+	 * be able to read that EOF. */
+	sup_pause(c, false);
+}

@@ -364,3 +364,24 @@ enum listener_owner listener_owner(int port, uid_t uid, pid_t pgid,
 	free(pids);
 	return listener_all_held(held, n) ? LISTENER_OURS : LISTENER_OTHER;
 }
+
+/* Node, Go, Python and Rust servers; podman and docker. */
+bool listener_says_addr_in_use(const char *line, size_t len)
+{
+	static const char *const pats[] = {
+		"eaddrinuse",	  "address already in use",
+		"address in use", "already in use",
+		"errno 98",	  "os error 98",
+	};
+	char low[LISTENER_LINE_MAX + 1];
+	size_t n = len < LISTENER_LINE_MAX ? len : LISTENER_LINE_MAX;
+	for (size_t i = 0; i < n; i++)
+		low[i] = (char)(line[i] >= 'A' && line[i] <= 'Z'
+					? line[i] - 'A' + 'a'
+					: line[i]);
+	low[n] = '\0';
+	for (size_t i = 0; i < sizeof pats / sizeof *pats; i++)
+		if (strstr(low, pats[i]) != NULL)
+			return true;
+	return false;
+}

@@ -109,6 +109,12 @@ int sup_send(struct supervisor *c, const char *data, size_t len);
  * comes, once, before on_closed (-1 if the process was never reaped). */
 void sup_stop(struct supervisor *c);
 
+/* SUP_PIPES: closes the program's stdin (the first step of sup_stop)
+ * and nothing more: a program that runs something elsewhere (a container
+ * CLI) is told to end, and its owner stops that before the rest of the
+ * ladder. sup_send fails from now on. */
+void sup_close_stdin(struct supervisor *c);
+
 /* SUP_PIPES: stops (on) or resumes reading stdout: its output then waits
  * in the pipe and the program blocks writing, which is how a server whose
  * clients read slowly is slowed down. Exit is still seen. */

@@ -246,7 +246,7 @@ static json_t *up_http_describe(const struct upstream *u, bool verbose)
 
 const struct upstream_ops upstream_http = {
 	.kind = "http",
-	.caps = UPSTREAM_RELATES,
+	.caps = UPSTREAM_RELATES | UPSTREAM_HTTP,
 	.open = up_http_open,
 	.send = up_http_send,
 	.forget = up_http_forget,

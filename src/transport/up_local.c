@@ -6,7 +6,9 @@
  * the listener is the program's (never a squatter's), and then carries
  * messages through a remote HTTP upstream (up_http.c) to the url. What
  * the instance sends before that waits here. The instance never sees the
- * port: a restart simply gets a new one.
+ * port: a restart simply gets a new one. Another transport may drive it
+ * (transport/up_cmd.h) with the program it builds, its own proof of the
+ * port and what it stops before the program.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,6 +22,7 @@
 #include "transport/listener.h"
 #include "transport/ports.h"
 #include "transport/supervisor.h"
+#include "transport/up_cmd.h"
 #include "transport/upstream.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -88,6 +91,10 @@ struct upstream {
 	bool shutting;		     /* stopping what runs */
 	bool inner_closed, sup_closed, finishing;
 	uint64_t spawned_ms;
+
+	const struct upl_driver *drv; /* NULL: the server's own command */
+	void *dctx;
+	bool drv_stopping, drv_stopped; /* drv->stop called, answered */
 };
 
 static const struct upstream_cbs upl_inner_cbs;
@@ -145,7 +152,8 @@ static void upl_deliver_fault(struct upstream *u);
  * on_closed. A proof still running in the pool holds one more. */
 static void upl_finish(struct upstream *u)
 {
-	if (u->finishing || !u->inner_closed || !u->sup_closed)
+	if (u->finishing || !u->inner_closed || !u->sup_closed ||
+	    (u->drv_stopping && !u->drv_stopped))
 		return;
 	/* Everything went before the deferred report ran: it still comes
 	 * before on_closed. */
@@ -157,6 +165,27 @@ static void upl_finish(struct upstream *u)
 	upl_close(u, (uv_handle_t *)&u->defer);
 	if (u->probing)
 		upl_close(u, (uv_handle_t *)&u->probe);
+}
+
+/* What the program started elsewhere (the driver's), then its own stop
+ * ladder. */
+static void upl_stop_program(struct upstream *u)
+{
+	if (u->drv && u->drv->stop && !u->drv_stopping) {
+		u->drv_stopping = true;
+		u->drv->stop(u->dctx, u);
+		return;
+	}
+	if (u->sup != NULL && (!u->drv_stopping || u->drv_stopped))
+		sup_stop(u->sup);
+}
+
+void upl_driver_stopped(struct upstream *u)
+{
+	u->drv_stopped = true;
+	if (u->sup != NULL)
+		sup_stop(u->sup);
+	upl_finish(u);
 }
 
 /* The session first (its DELETE must reach a live server), then the
@@ -173,8 +202,8 @@ static void upl_shutdown(struct upstream *u)
 		upstream_http.stop(u->inner);
 	else
 		u->inner_closed = true;
-	if (u->inner_closed && u->sup != NULL)
-		sup_stop(u->sup);
+	if (u->inner_closed)
+		upl_stop_program(u);
 	upl_finish(u);
 }
 
@@ -233,31 +262,10 @@ static void upl_fault(struct upstream *u, enum upstream_fault_kind kind,
 
 /* ---- the program ---- */
 
-/* What servers print when their port is taken (Node, Go, Python, Rust). */
-static bool upl_says_addr_in_use(const char *line, size_t len)
-{
-	static const char *const pats[] = {
-		"eaddrinuse",	  "address already in use",
-		"address in use", "already in use",
-		"errno 98",	  "os error 98",
-	};
-	char low[SUP_LOG_LINE_MAX + 1];
-	size_t n = len < SUP_LOG_LINE_MAX ? len : SUP_LOG_LINE_MAX;
-	for (size_t i = 0; i < n; i++)
-		low[i] = (char)(line[i] >= 'A' && line[i] <= 'Z'
-					? line[i] - 'A' + 'a'
-					: line[i]);
-	low[n] = '\0';
-	for (size_t i = 0; i < sizeof pats / sizeof *pats; i++)
-		if (strstr(low, pats[i]) != NULL)
-			return true;
-	return false;
-}
-
 static void upl_sup_log_cb(void *ctx, const char *line, size_t len)
 {
 	struct upstream *u = ctx;
-	if (u->state != UPL_READY && upl_says_addr_in_use(line, len))
+	if (u->state != UPL_READY && listener_says_addr_in_use(line, len))
 		u->addr_in_use = true;
 	if (u->cbs.on_log)
 		u->cbs.on_log(u->ctx, line, len);
@@ -375,9 +383,9 @@ static void upl_proof_work_cb(uv_work_t *w)
 
 static void upl_probe_cb(uv_timer_t *t);
 
-static void upl_proof_done_cb(uv_work_t *w, int status)
+/* What the proof found (u->proof; failed: it could not look). */
+static void upl_proof_result(struct upstream *u, bool failed)
 {
-	struct upstream *u = w->data;
 	u->handles--;
 	if (u->state != UPL_PROVING || u->faulted) {
 		if (u->finishing && u->handles == 0) {
@@ -386,7 +394,7 @@ static void upl_proof_done_cb(uv_work_t *w, int status)
 		}
 		return;
 	}
-	if (status < 0 || u->proof == LISTENER_NONE) {
+	if (failed || u->proof == LISTENER_NONE) {
 		/* Gone between the connection and the search: look again. */
 		u->state = UPL_STARTING;
 		uv_timer_start(&u->probe_timer, upl_probe_cb, UPL_PROBE_MS, 0);
@@ -403,6 +411,17 @@ static void upl_proof_done_cb(uv_work_t *w, int status)
 		return;
 	}
 	upl_ready(u);
+}
+
+static void upl_proof_done_cb(uv_work_t *w, int status)
+{
+	upl_proof_result(w->data, status < 0);
+}
+
+void upl_proved(struct upstream *u, enum listener_owner owner)
+{
+	u->proof = owner;
+	upl_proof_result(u, false);
 }
 
 static void upl_probe_closed_cb(uv_handle_t *h)
@@ -427,8 +446,11 @@ static void upl_probe_connect_cb(uv_connect_t *req, int status)
 	 * of /proc (and sock_diag): off the loop. */
 	u->state = UPL_PROVING;
 	u->work.data = u;
-	if (uv_queue_work(u->loop, &u->work, upl_proof_work_cb,
-			  upl_proof_done_cb) == 0)
+	if (u->drv && u->drv->prove) {
+		u->handles++; /* until upl_proved */
+		u->drv->prove(u->dctx, u, u->port);
+	} else if (uv_queue_work(u->loop, &u->work, upl_proof_work_cb,
+				 upl_proof_done_cb) == 0)
 		u->handles++;
 	else
 		upl_fault(u, UPSTREAM_CLOSED, -1, 0, 0,
@@ -509,8 +531,8 @@ static void upl_inner_closed_cb(void *ctx)
 	u->inner_closed = true;
 	if (!u->shutting)
 		upl_shutdown(u); /* after its fault: the rest goes too */
-	else if (u->sup != NULL)
-		sup_stop(u->sup);
+	else
+		upl_stop_program(u);
 	upl_finish(u);
 }
 
@@ -536,23 +558,35 @@ static struct config_kv *upl_copy_kv(const struct config_kv *kv, size_t n,
 	return out;
 }
 
-static int upl_spawn(struct upstream *u, const struct upstream_spec *spec)
+static int upl_spawn_cmd(struct upstream *u, const struct upstream_spec *spec,
+			 const struct up_cmd *cmd)
 {
-	const struct server_config *s = spec->server;
-	char **args = xcalloc(s->nargs + 1, sizeof *args);
-	for (size_t i = 0; i < s->nargs; i++)
-		args[i] = listener_subst(s->args[i], u->port);
-	char **env = sup_env_from_config(u->env, u->nenv);
 	struct sup_spec ss = {
-		.command = s->command,
-		.args = args,
-		.env = env,
+		.command = cmd->command,
+		.args = cmd->args,
+		.env = cmd->env,
 		.token = spec->token,
 		.cwd = spec->cwd,
 		.mode = SUP_LOGS,
 		.stop_grace_ms = spec->stop_grace_ms,
 	};
-	int rc = sup_spawn(u->loop, &ss, &upl_sup_cbs, u, &u->sup);
+	return sup_spawn(u->loop, &ss, &upl_sup_cbs, u, &u->sup);
+}
+
+static int upl_spawn(struct upstream *u, const struct upstream_spec *spec)
+{
+	const struct server_config *s = spec->server;
+	if (u->drv) {
+		struct up_cmd cmd = {0};
+		int rc = u->drv->build(u->dctx, u->port, &cmd);
+		return rc < 0 ? rc : upl_spawn_cmd(u, spec, &cmd);
+	}
+	char **args = xcalloc(s->nargs + 1, sizeof *args);
+	for (size_t i = 0; i < s->nargs; i++)
+		args[i] = listener_subst(s->args[i], u->port);
+	char **env = sup_env_from_config(u->env, u->nenv);
+	struct up_cmd cmd = {.command = s->command, .args = args, .env = env};
+	int rc = upl_spawn_cmd(u, spec, &cmd);
 	for (size_t i = 0; i < s->nargs; i++)
 		free(args[i]);
 	free(args);
@@ -560,16 +594,19 @@ static int upl_spawn(struct upstream *u, const struct upstream_spec *spec)
 	return rc;
 }
 
-static int upl_open(uv_loop_t *loop, const struct upstream_spec *spec,
+int upl_open_driven(uv_loop_t *loop, const struct upstream_spec *spec,
+		    const struct upl_driver *drv, void *dctx,
 		    const struct upstream_cbs *cbs, void *ctx,
 		    struct upstream **out)
 {
 	const struct server_config *s = spec->server;
-	if (s->command == NULL || s->url == NULL)
+	if ((drv == NULL && s->command == NULL) || s->url == NULL)
 		return -EINVAL;
 	if (spec->http == NULL)
 		return -ELIBACC; /* libcurl could not be loaded */
 	struct upstream *u = xcalloc(1, sizeof *u);
+	u->drv = drv;
+	u->dctx = dctx;
 	u->cbs = *cbs;
 	u->ctx = ctx;
 	u->loop = loop;
@@ -646,6 +683,13 @@ static int upl_open(uv_loop_t *loop, const struct upstream_spec *spec,
 	return 0;
 }
 
+static int upl_open(uv_loop_t *loop, const struct upstream_spec *spec,
+		    const struct upstream_cbs *cbs, void *ctx,
+		    struct upstream **out)
+{
+	return upl_open_driven(loop, spec, NULL, NULL, cbs, ctx, out);
+}
+
 static int upl_send(struct upstream *u, const char *msg, size_t len, int64_t id)
 {
 	if (u->faulted || u->shutting)
@@ -719,7 +763,7 @@ static char *upl_log_tail(const struct upstream *u, int n)
 
 const struct upstream_ops upstream_http_local = {
 	.kind = "http-local",
-	.caps = UPSTREAM_RELATES | UPSTREAM_OWNS,
+	.caps = UPSTREAM_RELATES | UPSTREAM_OWNS | UPSTREAM_HTTP,
 	.open = upl_open,
 	.send = upl_send,
 	.forget = upl_forget,

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "transport/supervisor.h"
+#include "transport/up_cmd.h"
 #include "transport/upstream.h"
 #include "util/xmalloc.h"
 
@@ -122,6 +123,36 @@ static const struct sup_cbs up_stdio_sup_cbs = {
 	.on_closed = up_stdio_closed,
 };
 
+int up_stdio_open_cmd(uv_loop_t *loop, const struct upstream_spec *spec,
+		      const struct up_cmd *cmd, const struct upstream_cbs *cbs,
+		      void *ctx, struct upstream **out)
+{
+	*out = NULL;
+	struct upstream *u = xcalloc(1, sizeof *u);
+	u->cbs = *cbs;
+	u->ctx = ctx;
+	struct sup_spec sp = {
+		.command = cmd->command,
+		.args = cmd->args,
+		.env = cmd->env,
+		.token = spec->token,
+		.cwd = spec->cwd,
+		.mode = SUP_PIPES,
+		.stop_grace_ms = spec->stop_grace_ms,
+	};
+	int rc = sup_spawn(loop, &sp, &up_stdio_sup_cbs, u, &u->sup);
+	if (rc < 0) {
+		free(u);
+		return rc;
+	}
+	u->pid = sup_pid(u->sup);
+	u->start_time = sup_start_time(u->sup);
+	snprintf(u->token, sizeof u->token, "%s", sup_token(u->sup));
+	*out = u;
+	up_stdio_owned(u, true);
+	return 0;
+}
+
 static int up_stdio_open(uv_loop_t *loop, const struct upstream_spec *spec,
 			 const struct upstream_cbs *cbs, void *ctx,
 			 struct upstream **out)
@@ -134,31 +165,16 @@ static int up_stdio_open(uv_loop_t *loop, const struct upstream_spec *spec,
 	for (size_t i = 0; i < s->nargs; i++)
 		args[i] = s->args[i];
 	char **env = sup_env_from_config(s->env, s->nenv);
-	struct upstream *u = xcalloc(1, sizeof *u);
-	u->cbs = *cbs;
-	u->ctx = ctx;
-	struct sup_spec sp = {
-		.command = s->command,
-		.args = args,
-		.env = env,
-		.token = spec->token,
-		.cwd = spec->cwd,
-		.mode = SUP_PIPES,
-		.stop_grace_ms = spec->stop_grace_ms,
-	};
-	int rc = sup_spawn(loop, &sp, &up_stdio_sup_cbs, u, &u->sup);
+	struct up_cmd cmd = {.command = s->command, .args = args, .env = env};
+	int rc = up_stdio_open_cmd(loop, spec, &cmd, cbs, ctx, out);
 	free(args);
 	sup_env_free(env);
-	if (rc < 0) {
-		free(u);
-		return rc;
-	}
-	u->pid = sup_pid(u->sup);
-	u->start_time = sup_start_time(u->sup);
-	snprintf(u->token, sizeof u->token, "%s", sup_token(u->sup));
-	*out = u;
-	up_stdio_owned(u, true);
-	return 0;
+	return rc;
+}
+
+void up_stdio_close_stdin(struct upstream *u)
+{
+	sup_close_stdin(u->sup);
 }
 
 static int up_stdio_send(struct upstream *u, const char *msg, size_t len,

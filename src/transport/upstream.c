@@ -15,8 +15,9 @@ const struct upstream_ops *upstream_ops_for(const struct server_config *s)
 	case SERVER_HTTP_LOCAL:
 		return &upstream_http_local;
 	case SERVER_CONTAINER:
+		return &upstream_container;
 	case SERVER_CONTAINER_HTTP:
-		return NULL; /* up_container.c comes next */
+		return &upstream_container_http;
 	}
 	return NULL;
 }

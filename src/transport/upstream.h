@@ -81,6 +81,9 @@ struct upstream_owned {
 	const char *engine; /* "podman", "docker" (path as run) */
 	const char *container_id;
 	const char *container_name;
+	/* With !live: not confirmed gone, given up on (its engine could
+	 * not remove it): the journal keeps it for the next start. */
+	bool kept;
 };
 
 struct upstream_cbs {
@@ -108,7 +111,10 @@ struct upstream_cbs {
 	/* The connection is unusable. Once; on_closed follows (after
 	 * whatever stop the transport runs on its own). */
 	void (*on_fault)(void *ctx, const struct upstream_fault *f);
-	/* Something we own appeared (live) or is provably gone (!live). */
+	/* Something we own appeared (live) or is provably gone (!live; or
+	 * given up on: o->kept). A
+	 * container is reported live by its name first (before the engine
+	 * makes it), then again with its id: the same one, once !live. */
 	void (*on_owned)(void *ctx, const struct upstream_owned *o, bool live);
 	/* After stop (or after on_fault) once everything is closed and
 	 * everything owned is gone or killed; the upstream is freed right
@@ -170,8 +176,10 @@ struct upstream_ops {
 extern const struct upstream_ops upstream_stdio;      /* transport/up_stdio.c */
 extern const struct upstream_ops upstream_http;	      /* transport/up_http.c */
 extern const struct upstream_ops upstream_http_local; /* transport/up_local.c */
-/* Container servers (both forms): transport/up_container.c. */
+/* Container servers: transport/up_container.c. The stdio form, and the
+ * HTTP form (a port published on loopback). */
 extern const struct upstream_ops upstream_container;
+extern const struct upstream_ops upstream_container_http;
 
 /* The transport for a server: by kind (and, for url servers, its type). */
 const struct upstream_ops *upstream_ops_for(const struct server_config *s);

@@ -2,14 +2,15 @@
 // Streamable HTTP transport of demo/fixture-http.c (JSON or SSE answers,
 // sessions, the GET stream and Last-Event-ID replay, a server request on
 // the POST stream of its call) and each fault mode (--auth, --expire-after,
-// --drop-sse-once, --drop-sse-unresumable, --hang-after, --legacy-sse, a
-// taken port). Usage:
+// --drop-sse-once, --drop-sse-unresumable, --hang-after, --legacy-sse,
+// --listen-all, a taken port). Usage:
 //   node tests/conformance/http-check.mjs [BUILD_DIR]   (default build/san)
 // One line per check, then "N passed, M failed"; exits 1 on a failure. Each
 // server is stopped by pid with SIGTERM and must exit 0 (a sanitizer report
 // would change that).
 import { spawn } from "node:child_process";
 import net from "node:net";
+import os from "node:os";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 
@@ -400,6 +401,51 @@ check("Host or Origin not loopback: 403", () =>
       { origin: "http://evil.example.com" });
     eq(o.res.status, 403, "Origin");
   }));
+
+// A raw POST of an initialize to host:port with the given Host header;
+// resolves with the status line.
+function rawInit(host, port, hostHeader) {
+  const body = JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: INIT });
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(port, host, () => {
+      sock.end(`POST /mcp HTTP/1.1\r\nHost: ${hostHeader}\r\n` +
+        `Content-Type: application/json\r\nAccept: ${ACCEPT}\r\n` +
+        `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+    });
+    let out = "";
+    sock.on("data", (d) => { out += d; });
+    sock.on("end", () => resolve(out.split("\r\n")[0]));
+    sock.on("error", reject);
+  });
+}
+
+// This host's first non-loopback IPv4 address, or null.
+function outerAddress() {
+  for (const list of Object.values(os.networkInterfaces()))
+    for (const a of list ?? [])
+      if (a.family === "IPv4" && !a.internal) return a.address;
+  return null;
+}
+
+// In a container the published port arrives on eth0: --listen-all binds
+// every address, and the Host the client names (127.0.0.1:HOSTPORT) passes.
+check("--listen-all: reached on a non-loopback address with Host 127.0.0.1:PORT; other Hosts 403; needs --http", async () => {
+  const outer = outerAddress();
+  if (outer) {
+    await withServer(DEMO, ["--http", "0"], async (s) => {
+      const r = await rawInit(outer, s.port, `127.0.0.1:${s.port}`).catch((e) => e.code);
+      eq(r, "ECONNREFUSED", "without --listen-all, a non-loopback address");
+    });
+  }
+  await withServer(DEMO, ["--http", "0", "--listen-all"], async (s) => {
+    const at = outer ?? "127.0.0.1";
+    eq(await rawInit(at, s.port, "127.0.0.1:31999"), "HTTP/1.1 200 OK", `initialize on ${at}`);
+    ok((await rawInit(at, s.port, "evil.example.com")).startsWith("HTTP/1.1 403"), "a foreign Host");
+  });
+  const bad = new Server(DEMO, ["--listen-all"]);
+  const r = await within(WAIT_MS, "exit", bad.exited);
+  ok(r.code !== 0 && bad.stderr.includes("need --http"), `without --http: ${r.code} ${bad.stderr}`);
+});
 
 check("a taken port: exit 98 and EADDRINUSE on stderr; --http-env", async () => {
   const squat = net.createServer();

@@ -108,7 +108,7 @@ static json_t *hh_describe(const struct upstream *c, bool verbose)
 
 static const struct upstream_ops hh_ops = {
 	.kind = "http",
-	.caps = UPSTREAM_RELATES,
+	.caps = UPSTREAM_RELATES | UPSTREAM_HTTP,
 	.open = hh_open,
 	.send = hh_send,
 	.stop = hh_stop,

@@ -394,10 +394,13 @@ Test(faults, late_callbacks_of_a_connection_let_go_of_are_ignored)
 
 /* ---- the HTTP client, describe, url servers ---- */
 
+/* By the transport's UPSTREAM_HTTP cap, not the server's kind: a stdio
+ * container is no stdio server, and needs no libcurl either. */
 Test(faults, the_http_client_is_made_only_when_a_url_server_starts)
 {
 	struct httpc *h = (struct httpc *)&loop; /* any non-NULL pointer */
 	struct instance *inst = make_kind(0, SERVER_HTTP_REMOTE, false, h);
+	fake_ops.caps |= UPSTREAM_HTTP;
 	cr_assert_eq(http_gets, 0, "not on instance_new");
 	int err = 1;
 	instance_ensure(inst, ready_cb, &err);
@@ -408,6 +411,12 @@ Test(faults, the_http_client_is_made_only_when_a_url_server_starts)
 	inst = make_kind(0, SERVER_STDIO, false, h);
 	instance_ensure(inst, ready_cb, &err);
 	cr_assert_eq(http_gets, 0);
+	cr_assert_null(conns[0]->http);
+	finish(inst);
+
+	inst = make_kind(0, SERVER_HTTP_REMOTE, false, h);
+	instance_ensure(inst, ready_cb, &err);
+	cr_assert_eq(http_gets, 0, "a transport without UPSTREAM_HTTP");
 	cr_assert_null(conns[0]->http);
 	finish(inst);
 }
