@@ -19,6 +19,7 @@ for p in build-essential pkg-config libuv1-dev libjansson-dev \
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
 		need="$need $p"
 done
+dpkg-query -W -f='${Status}' tmux 2>/dev/null | grep -q 'ok installed' || need="$need tmux" # e2e: top runs in a tmux pane
 # nodejs/npm may come from elsewhere (nodesource, nvm): a working node counts.
 if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
 	need=$(echo "$need" | sed -e 's/ nodejs//' -e 's/ npm//')

@@ -30,6 +30,8 @@ static void main_usage(FILE *f)
 		"server's lines\n"
 		"  setup     move a host's servers to mcpvisor: mcpvisor setup "
 		"claude-desktop\n"
+		"  top       a live view of servers, calls, latency and "
+		"memory\n"
 		"\n"
 		"Every command takes --home DIR (or MCPVISOR_HOME) and "
 		"--help. The terminal\n"
@@ -67,6 +69,7 @@ int main(int argc, char **argv)
 		{"restart", cmd_restart}, {"reload", cmd_reload},
 		{"allow", cmd_allow},	  {"relay", cmd_relay},
 		{"logs", cmd_logs},	  {"setup", cmd_setup},
+		{"top", cmd_top},
 	};
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
 		if (strcmp(cmd, cmds[i].name) == 0)

@@ -26,6 +26,7 @@ int cmd_allow(int argc, char **argv);
 int cmd_relay(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
 int cmd_setup(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 /* The options every command repeats, parsed once (cli/common.c). */
 #define CLI_OPT_JSON 1u	   /* --json */

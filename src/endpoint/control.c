@@ -1,7 +1,7 @@
 /*
- * The runtime's own HTTP resources: GET /status, and the control actions
- * (stop, reload, stop or restart a server) that only the Unix socket
- * accepts.
+ * The runtime's own HTTP resources: GET /status, and what only the Unix
+ * socket serves: GET /metrics and the control actions (stop, reload, stop
+ * or restart a server).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,6 +15,7 @@
 #include "http/httpparse.h"
 #include "http/httpresp.h"
 #include "jsonrpc/jsonrpc.h"
+#include "metrics/prom.h"
 #include "session/exchange.h"
 #include "session/hub.h"
 #include "session/session.h"
@@ -103,4 +104,50 @@ void ep_handle_control(struct conn *c, const struct http_request *req,
 	ep_respond_json(c, status, body, NULL);
 	json_decref(body);
 	ep_conn_request_done(c);
+}
+
+static void ep_metrics_cb(void *arg, json_t *figures)
+{
+	struct conn *c = arg;
+	c->metrics = NULL;
+	json_object_set_new(json_object_get(figures, "runtime"), "connections",
+			    json_integer((json_int_t)c->ep->nconns));
+	if (c->metrics_json) {
+		ep_respond_json(c, 200, figures, NULL);
+	} else {
+		struct buf b;
+		buf_init(&b);
+		prom_render(figures, &b);
+		ep_respond(c, 200, PROM_CONTENT_TYPE, b.data ? b.data : "",
+			   b.len, NULL);
+		buf_free(&b);
+	}
+	ep_conn_request_done(c);
+}
+
+/* Metrics are the Unix socket's, like the verbose status: what runs, how
+ * busy and how large it is are the runtime user's business only. The
+ * answer waits for /proc to be read off the loop (c->metrics cancels). */
+void ep_handle_metrics(struct conn *c, const struct http_request *req)
+{
+	if (!c->is_unix) {
+		ep_fail(c, 403, JR_INVALID_REQUEST,
+			"Forbidden: metrics need the Unix socket (curl "
+			"--unix-socket RUNTIME_DIR/mcpvisor.sock "
+			"http://localhost/metrics)");
+		return;
+	}
+	if (req->method != HTTP_M_GET) {
+		ep_respond(c, 405, "text/plain", "Method Not Allowed\n", 19,
+			   "Allow: GET\r\n");
+		ep_conn_request_done(c);
+		return;
+	}
+	char *fmt = http_query_param(req->url, "format");
+	c->metrics_json = fmt && strcmp(fmt, "json") == 0;
+	free(fmt);
+	struct hub_metrics_req *r =
+		hub_metrics_async(c->ep->hub, ep_metrics_cb, c);
+	if (r)
+		c->metrics = r;
 }

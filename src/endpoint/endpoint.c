@@ -236,6 +236,8 @@ static void ep_conn_release_exchange(struct conn *c)
 {
 	hub_initialize_cancel(c->init);
 	c->init = NULL;
+	hub_metrics_cancel(c->metrics);
+	c->metrics = NULL;
 	json_decref(c->init_id);
 	c->init_id = NULL;
 	if (c->ex == NULL) {

@@ -117,6 +117,8 @@ struct conn {
 
 	/* The answer under way. */
 	struct hub_init *init; /* an initialize waiting on its space */
+	struct hub_metrics_req *metrics; /* /metrics waiting on /proc */
+	bool metrics_json;		 /* ... answered as JSON */
 	json_t *init_id;
 	struct exchange *ex;
 	char *session_id; /* session of ex, for cancel on disconnect */
@@ -205,5 +207,8 @@ bool ep_admit(struct conn *c, const struct http_request *req);
 void ep_handle_status(struct conn *c, const struct http_request *req);
 void ep_handle_control(struct conn *c, const struct http_request *req,
 		       const char *path);
+/* GET /metrics: the figures as Prometheus text (?format=json: as JSON,
+ * for `mcpvisor top`), on the Unix socket only. */
+void ep_handle_metrics(struct conn *c, const struct http_request *req);
 
 #endif

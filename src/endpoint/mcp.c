@@ -581,6 +581,11 @@ void ep_handle_request(struct conn *c)
 		ep_handle_status(c, req);
 		return;
 	}
+	if (strcmp(path, "/metrics") == 0) {
+		free(path);
+		ep_handle_metrics(c, req);
+		return;
+	}
 	if (strncmp(path, "/control/", 9) == 0) {
 		ep_handle_control(c, req, path);
 		free(path);

@@ -37,6 +37,11 @@ const char *const instance_list_keys[INSTANCE_NLISTS] = {
 const char *const instance_list_caps[INSTANCE_NLISTS] = {
 	"tools", "prompts", "resources", "resources"};
 
+unsigned instance_starts(const struct instance *inst)
+{
+	return inst->starts;
+}
+
 const char *instance_state_name(enum instance_state s)
 {
 	switch (s) {
@@ -344,6 +349,7 @@ static char *instance_open_error(struct instance *inst, int rc)
 void instance_start(struct instance *inst)
 {
 	inst->started_ms = clock_now_ms();
+	inst->starts++;
 	instance_set_state(inst, INSTANCE_STARTING, NULL);
 	if (inst->ops == NULL) {
 		instance_fail(inst, INSTANCE_FAILED,

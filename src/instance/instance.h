@@ -177,6 +177,9 @@ json_t *instance_last_failure(const struct instance *inst);
  * also after they are gone (NULL: it never failed in this runtime). */
 json_t *instance_failure_of(const char *server);
 pid_t instance_pid(const struct instance *inst);
+/* How often it started (1 for its first start, more after a failure,
+ * an explicit restart or an idle close). */
+unsigned instance_starts(const struct instance *inst);
 unsigned instance_inflight(const struct instance *inst);
 /* Status as JSON (state, error, stderr tail, counts; pid when verbose). */
 json_t *instance_describe(const struct instance *inst, bool verbose);

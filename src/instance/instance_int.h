@@ -78,6 +78,7 @@ struct instance {
 	struct httpc *(*http)(void *arg); /* the pool's lazy HTTP client */
 	void *http_arg;
 	uint64_t started_ms;
+	unsigned starts; /* instance_start calls, for a count of restarts */
 	/* Every request in flight, queued for a re-send or written. */
 	struct outbox *outbox;
 	/* Its output still queued on client connections (util/flow.h);

@@ -36,11 +36,12 @@ static void session_call_unref(struct call *c)
 	free(c);
 }
 
-static void session_call_finish(struct call *c)
+static void session_call_finish(struct call *c, bool error)
 {
 	if (c->done)
 		return;
 	c->done = true;
+	c->error = error; /* for its server's figures (hub_call_gone) */
 	c->prev->next = c->next;
 	c->next->prev = c->prev;
 	c->next = c->prev = c;
@@ -76,7 +77,7 @@ static void session_call_reply_cb(void *arg, json_t *resp, bool sent)
 					: json_object());
 	exchange_send(c->ex, out);
 	json_decref(out);
-	session_call_finish(c);
+	session_call_finish(c, error != NULL);
 	session_call_unref(c);
 }
 
@@ -108,7 +109,7 @@ static void session_call_text_cb(void *arg, const char *msg, size_t off,
 	buf_puts(&b, "}");
 	size_t n = b.len;
 	exchange_send_text(c->ex, buf_steal(&b), n, true);
-	session_call_finish(c);
+	session_call_finish(c, false);
 	session_call_unref(c);
 }
 
@@ -187,7 +188,7 @@ static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 		session_reply_error(c->ex, c->client_id, JR_SERVER_UNAVAILABLE,
 				    msg, data);
 		free(msg);
-		session_call_finish(c);
+		session_call_finish(c, true);
 		session_call_unref(c);
 		return;
 	}
@@ -234,7 +235,7 @@ static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 			json_pack("{s:s,s:b}", "server", instance_name(inst),
 				  "mayHaveRun", 0));
 		free(msg);
-		session_call_finish(c);
+		session_call_finish(c, true);
 		session_call_unref(c);
 		return;
 	}
@@ -263,7 +264,6 @@ static void session_call_start(struct session *s, json_t *id,
 	c->params_text = params_text;
 	c->params_len = params_len;
 	c->seq = s->next_seq++;
-	c->started_ms = clock_now_ms();
 	/* What status and refusals call it: the name the server knows. */
 	const char *lname = json_string_value(json_object_get(params, "name"));
 	c->label = label ? label : xstrdup(lname ? lname : "");
@@ -758,7 +758,7 @@ void session_call_abort(struct call *c, const char *why)
 	free(msg);
 	exchange_send(c->ex, err);
 	json_decref(err);
-	session_call_finish(c);
+	session_call_finish(c, false);
 }
 
 void session_call_cancel(struct call *c, const char *reason)
@@ -771,7 +771,7 @@ void session_call_cancel(struct call *c, const char *reason)
 		c->server_id = 0;
 	}
 	exchange_skip(c->ex);
-	session_call_finish(c);
+	session_call_finish(c, false);
 }
 
 static void session_describe_call(struct buf *b, const char *method,

@@ -11,6 +11,7 @@
 #include <sys/time.h>
 
 #include "jsonrpc/jsonrpc.h"
+#include "metrics/metrics.h"
 #include "router/router.h"
 #include "session/hub_int.h"
 #include "session/session.h"
@@ -39,11 +40,18 @@ static uint64_t hub_call_key(const void *p)
 void hub_call_live(struct hub *hub, struct call *c)
 {
 	hmap_put(&hub->calls, hub_call_key(c), c);
+	/* One clock read on the hot path: its start for status and for its
+	 * server's figures (counted until hub_call_gone). */
+	c->started_us = clock_now_us();
+	c->started_ms = c->started_us / 1000;
+	c->fig = metrics_server(hub->metrics, instance_name(c->inst));
+	metrics_call_begin(c->fig);
 }
 
 void hub_call_gone(struct hub *hub, struct call *c)
 {
 	hmap_del(&hub->calls, hub_call_key(c), c);
+	metrics_call_end(c->fig, c->started_us, c->error);
 	if (c->token)
 		tokens_drop(&hub->tokens, c->token, c);
 	c->token = 0;
@@ -272,6 +280,9 @@ static void hub_inst_state_cb(void *ctx, struct instance *inst,
 	if (to == INSTANCE_STOPPING || to == INSTANCE_NEEDS_AUTH ||
 	    (from == INSTANCE_STARTING && to == INSTANCE_FAILED))
 		hub_inst_lists_cb(hub, inst);
+	if (to == INSTANCE_STARTING && instance_starts(inst) > 1)
+		metrics_restarted(
+			metrics_server(hub->metrics, instance_name(inst)));
 }
 
 const struct instance_cbs hub_instance_cbs = {
@@ -327,6 +338,7 @@ struct hub *hub_new(uv_loop_t *loop, struct config *cfg, const char *app_dir,
 	keymap_init(&hub->by_id);
 	tokens_init(&hub->tokens);
 	hmap_init(&hub->calls);
+	hub->metrics = metrics_new();
 	hub->pool = pool_new(loop, &hub_instance_cbs, hub, journal, cache);
 	if (cfg->idle_timeout_ms >= 0)
 		pool_set_idle_ms(hub->pool, (uint64_t)cfg->idle_timeout_ms);
@@ -367,7 +379,9 @@ void hub_free(struct hub *hub)
 	tokens_free(&hub->tokens);
 	hmap_free(&hub->calls);
 	spaces_free(hub->spaces);
+	hub_metrics_orphan(hub);
 	pool_free(hub->pool);
+	metrics_free(hub->metrics);
 	config_free(hub->cfg);
 	json_decref(hub->long_names);
 	free(hub->app_dir);

@@ -117,6 +117,24 @@ json_t *hub_status(struct hub *hub, enum hub_status_detail detail);
 /* An instance as a client may see it (in an error's data): its state,
  * error and stderr tail with every configured secret masked. */
 json_t *hub_instance_describe(struct hub *hub, struct instance *inst);
+/* The figures of every server (state, scope, instances, sessions, calls,
+ * errors, restarts, calls per second, p50 and p99 over the last minute,
+ * memory of its processes) and of the runtime (rssBytes, sessions):
+ * {"runtime": {...}, "servers": [{...}]} (metrics/prom.h renders it).
+ * Memory is read from /proc off the loop, so the answer comes to cb
+ * (figures borrowed) later; the handle cancels it until then. NULL when
+ * cb ran at once (no thread could take the read: memory reads 0). */
+typedef void (*hub_metrics_cb)(void *arg, json_t *figures);
+struct hub_metrics_req;
+struct hub_metrics_req *hub_metrics_async(struct hub *hub, hub_metrics_cb cb,
+					  void *arg);
+void hub_metrics_cancel(struct hub_metrics_req *r);
+/* The same at once, with memory as given: each server's from rss (by
+ * name, bytes; NULL: none) and the runtime's self_rss. New reference. */
+json_t *hub_metrics(struct hub *hub, const json_t *rss, uint64_t self_rss);
+/* hub_free: reads under way end without calling back. */
+void hub_metrics_orphan(struct hub *hub);
+
 /* The short label a session shows as in status and logs. */
 void hub_session_label(const char *id, char out[HUB_LABEL_LEN + 1]);
 

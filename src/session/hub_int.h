@@ -49,6 +49,9 @@ struct hub {
 	struct spaces *spaces;	  /* .mcp.json reads, off the loop */
 	char *reload_error;	  /* why the config on disk is not running */
 	uint64_t reload_error_at; /* epoch ms */
+	struct metrics *metrics;  /* figures per server (metrics/) */
+	/* /metrics reads of /proc under way (hub_metrics.c). */
+	struct hub_metrics_req *metrics_reqs;
 };
 
 /* What the hub's instances report (the pool passes them on); shared for

@@ -18,6 +18,8 @@
 #include "session/session.h"
 
 /* A client request forwarded to one server. */
+struct metrics_server;
+
 struct call {
 	struct call *next, *prev;
 	struct session *session;
@@ -35,6 +37,13 @@ struct call {
 	uint64_t order; /* across all sessions: which call came first */
 	unsigned asked; /* requests of the server routed to this call */
 	uint64_t started_ms;
+	/* Its server's figures (metrics/), from hub_call_live to
+	 * hub_call_gone: when it started, and whether it failed (the
+	 * server's error, or ours when the server could not take or finish
+	 * it; not a cancel or its session's end). */
+	struct metrics_server *fig;
+	uint64_t started_us;
+	bool error;
 	char *label; /* the name the client used, for status and refusals */
 	bool done;
 	bool leased; /* holds c->inst for the session */

@@ -348,6 +348,13 @@ static bool upc_read_cid(struct upstream *u)
 	if (hex < 12 || hex > 64)
 		return false;
 	u->id = xstrndup(buf, hex);
+	/* Read once: the folder goes now rather than at the end, so that
+	 * only a crash before the first answer can leave one behind. */
+	unlink(u->cid_path);
+	rmdir(u->cid_dir);
+	free(u->cid_path);
+	free(u->cid_dir);
+	u->cid_path = u->cid_dir = NULL;
 	upc_owned(u, true); /* the same container, now with its id */
 	return true;
 }
