@@ -175,6 +175,18 @@ static int ctr_scan_options(struct config_srv *c, struct container_config *cc,
 		} else if (CTR_IS("--rm")) {
 			cc->rm = o.value == NULL || strcmp(o.value, "false");
 		} else if (CTR_IS("--name")) {
+			if (s->args_tpl && s->args_tpl[i]) {
+				/* Names are shown (status, logs, check):
+				 * one made from a ${VAR} could show its
+				 * value, which may be a secret. */
+				config_srv_fail(
+					c, "args",
+					"--name: write the name itself, "
+					"not a ${VAR} (a container's "
+					"name is shown in status and "
+					"logs)");
+				return -1;
+			}
 			if (!ctr_name_ok(o.value)) {
 				config_srv_fail(c, "args",
 						"--name: a container name is 1 "

@@ -102,6 +102,31 @@ Test(config_container, command_form_refusals)
 		 "\"mcpvisor.\"");
 }
 
+/* A name is shown in status, logs and check: one made from a ${VAR}
+ * could show a secret, so it is refused, and its value is in no text. */
+Test(config_container, a_name_from_a_variable_is_refused)
+{
+	setenv("CC_NAME_SECRET", "n1-s3cr3tvalue", 1);
+	const char *forms[] = {
+		"{\"command\": \"docker\", \"args\": [\"run\", \"-i\", "
+		"\"--name\", \"n1${CC_NAME_SECRET}\", \"img\"]}",
+		"{\"command\": \"docker\", \"args\": [\"run\", \"-i\", "
+		"\"--name=${CC_NAME_SECRET}\", \"img\"]}",
+	};
+	for (size_t i = 0; i < 2; i++) {
+		struct config *cfg = cf_one(forms[i]);
+		const struct server_config *s = &cfg->servers[0];
+		cf_assert_has(s->error, "not a ${VAR}");
+		json_t *d = config_server_describe(s);
+		char *text = json_dumps(d, JSON_COMPACT);
+		cr_assert_null(strstr(text, "s3cr3tvalue"), "%s", text);
+		free(text);
+		json_decref(d);
+		config_free(cfg);
+	}
+	unsetenv("CC_NAME_SECRET");
+}
+
 Test(config_container, explicit_http_form)
 {
 	setenv("CC_TOKEN", "tok-secret-1234", 1);
