@@ -7,8 +7,9 @@ need=""
 extra=""
 # The container tests run a real engine: rootful podman with the runc
 # runtime (tests/containers/containers.conf says why not crun) and netavark
-# with iptables for -p 127.0.0.1:PORT publishing. `make run` needs none of it.
-[ "${1:-}" = test ] && extra="podman runc netavark iptables"
+# with iptables for -p 127.0.0.1:PORT publishing; tmux holds the terminal
+# `mcpvisor top` is tested in. `make run` needs none of it.
+[ "${1:-}" = test ] && extra="podman runc netavark iptables tmux"
 # clang and libclang-rt-dev (libFuzzer and the sanitizer runtimes; on
 # Debian 12 it pulls libclang-rt-14-dev, the version `clang` is) build the
 # fuzz harnesses. libcurl4-openssl-dev gives curl's headers (and brings
@@ -19,7 +20,6 @@ for p in build-essential pkg-config libuv1-dev libjansson-dev \
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
 		need="$need $p"
 done
-dpkg-query -W -f='${Status}' tmux 2>/dev/null | grep -q 'ok installed' || need="$need tmux" # e2e: top runs in a tmux pane
 # nodejs/npm may come from elsewhere (nodesource, nvm): a working node counts.
 if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
 	need=$(echo "$need" | sed -e 's/ nodejs//' -e 's/ npm//')
