@@ -1,5 +1,5 @@
 /*
- * The reloader (reload.h): the content hash of the running config, the
+ * The reloader (reload.h): the content of the running config, the
  * watches, and the error shown in status while the file on disk is not
  * what runs.
  */
@@ -23,22 +23,29 @@ struct reloader {
 	/* The content last loaded or tried: a change that comes back to it
 	 * (a save without edits, a touch) is no reload, and a broken file
 	 * saved again is reported once. */
-	char hash[SHA256_HEX_BYTES];
+	struct reload_seen seen;
 	struct filewatch *config_watch;
 	struct filewatch *trust_watch;
 };
 
-struct config *reload_read(const char *path, char hash[SHA256_HEX_BYTES])
+void reload_seen_clear(struct reload_seen *seen)
+{
+	free(seen->text);
+	seen->text = NULL;
+	seen->len = 0;
+}
+
+struct config *reload_read(const char *path, struct reload_seen *seen)
 {
 	char *text = NULL;
 	size_t len = 0;
-	hash[0] = '\0';
+	reload_seen_clear(seen);
 	if (fsutil_read_user_file(path, CONFIG_MAX_FILE_BYTES, &text, &len) < 0)
 		/* Read again for the message config gives each failure. */
 		return config_load_file(path);
-	sha256_hex(text, len, hash);
 	struct config *cfg = config_parse(text, len, path);
-	free(text);
+	seen->text = text;
+	seen->len = len;
 	return cfg;
 }
 
@@ -46,18 +53,22 @@ struct config *reload_read(const char *path, char hash[SHA256_HEX_BYTES])
  * (1). 0 applied, -EINVAL not loadable. */
 static int reloader_load(struct reloader *r, bool only_if_changed, char **msg)
 {
-	char hash[SHA256_HEX_BYTES];
-	struct config *cfg = reload_read(r->path, hash);
-	if (only_if_changed && hash[0] && strcmp(hash, r->hash) == 0) {
+	struct reload_seen seen = {0};
+	struct config *cfg = reload_read(r->path, &seen);
+	if (only_if_changed && seen.text && r->seen.text &&
+	    seen.len == r->seen.len &&
+	    memcmp(seen.text, r->seen.text, seen.len) == 0) {
+		reload_seen_clear(&seen);
 		config_free(cfg);
 		*msg = xasprintf("%s: written, content unchanged: nothing to "
 				 "do",
 				 r->path);
 		return 1;
 	}
-	/* Unreadable is "" here: the same bytes coming back are a change
-	 * then, and their load clears the error. */
-	memcpy(r->hash, hash, sizeof r->hash);
+	/* Unreadable is no text here: the same bytes coming back are a
+	 * change then, and their load clears the error. */
+	reload_seen_clear(&r->seen);
+	r->seen = seen;
 	if (cfg->fatal) {
 		*msg = xasprintf("config not reloaded: %s; the previous config "
 				 "keeps running",
@@ -112,12 +123,13 @@ static void reloader_trust_cb(void *arg, const char *path, unsigned events,
 
 struct reloader *reloader_new(uv_loop_t *loop, struct hub *hub,
 			      const char *config_path, const char *state_dir,
-			      const char hash[SHA256_HEX_BYTES], bool watch)
+			      struct reload_seen *seen, bool watch)
 {
 	struct reloader *r = xcalloc(1, sizeof *r);
 	r->hub = hub;
 	r->path = xstrdup(config_path);
-	memcpy(r->hash, hash, sizeof r->hash);
+	r->seen = *seen;
+	*seen = (struct reload_seen){0};
 	if (!watch)
 		return r;
 	r->config_watch =
@@ -135,6 +147,7 @@ void reloader_free(struct reloader *r)
 		return;
 	filewatch_free(r->config_watch);
 	filewatch_free(r->trust_watch);
+	reload_seen_clear(&r->seen);
 	free(r->path);
 	free(r);
 }

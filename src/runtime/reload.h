@@ -14,21 +14,31 @@
 #include <uv.h>
 
 #include "config/config.h"
-#include "util/sha256.h"
 
 struct hub;
 struct reloader;
 
-/* Reads, hashes and parses the config at path: never NULL (fatal set when
- * it cannot be used); hash is "" when the file could not be read. */
-struct config *reload_read(const char *path, char hash[SHA256_HEX_BYTES]);
+/* The bytes of the config file as last read: a change that comes back to
+ * them is no reload. Kept, not hashed: comparing costs less than a digest,
+ * and a digest would start OpenSSL (some 2 MB of resident pages) in a
+ * runtime that may never need it. */
+struct reload_seen {
+	char *text; /* NULL: the file could not be read */
+	size_t len;
+};
+void reload_seen_clear(struct reload_seen *seen);
 
-/* Reloads into hub from config_path, whose content as running hashes to
- * hash. With watch, the file, the spaces' files and the trust store in
- * state_dir are watched from now. hub must outlive it. */
+/* Reads and parses the config at path, keeping its bytes in *seen (cleared
+ * first): never NULL (fatal set when it cannot be used). */
+struct config *reload_read(const char *path, struct reload_seen *seen);
+
+/* Reloads into hub from config_path, whose content as running is *seen
+ * (taken: *seen is empty after). With watch, the file, the spaces' files
+ * and the trust store in state_dir are watched from now. hub must outlive
+ * it. */
 struct reloader *reloader_new(uv_loop_t *loop, struct hub *hub,
 			      const char *config_path, const char *state_dir,
-			      const char hash[SHA256_HEX_BYTES], bool watch);
+			      struct reload_seen *seen, bool watch);
 /* Stops watching (the loop must run on to close the watches). NULL does
  * nothing. */
 void reloader_free(struct reloader *r);

@@ -292,14 +292,15 @@ int runtime_serve(const struct runtime_opts *opts)
 	char *log_path = xasprintf("%s/" LAUNCH_LOG_NAME, rt.paths.state_dir);
 	log_adopt_file(log_path, opts->log_max ? opts->log_max : LOG_FILE_MAX);
 	free(log_path);
-	char hash[SHA256_HEX_BYTES];
-	struct config *cfg = reload_read(config_path, hash);
+	struct reload_seen seen = {0};
+	struct config *cfg = reload_read(config_path, &seen);
 	if (cfg->fatal) {
 		fprintf(stderr, "mcpvisor: %s%s\n", cfg->fatal,
 			opts->config ? ""
 				     : " (the default config: pass --config "
 				       "FILE, or create it)");
 		config_free(cfg);
+		reload_seen_clear(&seen);
 		runtime_release(&rt);
 		return 2;
 	}
@@ -377,11 +378,12 @@ int runtime_serve(const struct runtime_opts *opts)
 		toolcache_free(rt.cache);
 		uv_loop_close(rt.loop);
 		free(rt.loop);
+		reload_seen_clear(&seen);
 		runtime_release(&rt);
 		return 1;
 	}
 	rt.reloader = reloader_new(rt.loop, rt.hub, config_path,
-				   rt.paths.state_dir, hash, !opts->no_watch);
+				   rt.paths.state_dir, &seen, !opts->no_watch);
 	if (opts->port < 0 && endpoint_port(rt.ep) != EP_DEFAULT_PORT)
 		rt.asked_port = EP_DEFAULT_PORT;
 	rc = runtime_write_file(&rt, config_path);
