@@ -3,13 +3,15 @@
 
 PREFIX ?= /usr/local
 CC ?= cc
-PKGS := libuv jansson libcrypto
+PKGS := libuv jansson
 # The flags are read when make parses this file. `run`, `test`, `e2e`,
 # `conformance` and `bench` install missing packages first and then run a
 # second make that reads the flags of what is now there.
 # libcurl: its headers only. It is loaded with dlopen on first outbound
 # HTTP (src/http/curlso.c), so a runtime that never needs it never maps it.
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) libcurl 2>/dev/null)
+# libcrypto too: loaded on the first SHA-256 (src/util/sha256.c), so an
+# idle runtime does not map it.
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) libcurl libcrypto 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser
 
 WARN := -std=c11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter

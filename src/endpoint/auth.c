@@ -7,7 +7,6 @@
 #include "endpoint/auth.h"
 
 #include <errno.h>
-#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +31,7 @@ static size_t auth_file_nkeys;
 void auth_keys_clear(void)
 {
 	for (size_t i = 0; i < auth_file_nkeys; i++) {
-		OPENSSL_cleanse(auth_file_keys[i], strlen(auth_file_keys[i]));
+		explicit_bzero(auth_file_keys[i], strlen(auth_file_keys[i]));
 		free(auth_file_keys[i]);
 	}
 	free(auth_file_keys);
@@ -86,7 +85,7 @@ int auth_keys_load_file(const char *path, char **err)
 						  sizeof *auth_file_keys);
 		auth_file_keys[auth_file_nkeys++] = xstrdup(line);
 	}
-	OPENSSL_cleanse(text, len);
+	explicit_bzero(text, len);
 	free(text);
 	if (auth_file_nkeys == 0) {
 		*err = xasprintf("the API key file %s holds no key", path);
@@ -104,7 +103,7 @@ static unsigned auth_match_in(char *const *keys, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		unsigned char d[SHA256_BYTES];
 		sha256_bytes(keys[i], strlen(keys[i]), d);
-		found |= CRYPTO_memcmp(d, want, SHA256_BYTES) == 0;
+		found |= sha256_equal(d, want);
 	}
 	return found;
 }

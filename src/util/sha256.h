@@ -5,12 +5,15 @@
 #ifndef MCPV_SHA256_H
 #define MCPV_SHA256_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define SHA256_BYTES 32
 #define SHA256_HEX_BYTES 65 /* 64 hex digits and the NUL */
 
 void sha256_bytes(const void *data, size_t len, unsigned char out[32]);
+/* Whether two digests are equal, in constant time (for secrets). */
+bool sha256_equal(const unsigned char a[32], const unsigned char b[32]);
 /* Lowercase hex, NUL-terminated. */
 void sha256_hex(const void *data, size_t len, char out[65]);
 
