@@ -585,16 +585,6 @@ void config_container_free(struct container_config *cc)
 	free(cc);
 }
 
-static char **ctr_dup_strings(char *const *v, size_t n)
-{
-	if (v == NULL)
-		return NULL;
-	char **out = xcalloc(n + 1, sizeof *out);
-	for (size_t i = 0; i < n; i++)
-		out[i] = v[i] ? xstrdup(v[i]) : NULL;
-	return out;
-}
-
 struct container_config *config_container_dup(const struct container_config *cc)
 {
 	if (cc == NULL)
@@ -603,9 +593,9 @@ struct container_config *config_container_dup(const struct container_config *cc)
 	*d = *cc;
 	d->engine = cc->engine ? xstrdup(cc->engine) : NULL;
 	d->image = cc->image ? xstrdup(cc->image) : NULL;
-	d->args = ctr_dup_strings(cc->args, cc->nargs);
-	d->args_tpl = ctr_dup_strings(cc->args_tpl, cc->nargs);
-	d->volumes = ctr_dup_strings(cc->volumes, cc->nvolumes);
+	d->args = xstrvdup(cc->args, cc->nargs);
+	d->args_tpl = xstrvdup(cc->args_tpl, cc->nargs);
+	d->volumes = xstrvdup(cc->volumes, cc->nvolumes);
 	d->name = cc->name ? xstrdup(cc->name) : NULL;
 	return d;
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "http/curlso.h"
+#include "util/dl.h"
 
 /* Debian's libcurl4 (the OpenSSL flavour, which shares the libcrypto the
  * runtime already maps). */
@@ -20,19 +21,8 @@ static struct curlso curlso;
 static bool curlso_tried;
 static const char *curlso_why;
 
-/* dlsym gives a void *; POSIX lets it hold a function's address, and it
- * is stored through the slot's bytes since C does not convert the two. */
-static bool curlso_sym(void *h, const char *name, void *slot, size_t size)
-{
-	void *p = dlsym(h, name);
-	if (p == NULL || size != sizeof p)
-		return false;
-	*(void **)slot = p;
-	return true;
-}
-
 #define CURLSO_SYM(field, name)                                                \
-	curlso_sym(h, name, &curlso.field, sizeof curlso.field)
+	dl_sym(h, name, &curlso.field, sizeof curlso.field)
 
 static const char *curlso_load(void)
 {

@@ -88,16 +88,6 @@ void instance_set_error(struct instance *inst, char *msg)
 
 /* What the transports read of the server's entry, copied: the config
  * it came from may be reloaded and freed while the instance lives. */
-static char **instance_copy_strv(char *const *v, size_t n)
-{
-	if (v == NULL)
-		return NULL;
-	char **out = xcalloc(n + 1, sizeof *out);
-	for (size_t i = 0; i < n; i++)
-		out[i] = v[i] ? xstrdup(v[i]) : NULL;
-	return out;
-}
-
 static struct config_kv *instance_copy_kv(const struct config_kv *kv, size_t n)
 {
 	if (n == 0)
@@ -116,8 +106,8 @@ static void instance_copy_server(struct server_config *d,
 	d->name = xstrdup(s->name);
 	d->kind = s->kind;
 	d->command = s->command ? xstrdup(s->command) : NULL;
-	d->args = instance_copy_strv(s->args, s->nargs);
-	d->args_tpl = instance_copy_strv(s->args_tpl, s->nargs);
+	d->args = xstrvdup(s->args, s->nargs);
+	d->args_tpl = xstrvdup(s->args_tpl, s->nargs);
 	d->nargs = s->nargs;
 	d->env = instance_copy_kv(s->env, s->nenv);
 	d->nenv = s->nenv;
@@ -126,7 +116,7 @@ static void instance_copy_server(struct server_config *d,
 	size_t nvars = 0;
 	while (s->url_vars && s->url_vars[nvars])
 		nvars++;
-	d->url_vars = nvars ? instance_copy_strv(s->url_vars, nvars) : NULL;
+	d->url_vars = nvars ? xstrvdup(s->url_vars, nvars) : NULL;
 	d->headers = instance_copy_kv(s->headers, s->nheaders);
 	d->nheaders = s->nheaders;
 	d->http_type = s->http_type;

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "util/dl.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
@@ -36,19 +37,7 @@ static struct {
 static EVP_MD *sha256_md;
 static pthread_once_t sha256_md_once = PTHREAD_ONCE_INIT;
 
-/* dlsym gives a void *; it is stored through the slot's bytes since C
- * does not convert it to a function pointer. */
-static bool sha256_sym(void *h, const char *name, void *slot, size_t size)
-{
-	void *p = dlsym(h, name);
-	if (p == NULL || size != sizeof p)
-		return false;
-	*(void **)slot = p;
-	return true;
-}
-
-#define SHA256_SYM(field, name)                                                \
-	sha256_sym(h, name, &evp.field, sizeof evp.field)
+#define SHA256_SYM(field, name) dl_sym(h, name, &evp.field, sizeof evp.field)
 
 static void sha256_md_fetch_cb(void)
 {

@@ -64,3 +64,13 @@ char *xasprintf(const char *fmt, ...)
 	va_end(ap);
 	return p;
 }
+
+char **xstrvdup(char *const *v, size_t n)
+{
+	if (v == NULL)
+		return NULL;
+	char **out = xcalloc(n + 1, sizeof *out);
+	for (size_t i = 0; i < n; i++)
+		out[i] = v[i] ? xstrdup(v[i]) : NULL;
+	return out;
+}

@@ -13,6 +13,9 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 /* At most n bytes of s, stopping at a NUL, like strndup. */
 char *xstrndup(const char *s, size_t n);
+/* A copy of n strings (NULL entries stay NULL), NULL-terminated; NULL
+ * when v is NULL. */
+char **xstrvdup(char *const *v, size_t n);
 /* printf into a fresh string. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
