@@ -13,7 +13,7 @@ import { test } from 'node:test';
 import { DEMO, connect, runCli, scratchDir, waitFor, withRuntime } from './lib.mjs';
 import { instanceOf, openGetStream, startPids, timed } from './failures-lib.mjs';
 import { alive, awaitGone, watchGone, withConfig } from './lifetime-lib.mjs';
-import { FIX_PATH, argAfter, pidsWith, streamRequest } from './http-faults-lib.mjs';
+import { FIX_PATH, argAfter, streamRequest } from './http-faults-lib.mjs';
 
 // A local server: the demo fixture over HTTP on the port mcpvisor gives it.
 function local(args = [], extra = {}) {
@@ -34,8 +34,11 @@ test('a squatter takes the port before the server binds it: another port, not a 
 	await withRuntime(t, { web: local(['--slow-start', '700', '--count-file', cf]) }, async (rt) => {
 		const c = await connect(rt);
 		const list = timed(c.listAll());
-		// The server is started and has not bound its port yet.
-		const first = await waitFor(() => pidsWith(DEMO, cf)[0], 5000, 'the local server to start');
+		// The server is started and has not bound its port yet. Awaited
+		// by its own start line, not its command line: under load a
+		// process found by its command line could be stopped before it
+		// wrote that line, and the count below would miss a start.
+		const first = await waitFor(() => startPids(cf)[0], 5000, 'the local server to start');
 		rt.track(first);
 		const port = Number(argAfter(first, '--http'));
 		assert.ok(port > 0, `its port: ${argAfter(first, '--http')}`);
