@@ -67,7 +67,11 @@ struct httpc_req {
 	bool resume; /* to resume at the kick */
 	bool done;   /* on_done runs or ran */
 	bool sent;   /* valid once done */
-	int err;     /* our own reason, before curl's */
+	/* Times curl was about to send it: a second is curl's own replay
+	 * on a fresh connection, which is refused (see httpc_prereq_cb). */
+	unsigned attempts;
+	bool replay_refused;
+	int err; /* our own reason, before curl's */
 	const char *err_why;
 	char why[HTTPC_WHY_MAX];
 	char errbuf[CURL_ERROR_SIZE];
@@ -200,7 +204,9 @@ static int httpc_curl_timer_cb(CURLM *m, long ms, void *userp)
 
 static bool httpc_sent_now(const struct httpc_req *r)
 {
-	if (r->heard)
+	/* curl replays only a request it wrote on a reused connection that
+	 * then closed: the first write may have reached the server. */
+	if (r->heard || r->replay_refused)
 		return true;
 	if (!r->added)
 		return false;
@@ -412,6 +418,28 @@ static size_t httpc_write_cb(char *p, size_t size, size_t n, void *ud)
 	return r->cancelled || r->err ? 0 : len;
 }
 
+/*
+ * curl sends a request again by itself when a reused keep-alive
+ * connection closes before any byte of the answer (Curl_retry_request,
+ * rewinding the body), up to five times. The server may have run it and
+ * died, or a balancer reset it after the work: a tool call would run
+ * twice. So every request is sent at most once by curl: its second
+ * attempt is refused here, the transfer fails, and the owner hears that
+ * it may have been sent; whether it goes again is the outbox's rule.
+ * Keep-alive and connection reuse are untouched.
+ */
+static int httpc_prereq_cb(void *ud, char *conn_primary_ip, char *conn_local_ip,
+			   int conn_primary_port, int conn_local_port)
+{
+	struct httpc_req *r = ud;
+	if (++r->attempts == 1)
+		return CURL_PREREQFUNC_OK;
+	r->replay_refused = true;
+	r->err = -ECONNRESET;
+	r->err_why = "the connection closed before any answer";
+	return CURL_PREREQFUNC_ABORT;
+}
+
 /* ---- the kick: what could not be done inside curl ---- */
 
 static void httpc_kick_cb(uv_timer_t *t)
@@ -556,6 +584,8 @@ static int httpc_setup(struct httpc_req *r, const struct httpc_opts *o)
 	SET(CURLOPT_WRITEFUNCTION, httpc_write_cb);
 	SET(CURLOPT_WRITEDATA, (void *)r);
 	SET(CURLOPT_ERRORBUFFER, r->errbuf);
+	SET(CURLOPT_PREREQFUNCTION, httpc_prereq_cb);
+	SET(CURLOPT_PREREQDATA, (void *)r);
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
 	/* No CURLOPT_PIPEWAIT: a request would wait for a connection whose
 	 * protocol is not known yet, which a silent stream never tells. */

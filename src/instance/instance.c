@@ -295,7 +295,7 @@ void instance_fail_how(struct instance *inst, enum instance_state to, char *why,
 	if (was_starting || poisoned || give_up)
 		backoff_fail(&inst->backoff, clock_now_ms());
 	instance_set_state(inst, to, inst->last_error);
-	instance_fail_pending(inst, keep ? KEEP_ONCE : KEEP_NONE);
+	instance_fail_pending(inst, keep);
 	if (!keep)
 		instance_fail_resend(inst);
 	instance_wake_waiters(inst, to == INSTANCE_NEEDS_AUTH ? -EACCES : -EIO);
@@ -433,7 +433,7 @@ void instance_stop(struct instance *inst, const char *why, bool keep_lists)
 	instance_set_error(inst, NULL);
 	/* What the requests lost here are told: stopped, and why. */
 	inst->stop_why = why;
-	instance_fail_pending(inst, KEEP_NONE);
+	instance_fail_pending(inst, false);
 	instance_fail_resend(inst);
 	inst->stop_why = NULL;
 	instance_detach_conn(inst, true);

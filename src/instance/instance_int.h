@@ -28,9 +28,6 @@ struct secrets;
 #define INSTANCE_MAX_EXPIRIES 3		/* the 3rd in a row fails */
 #define INSTANCE_EXPIRY_WINDOW_MS 10000 /* ...when within this long */
 #define INSTANCE_MAX_LOST_PORTS 3	/* re-starts on a new port */
-/* A request lost before it reached the server is sent again while it
- * has been written fewer times than this. */
-#define INSTANCE_MAX_UNSENT_WRITES 3
 
 /* The transport's context: one per opened upstream, so that late
  * callbacks of a connection the instance already let go of are told
@@ -174,21 +171,18 @@ void instance_stderr_cb(void *ctx, const char *line, size_t len);
 /* Why requests are lost now: the failure, or why it is being stopped. */
 const char *instance_lost_reason(const struct instance *inst);
 json_t *instance_unavailable_error(struct instance *inst, bool sent);
-/* What a lost connection does to the requests on it. */
-enum instance_keep {
-	KEEP_NONE,   /* every one gets an error */
-	KEEP_ONCE,   /* the idempotent ones sent once are queued for one
-			re-send (a server that died on one may die on it
-			again) */
-	KEEP_REOPEN, /* the server dropped the session (not died): every
-			idempotent one is queued, and so is every one
-			never written */
-};
-void instance_fail_pending(struct instance *inst, enum instance_keep keep);
-/* The transport lost request r's answer: sent or not, the outbox's rule
- * (re-send, or the error that says whether it may have run). */
+/* The connection is lost: each request written on it is judged by the
+ * outbox's rule as cut (reconnects: a next connection comes; queued
+ * requests wait for it) or as ending (nothing comes: every request is
+ * answered). */
+void instance_fail_pending(struct instance *inst, bool reconnects);
+/* Settles r as the rule's verdict v says (anything but a re-send). */
+void instance_settle_lost(struct instance *inst, struct outbox_req *r,
+			  enum outbox_verdict v);
+/* The transport reported fact f of request r (the connection goes on):
+ * the rule re-sends it or answers it. */
 void instance_lose_request(struct instance *inst, struct outbox_req *r,
-			   bool sent);
+			   enum outbox_fact f);
 /* Whether a request that was sent again after a drop is in flight. */
 bool instance_resent_in_flight(const struct instance *inst);
 void instance_fail_resend(struct instance *inst);

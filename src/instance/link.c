@@ -111,7 +111,7 @@ static void instance_reopen(struct instance *inst, const char *why)
 	uv_timer_stop(&inst->startup_timer);
 	instance_detach_conn(inst, false);
 	inst->stop_why = why;
-	instance_fail_pending(inst, KEEP_REOPEN);
+	instance_fail_pending(inst, true);
 	inst->stop_why = NULL;
 	if (!inst->freeing)
 		instance_start(inst);
@@ -178,12 +178,36 @@ static void instance_needs_auth(struct instance *inst,
 				status, text, inst->name));
 }
 
+/* What the transport knew of requests when it failed (a POST refused
+ * unprocessed, messages never sent): judged before the connection's end
+ * judges the rest as cut. A re-send waits for the next connection. */
+static void instance_fault_facts(struct instance *inst, uint64_t gen,
+				 const struct upstream_fault *f)
+{
+	for (size_t i = 0; i < f->nfacts; i++) {
+		struct outbox_req *r =
+			outbox_find(inst->outbox, f->facts[i].id);
+		if (r == NULL || !outbox_req_on(r, gen))
+			continue;
+		log_info("instance %s: %s (id %lld) %s", inst->name,
+			 outbox_req_method(r), (long long)f->facts[i].id,
+			 f->facts[i].fact == OUTBOX_REFUSED
+				 ? "was refused unprocessed"
+				 : "was never sent");
+		enum outbox_verdict v =
+			outbox_judge(inst->outbox, r, f->facts[i].fact);
+		if (v != OUTBOX_RESEND)
+			instance_settle_lost(inst, r, v);
+	}
+}
+
 static void instance_fault_cb(void *ctx, const struct upstream_fault *f)
 {
 	struct instance_link *link = ctx;
 	struct instance *inst = link->inst;
 	if (link->detached)
 		return;
+	instance_fault_facts(inst, link->gen, f);
 	char *text = instance_fault_text(inst, f);
 	switch (f->kind) {
 	case UPSTREAM_AUTH:
@@ -210,7 +234,7 @@ static void instance_fault_cb(void *ctx, const struct upstream_fault *f)
 
 /* ---- requests, output, owned things ---- */
 
-static void instance_lost_cb(void *ctx, int64_t id, bool sent)
+static void instance_lost_cb(void *ctx, int64_t id, enum outbox_fact f)
 {
 	struct instance_link *link = ctx;
 	struct instance *inst = link->inst;
@@ -219,7 +243,7 @@ static void instance_lost_cb(void *ctx, int64_t id, bool sent)
 	struct outbox_req *r = outbox_find(inst->outbox, id);
 	if (r == NULL || !outbox_req_on(r, link->gen))
 		return;
-	instance_lose_request(inst, r, sent);
+	instance_lose_request(inst, r, f);
 }
 
 /* Requests wait in the outbox (queued) while the transport's queue is

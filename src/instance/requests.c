@@ -1,10 +1,12 @@
 /*
  * An instance's requests: they live in its outbox under ids of its own,
- * each with one outcome. When the server goes away, a request that
- * changes nothing is sent again once (under the same id, so a cancel still
- * finds it); every other one is answered "may or may not have taken
- * effect". Also the toolTimeout deadlines and the messages that come back
- * from the server, including the ones that name no request.
+ * each with one outcome. When an answer will not come, what is known of
+ * it (a fact from the transport, with its id) goes to the outbox's rule
+ * (outbox_judge), which says: send it again (under the same id, so a
+ * cancel still finds it), or answer that it did not run, or that it may
+ * or may not have taken effect. Also the toolTimeout deadlines and the
+ * messages that come back from the server, including the ones that name
+ * no request.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -25,15 +27,14 @@
 
 /* A request that may have changed something was lost with the server:
  * the client must not be led to run it twice. */
-static json_t *instance_lost_call_error(struct instance *inst, bool again)
+static json_t *instance_lost_call_error(struct instance *inst)
 {
 	const char *reason = instance_lost_reason(inst);
 	char *msg = xasprintf(
-		"Server \"%s\" went away while handling this request (%s)%s; "
+		"Server \"%s\" went away while handling this request (%s); "
 		"it may or may not have taken effect, so check before "
 		"retrying.",
-		inst->name, reason,
-		again ? ", for the second time, so it is not sent again" : "");
+		inst->name, reason);
 	json_t *data = json_pack("{s:s,s:s,s:b}", "server", inst->name,
 				 "reason", reason, "mayHaveRun", 1);
 	json_t *err = jr_error(NULL, JR_SERVER_UNAVAILABLE, msg, data);
@@ -41,26 +42,11 @@ static json_t *instance_lost_call_error(struct instance *inst, bool again)
 	return err;
 }
 
-static bool instance_req_resendable(const struct outbox_req *r)
-{
-	return !outbox_req_internal(r) && outbox_req_params(r) &&
-	       jr_method_is_idempotent(outbox_req_method(r));
-}
-
 /* The ids of the requests in flight, oldest first: walked by id so that
  * callbacks run on the way (which may settle others) do no harm. */
 static int64_t *instance_snapshot(struct instance *inst, size_t *n)
 {
-	*n = outbox_count(inst->outbox);
-	if (*n == 0)
-		return NULL;
-	int64_t *ids = xcalloc(*n, sizeof *ids);
-	size_t k = 0;
-	for (struct outbox_req *r = outbox_first(inst->outbox); r && k < *n;
-	     r = outbox_next(inst->outbox, r))
-		ids[k++] = outbox_req_id(r);
-	*n = k;
-	return ids;
+	return outbox_ids(inst->outbox, n);
 }
 
 bool instance_resent_in_flight(const struct instance *inst)
@@ -73,43 +59,35 @@ bool instance_resent_in_flight(const struct instance *inst)
 	return false;
 }
 
-/* The error for a request whose answer will not come. */
-static json_t *instance_lost_error(struct instance *inst,
-				   const struct outbox_req *r, bool written)
+/* Something that changes nothing was lost after it was sent, twice:
+ * the server is likely killed by it, so it is not sent a third time. */
+static json_t *instance_lost_again_error(struct instance *inst)
 {
-	if (!written)
-		return instance_unavailable_error(inst, false);
-	if (instance_req_resendable(r))
-		return outbox_req_sends(r) > 1
-			       ? instance_lost_call_error(inst, true)
-			       : instance_unavailable_error(inst, true);
-	if (!outbox_req_internal(r) &&
-	    !jr_method_is_idempotent(outbox_req_method(r)))
-		return instance_lost_call_error(inst, false);
-	return instance_unavailable_error(inst, true);
+	const char *reason = instance_lost_reason(inst);
+	char *msg = xasprintf("Server \"%s\" went away while handling this "
+			      "request (%s), for the second time, so it is not "
+			      "sent again.",
+			      inst->name, reason);
+	json_t *data = json_pack("{s:s,s:s,s:b}", "server", inst->name,
+				 "reason", reason, "mayHaveRun", 0);
+	json_t *err = jr_error(NULL, JR_SERVER_UNAVAILABLE, msg, data);
+	free(msg);
+	return err;
 }
 
-/* Whether the request waits for the next connection under keep. */
-static bool instance_keeps(const struct outbox_req *r, enum instance_keep keep)
+void instance_settle_lost(struct instance *inst, struct outbox_req *r,
+			  enum outbox_verdict v)
 {
-	bool written = outbox_req_state(r) == OUTBOX_WRITTEN;
-	switch (keep) {
-	case KEEP_NONE:
-		return false;
-	case KEEP_ONCE:
-		/* One re-send at most: a request the server dies on twice
-		 * is likely what kills it. */
-		return instance_req_resendable(r) && outbox_req_sends(r) < 2;
-	case KEEP_REOPEN:
-		/* The server did not die: nothing it was sent killed it.
-		 * A queued request never reached it (it has its params:
-		 * only those are queued). */
-		return !written || instance_req_resendable(r);
-	}
-	return false;
+	unsigned reached = outbox_req_reached(r);
+	json_t *err = v == OUTBOX_FAIL_MAYBE ? instance_lost_call_error(inst)
+		      : reached > 1	     ? instance_lost_again_error(inst)
+				    : instance_unavailable_error(inst, reached);
+	outbox_settle(inst->outbox, r,
+		      reached ? OUTBOX_LOST_SENT : OUTBOX_LOST_UNSENT, err);
+	json_decref(err);
 }
 
-void instance_fail_pending(struct instance *inst, enum instance_keep keep)
+void instance_fail_pending(struct instance *inst, bool reconnects)
 {
 	size_t n;
 	int64_t *ids = instance_snapshot(inst, &n);
@@ -118,62 +96,58 @@ void instance_fail_pending(struct instance *inst, enum instance_keep keep)
 		if (r == NULL)
 			continue;
 		bool written = outbox_req_state(r) == OUTBOX_WRITTEN;
-		if (instance_keeps(r, keep)) {
-			if (written)
-				outbox_requeue(inst->outbox, r);
+		/* A queued request waits for the next connection, if any. */
+		if (!written && reconnects)
 			continue;
-		}
-		json_t *err = instance_lost_error(inst, r, written);
-		outbox_settle(inst->outbox, r,
-			      written ? OUTBOX_LOST_SENT : OUTBOX_LOST_UNSENT,
-			      err);
-		json_decref(err);
+		enum outbox_verdict v =
+			outbox_judge(inst->outbox, r,
+				     reconnects ? OUTBOX_CUT : OUTBOX_ENDING);
+		if (v != OUTBOX_RESEND)
+			instance_settle_lost(inst, r, v);
 	}
 	free(ids);
 }
 
 /*
  * The transport lost one request's answer while the connection goes on
- * (an HTTP stream that ended without it). Never sent: it is sent again
- * (any method: the server never saw it), a few times at most. Sent: one
- * that changes nothing is sent again once; any other may have run, and
- * its client is told so. The handshake's and the lists' own requests get
- * the error, which their callbacks handle as any failed answer.
+ * (an HTTP stream that ended without it, a POST refused). The rule
+ * decides; the handshake's and the lists' own requests get the error,
+ * which their callbacks handle as any failed answer.
  */
 void instance_lose_request(struct instance *inst, struct outbox_req *r,
-			   bool sent)
+			   enum outbox_fact f)
 {
-	bool again =
-		!outbox_req_internal(r) && outbox_req_params(r) != NULL &&
-		(sent ? instance_req_resendable(r) && outbox_req_sends(r) < 2
-		      : outbox_req_sends(r) < INSTANCE_MAX_UNSENT_WRITES);
-	log_info("instance %s: the answer to %s (id %" PRId64 ") was lost %s "
-		 "it was sent%s",
-		 inst->name, outbox_req_method(r), outbox_req_id(r),
-		 sent ? "after" : "before", again ? "; sending it again" : "");
-	if (again) {
-		outbox_requeue(inst->outbox, r);
+	enum outbox_verdict v = outbox_judge(inst->outbox, r, f);
+	static const char *const facts[] = {
+		[OUTBOX_UNWRITTEN] = "before it was sent",
+		[OUTBOX_REFUSED] = "unprocessed (refused by the server)",
+		[OUTBOX_CUT] = "after it was sent",
+		[OUTBOX_ENDING] = "as the connection ends",
+	};
+	log_info("instance %s: the answer to %s (id %" PRId64 ") was lost %s"
+		 "%s",
+		 inst->name, outbox_req_method(r), outbox_req_id(r), facts[f],
+		 v == OUTBOX_RESEND ? "; sending it again" : "");
+	if (v == OUTBOX_RESEND) {
 		if (inst->state == INSTANCE_READY)
 			instance_resend(inst);
 		return;
 	}
 	const char *outer = inst->stop_why;
 	if (inst->last_error == NULL)
-		inst->stop_why = sent ? "its answer was lost on the way"
-				      : "it could not be sent";
-	json_t *err = instance_lost_error(inst, r, sent);
+		inst->stop_why = f == OUTBOX_CUT
+					 ? "its answer was lost on the way"
+					 : "it could not be sent";
+	instance_settle_lost(inst, r, v);
 	inst->stop_why = outer;
-	outbox_settle(inst->outbox, r,
-		      sent ? OUTBOX_LOST_SENT : OUTBOX_LOST_UNSENT, err);
-	json_decref(err);
 }
 
-/* A queued request that will not be written: answered as never sent. */
+/* A queued request that will not be written: the rule says how it is
+ * answered (a re-send's earlier write may have reached the server). */
 static void instance_lose_unsent(struct instance *inst, struct outbox_req *r)
 {
-	json_t *err = instance_unavailable_error(inst, false);
-	outbox_settle(inst->outbox, r, OUTBOX_LOST_UNSENT, err);
-	json_decref(err);
+	instance_settle_lost(inst, r,
+			     outbox_judge(inst->outbox, r, OUTBOX_ENDING));
 }
 
 /* Calls fn for each request still queued, walking a snapshot of ids, so
@@ -209,6 +183,17 @@ bool instance_has_queued(const struct instance *inst)
 /* Writes r on the current connection: 0 or -errno. */
 static int instance_write_req(struct instance *inst, struct outbox_req *r)
 {
+	/* The rule's guard: nothing writes a call that may have run. */
+	if (!outbox_may_write(r))
+		return -EALREADY;
+	size_t len;
+	const char *kept = outbox_req_msg(r, &len);
+	if (kept) {
+		int rc = inst->ops->send(inst->up, kept, len, outbox_req_id(r));
+		if (rc == 0)
+			outbox_written(inst->outbox, r, inst->gen);
+		return rc;
+	}
 	json_t *msg = jr_request(
 		json_integer(outbox_req_id(r)), outbox_req_method(r),
 		outbox_req_params(r) ? json_incref(outbox_req_params(r))
@@ -332,21 +317,24 @@ int64_t instance_request_raw(struct instance *inst, const char *method,
 	buf_append(b, params, params_len);
 	buf_puts(b, "}");
 	int rc = inst->ops->send(inst->up, b->data, b->len, id);
-	if (b->cap > 4 * 1024 * 1024)
-		buf_free(b); /* one huge call does not pin its memory */
-	if (rc < 0)
+	if (rc < 0) {
+		if (b->cap > 4 * 1024 * 1024)
+			buf_free(b); /* one huge call does not pin memory */
 		return rc;
+	}
 	struct outbox_req *r =
 		outbox_add(inst->outbox, method, NULL, false, cb, text_cb, arg);
 	outbox_written(inst->outbox, r, inst->gen);
-	/* A transport that can lose a request before it reaches the server
-	 * (HTTP: on_lost, not sent) needs it whole to send it again: the
-	 * parse is paid only there. Else the name, for a toolTimeout. */
-	if (inst->ops->caps & UPSTREAM_RELATES)
-		outbox_req_set_params(r,
-				      json_loadb(params, params_len, 0, NULL));
-	else if (inst->tool_timeout_ms > 0)
-		outbox_req_set_params(r, instance_raw_name(params, params_len));
+	/* Kept to write again only where the rule may ask for it: a
+	 * transport that can prove a request unprocessed after send
+	 * returned (HTTP: refused, unwritten), or a request that changes
+	 * nothing. A stdio call is written once and needs no copy. */
+	if ((inst->ops->caps & UPSTREAM_LATE_FACTS) || outbox_req_idempotent(r))
+		outbox_req_set_msg(r, b->data, b->len);
+	if (inst->tool_timeout_ms > 0)
+		outbox_req_set_hint(r, instance_raw_name(params, params_len));
+	if (b->cap > 4 * 1024 * 1024)
+		buf_free(b); /* one huge call does not pin its memory */
 	instance_arm_deadline(inst, r);
 	return outbox_req_id(r);
 }
@@ -476,8 +464,9 @@ uint64_t instance_conn_gen(const struct instance *inst)
 static json_t *instance_timeout_error(struct instance *inst,
 				      const struct outbox_req *r)
 {
-	const char *tool = json_string_value(
-		json_object_get(outbox_req_params(r), "name"));
+	json_t *about = outbox_req_params(r) ? outbox_req_params(r)
+					     : outbox_req_hint(r);
+	const char *tool = json_string_value(json_object_get(about, "name"));
 	unsigned long long ms = (unsigned long long)inst->tool_timeout_ms;
 	char *msg = xasprintf(
 		"Server \"%s\" did not answer %s%s%s%s within its toolTimeout "

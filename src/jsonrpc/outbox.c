@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonrpc/jsonrpc.h"
 #include "util/xmalloc.h"
 
 #define OUTBOX_MIN_BUCKETS 16
@@ -18,11 +19,16 @@
 struct outbox_req {
 	int64_t id;
 	enum outbox_state state;
-	uint64_t link;	      /* generation written on; 0 while queued */
-	unsigned sends;	      /* times written, across connections */
-	bool internal;	      /* the owner's own */
-	const char *method;   /* method_buf or method_heap */
-	json_t *params;	      /* kept for a re-send, or NULL */
+	uint64_t link;	    /* generation written on; 0 while queued */
+	unsigned sends;	    /* times written, across connections */
+	unsigned reached;   /* writes not proven unwritten or refused */
+	bool internal;	    /* the owner's own */
+	bool idempotent;    /* its method changes nothing */
+	const char *method; /* method_buf or method_heap */
+	json_t *params;	    /* kept for a re-send, or NULL */
+	char *msg;	    /* the message as written, or NULL */
+	json_t *hint;	    /* the owner's description, or NULL */
+	size_t msg_len;
 	uint64_t deadline_ms; /* 0: none */
 	outbox_reply_cb cb;
 	outbox_text_cb text_cb;
@@ -63,6 +69,10 @@ static void outbox_req_release(struct outbox_req *r)
 	r->method_heap = NULL;
 	json_decref(r->params);
 	r->params = NULL;
+	free(r->msg);
+	r->msg = NULL;
+	json_decref(r->hint);
+	r->hint = NULL;
 }
 
 void outbox_free(struct outbox *ob)
@@ -132,6 +142,7 @@ struct outbox_req *outbox_add(struct outbox *ob, const char *method,
 		r->method_heap = xstrdup(method);
 		r->method = r->method_heap;
 	}
+	r->idempotent = jr_method_is_idempotent(r->method);
 	r->params = params;
 	r->cb = cb;
 	r->text_cb = text_cb;
@@ -165,12 +176,77 @@ struct outbox_req *outbox_find(const struct outbox *ob, int64_t id)
 	return NULL;
 }
 
+bool outbox_may_write(const struct outbox_req *r)
+{
+	return r->state == OUTBOX_QUEUED && (r->idempotent || r->reached == 0);
+}
+
 void outbox_written(struct outbox *ob, struct outbox_req *r, uint64_t link)
 {
 	(void)ob;
 	r->state = OUTBOX_WRITTEN;
 	r->link = link;
 	r->sends++;
+	r->reached++;
+}
+
+/* ---- the resend rule ---- */
+
+/* The error for a request that will not be written again: whether any
+ * write of it may have reached the server (reached counts the one the
+ * fact is about), and whether that can have changed anything. */
+static enum outbox_verdict outbox_give_up(const struct outbox_req *r,
+					  unsigned reached)
+{
+	return reached > 0 && !r->idempotent ? OUTBOX_FAIL_MAYBE
+					     : OUTBOX_FAIL_UNRUN;
+}
+
+enum outbox_verdict outbox_rule(const struct outbox_req *r, enum outbox_fact f)
+{
+	bool written = r->state == OUTBOX_WRITTEN;
+	/* The writes that may have reached the server once the fact is
+	 * counted: an unwritten or refused write did not. */
+	unsigned reached = r->reached;
+	if (written && (f == OUTBOX_UNWRITTEN || f == OUTBOX_REFUSED) &&
+	    reached > 0)
+		reached--;
+	/* The owner's own requests (a handshake, a list refresh, a probe)
+	 * are never sent again by the rule: their callbacks decide. */
+	bool can = !r->internal && outbox_req_kept(r);
+	switch (f) {
+	case OUTBOX_UNWRITTEN:
+	case OUTBOX_REFUSED:
+		/* It never ran there: again, a bounded number of times,
+		 * unless an earlier write of a call may have reached. */
+		if (can && r->sends < OUTBOX_MAX_ATTEMPTS &&
+		    (r->idempotent || reached == 0))
+			return OUTBOX_RESEND;
+		return outbox_give_up(r, reached);
+	case OUTBOX_CUT:
+		if (!written)
+			return outbox_give_up(r, reached);
+		/* Something that changes nothing goes once more; a server
+		 * that dies on it twice is likely killed by it. */
+		if (can && r->idempotent && reached < 2)
+			return OUTBOX_RESEND;
+		return outbox_give_up(r, reached);
+	case OUTBOX_ENDING:
+		return outbox_give_up(r, reached);
+	}
+	return OUTBOX_FAIL_MAYBE;
+}
+
+enum outbox_verdict outbox_judge(struct outbox *ob, struct outbox_req *r,
+				 enum outbox_fact f)
+{
+	enum outbox_verdict v = outbox_rule(r, f);
+	if (r->state == OUTBOX_WRITTEN &&
+	    (f == OUTBOX_UNWRITTEN || f == OUTBOX_REFUSED) && r->reached > 0)
+		r->reached--;
+	if (v == OUTBOX_RESEND)
+		outbox_requeue(ob, r);
+	return v;
 }
 
 void outbox_requeue(struct outbox *ob, struct outbox_req *r)
@@ -237,6 +313,19 @@ struct outbox_req *outbox_next(const struct outbox *ob,
 	return r->next == &ob->head ? NULL : r->next;
 }
 
+int64_t *outbox_ids(const struct outbox *ob, size_t *n)
+{
+	*n = ob->count;
+	if (ob->count == 0)
+		return NULL;
+	int64_t *ids = xcalloc(ob->count, sizeof *ids);
+	size_t k = 0;
+	for (const struct outbox_req *r = ob->head.next; r != &ob->head;
+	     r = r->next)
+		ids[k++] = r->id;
+	return ids;
+}
+
 size_t outbox_count(const struct outbox *ob)
 {
 	return ob->count;
@@ -277,6 +366,16 @@ unsigned outbox_req_sends(const struct outbox_req *r)
 	return r->sends;
 }
 
+unsigned outbox_req_reached(const struct outbox_req *r)
+{
+	return r->reached;
+}
+
+bool outbox_req_idempotent(const struct outbox_req *r)
+{
+	return r->idempotent;
+}
+
 bool outbox_req_internal(const struct outbox_req *r)
 {
 	return r->internal;
@@ -301,6 +400,42 @@ void outbox_req_set_params(struct outbox_req *r, json_t *params)
 {
 	json_decref(r->params);
 	r->params = params;
+}
+
+const char *outbox_req_msg(const struct outbox_req *r, size_t *len)
+{
+	if (len)
+		*len = r->msg_len;
+	return r->msg;
+}
+
+void outbox_req_set_msg(struct outbox_req *r, const char *msg, size_t len)
+{
+	free(r->msg);
+	r->msg = NULL;
+	r->msg_len = 0;
+	if (msg == NULL)
+		return;
+	r->msg = xmalloc(len + 1);
+	memcpy(r->msg, msg, len);
+	r->msg[len] = '\0';
+	r->msg_len = len;
+}
+
+json_t *outbox_req_hint(const struct outbox_req *r)
+{
+	return r->hint;
+}
+
+void outbox_req_set_hint(struct outbox_req *r, json_t *hint)
+{
+	json_decref(r->hint);
+	r->hint = hint;
+}
+
+bool outbox_req_kept(const struct outbox_req *r)
+{
+	return r->params != NULL || r->msg != NULL;
 }
 
 uint64_t outbox_req_deadline(const struct outbox_req *r)

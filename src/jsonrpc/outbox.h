@@ -1,11 +1,21 @@
 /*
- * The outbox: the requests in flight toward one server, each a stable
- * handle (its id, kept across a re-send) with one owner and exactly one
- * outcome. A request is queued (not on any connection now) or written (on
- * the connection of one generation), and leaves the outbox only through
- * outbox_settle: answered, lost before it was sent, lost after it was
- * sent, or cancelled. Transport-neutral: the stdio instance, the HTTP
- * upstream and the relay keep their requests here; it sends nothing.
+ * The outbox: the requests in flight toward one peer, each a stable handle
+ * (its id, kept across a re-send) with one owner and exactly one outcome,
+ * and THE resend rule. A request is queued (not on any connection now) or
+ * written (on the connection of one generation), and leaves the outbox
+ * only through outbox_settle: answered, lost before it was sent, lost
+ * after it was sent, or cancelled.
+ *
+ * When a request's answer will not come, its owner reports what is known
+ * of it (an outbox_fact, from the transport, mcpc or the relay's link,
+ * always with the request's id) to outbox_judge, which decides: send it
+ * again, or answer that it did not run, or that it may or may not have
+ * taken effect. Nothing else decides a re-send: a request that changes
+ * something and may have reached a server is never written twice
+ * (outbox_may_write says so to every writer).
+ *
+ * Transport-neutral: the instance (every transport) and the relay keep
+ * their requests here; it sends nothing.
  */
 #ifndef MCPV_JSONRPC_OUTBOX_H
 #define MCPV_JSONRPC_OUTBOX_H
@@ -27,6 +37,43 @@ enum outbox_state {
 	OUTBOX_QUEUED,	/* waiting to be (re-)sent; not on any connection */
 	OUTBOX_WRITTEN, /* written on the connection of generation link */
 };
+
+/* What is known of a request whose answer will not come on the
+ * connection it was written on. */
+enum outbox_fact {
+	/* No byte of it left: the connection was refused, a local error,
+	 * or it was never started. */
+	OUTBOX_UNWRITTEN,
+	/* It left, and the answer proves the server did not process it: an
+	 * HTTP 404 for a session the server no longer knows; a 503 from a
+	 * peer that refuses before it reads (the mcpvisor runtime). */
+	OUTBOX_REFUSED,
+	/* It left, and its answer will not come: the connection or its
+	 * stream was lost, the server died, the answer could not be read. */
+	OUTBOX_CUT,
+	/* Not about the request: its owner will send nothing more (a stop,
+	 * a drain, a server given up on). */
+	OUTBOX_ENDING,
+};
+
+/* A fact about one request, by the id its writer gave it. */
+struct outbox_fact_of {
+	int64_t id;
+	enum outbox_fact fact;
+};
+
+/* What outbox_judge decided. */
+enum outbox_verdict {
+	OUTBOX_RESEND,	   /* queued again: it goes on the next connection */
+	OUTBOX_FAIL_UNRUN, /* answer with an error: it did not run, or it
+			      changes nothing */
+	OUTBOX_FAIL_MAYBE, /* answer with an error: it may or may not have
+			      taken effect (never sent again) */
+};
+
+/* Writes of one request that may not have reached its peer (refused,
+ * unwritten) before it is given up on. */
+#define OUTBOX_MAX_ATTEMPTS 3
 
 enum outbox_outcome {
 	OUTBOX_ANSWERED,    /* the server answered: cb gets its answer */
@@ -52,10 +99,24 @@ int64_t outbox_peek_id(const struct outbox *ob);
 /* O(1); NULL when the id is not (or no longer) in flight. */
 struct outbox_req *outbox_find(const struct outbox *ob, int64_t id);
 
-/* The request was written on the connection of generation link. */
+/* Whether the rule lets r be written now: false for a request that
+ * changes something and may already have reached a server. Every writer
+ * asks before writing. */
+bool outbox_may_write(const struct outbox_req *r);
+/* The request was written on the connection of generation link (it may
+ * reach the server from now on). */
 void outbox_written(struct outbox *ob, struct outbox_req *r, uint64_t link);
 /* Back to QUEUED (its connection was lost; it will be sent again). */
 void outbox_requeue(struct outbox *ob, struct outbox_req *r);
+
+/* THE resend rule, pure: what fact f means for r as it stands. */
+enum outbox_verdict outbox_rule(const struct outbox_req *r, enum outbox_fact f);
+/* Records fact f on r and applies the rule: on OUTBOX_RESEND, r is queued
+ * again (the owner writes it when it can); otherwise the owner answers
+ * it as the verdict says (outbox_req_reached tells whether the answer is
+ * LOST_SENT) and settles it. */
+enum outbox_verdict outbox_judge(struct outbox *ob, struct outbox_req *r,
+				 enum outbox_fact f);
 
 /* Its one outcome: takes r out, calls its callback once as the outcome
  * says (response borrowed; NULL for CANCELLED), then frees it. */
@@ -78,6 +139,11 @@ enum outbox_state outbox_req_state(const struct outbox_req *r);
 bool outbox_req_on(const struct outbox_req *r, uint64_t link);
 /* Times written, across connections (a re-send makes 2). */
 unsigned outbox_req_sends(const struct outbox_req *r);
+/* Of those, the writes that may have reached the server (not proven
+ * unwritten or refused). */
+unsigned outbox_req_reached(const struct outbox_req *r);
+/* The method changes nothing (jr_method_is_idempotent). */
+bool outbox_req_idempotent(const struct outbox_req *r);
 /* The owner's own (handshake, list refresh), not a client's. */
 bool outbox_req_internal(const struct outbox_req *r);
 /* The arg its callbacks get (whose request it is). */
@@ -87,12 +153,27 @@ const char *outbox_req_method(const struct outbox_req *r);
  * what was kept. */
 json_t *outbox_req_params(const struct outbox_req *r);
 void outbox_req_set_params(struct outbox_req *r, json_t *params);
+/* The whole message as written, kept to write again unchanged (its id
+ * is stable), or NULL. set copies len bytes (NULL drops it). */
+const char *outbox_req_msg(const struct outbox_req *r, size_t *len);
+void outbox_req_set_msg(struct outbox_req *r, const char *msg, size_t len);
+/* What the owner keeps to describe it, not to send (a tool's name for a
+ * timeout's message): borrowed, or NULL. set takes hint. */
+json_t *outbox_req_hint(const struct outbox_req *r);
+void outbox_req_set_hint(struct outbox_req *r, json_t *hint);
+/* Its owner can write it again: it keeps its params or its message. */
+bool outbox_req_kept(const struct outbox_req *r);
 /* When it times out (clock ms), 0: never. */
 uint64_t outbox_req_deadline(const struct outbox_req *r);
 void outbox_req_set_deadline(struct outbox_req *r, uint64_t ms);
 void outbox_req_set_text_cb(struct outbox_req *r, outbox_text_cb text_cb);
 /* Whether a successful answer may go to text_cb (outbox_settle_text). */
 bool outbox_req_has_text(const struct outbox_req *r);
+
+/* The ids in flight, oldest first, in a new array (*n of them; NULL when
+ * none): for a walk whose steps may settle any request (find each by id
+ * again). */
+int64_t *outbox_ids(const struct outbox *ob, size_t *n);
 
 size_t outbox_count(const struct outbox *ob);
 /* Requests not internal: a client's. */

@@ -227,10 +227,10 @@ void mc_legacy_post_done(struct mc_stream *s, int status, int err, bool sent)
 {
 	struct mcpc *m = s->m;
 	if (!s->got_head) {
-		mc_lost(m, s->id, sent);
+		mc_lost(m, s->id, sent ? OUTBOX_CUT : OUTBOX_UNWRITTEN);
 	} else if (status < 200 || status >= 300) {
 		log_debug("HTTP %d to a legacy POST", status);
-		mc_lost(m, s->id, true);
+		mc_lost(m, s->id, OUTBOX_CUT);
 	}
 	mc_stream_drop(s);
 }

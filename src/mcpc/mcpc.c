@@ -19,28 +19,63 @@
 
 /* ---- faults and losses ------------------------------------------------ */
 
-void mc_fault(struct mcpc *m, enum mcpc_fault f, int status, const char *text,
-	      const char *resource_metadata)
+static void mc_fault_with(struct mcpc *m, enum mcpc_fault f, int status,
+			  const char *text, const char *resource_metadata,
+			  int64_t refused_id)
 {
 	if (m->faulted || m->closing)
 		return;
 	m->faulted = true;
+	/* What provably never ran: the refused POST, and what was held. */
+	size_t n = refused_id > 0;
+	for (struct mc_held *h = m->held; h; h = h->next)
+		n += h->id > 0;
+	struct outbox_fact_of *facts = xcalloc(n ? n : 1, sizeof *facts);
+	size_t k = 0;
+	if (refused_id > 0)
+		facts[k++] =
+			(struct outbox_fact_of){refused_id, OUTBOX_REFUSED};
+	for (struct mc_held *h = m->held; h; h = h->next)
+		if (h->id > 0)
+			facts[k++] = (struct outbox_fact_of){h->id,
+							     OUTBOX_UNWRITTEN};
 	mc_drop_all(m);
 	mc_held_free(m);
 	uv_timer_stop(&m->timer);
 	log_debug("fault %d (HTTP %d): %s", (int)f, status, text);
+	struct mcpc_fault_info fi = {
+		.kind = f,
+		.http_status = status,
+		.text = text,
+		.resource_metadata = resource_metadata,
+		.facts = facts,
+		.nfacts = k,
+	};
 	m->busy++;
-	m->cbs.on_fault(m->ctx, f, status, text, resource_metadata);
+	m->cbs.on_fault(m->ctx, &fi);
 	m->busy--;
+	free(facts);
 	mc_reap(m);
 }
 
-void mc_lost(struct mcpc *m, int64_t id, bool sent)
+void mc_fault(struct mcpc *m, enum mcpc_fault f, int status, const char *text,
+	      const char *resource_metadata)
+{
+	mc_fault_with(m, f, status, text, resource_metadata, 0);
+}
+
+void mc_fault_refused(struct mcpc *m, enum mcpc_fault f, int status,
+		      const char *text, int64_t refused_id)
+{
+	mc_fault_with(m, f, status, text, NULL, refused_id);
+}
+
+void mc_lost(struct mcpc *m, int64_t id, enum outbox_fact f)
 {
 	if (id <= 0 || m->faulted || m->closing)
 		return;
 	m->busy++;
-	m->cbs.on_lost(m->ctx, id, sent);
+	m->cbs.on_lost(m->ctx, id, f);
 	m->busy--;
 }
 
@@ -88,8 +123,11 @@ bool mc_status_fault(struct mc_stream *s, int status)
 	 * GET route often answers 404 where the spec says 405, and taking
 	 * that for an expired session would re-initialize forever. */
 	if (status == 404 && s->had_session && s->kind == MC_POST) {
-		mc_fault(m, MCPC_FAULT_EXPIRED, status,
-			 "the server no longer knows our session", NULL);
+		/* The server did not process what it refused: a request's
+		 * POST is named, so it can go once on the new session. */
+		mc_fault_refused(m, MCPC_FAULT_EXPIRED, status,
+				 "the server no longer knows our session",
+				 s->answered ? 0 : s->id);
 		return true;
 	}
 	return false;
@@ -111,7 +149,7 @@ static void mc_no_response(struct mc_stream *s, int err, bool sent)
 			 NULL);
 		return;
 	}
-	mc_lost(m, s->id, sent);
+	mc_lost(m, s->id, sent ? OUTBOX_CUT : OUTBOX_UNWRITTEN);
 }
 
 /* ---- Streamable HTTP responses ------------------------------------------ */
@@ -222,7 +260,7 @@ static void mc_resume_or_lose(struct mc_stream *s, bool refused)
 		mc_due(s, s->retry_ms);
 		return;
 	}
-	mc_lost(s->m, s->id, true);
+	mc_lost(s->m, s->id, OUTBOX_CUT);
 	mc_stream_drop(s);
 }
 
@@ -277,9 +315,12 @@ void mc_post_done(struct mc_stream *s, int status, int err, bool sent)
 		log_debug("HTTP %d to a POST", status);
 	}
 	/* 202 to a request: its answer comes on the GET stream. A 503
-	 * refused it unprocessed (a server stopping): it may go again. */
+	 * proves it unprocessed only from a peer that says so. */
 	if (s->id > 0 && !s->answered && status != 202)
-		mc_lost(m, s->id, status != 503);
+		mc_lost(m, s->id,
+			status == 503 && m->refuses_503 && err == 0
+				? OUTBOX_REFUSED
+				: OUTBOX_CUT);
 	if (s->id == 0 && s->kind == MC_POST && ok2xx && s->opens_get)
 		mc_open_get(m);
 	mc_stream_drop(s);
@@ -366,6 +407,7 @@ int mcpc_new(struct httpc *http, const struct mcpc_opts *opts,
 	m->legacy = opts->mode == MCPC_SSE;
 	m->decided = opts->mode != MCPC_AUTO;
 	m->connect_timeout_ms = opts->connect_timeout_ms;
+	m->refuses_503 = opts->refuses_with_503;
 	m->cbs = *cbs;
 	m->ctx = ctx;
 	m->held_tail = &m->held;
@@ -480,7 +522,7 @@ void mc_flush_held(struct mcpc *m)
 		struct mc_held *next = h->next;
 		if (!m->faulted && !m->closing &&
 		    mc_route(m, h->msg, h->len, h->id) < 0)
-			mc_lost(m, h->id, false);
+			mc_lost(m, h->id, OUTBOX_UNWRITTEN);
 		free(h);
 		h = next;
 	}

@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "jsonrpc/outbox.h"
+
 struct httpc;
 struct mcpc;
 
@@ -57,6 +59,27 @@ struct mcpc_opts {
 	const char *unix_socket; /* NULL: TCP */
 	enum mcpc_mode mode;
 	uint64_t connect_timeout_ms; /* 0: the client's default */
+	/* The peer answers 503 only to requests it did not process (the
+	 * mcpvisor runtime while it drains): such a 503 is OUTBOX_REFUSED.
+	 * From any other server a 503 proves nothing (a proxy says it when
+	 * its backend died mid-request). */
+	bool refuses_with_503;
+};
+
+/* The session is unusable: what, and what is known of the requests it
+ * had not settled. */
+struct mcpc_fault_info {
+	enum mcpc_fault kind;
+	int http_status;  /* 0 when none */
+	const char *text; /* one sentence, no secrets */
+	/* AUTH: the 401 challenge's resource_metadata URL, or NULL. */
+	const char *resource_metadata;
+	/* The POST that met a 404 for the session (OUTBOX_REFUSED), and the
+	 * messages held and never sent (OUTBOX_UNWRITTEN), by the ids given
+	 * to mcpc_send. Every other request not answered may have reached
+	 * the server. */
+	const struct outbox_fact_of *facts;
+	size_t nfacts;
 };
 
 struct mcpc_cbs {
@@ -65,21 +88,18 @@ struct mcpc_cbs {
 	 * came on the GET stream (or any legacy stream). */
 	void (*on_message)(void *ctx, const char *msg, size_t len,
 			   int64_t related);
-	/* The answer to request id will not come; sent: it may have
-	 * reached the server. */
-	void (*on_lost)(void *ctx, int64_t id, bool sent);
+	/* The answer to request id will not come; f: what is known of it
+	 * (UNWRITTEN, REFUSED or CUT). The session goes on. */
+	void (*on_lost)(void *ctx, int64_t id, enum outbox_fact f);
 	/* An SSE comment on any stream: the server (or the runtime, for the
 	 * relay) is alive. May be NULL. */
 	void (*on_heartbeat)(void *ctx);
 	/* The session is unusable. Once; no on_lost follows for requests
-	 * still pending (all of them are the caller's to settle). A refused
-	 * or failed connection on the first request is this fault (CLOSED,
-	 * or TIMEOUT); on later requests it is on_lost(id, false).
-	 * http_status 0 when none; text one sentence without secrets;
-	 * resource_metadata: the 401 challenge's resource_metadata URL or
-	 * NULL. All borrowed. */
-	void (*on_fault)(void *ctx, enum mcpc_fault f, int http_status,
-			 const char *text, const char *resource_metadata);
+	 * still pending (all of them are the caller's to settle, with the
+	 * facts f carries). A refused or failed connection on the first
+	 * request is this fault (CLOSED, or TIMEOUT); on later requests it
+	 * is on_lost(id, OUTBOX_UNWRITTEN). All borrowed. */
+	void (*on_fault)(void *ctx, const struct mcpc_fault_info *f);
 };
 
 /* 0 and *out, or -errno (-EINVAL: bad URL, too many headers).

@@ -74,14 +74,15 @@ struct mcpc {
 	size_t nheaders;
 	char *unix_socket;
 	enum mcpc_mode mode;
-	bool legacy;	 /* the transport is HTTP+SSE */
-	bool decided;	 /* auto mode: the first POST answered */
-	bool faulted;	 /* on_fault ran */
-	bool closing;	 /* mcpc_close ran */
-	bool ever_ok;	 /* a response came from the server */
-	bool get_opened; /* the standing GET stream was started */
-	bool deciding;	 /* auto mode: the POST that finds out is out */
-	bool first_seen; /* the first request was sent */
+	bool legacy;	  /* the transport is HTTP+SSE */
+	bool decided;	  /* auto mode: the first POST answered */
+	bool faulted;	  /* on_fault ran */
+	bool closing;	  /* mcpc_close ran */
+	bool ever_ok;	  /* a response came from the server */
+	bool get_opened;  /* the standing GET stream was started */
+	bool deciding;	  /* auto mode: the POST that finds out is out */
+	bool first_seen;  /* the first request was sent */
+	bool refuses_503; /* its 503 proves a request unprocessed */
 	/* From notifications/initialized until the GET stream is answered
 	 * (or is none): other messages wait, so that a request the server
 	 * sends on that stream at once, unrelated to any POST, is not sent
@@ -132,6 +133,10 @@ void mc_resume_done(struct mc_stream *s, int status, int err, bool sent);
 void mc_get_done(struct mc_stream *s, int status, int err, bool sent);
 void mc_fault(struct mcpc *m, enum mcpc_fault f, int status, const char *text,
 	      const char *resource_metadata);
+/* The same, with the request whose POST the server refused unprocessed
+ * (a 404 for the session), 0 when none. */
+void mc_fault_refused(struct mcpc *m, enum mcpc_fault f, int status,
+		      const char *text, int64_t refused_id);
 /* A status that ends the session (401, 403, 404 with our session id):
  * true when it did. */
 bool mc_status_fault(struct mc_stream *s, int status);
@@ -144,7 +149,7 @@ void mc_sse_begin(struct mc_stream *s);
 bool mc_answers(const char *msg, size_t len, int64_t id);
 bool mc_message(struct mcpc *m, struct mc_stream *s, const char *msg,
 		size_t len);
-void mc_lost(struct mcpc *m, int64_t id, bool sent);
+void mc_lost(struct mcpc *m, int64_t id, enum outbox_fact f);
 /* Sends what was held, in order. */
 void mc_flush_held(struct mcpc *m);
 void mc_ungate(struct mcpc *m);

@@ -194,7 +194,7 @@ static void mc_fire(struct mc_stream *s)
 	if (mc_stream_start(s, "GET", m->url, NULL, 0) == 0)
 		return;
 	if (s->kind == MC_RESUME)
-		mc_lost(m, s->id, true);
+		mc_lost(m, s->id, OUTBOX_CUT);
 	mc_stream_drop(s);
 }
 
@@ -395,7 +395,7 @@ static bool mc_body_cb(void *ctx, struct httpc_req *r, const char *data,
 			log_warn("an event stream passed a limit: %s",
 				 sse_error(&s->parser));
 			if (s->kind == MC_POST || s->kind == MC_RESUME) {
-				mc_lost(m, s->id, true);
+				mc_lost(m, s->id, OUTBOX_CUT);
 				mc_stream_drop(s);
 			} else {
 				mc_fault(m, MCPC_FAULT_PROTOCOL, 0,
@@ -408,7 +408,7 @@ static bool mc_body_cb(void *ctx, struct httpc_req *r, const char *data,
 		/* dropped: not a message */
 	} else if (len > MCPC_MAX_MESSAGE - s->body.len) {
 		log_warn("an answer passed the size limit");
-		mc_lost(m, s->id, true);
+		mc_lost(m, s->id, OUTBOX_CUT);
 		mc_stream_drop(s);
 	} else {
 		buf_append(&s->body, data, len);

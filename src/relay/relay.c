@@ -2,9 +2,12 @@
  * The relay's decisions. Host requests get our own ids (the outbox's), so
  * any host id (string or number) maps to one request with one outcome;
  * messages are spliced, not parsed, on the way through (jsonscan finds
- * the id). The resend rule is applied at the moment of loss: what may
- * have reached the runtime and may change something is answered with an
- * error that says so; the rest waits for the next runtime and goes again.
+ * the id). What is known of a request whose answer will not come (a fact
+ * from mcpc, or the loss of the runtime) goes to the outbox's rule, which
+ * decides: send it again, or answer it. An answer that a request may or
+ * may not have run waits for the recovery, so the host hears why along
+ * with it. Every walk over the outbox goes by a snapshot of ids: a step
+ * may settle any request.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -35,17 +38,20 @@ enum rreq_kind {
 	RK_PROBE,  /* a list the host saw, asked of a new runtime */
 };
 
+/* Our initialize of a new runtime lost this many times in a row (the
+ * runtime answers pings): the runtime is lost. */
+#define RELAY_INIT_TRIES 3
+
 struct rreq {
 	struct relay *r;
 	enum rreq_kind kind;
-	char *host_id; /* raw JSON text of the host's id */
-	char *msg;     /* the message with our id */
-	size_t len;
+	char *host_id;	    /* raw JSON text of the host's id */
 	uint64_t wait_from; /* arrival or the loss it waits through */
 	uint64_t written;   /* when it went on the current link */
-	bool unsent;	    /* mcpc said it never left */
 	bool orphan;	    /* its stream ended: decided after a ping */
-	bool doomed;	    /* may have run: answered once recovery says why */
+	/* The rule's verdict, answered once recovery says why the runtime
+	 * was lost (OUTBOX_RESEND: nothing owed). */
+	enum outbox_verdict owed;
 	enum relay_list list; /* a first-page list request, else RL_NONE */
 };
 
@@ -56,6 +62,7 @@ struct relay {
 	enum relay_state state;
 	char *init_line; /* the host's initialize, as sent */
 	size_t init_len;
+	unsigned init_tries; /* our initialize lost in a row */
 	struct replay *replays;
 	struct relay_lists lists; /* what the host last saw of each list */
 	uint64_t last_life;	  /* last byte or heartbeat from the runtime */
@@ -75,8 +82,8 @@ enum { K_ID, K_METHOD, K_PARAMS, K_N };
 
 /* ---- host output ---- */
 
-static void host_error(struct relay *r, const char *id, int code,
-		       const char *text)
+static void relay_host_error(struct relay *r, const char *id, int code,
+			     const char *text)
 {
 	size_t n;
 	char *s = relay_msg_error(id, code, text, &n);
@@ -84,7 +91,7 @@ static void host_error(struct relay *r, const char *id, int code,
 	free(s);
 }
 
-static void host_note(struct relay *r, const char *method)
+static void relay_host_note(struct relay *r, const char *method)
 {
 	char *s = xasprintf("{\"jsonrpc\":\"2.0\",\"method\":\"%s\"}", method);
 	r->ops->host_write(r->ctx, s, strlen(s));
@@ -93,136 +100,151 @@ static void host_note(struct relay *r, const char *method)
 
 /* ---- requests ---- */
 
-static void rreq_done(void *arg, json_t *response, bool sent)
+static void relay_req_done(void *arg, json_t *response, bool sent)
 {
 	struct rreq *q = arg;
 	free(q->host_id);
-	free(q->msg);
 	free(q);
 }
 
-static struct rreq *rreq_add(struct relay *r, enum rreq_kind kind,
-			     const char *method, const char *line, size_t len,
-			     const struct jsonscan_span *id_span)
+static struct outbox_req *relay_req_add(struct relay *r, enum rreq_kind kind,
+					const char *method, const char *line,
+					size_t len,
+					const struct jsonscan_span *id_span)
 {
 	struct rreq *q = xcalloc(1, sizeof *q);
 	q->r = r;
 	q->kind = kind;
 	q->list = RL_NONE;
+	q->owed = OUTBOX_RESEND;
 	q->wait_from = clock_now_ms();
 	char ours[24];
 	snprintf(ours, sizeof ours, "%lld", (long long)outbox_peek_id(r->ob));
 	if (kind == RK_HOST)
 		q->host_id = xstrndup(line + id_span->off, id_span->len);
-	q->msg = relay_msg_splice(line, len, id_span, ours, &q->len);
-	outbox_add(r->ob, method, NULL, kind != RK_HOST, rreq_done, NULL, q);
-	return q;
+	size_t n;
+	char *msg = relay_msg_splice(line, len, id_span, ours, &n);
+	struct outbox_req *o = outbox_add(r->ob, method, NULL, kind != RK_HOST,
+					  relay_req_done, NULL, q);
+	/* The message with our id: what is written, and written again. */
+	outbox_req_set_msg(o, msg, n);
+	free(msg);
+	return o;
 }
 
 /* Let go without an answer (the outbox calls nothing for this). */
-static void settle_cancel(struct relay *r, struct outbox_req *o)
+static void relay_cancel(struct relay *r, struct outbox_req *o)
 {
 	struct rreq *q = outbox_req_arg(o);
 	outbox_settle(r->ob, o, OUTBOX_CANCELLED, NULL);
-	rreq_done(q, NULL, false);
+	relay_req_done(q, NULL, false);
 }
 
-static struct outbox_req *req_of(struct relay *r, struct rreq *q)
-{
-	for (struct outbox_req *o = outbox_first(r->ob); o;
-	     o = outbox_next(r->ob, o))
-		if (outbox_req_arg(o) == q)
-			return o;
-	return NULL;
-}
-
-static void loss(struct relay *r, enum relay_loss why);
-
-/* Writes a queued request on the link. */
-static void send_one(struct relay *r, struct outbox_req *o)
-{
-	struct rreq *q = outbox_req_arg(o);
-	int64_t id = outbox_req_id(o);
-	outbox_written(r->ob, o, r->links);
-	q->written = clock_now_ms();
-	q->unsent = false;
-	q->orphan = false;
-	if (r->ops->link_send(r->ctx, q->msg, q->len, id) < 0) {
-		q->unsent = true;
-		loss(r, RELAY_LOSS_REFUSED);
-	}
-}
-
-static void arm(struct relay *r);
-
-/* Sends every queued host request, oldest first (after the initialize
- * when one is among them). */
-static void flush(struct relay *r)
-{
-	struct outbox_req *o = outbox_first(r->ob), *next;
-	for (; o && r->state == RS_LIVE && !r->hold; o = next) {
-		next = outbox_next(r->ob, o);
-		if (outbox_req_state(o) == OUTBOX_QUEUED)
-			send_one(r, o);
-	}
-	arm(r);
-}
+static void relay_loss(struct relay *r, enum relay_loss why);
+static void relay_arm(struct relay *r);
 
 /* The host's request is answered with an error, and settled. */
-static void answer_error(struct relay *r, struct outbox_req *o, int code,
-			 const char *text, enum outbox_outcome how)
+static void relay_answer_error(struct relay *r, struct outbox_req *o, int code,
+			       const char *text)
 {
 	struct rreq *q = outbox_req_arg(o);
 	if (q->kind == RK_HOST)
-		host_error(r, q->host_id, code, text);
-	outbox_settle(r->ob, o, how, NULL);
+		relay_host_error(r, q->host_id, code, text);
+	outbox_settle(r->ob, o,
+		      outbox_req_reached(o) > 0 ? OUTBOX_LOST_SENT
+						: OUTBOX_LOST_UNSENT,
+		      NULL);
 }
 
-/* The resend rule for one request whose answer will not come on this
- * link: false when it was answered with an error instead. */
-static const char doomed_text[] =
-	"The mcpvisor runtime was lost while this %s was in flight: it may "
-	"or may not have taken effect; check before retrying%s%s";
-
-static void answer_doomed(struct relay *r, struct outbox_req *o,
-			  const char *why)
+/* The answer the rule's verdict v owes request o, with why the runtime
+ * was lost (NULL: not known). */
+static void relay_answer_verdict(struct relay *r, struct outbox_req *o,
+				 enum outbox_verdict v, const char *why)
 {
-	char *t = xasprintf(doomed_text, outbox_req_method(o), why ? ". " : "",
-			    why ? why : "");
-	answer_error(r, o, JR_SERVER_UNAVAILABLE, t, OUTBOX_LOST_SENT);
+	char *t;
+	if (v == OUTBOX_FAIL_MAYBE)
+		t = xasprintf("The mcpvisor runtime was lost while this %s was "
+			      "in flight: it may or may not have taken "
+			      "effect; check before retrying%s%s",
+			      outbox_req_method(o), why ? ". " : "",
+			      why ? why : "");
+	else
+		t = xasprintf("The mcpvisor runtime was lost while this %s was "
+			      "in flight, and it is not sent again%s%s",
+			      outbox_req_method(o), why ? ". " : "",
+			      why ? why : "");
+	relay_answer_error(r, o, JR_SERVER_UNAVAILABLE, t);
 	free(t);
 }
 
-static bool may_resend(struct relay *r, struct outbox_req *o)
+/* Writes a queued request on the link, as the rule allows. */
+static void relay_send_one(struct relay *r, struct outbox_req *o)
 {
 	struct rreq *q = outbox_req_arg(o);
-	if (q->kind != RK_HOST) {
-		settle_cancel(r, o);
-		return false;
+	if (!outbox_may_write(o)) {
+		relay_answer_verdict(r, o, OUTBOX_FAIL_MAYBE, NULL);
+		return;
 	}
-	if (outbox_req_state(o) == OUTBOX_QUEUED || q->unsent ||
-	    jr_method_is_idempotent(outbox_req_method(o)))
-		return true;
-	answer_doomed(r, o, NULL);
-	return false;
+	int64_t id = outbox_req_id(o);
+	size_t len;
+	const char *msg = outbox_req_msg(o, &len);
+	outbox_written(r->ob, o, r->links);
+	q->written = clock_now_ms();
+	q->orphan = false;
+	int rc = r->ops->link_send(r->ctx, msg, len, id);
+	if (rc == 0)
+		return;
+	if (rc == -EMSGSIZE) {
+		/* Too large for the link (our longer id spliced in): this
+		 * request's fault, not the runtime's. */
+		outbox_judge(r->ob, o, OUTBOX_UNWRITTEN);
+		relay_answer_error(r, o, JR_INVALID_REQUEST,
+				   "Invalid Request: the message is too large "
+				   "for the mcpvisor runtime; it was not sent");
+		return;
+	}
+	/* Nothing left: the session to the runtime is gone. */
+	if (outbox_judge(r->ob, o, OUTBOX_UNWRITTEN) != OUTBOX_RESEND)
+		relay_answer_error(r, o, JR_SERVER_UNAVAILABLE,
+				   "The mcpvisor runtime could not be reached "
+				   "to send this request");
+	relay_loss(r, RELAY_LOSS_REFUSED);
 }
 
-/* The answers owed to requests that may have run, once recovery ended:
- * with its sentence when it failed (what to stop, which port). */
-static void settle_doomed(struct relay *r, const char *why)
+/* Sends every queued host request, oldest first (after the initialize
+ * when one is among them). */
+static void relay_flush(struct relay *r)
 {
-	struct outbox_req *o = outbox_first(r->ob), *next;
-	for (; o; o = next) {
-		next = outbox_next(r->ob, o);
-		struct rreq *q = outbox_req_arg(o);
-		if (q->doomed)
-			answer_doomed(r, o, why);
+	size_t n;
+	int64_t *ids = outbox_ids(r->ob, &n);
+	for (size_t i = 0; i < n && r->state == RS_LIVE && !r->hold; i++) {
+		struct outbox_req *o = outbox_find(r->ob, ids[i]);
+		if (o && outbox_req_state(o) == OUTBOX_QUEUED)
+			relay_send_one(r, o);
 	}
+	free(ids);
+	relay_arm(r);
+}
+
+/* The answers owed to requests the rule gave up on at a loss, once
+ * recovery ended: with its sentence when it failed (what to stop, which
+ * port). */
+static void relay_settle_owed(struct relay *r, const char *why)
+{
+	size_t n;
+	int64_t *ids = outbox_ids(r->ob, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct outbox_req *o = outbox_find(r->ob, ids[i]);
+		struct rreq *q = o ? outbox_req_arg(o) : NULL;
+		if (q && q->owed != OUTBOX_RESEND)
+			relay_answer_verdict(r, o, q->owed, why);
+	}
+	free(ids);
 }
 
 /* ---- loss and recovery ---- */
 
-static void loss(struct relay *r, enum relay_loss why)
+static void relay_loss(struct relay *r, enum relay_loss why)
 {
 	if (r->state == RS_RECOVERING)
 		return;
@@ -233,45 +255,86 @@ static void loss(struct relay *r, enum relay_loss why)
 	r->hold = false;
 	r->recoveries++;
 	uint64_t now = clock_now_ms();
-	struct outbox_req *o = outbox_first(r->ob), *next;
-	for (; o; o = next) {
-		next = outbox_next(r->ob, o);
+	size_t n;
+	int64_t *ids = outbox_ids(r->ob, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct outbox_req *o = outbox_find(r->ob, ids[i]);
+		if (o == NULL)
+			continue;
 		struct rreq *q = outbox_req_arg(o);
 		if (q->kind != RK_HOST) {
-			settle_cancel(r, o);
+			relay_cancel(r, o);
 			continue;
 		}
 		/* Decided now, answered when recovery says why it happened:
 		 * the host hears what to stop along with it. */
-		if (outbox_req_state(o) == OUTBOX_WRITTEN && !q->unsent &&
-		    !jr_method_is_idempotent(outbox_req_method(o)))
-			q->doomed = true;
-		if (outbox_req_state(o) == OUTBOX_WRITTEN)
-			outbox_requeue(r->ob, o);
+		if (outbox_req_state(o) == OUTBOX_WRITTEN) {
+			enum outbox_verdict v =
+				outbox_judge(r->ob, o, OUTBOX_CUT);
+			if (v != OUTBOX_RESEND) {
+				q->owed = v;
+				outbox_requeue(r->ob, o);
+			}
+		}
 		if (q->wait_from < now)
 			q->wait_from = now;
 	}
+	free(ids);
 	r->ops->recover(r->ctx, why);
-	arm(r);
+	relay_arm(r);
 }
 
 /* Every request of the host's is answered with text; the relay waits for
  * the next request to try again. */
-static void fail_all(struct relay *r, const char *text)
+static void relay_fail_all(struct relay *r, const char *text)
 {
 	if (r->state == RS_INIT || r->state == RS_LIVE)
 		r->ops->link_close(r->ctx);
 	r->state = RS_DOWN;
 	r->ping_at = 0;
 	r->hold = false;
-	settle_doomed(r, text);
-	struct outbox_req *o = outbox_first(r->ob), *next;
-	for (; o; o = next) {
-		next = outbox_next(r->ob, o);
-		answer_error(r, o, JR_SERVER_UNAVAILABLE, text,
-			     OUTBOX_LOST_UNSENT);
+	relay_settle_owed(r, text);
+	size_t n;
+	int64_t *ids = outbox_ids(r->ob, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct outbox_req *o = outbox_find(r->ob, ids[i]);
+		if (o == NULL)
+			continue;
+		/* One written now may have run: the rule says what to tell. */
+		if (outbox_req_state(o) == OUTBOX_WRITTEN &&
+		    outbox_rule(o, OUTBOX_ENDING) == OUTBOX_FAIL_MAYBE)
+			relay_answer_verdict(r, o, OUTBOX_FAIL_MAYBE, text);
+		else
+			relay_answer_error(r, o, JR_SERVER_UNAVAILABLE, text);
 	}
-	arm(r);
+	free(ids);
+	relay_arm(r);
+}
+
+/* Sends our initialize of the host's session to the runtime. */
+static void relay_init_send(struct relay *r)
+{
+	r->state = RS_INIT;
+	struct jsonscan_span sp[K_N];
+	jsonscan_members(r->init_line, r->init_len, msg_keys, K_N, sp);
+	struct outbox_req *o = relay_req_add(
+		r, RK_INIT, "initialize", r->init_line, r->init_len, &sp[K_ID]);
+	relay_send_one(r, o);
+	relay_arm(r);
+}
+
+/* Our initialize's answer will not come though the runtime lives: ask
+ * again, a few times; then the runtime is lost. Never left waiting. */
+static void relay_init_lost(struct relay *r, struct outbox_req *o)
+{
+	relay_cancel(r, o);
+	if (r->state != RS_INIT)
+		return;
+	if (++r->init_tries >= RELAY_INIT_TRIES) {
+		relay_loss(r, RELAY_LOSS_STREAM);
+		return;
+	}
+	relay_init_send(r);
 }
 
 void relay_recovered(struct relay *r, const char *fail)
@@ -279,15 +342,15 @@ void relay_recovered(struct relay *r, const char *fail)
 	if (r->state != RS_RECOVERING)
 		return;
 	if (fail) {
-		fail_all(r, fail);
+		relay_fail_all(r, fail);
 		return;
 	}
-	settle_doomed(r, NULL);
+	relay_settle_owed(r, NULL);
 	r->links++;
 	r->last_life = clock_now_ms();
 	if (r->ops->link_open(r->ctx) < 0) {
-		fail_all(r, "The mcpvisor runtime was found but a session to "
-			    "it could not be opened");
+		relay_fail_all(r, "The mcpvisor runtime was found but a "
+				  "session to it could not be opened");
 		return;
 	}
 	/* The host's own initialize, when it waits, opens the session;
@@ -300,20 +363,15 @@ void relay_recovered(struct relay *r, const char *fail)
 			host_init_waits = true;
 	if (host_init_waits || r->init_line == NULL) {
 		r->state = RS_LIVE;
-		flush(r);
+		relay_flush(r);
 		return;
 	}
-	r->state = RS_INIT;
-	struct jsonscan_span sp[K_N];
-	jsonscan_members(r->init_line, r->init_len, msg_keys, K_N, sp);
-	struct rreq *q = rreq_add(r, RK_INIT, "initialize", r->init_line,
-				  r->init_len, &sp[K_ID]);
-	send_one(r, req_of(r, q));
-	arm(r);
+	r->init_tries = 0;
+	relay_init_send(r);
 }
 
 /* Asks the new runtime for a list the host saw; its answer is compared. */
-static void probe_list(struct relay *r, enum relay_list l)
+static void relay_probe_list(struct relay *r, enum relay_list l)
 {
 	char *line = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":"
 			       "\"%s\"}",
@@ -321,54 +379,54 @@ static void probe_list(struct relay *r, enum relay_list l)
 	size_t len = strlen(line);
 	struct jsonscan_span sp[K_N];
 	jsonscan_members(line, len, msg_keys, K_N, sp);
-	struct rreq *q = rreq_add(r, RK_PROBE, relay_list_method(l), line, len,
-				  &sp[K_ID]);
-	q->list = l;
+	struct outbox_req *o = relay_req_add(r, RK_PROBE, relay_list_method(l),
+					     line, len, &sp[K_ID]);
+	((struct rreq *)outbox_req_arg(o))->list = l;
 	free(line);
-	send_one(r, req_of(r, q));
+	relay_send_one(r, o);
 }
 
 /* The answer to our re-initialize: the session is whole again. */
-static void reinit_done(struct relay *r, bool ok, const char *msg, size_t len)
+static void relay_reinit_done(struct relay *r, bool ok)
 {
 	if (!ok) {
-		fail_all(r, "The new mcpvisor runtime refused to initialize "
-			    "the session again");
+		relay_fail_all(r, "The new mcpvisor runtime refused to "
+				  "initialize the session again");
 		return;
 	}
 	static const char initialized[] = "{\"jsonrpc\":\"2.0\",\"method\":"
 					  "\"notifications/initialized\"}";
 	r->ops->link_send(r->ctx, initialized, sizeof initialized - 1, 0);
 	r->state = RS_LIVE;
+	r->init_tries = 0;
 	for (struct replay *p = r->replays; p && r->state == RS_LIVE;
 	     p = p->next) {
 		struct jsonscan_span sp[K_N];
 		if (jsonscan_members(p->line, p->len, msg_keys, K_N, sp) < 0)
 			continue;
-		struct rreq *q = rreq_add(r, RK_REPLAY, "replay", p->line,
-					  p->len, &sp[K_ID]);
-		send_one(r, req_of(r, q));
+		relay_send_one(r, relay_req_add(r, RK_REPLAY, "replay", p->line,
+						p->len, &sp[K_ID]));
 	}
 	/* The new runtime's lists may differ from what the host saw: each
 	 * is asked for again, and the host hears only of those that do. */
 	for (int l = 0; l < RL_N && r->state == RS_LIVE; l++)
 		if (r->host_initialized && r->lists.seen[l])
-			probe_list(r, (enum relay_list)l);
-	flush(r);
+			relay_probe_list(r, (enum relay_list)l);
+	relay_flush(r);
 }
 
 /* Held requests go to the next runtime once the old one has answered
  * what it was running. */
-static void hold_check(struct relay *r)
+static void relay_hold_check(struct relay *r)
 {
 	if (r->hold && r->state == RS_LIVE &&
 	    outbox_count_written(r->ob, r->links) == 0)
-		loss(r, RELAY_LOSS_REFUSED);
+		relay_loss(r, RELAY_LOSS_REFUSED);
 }
 
 /* ---- the watch ---- */
 
-static void arm(struct relay *r)
+static void relay_arm(struct relay *r)
 {
 	uint64_t at = 0, now = clock_now_ms();
 	for (struct outbox_req *o = outbox_first(r->ob); o;
@@ -393,7 +451,7 @@ static void arm(struct relay *r)
 	r->ops->arm(r->ctx, at);
 }
 
-static void ping_start(struct relay *r)
+static void relay_ping_start(struct relay *r)
 {
 	if (r->ping_at)
 		return;
@@ -404,10 +462,31 @@ static void ping_start(struct relay *r)
 	r->ops->ping(r->ctx);
 }
 
-static void life(struct relay *r)
+static void relay_life(struct relay *r)
 {
 	r->lives++;
 	r->last_life = clock_now_ms();
+}
+
+/* A request whose stream ended while the runtime lives (it answered a
+ * ping): the rule sends it again or answers it now. */
+static void relay_orphan(struct relay *r, struct outbox_req *o)
+{
+	struct rreq *q = outbox_req_arg(o);
+	q->orphan = false;
+	if (q->kind == RK_INIT) {
+		relay_init_lost(r, o);
+		return;
+	}
+	enum outbox_verdict v = outbox_judge(r->ob, o, OUTBOX_CUT);
+	if (q->kind != RK_HOST) {
+		relay_cancel(r, o);
+		return;
+	}
+	if (v != OUTBOX_RESEND)
+		relay_answer_verdict(r, o, v, NULL);
+	else if (r->state == RS_LIVE && !r->hold)
+		relay_send_one(r, o);
 }
 
 void relay_ping_done(struct relay *r, bool answered)
@@ -420,24 +499,20 @@ void relay_ping_done(struct relay *r, bool answered)
 		answered = true;
 	r->ping_at = 0;
 	if (!answered) {
-		loss(r, RELAY_LOSS_SILENT);
+		relay_loss(r, RELAY_LOSS_SILENT);
 		return;
 	}
-	life(r);
-	/* A stream that ended while the runtime lives: its requests go
-	 * again or are answered by the resend rule, one by one. */
-	struct outbox_req *o = outbox_first(r->ob), *next;
-	for (; o; o = next) {
-		next = outbox_next(r->ob, o);
-		struct rreq *q = outbox_req_arg(o);
-		if (q->orphan && may_resend(r, o)) {
-			outbox_requeue(r->ob, o);
-			if (r->state == RS_LIVE && !r->hold)
-				send_one(r, o);
-		}
+	relay_life(r);
+	size_t n;
+	int64_t *ids = outbox_ids(r->ob, &n);
+	for (size_t i = 0; i < n && r->state != RS_RECOVERING; i++) {
+		struct outbox_req *o = outbox_find(r->ob, ids[i]);
+		if (o && ((struct rreq *)outbox_req_arg(o))->orphan)
+			relay_orphan(r, o);
 	}
-	hold_check(r);
-	arm(r);
+	free(ids);
+	relay_hold_check(r);
+	relay_arm(r);
 }
 
 void relay_tick(struct relay *r)
@@ -448,22 +523,24 @@ void relay_tick(struct relay *r)
 		now = clock_now_ms();
 	}
 	if (r->state == RS_RECOVERING || r->state == RS_DOWN) {
-		struct outbox_req *o = outbox_first(r->ob), *next;
-		for (; o; o = next) {
-			next = outbox_next(r->ob, o);
-			struct rreq *q = outbox_req_arg(o);
-			if (q->kind != RK_HOST ||
+		size_t n;
+		int64_t *ids = outbox_ids(r->ob, &n);
+		for (size_t i = 0; i < n; i++) {
+			struct outbox_req *o = outbox_find(r->ob, ids[i]);
+			struct rreq *q = o ? outbox_req_arg(o) : NULL;
+			if (q == NULL || q->kind != RK_HOST ||
 			    now < q->wait_from + RELAY_RECOVERY_CAP_MS)
 				continue;
-			if (q->doomed)
-				answer_doomed(r, o, NULL);
+			if (q->owed != OUTBOX_RESEND)
+				relay_answer_verdict(r, o, q->owed, NULL);
 			else
-				answer_error(r, o, JR_SERVER_UNAVAILABLE,
-					     "The mcpvisor runtime is still "
-					     "starting again; retry in a few "
-					     "seconds",
-					     OUTBOX_LOST_UNSENT);
+				relay_answer_error(
+					r, o, JR_SERVER_UNAVAILABLE,
+					"The mcpvisor runtime is "
+					"still starting again; retry "
+					"in a few seconds");
 		}
+		free(ids);
 	} else if (r->ping_at == 0) {
 		for (struct outbox_req *o = outbox_first(r->ob); o;
 		     o = outbox_next(r->ob, o)) {
@@ -473,25 +550,25 @@ void relay_tick(struct relay *r)
 						: r->last_life;
 			if (outbox_req_state(o) == OUTBOX_WRITTEN &&
 			    now >= from + RELAY_SILENCE_MS) {
-				ping_start(r);
+				relay_ping_start(r);
 				break;
 			}
 		}
 	}
-	arm(r);
+	relay_arm(r);
 }
 
 /* ---- from the runtime ---- */
 
 void relay_link_heartbeat(struct relay *r)
 {
-	life(r);
+	relay_life(r);
 }
 
 void relay_link_message(struct relay *r, const char *msg, size_t len,
 			int64_t related)
 {
-	life(r);
+	relay_life(r);
 	struct jsonscan_span sp[K_N];
 	if (jsonscan_members(msg, len, msg_keys, K_N, sp) < 0)
 		return;
@@ -520,74 +597,94 @@ void relay_link_message(struct relay *r, const char *msg, size_t len,
 		enum relay_list list = q->list;
 		outbox_settle(r->ob, o, OUTBOX_ANSWERED, NULL);
 		if (kind == RK_INIT)
-			reinit_done(r, ok, msg, len);
+			relay_reinit_done(r, ok);
 		else if (kind == RK_PROBE &&
 			 relay_lists_changed(&r->lists, list, msg, len))
-			host_note(r, relay_list_changed(list));
+			relay_host_note(r, relay_list_changed(list));
 	}
-	hold_check(r);
-	arm(r);
+	relay_hold_check(r);
+	relay_arm(r);
 }
 
-void relay_link_lost(struct relay *r, int64_t id, bool sent)
+/* A fact that proves request o never ran (it was not written, or the
+ * runtime refused it unprocessed): false when it was answered instead
+ * of being kept for a re-send. */
+static bool relay_unrun(struct relay *r, struct outbox_req *o,
+			enum outbox_fact f)
+{
+	struct rreq *q = outbox_req_arg(o);
+	enum outbox_verdict v = outbox_judge(r->ob, o, f);
+	/* Ours go with the session (an initialize is sent again by the
+	 * recovery that follows). */
+	if (q->kind != RK_HOST) {
+		relay_cancel(r, o);
+		return false;
+	}
+	if (v == OUTBOX_RESEND)
+		return true;
+	relay_answer_verdict(r, o, v, NULL);
+	return false;
+}
+
+void relay_link_lost(struct relay *r, int64_t id, enum outbox_fact f)
 {
 	struct outbox_req *o = outbox_find(r->ob, id);
-	if (o == NULL)
+	if (o == NULL || outbox_req_state(o) != OUTBOX_WRITTEN)
 		return;
-	struct rreq *q = outbox_req_arg(o);
-	if (!sent) {
-		/* It never reached the runtime: refused or unreachable. Calls
-		 * still running there (a drain lets them finish) are waited
-		 * for; then the runtime is lost. */
-		q->unsent = true;
-		if (r->state != RS_LIVE) {
-			loss(r, RELAY_LOSS_REFUSED);
-			return;
-		}
-		if (outbox_req_state(o) == OUTBOX_WRITTEN)
-			outbox_requeue(r->ob, o);
-		r->hold = true;
-		hold_check(r);
-		arm(r);
+	if (f == OUTBOX_CUT) {
+		/* Its stream ended with no answer: a runtime that still
+		 * answers a ping lost only this stream; one that does not is
+		 * lost. */
+		((struct rreq *)outbox_req_arg(o))->orphan = true;
+		relay_ping_start(r);
+		relay_arm(r);
 		return;
 	}
-	/* Its stream ended with no answer: a runtime that still answers a
-	 * ping lost only this stream; one that does not is lost. */
-	q->orphan = true;
-	ping_start(r);
-	arm(r);
+	/* It never ran there: refused or unreachable. Calls still running
+	 * there (a drain lets them finish) are waited for; then the runtime
+	 * is lost. */
+	relay_unrun(r, o, f);
+	if (r->state == RS_RECOVERING)
+		return;
+	if (r->state != RS_LIVE) {
+		relay_loss(r, RELAY_LOSS_REFUSED);
+		return;
+	}
+	r->hold = true;
+	relay_hold_check(r);
+	relay_arm(r);
 }
 
-void relay_link_fault(struct relay *r, enum relay_fault f, const char *text)
+void relay_link_fault(struct relay *r, enum relay_fault f, const char *text,
+		      const struct outbox_fact_of *facts, size_t nfacts)
 {
 	if (r->state != RS_INIT && r->state != RS_LIVE)
 		return;
+	/* What mcpc knew of our requests: a POST the runtime refused
+	 * unprocessed (the 404 it answered), messages it never sent. */
+	for (size_t i = 0; i < nfacts; i++) {
+		struct outbox_req *o = outbox_find(r->ob, facts[i].id);
+		if (o && outbox_req_state(o) == OUTBOX_WRITTEN)
+			relay_unrun(r, o, facts[i].fact);
+	}
 	if (f == RELAY_FAULT_AUTH) {
 		/* Never a restart: the runtime is fine, the relay lacks a
 		 * key. */
-		fail_all(r, "The mcpvisor runtime asks for a credential "
-			    "(HTTP 401): set MCPVISOR_API_KEY in the relay's "
-			    "environment, or let the relay reach the runtime "
-			    "through its Unix socket (no --url)");
+		relay_fail_all(r, "The mcpvisor runtime asks for a credential "
+				  "(HTTP 401): set MCPVISOR_API_KEY in the "
+				  "relay's environment, or let the relay reach "
+				  "the runtime through its Unix socket (no "
+				  "--url)");
 		return;
 	}
 	if (f == RELAY_FAULT_EXPIRED) {
 		/* The runtime forgot the session (idle timeout, or a new
-		 * runtime on the same socket): nothing is wrong with it. The
-		 * one request that heard the 404 never ran. */
-		struct outbox_req *only = NULL;
-		size_t n = 0;
-		for (struct outbox_req *o = outbox_first(r->ob); o;
-		     o = outbox_next(r->ob, o))
-			if (outbox_req_state(o) == OUTBOX_WRITTEN && ++n == 1)
-				only = o;
-		if (n == 1)
-			((struct rreq *)outbox_req_arg(only))->unsent = true;
-		loss(r, RELAY_LOSS_NONE);
+		 * runtime on the same socket): nothing is wrong with it. */
+		relay_loss(r, RELAY_LOSS_NONE);
 		return;
 	}
-	loss(r,
-	     f == RELAY_FAULT_REFUSED ? RELAY_LOSS_REFUSED : RELAY_LOSS_STREAM);
+	relay_loss(r, f == RELAY_FAULT_REFUSED ? RELAY_LOSS_REFUSED
+					       : RELAY_LOSS_STREAM);
 }
 
 /* ---- from the host ---- */
@@ -619,17 +716,17 @@ static void host_cancel(struct relay *r, const char *line, size_t len)
 			free(s);
 			r->ops->link_forget(r->ctx, id);
 		}
-		settle_cancel(r, o);
+		relay_cancel(r, o);
 		break;
 	}
 	free(want);
-	hold_check(r);
+	relay_hold_check(r);
 }
 
 void relay_host_garbage(struct relay *r, const char *what)
 {
 	char *t = xasprintf("Parse error: %s", what);
-	host_error(r, NULL, JR_PARSE_ERROR, t);
+	relay_host_error(r, NULL, JR_PARSE_ERROR, t);
 	free(t);
 }
 
@@ -640,13 +737,14 @@ void relay_host_line(struct relay *r, const char *line, size_t len)
 	while (i < len && (line[i] == ' ' || line[i] == '\t'))
 		i++;
 	if (i < len && line[i] == '[') {
-		host_error(r, NULL, JR_INVALID_REQUEST,
-			   "Invalid Request: batches are not supported");
+		relay_host_error(r, NULL, JR_INVALID_REQUEST,
+				 "Invalid Request: batches are not supported");
 		return;
 	}
 	if (jsonscan_members_strict(line, len, msg_keys, K_N, sp) < 0) {
-		host_error(r, NULL, JR_PARSE_ERROR,
-			   "Parse error: the line is not one JSON object");
+		relay_host_error(
+			r, NULL, JR_PARSE_ERROR,
+			"Parse error: the line is not one JSON object");
 		return;
 	}
 	char method[JR_MAX_METHOD];
@@ -656,8 +754,8 @@ void relay_host_line(struct relay *r, const char *line, size_t len)
 		size_t n = sp[K_METHOD].len;
 		if (m[0] != '"' || n < 2 || n - 2 >= sizeof method ||
 		    memchr(m, '\\', n)) {
-			host_error(r, NULL, JR_INVALID_REQUEST,
-				   "Invalid Request: bad method");
+			relay_host_error(r, NULL, JR_INVALID_REQUEST,
+					 "Invalid Request: bad method");
 			return;
 		}
 		memcpy(method, m + 1, n - 2);
@@ -685,8 +783,9 @@ void relay_host_line(struct relay *r, const char *line, size_t len)
 	if (line[sp[K_ID].off] != '"' &&
 	    (line[sp[K_ID].off] < '0' || line[sp[K_ID].off] > '9') &&
 	    line[sp[K_ID].off] != '-') {
-		host_error(r, NULL, JR_INVALID_REQUEST,
-			   "Invalid Request: id must be a string or number");
+		relay_host_error(
+			r, NULL, JR_INVALID_REQUEST,
+			"Invalid Request: id must be a string or number");
 		return;
 	}
 	if (strcmp(method, "initialize") == 0) {
@@ -695,13 +794,15 @@ void relay_host_line(struct relay *r, const char *line, size_t len)
 		r->init_len = len;
 	}
 	recall_keep(&r->replays, method, line, len, &sp[K_PARAMS]);
-	struct rreq *q = rreq_add(r, RK_HOST, method, line, len, &sp[K_ID]);
-	q->list = relay_list_of(method, line, &sp[K_PARAMS]);
+	struct outbox_req *o =
+		relay_req_add(r, RK_HOST, method, line, len, &sp[K_ID]);
+	((struct rreq *)outbox_req_arg(o))->list =
+		relay_list_of(method, line, &sp[K_PARAMS]);
 	if (r->state == RS_LIVE && !r->hold) {
-		send_one(r, req_of(r, q));
-		arm(r);
+		relay_send_one(r, o);
+		relay_arm(r);
 	} else if (r->state == RS_DOWN) {
-		loss(r, RELAY_LOSS_NONE);
+		relay_loss(r, RELAY_LOSS_NONE);
 	}
 }
 
@@ -719,7 +820,7 @@ struct relay *relay_new(const struct relay_ops *ops, void *ctx)
 
 void relay_start(struct relay *r)
 {
-	loss(r, RELAY_LOSS_NONE);
+	relay_loss(r, RELAY_LOSS_NONE);
 	r->recoveries = 0;
 }
 

@@ -3,7 +3,7 @@
  * across losses. It decides (what is lost, what is sent again, when to
  * ping, when to tell the host) and does no I/O: the session to the
  * runtime, the ping, finding or replacing the runtime, the host's stdout
- * and the timer are the caller's (relay/link.c on mcpc, or a test's fakes),
+ * and the timer are the caller's (relay/run.c on mcpc, or a test's fakes),
  * and their results come back through the relay_* event calls. Time is
  * clock_now_ms(), so tests drive it with the fake clock.
  */
@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "jsonrpc/outbox.h"
 
 /* Silence on a request (no byte, no heartbeat) before the runtime is
  * pinged: the runtime writes a heartbeat about once a second. */
@@ -70,7 +72,8 @@ void relay_host_garbage(struct relay *r, const char *what);
 /* From the session to the runtime (mcpc's callbacks). */
 void relay_link_message(struct relay *r, const char *msg, size_t len,
 			int64_t related);
-void relay_link_lost(struct relay *r, int64_t id, bool sent);
+/* What mcpc knows of request id whose answer will not come. */
+void relay_link_lost(struct relay *r, int64_t id, enum outbox_fact f);
 void relay_link_heartbeat(struct relay *r);
 enum relay_fault {
 	RELAY_FAULT_AUTH,    /* 401/403: the runtime asks for a credential */
@@ -78,8 +81,10 @@ enum relay_fault {
 	RELAY_FAULT_EXPIRED, /* it no longer knows the session (404) */
 	RELAY_FAULT_BROKEN,  /* anything else: not MCP, a broken stream */
 };
-/* The session is unusable. */
-void relay_link_fault(struct relay *r, enum relay_fault f, const char *text);
+/* The session is unusable; facts: what mcpc knew of requests it had not
+ * settled (refused unprocessed, never sent). */
+void relay_link_fault(struct relay *r, enum relay_fault f, const char *text,
+		      const struct outbox_fact_of *facts, size_t nfacts);
 
 void relay_ping_done(struct relay *r, bool answered);
 /* Recovery ended: fail NULL when a runtime is ready for link_open, else

@@ -97,33 +97,34 @@ static void in_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 
 /* ---- the runtime session ---- */
 
-static void mc_message(void *ctx, const char *msg, size_t len, int64_t related)
+static void run_link_message_cb(void *ctx, const char *msg, size_t len,
+				int64_t related)
 {
 	struct run *u = ctx;
 	relay_link_message(u->core, msg, len, related);
 }
 
-static void mc_lost(void *ctx, int64_t id, bool sent)
+static void run_link_lost_cb(void *ctx, int64_t id, enum outbox_fact f)
 {
 	struct run *u = ctx;
-	relay_link_lost(u->core, id, sent);
+	relay_link_lost(u->core, id, f);
 }
 
-static void mc_heartbeat(void *ctx)
+static void run_link_heartbeat_cb(void *ctx)
 {
 	struct run *u = ctx;
 	relay_link_heartbeat(u->core);
 }
 
-static void mc_fault(void *ctx, enum mcpc_fault f, int status, const char *text,
-		     const char *rm)
+static void run_link_fault_cb(void *ctx, const struct mcpc_fault_info *f)
 {
 	struct run *u = ctx;
-	enum relay_fault rf = f == MCPC_FAULT_AUTH	 ? RELAY_FAULT_AUTH
-			      : f == MCPC_FAULT_EXPIRED	 ? RELAY_FAULT_EXPIRED
-			      : f == MCPC_FAULT_PROTOCOL ? RELAY_FAULT_BROKEN
-							 : RELAY_FAULT_REFUSED;
-	relay_link_fault(u->core, rf, text);
+	enum relay_fault rf =
+		f->kind == MCPC_FAULT_AUTH	 ? RELAY_FAULT_AUTH
+		: f->kind == MCPC_FAULT_EXPIRED	 ? RELAY_FAULT_EXPIRED
+		: f->kind == MCPC_FAULT_PROTOCOL ? RELAY_FAULT_BROKEN
+						 : RELAY_FAULT_REFUSED;
+	relay_link_fault(u->core, rf, f->text, f->facts, f->nfacts);
 }
 
 static void mc_closed(void *arg)
@@ -148,10 +149,10 @@ static int link_open(void *ctx)
 	struct run *u = ctx;
 	link_close(u);
 	static const struct mcpc_cbs cbs = {
-		.on_message = mc_message,
-		.on_lost = mc_lost,
-		.on_heartbeat = mc_heartbeat,
-		.on_fault = mc_fault,
+		.on_message = run_link_message_cb,
+		.on_lost = run_link_lost_cb,
+		.on_heartbeat = run_link_heartbeat_cb,
+		.on_fault = run_link_fault_cb,
 	};
 	const char *hs[] = {u->auth, NULL};
 	struct mcpc_opts mo = {
@@ -160,6 +161,9 @@ static int link_open(void *ctx)
 		.unix_socket = u->o->url ? NULL : launch_socket(u->launch),
 		.mode = MCPC_STREAMABLE,
 		.connect_timeout_ms = RELAY_PING_TIMEOUT_MS,
+		/* The runtime answers 503 only to what it did not take
+		 * (draining): such a request never ran. */
+		.refuses_with_503 = true,
 	};
 	return mcpc_new(u->http, &mo, &cbs, u, &u->mc);
 }

@@ -412,11 +412,11 @@ static void upc_overlong_cb(void *ctx, const char *head, size_t head_len,
 		u->cbs.on_overlong(u->ctx, head, head_len, tail, tail_len);
 }
 
-static void upc_lost_cb(void *ctx, int64_t id, bool sent)
+static void upc_lost_cb(void *ctx, int64_t id, enum outbox_fact f)
 {
 	struct upstream *u = ctx;
 	if (u->cbs.on_lost)
-		u->cbs.on_lost(u->ctx, id, sent);
+		u->cbs.on_lost(u->ctx, id, f);
 }
 
 static void upc_drain_cb(void *ctx)
@@ -765,7 +765,8 @@ const struct upstream_ops upstream_container = {
 
 const struct upstream_ops upstream_container_http = {
 	.kind = "container-http",
-	.caps = UPSTREAM_RELATES | UPSTREAM_OWNS | UPSTREAM_HTTP,
+	.caps = UPSTREAM_RELATES | UPSTREAM_OWNS | UPSTREAM_HTTP |
+		UPSTREAM_LATE_FACTS,
 	.open = upc_open,
 	.send = upc_send,
 	.forget = upc_forget,

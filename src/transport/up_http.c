@@ -43,6 +43,7 @@ static void up_http_kick(struct upstream *u)
 
 static void up_http_free(struct upstream *u)
 {
+	free((struct outbox_fact_of *)u->fault.facts);
 	free((char *)u->fault.text);
 	free((char *)u->fault.resource_metadata);
 	secrets_free(u->sec);
@@ -95,11 +96,11 @@ static void up_http_message_cb(void *ctx, const char *msg, size_t len,
 		u->cbs.on_message(u->ctx, msg, len, related);
 }
 
-static void up_http_lost_cb(void *ctx, int64_t id, bool sent)
+static void up_http_lost_cb(void *ctx, int64_t id, enum outbox_fact f)
 {
 	struct upstream *u = ctx;
 	if (!u->closing && !u->fault_pending)
-		u->cbs.on_lost(u->ctx, id, sent);
+		u->cbs.on_lost(u->ctx, id, f);
 }
 
 static enum upstream_fault_kind up_http_kind(enum mcpc_fault f)
@@ -119,8 +120,7 @@ static enum upstream_fault_kind up_http_kind(enum mcpc_fault f)
 	}
 }
 
-static void up_http_fault_cb(void *ctx, enum mcpc_fault f, int http_status,
-			     const char *text, const char *resource_metadata)
+static void up_http_fault_cb(void *ctx, const struct mcpc_fault_info *f)
 {
 	struct upstream *u = ctx;
 	if (u->closing || u->fault_pending)
@@ -128,14 +128,17 @@ static void up_http_fault_cb(void *ctx, enum mcpc_fault f, int http_status,
 	/* mcpc names no header value; the url (and its query) may still be
 	 * in a sentence, so the config's secrets are masked anyway. */
 	u->fault = (struct upstream_fault){
-		.kind = up_http_kind(f),
+		.kind = up_http_kind(f->kind),
 		.exit_status = -1,
-		.http_status = http_status,
-		.text = secrets_mask(u->sec, text ? text : "connection failed"),
+		.http_status = f->http_status,
+		.text = secrets_mask(u->sec,
+				     f->text ? f->text : "connection failed"),
 		.resource_metadata =
-			resource_metadata
-				? secrets_mask(u->sec, resource_metadata)
+			f->resource_metadata
+				? secrets_mask(u->sec, f->resource_metadata)
 				: NULL,
+		.facts = xmemdup(f->facts, f->nfacts * sizeof *f->facts),
+		.nfacts = f->nfacts,
 	};
 	u->fault_pending = true;
 	up_http_kick(u);
@@ -246,7 +249,7 @@ static json_t *up_http_describe(const struct upstream *u, bool verbose)
 
 const struct upstream_ops upstream_http = {
 	.kind = "http",
-	.caps = UPSTREAM_RELATES | UPSTREAM_HTTP,
+	.caps = UPSTREAM_RELATES | UPSTREAM_HTTP | UPSTREAM_LATE_FACTS,
 	.open = up_http_open,
 	.send = up_http_send,
 	.forget = up_http_forget,

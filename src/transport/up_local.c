@@ -109,6 +109,7 @@ static void upl_free(struct upstream *u)
 		free(m);
 	}
 	free((char *)u->fault.text);
+	free((struct outbox_fact_of *)u->fault.facts);
 	secrets_free(u->sec);
 	free(u->http_cfg.url);
 	for (size_t i = 0; i < u->http_cfg.nheaders; i++) {
@@ -338,7 +339,7 @@ static void upl_flush(struct upstream *u)
 		u->queued -= m->len;
 		int rc = upstream_http.send(u->inner, m->data, m->len, m->id);
 		if (rc < 0 && m->id > 0)
-			u->cbs.on_lost(u->ctx, m->id, false);
+			u->cbs.on_lost(u->ctx, m->id, OUTBOX_UNWRITTEN);
 		free(m);
 	}
 	u->queue_tail = &u->queue;
@@ -504,11 +505,11 @@ static void upl_inner_message_cb(void *ctx, const char *msg, size_t len,
 		u->cbs.on_message(u->ctx, msg, len, related);
 }
 
-static void upl_inner_lost_cb(void *ctx, int64_t id, bool sent)
+static void upl_inner_lost_cb(void *ctx, int64_t id, enum outbox_fact f)
 {
 	struct upstream *u = ctx;
 	if (!u->shutting)
-		u->cbs.on_lost(u->ctx, id, sent);
+		u->cbs.on_lost(u->ctx, id, f);
 }
 
 static void upl_inner_fault_cb(void *ctx, const struct upstream_fault *f)
@@ -516,6 +517,12 @@ static void upl_inner_fault_cb(void *ctx, const struct upstream_fault *f)
 	struct upstream *u = ctx;
 	upl_fault(u, f->kind, f->exit_status, f->term_signal, f->http_status,
 		  xstrdup(f->text ? f->text : "the HTTP session failed"));
+	/* What the session knew of its requests goes with the fault. */
+	if (u->fault_pending && u->fault.facts == NULL && f->nfacts > 0) {
+		u->fault.facts =
+			xmemdup(f->facts, f->nfacts * sizeof *f->facts);
+		u->fault.nfacts = f->nfacts;
+	}
 }
 
 static void upl_inner_owned_cb(void *ctx, const struct upstream_owned *o,
@@ -763,7 +770,8 @@ static char *upl_log_tail(const struct upstream *u, int n)
 
 const struct upstream_ops upstream_http_local = {
 	.kind = "http-local",
-	.caps = UPSTREAM_RELATES | UPSTREAM_OWNS | UPSTREAM_HTTP,
+	.caps = UPSTREAM_RELATES | UPSTREAM_OWNS | UPSTREAM_HTTP |
+		UPSTREAM_LATE_FACTS,
 	.open = upl_open,
 	.send = upl_send,
 	.forget = upl_forget,

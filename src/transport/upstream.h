@@ -1,16 +1,18 @@
 /*
  * One connection to one MCP server, whatever carries it: a stdio child, a
  * remote Streamable HTTP (or legacy HTTP+SSE) server, a local program
- * serving HTTP on a loopback port mcpvisor owns, and (next) a container.
+ * serving HTTP on a loopback port mcpvisor owns, a container (stdio or
+ * HTTP on a published loopback port).
  * The instance holds a `const struct upstream_ops *` and a `struct
  * upstream *` and never learns which kind it has.
  *
  * A transport decides no policy: it reports facts (a message and the
- * request whose stream carried it, a request lost before or after it was
- * sent, a typed fault, owned resources appearing and going). The instance
- * decides what they mean: backoff, needs_auth, re-initialize at once on an
- * expired session, a new port after a lost one, tools kept on a drop, at
- * most once.
+ * request whose stream carried it, what is known of a request whose
+ * answer will not come, as an outbox_fact with its id, a typed fault,
+ * owned resources appearing and going). The instance decides what they
+ * mean: backoff, needs_auth, re-initialize at once on an expired session,
+ * a new port after a lost one, tools kept on a drop; and the outbox's rule
+ * decides every re-send (at most once).
  *
  * Callbacks never run from inside open, send, forget or stop, except
  * on_owned, which may run inside open (a process it just started).
@@ -26,6 +28,7 @@
 #include <uv.h>
 
 #include "config/config.h"
+#include "jsonrpc/outbox.h"
 
 /* The largest message any transport passes on (a stdio line, an HTTP
  * body or SSE event): over it, on_overlong. */
@@ -60,6 +63,13 @@ struct upstream_fault {
 	/* AUTH: the resource_metadata URL of the WWW-Authenticate
 	 * challenge, NULL when none; borrowed. */
 	const char *resource_metadata;
+	/* What is known of requests the transport had not settled, by the
+	 * ids given to send: a POST the server refused unprocessed (a 404
+	 * for the session: OUTBOX_REFUSED), messages held and never sent
+	 * (OUTBOX_UNWRITTEN). Every other request written and not answered
+	 * may have reached the server. Borrowed. */
+	const struct outbox_fact_of *facts;
+	size_t nfacts;
 };
 
 enum upstream_owned_kind {
@@ -100,9 +110,9 @@ struct upstream_cbs {
 	 * so the request it answered can be failed. */
 	void (*on_overlong)(void *ctx, const char *head, size_t head_len,
 			    const char *tail, size_t tail_len);
-	/* The answer to request id will never come. sent false: it never
-	 * reached the server (safe to send again); true: it may have. */
-	void (*on_lost)(void *ctx, int64_t id, bool sent);
+	/* The answer to request id will not come; f says what is known of
+	 * it (never OUTBOX_ENDING). The connection goes on. */
+	void (*on_lost)(void *ctx, int64_t id, enum outbox_fact f);
 	/* send may be called again after it returned -ENOBUFS. */
 	void (*on_drain)(void *ctx);
 	/* A line the server's program printed (stderr; a local HTTP
@@ -139,8 +149,12 @@ struct upstream_spec {
 
 /* What a transport can tell, for the instance's choices. */
 #define UPSTREAM_RELATES 0x1 /* on_message names the related request */
-#define UPSTREAM_OWNS 0x2    /* it runs something (on_owned) */
-#define UPSTREAM_HTTP 0x4    /* it needs spec.http (the loop's client) */
+/* It may report a request unwritten or refused after send returned 0
+ * (HTTP: a POST that never left, a 404 for an expired session): the
+ * instance keeps such a request's message to write it again. */
+#define UPSTREAM_LATE_FACTS 0x8
+#define UPSTREAM_OWNS 0x2 /* it runs something (on_owned) */
+#define UPSTREAM_HTTP 0x4 /* it needs spec.http (the loop's client) */
 
 struct upstream_ops {
 	const char *kind; /* "stdio", "http", "sse", "http-local", ... */

@@ -74,3 +74,12 @@ char **xstrvdup(char *const *v, size_t n)
 		out[i] = v[i] ? xstrdup(v[i]) : NULL;
 	return out;
 }
+
+void *xmemdup(const void *p, size_t n)
+{
+	if (n == 0)
+		return NULL;
+	void *q = xmalloc(n);
+	memcpy(q, p, n);
+	return q;
+}

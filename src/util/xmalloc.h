@@ -13,6 +13,8 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 /* At most n bytes of s, stopping at a NUL, like strndup. */
 char *xstrndup(const char *s, size_t n);
+/* A copy of n bytes at p; NULL when n is 0. */
+void *xmemdup(const void *p, size_t n);
 /* A copy of n strings (NULL entries stay NULL), NULL-terminated; NULL
  * when v is NULL. */
 char **xstrvdup(char *const *v, size_t n);

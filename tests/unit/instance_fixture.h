@@ -208,6 +208,21 @@ static inline void fake_fault(struct fake_conn *c,
 	fake_close(c);
 }
 
+/* A fault that carries what the transport knew of requests (a POST the
+ * server refused unprocessed, messages never sent). */
+static inline void
+fake_fault_facts(struct fake_conn *c, enum upstream_fault_kind kind,
+		 int http_status, const struct outbox_fact_of *facts, size_t n)
+{
+	struct upstream_fault f = {.kind = kind,
+				   .exit_status = -1,
+				   .http_status = http_status,
+				   .facts = facts,
+				   .nfacts = n};
+	c->cbs.on_fault(c->ctx, &f);
+	fake_close(c);
+}
+
 /* The server dies; its conn is closed as the stdio transport would. */
 static inline void fake_exit(struct fake_conn *c, int code)
 {

@@ -66,7 +66,10 @@ struct tmc {
 	int nmsgs;
 	int nlost;
 	int64_t lost_id;
-	bool lost_sent;
+	bool lost_sent; /* the fact: it may have reached the server */
+	enum outbox_fact lost_fact;
+	struct outbox_fact_of fault_facts[8];
+	size_t nfault_facts;
 	int faults;
 	enum mcpc_fault fault;
 	int fault_status;
@@ -263,12 +266,13 @@ static inline void tm_on_message(void *ctx, const char *msg, size_t len,
 		t->closing = true;
 }
 
-static inline void tm_on_lost(void *ctx, int64_t id, bool sent)
+static inline void tm_on_lost(void *ctx, int64_t id, enum outbox_fact f)
 {
 	struct tmc *t = ctx;
 	t->nlost++;
 	t->lost_id = id;
-	t->lost_sent = sent;
+	t->lost_fact = f;
+	t->lost_sent = f == OUTBOX_CUT;
 	if (t->on_msg == 3 && !t->closing) {
 		t->closing = true;
 		mcpc_close(t->m, tm_done_cb, t);
@@ -280,15 +284,18 @@ static inline void tm_on_heartbeat(void *ctx)
 	((struct tmc *)ctx)->heartbeats++;
 }
 
-static inline void tm_on_fault(void *ctx, enum mcpc_fault f, int status,
-			       const char *text, const char *rm)
+static inline void tm_on_fault(void *ctx, const struct mcpc_fault_info *f)
 {
 	struct tmc *t = ctx;
 	t->faults++;
-	t->fault = f;
-	t->fault_status = status;
-	snprintf(t->fault_text, sizeof t->fault_text, "%s", text);
-	snprintf(t->fault_rm, sizeof t->fault_rm, "%s", rm ? rm : "");
+	t->fault = f->kind;
+	t->fault_status = f->http_status;
+	snprintf(t->fault_text, sizeof t->fault_text, "%s", f->text);
+	snprintf(t->fault_rm, sizeof t->fault_rm, "%s",
+		 f->resource_metadata ? f->resource_metadata : "");
+	t->nfault_facts = 0;
+	for (size_t i = 0; i < f->nfacts && i < 8; i++)
+		t->fault_facts[t->nfault_facts++] = f->facts[i];
 	if (t->on_msg == 3 && !t->closing) {
 		t->closing = true;
 		mcpc_close(t->m, tm_done_cb, t);
@@ -331,6 +338,9 @@ static inline void tm_listen(struct tmc *t,
 	cr_assert_not_null(t->http, "httpc: %s", why ? why : "?");
 }
 
+/* The next tm_start's peer answers 503 only to what it did not process. */
+static bool tm_refuses_503;
+
 static inline void tm_start(struct tmc *t, enum mcpc_mode mode,
 			    void (*script)(struct tmc *, struct tm_conn *, int,
 					   const struct tm_req *))
@@ -340,6 +350,7 @@ static inline void tm_start(struct tmc *t, enum mcpc_mode mode,
 		.url = t->url,
 		.headers = tm_headers,
 		.mode = mode,
+		.refuses_with_503 = tm_refuses_503,
 	};
 	cr_assert_eq(mcpc_new(t->http, &o, &tm_cbs, t, &t->m), 0);
 }

@@ -49,6 +49,7 @@ static char srv_sock[108];
 static int srv_accepts;
 static int srv_requests;
 static int srv_json_requests;
+static int srv_die_requests;
 
 static const char *const chunked_steps[] = {
 	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
@@ -145,6 +146,11 @@ static void srv_answer(struct sconn *s, const char *path, const char *body,
 		s->step_ms = strcmp(path, "/sse-slow") == 0 ? 60 : 5;
 		srv_step_cb(&s->step_timer);
 	} else if (strcmp(path, "/close") == 0) {
+		srv_close(s);
+	} else if (strcmp(path, "/die") == 0) {
+		/* Ran it, then the connection dies before a byte of answer
+		 * (a server that crashed after the work, a balancer reset). */
+		srv_die_requests++;
 		srv_close(s);
 	} else if (strcmp(path, "/bighead") == 0) {
 		buf_puts(&out, "HTTP/1.1 200 OK\r\nX-Big: ");
@@ -866,6 +872,48 @@ Test(httpc, sequential_requests_reuse_one_connection)
 	RUN_UNTIL(seq_left == 0);
 	cr_assert_eq(seq_failed, 0);
 	cr_assert_eq(srv_json_requests, 100);
+	cr_assert_eq(srv_accepts, 1, "accepts: %d", srv_accepts);
+}
+
+/* curl replays a request on a fresh connection when a reused one closes
+ * with no answer byte: a POST that ran must not run twice. */
+Test(httpc, a_request_is_never_replayed_by_curl_on_a_dead_reused_connection)
+{
+	struct rec a = {0}, b = {0}, c = {0};
+	rec_start(&a, "/json", false, NULL);
+	RUN_UNTIL(a.done);
+	cr_assert_eq(a.err, 0);
+	struct httpc_opts post = {
+		.method = "POST", .body = "{\"x\":1}", .body_len = 7};
+	rec_start(&b, "/die", false, &post);
+	RUN_UNTIL(b.done);
+	cr_assert_eq(srv_die_requests, 1, "curl sent it %d times",
+		     srv_die_requests);
+	cr_assert_neq(b.err, 0);
+	cr_assert(b.sent, "it may have reached the server");
+	/* The client goes on: a new connection for the next request. */
+	rec_start(&c, "/json", false, &post);
+	RUN_UNTIL(c.done);
+	cr_assert_eq(c.err, 0);
+	cr_assert_eq(c.status, 200);
+	rec_free(&a);
+	rec_free(&b);
+	rec_free(&c);
+}
+
+/* The idempotent path keeps its keep-alive: POSTs reuse one connection. */
+Test(httpc, posts_reuse_one_connection)
+{
+	for (int i = 0; i < 20; i++) {
+		struct rec x = {0};
+		struct httpc_opts post = {
+			.method = "POST", .body = "{}", .body_len = 2};
+		rec_start(&x, "/json", false, &post);
+		RUN_UNTIL(x.done);
+		cr_assert_eq(x.err, 0);
+		rec_free(&x);
+	}
+	cr_assert_eq(srv_json_requests, 20);
 	cr_assert_eq(srv_accepts, 1, "accepts: %d", srv_accepts);
 }
 

@@ -79,6 +79,63 @@ Test(faults, auth_during_startup_fails_the_waiters_with_eacces)
 
 /* ---- EXPIRED ---- */
 
+/* The POST of a call met the 404 of an expired session: the server never
+ * ran it, so it goes once on the new session and its client gets the
+ * answer (it used to hear "may or may not"). Another call, on its own
+ * stream, may have run: it is told so. */
+Test(faults, a_call_refused_by_an_expired_session_goes_once_on_the_new_one)
+{
+	struct instance *inst = make_ready(0);
+	fake_ops.caps |= UPSTREAM_RELATES | UPSTREAM_LATE_FACTS;
+	struct got refused = {0}, running = {0};
+	const char *p1 = "{\"name\":\"a\",\"arguments\":{}}";
+	const char *p2 = "{\"name\":\"b\",\"arguments\":{}}";
+	int64_t id1 = instance_request_raw(inst, "tools/call", p1, strlen(p1),
+					   got_cb, NULL, &refused);
+	int64_t id2 = instance_request_raw(inst, "tools/call", p2, strlen(p2),
+					   got_cb, NULL, &running);
+	cr_assert_gt(id1, 0);
+	cr_assert_gt(id2, id1);
+	struct outbox_fact_of f = {id1, OUTBOX_REFUSED};
+	fake_fault_facts(conns[0], UPSTREAM_EXPIRED, 404, &f, 1);
+	cr_assert_eq(running.calls, 1);
+	cr_assert_not_null(strstr(got_message(&running), "may or may not"));
+	cr_assert_eq(refused.calls, 0,
+		     "the refused call waits for the session");
+	cr_assert_eq(nconns, 2);
+	fake_handshake(conns[1]);
+	int64_t again;
+	cr_assert(sent_method(conns[1], "tools/call", &again));
+	cr_assert_eq(again, id1);
+	cr_assert_eq(sent_count(conns[1], "tools/call"), 1);
+	cr_assert(strstr(conns[1]->lines[conns[1]->nlines - 1], "\"a\""),
+		  "the same call, byte for byte");
+	answer(conns[1], id1);
+	cr_assert_eq(refused.calls, 1);
+	cr_assert_eq(refused.code, 0);
+	fake_ops.caps &= ~(UPSTREAM_RELATES | UPSTREAM_LATE_FACTS);
+	finish(inst);
+}
+
+/* A fact can only spare what it names: a 404 that names no request (a
+ * notification's POST) re-sends no call. */
+Test(faults, an_expired_session_without_facts_resends_no_call)
+{
+	struct instance *inst = make_ready(0);
+	fake_ops.caps |= UPSTREAM_RELATES | UPSTREAM_LATE_FACTS;
+	struct got g = {0};
+	const char *p = "{\"name\":\"a\",\"arguments\":{}}";
+	instance_request_raw(inst, "tools/call", p, strlen(p), got_cb, NULL,
+			     &g);
+	fake_fault_facts(conns[0], UPSTREAM_EXPIRED, 404, NULL, 0);
+	fake_handshake(conns[1]);
+	cr_assert_eq(sent_count(conns[1], "tools/call"), 0);
+	cr_assert_eq(g.calls, 1);
+	cr_assert_not_null(strstr(got_message(&g), "may or may not"));
+	fake_ops.caps &= ~(UPSTREAM_RELATES | UPSTREAM_LATE_FACTS);
+	finish(inst);
+}
+
 Test(faults, expired_reopens_at_once_resends_reads_and_answers_calls)
 {
 	struct instance *inst = make_ready(0);
@@ -201,13 +258,13 @@ Test(faults, lost_ports_are_counted_in_a_row_only)
 
 static void lose(struct fake_conn *c, int64_t id, bool was_sent)
 {
-	c->cbs.on_lost(c->ctx, id, was_sent);
+	c->cbs.on_lost(c->ctx, id, was_sent ? OUTBOX_CUT : OUTBOX_UNWRITTEN);
 }
 
 Test(faults, a_call_lost_before_it_was_sent_is_sent_again)
 {
 	struct instance *inst = make_ready(0);
-	fake_ops.caps |= UPSTREAM_RELATES;
+	fake_ops.caps |= UPSTREAM_RELATES | UPSTREAM_LATE_FACTS;
 	struct got g = {0};
 	const char *params = "{\"name\":\"x\",\"arguments\":{\"a\":1}}";
 	int64_t id = instance_request_raw(inst, "tools/call", params,
@@ -234,7 +291,7 @@ Test(faults, a_call_lost_before_it_was_sent_is_sent_again)
 Test(faults, a_call_lost_after_it_was_sent_may_have_run)
 {
 	struct instance *inst = make_ready(0);
-	fake_ops.caps |= UPSTREAM_RELATES;
+	fake_ops.caps |= UPSTREAM_RELATES | UPSTREAM_LATE_FACTS;
 	struct got g = {0};
 	int64_t id = call_tool(inst, "x", &g);
 	lose(conns[0], id, true);
@@ -332,7 +389,7 @@ Test(faults, resends_wait_for_the_drain_of_a_full_queue)
 Test(faults, the_request_that_carried_a_server_request_is_its_cause)
 {
 	struct instance *inst = make_ready(0);
-	fake_ops.caps |= UPSTREAM_RELATES;
+	fake_ops.caps |= UPSTREAM_RELATES | UPSTREAM_LATE_FACTS;
 	struct got g = {0};
 	int64_t id = call_tool(inst, "ask", &g);
 	const char *ask = "{\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":"

@@ -260,7 +260,7 @@ Test(mcpc, refused_later_request_is_lost_not_sent)
 	tm_send(&t, TM_CALL(3), 3);
 	tm_run_until(&t, tm_lost, "on_lost");
 	cr_assert_eq(t.lost_id, 3);
-	cr_assert(!t.lost_sent);
+	cr_assert_eq(t.lost_fact, OUTBOX_UNWRITTEN);
 	cr_assert_eq(t.faults, 0);
 	tm_stop(&t);
 }
@@ -284,7 +284,68 @@ Test(mcpc, not_found_on_our_session_is_expired)
 	cr_assert_eq(t.fault, MCPC_FAULT_EXPIRED);
 	cr_assert_eq(t.fault_status, 404);
 	cr_assert_eq(t.nlost, 0);
+	/* The POST that met the 404 is named: the server never ran it. */
+	cr_assert_eq(t.nfault_facts, 1);
+	cr_assert_eq(t.fault_facts[0].id, 2);
+	cr_assert_eq(t.fault_facts[0].fact, OUTBOX_REFUSED);
 	tm_stop(&t);
+}
+
+/* A 404 on a POST that carries no request (an answer to the server, a
+ * notification) names none: nothing is guessed. */
+static void tm_script_expire_notes(struct tmc *t, struct tm_conn *c, int n,
+				   const struct tm_req *r)
+{
+	if (tm_body_has(r, "notifications/cancelled"))
+		tm_reply(c, 404, NULL, NULL, NULL);
+	else if (tm_body_has(r, "tools/call"))
+		; /* running: no answer yet */
+	else
+		tm_script_plain(t, c, n, r);
+}
+
+Test(mcpc, a_404_on_a_notification_names_no_request)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_expire_notes);
+	tm_initialize(&t);
+	tm_send(&t, TM_CALL(2), 2);
+	static const char cancel[] =
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+		"cancelled\",\"params\":{\"requestId\":9}}";
+	tm_send(&t, cancel, 0);
+	tm_run_until(&t, tm_faulted, "the fault");
+	cr_assert_eq(t.fault, MCPC_FAULT_EXPIRED);
+	cr_assert_eq(t.nfault_facts, 0, "the running call is not named");
+	tm_stop(&t);
+}
+
+static void tm_script_503(struct tmc *t, struct tm_conn *c, int n,
+			  const struct tm_req *r)
+{
+	if (tm_body_has(r, "tools/call"))
+		tm_reply(c, 503, NULL, NULL, NULL);
+	else
+		tm_script_plain(t, c, n, r);
+}
+
+/* A 503 proves nothing from a server in general (a proxy says it when
+ * its backend died mid-request); from a peer that says so (the mcpvisor
+ * runtime, for the relay) it proves the request unprocessed. */
+Test(mcpc, a_503_is_refused_only_from_a_peer_that_says_so)
+{
+	for (int says = 0; says < 2; says++) {
+		struct tmc t;
+		tm_refuses_503 = says;
+		tm_start(&t, MCPC_STREAMABLE, tm_script_503);
+		tm_refuses_503 = false;
+		tm_initialize(&t);
+		tm_send(&t, TM_CALL(2), 2);
+		tm_run_until(&t, tm_lost, "on_lost");
+		cr_assert_eq(t.lost_id, 2);
+		cr_assert_eq(t.lost_fact, says ? OUTBOX_REFUSED : OUTBOX_CUT);
+		tm_stop(&t);
+	}
 }
 
 static void tm_script_auth(struct tmc *t, struct tm_conn *c, int n,

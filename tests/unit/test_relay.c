@@ -4,6 +4,7 @@
  * cap, shared recovery, the resend rule and the re-initialized session.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,6 +27,7 @@ static struct fake {
 	char *host[MAXN];
 	int nhost;
 	int opens, closes, pings, recovers, forgets;
+	int send_rc; /* what link_send returns (after recording) */
 	enum relay_loss why;
 	uint64_t armed;
 } F;
@@ -42,7 +44,7 @@ static int f_send(void *ctx, const char *msg, size_t len, int64_t id)
 	cr_assert_lt(F.nsent, MAXN);
 	F.sent[F.nsent] = xstrndup(msg, len);
 	F.sent_id[F.nsent++] = id;
-	return 0;
+	return F.send_rc;
 }
 static void f_forget(void *ctx, int64_t id)
 {
@@ -278,7 +280,7 @@ Test(relay, an_answer_during_the_check_counts_as_life)
 Test(relay, refused_is_a_loss)
 {
 	host(LIST("1"));
-	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused", NULL, 0);
 	cr_assert_eq(F.recovers, 2);
 	cr_assert_eq(F.why, RELAY_LOSS_REFUSED);
 }
@@ -286,7 +288,7 @@ Test(relay, refused_is_a_loss)
 Test(relay, unsent_request_is_a_loss_and_goes_again)
 {
 	host(CALL("1"));
-	relay_link_lost(R, 2, false);
+	relay_link_lost(R, 2, OUTBOX_UNWRITTEN);
 	cr_assert_eq(F.recovers, 2);
 	cr_assert_eq(F.why, RELAY_LOSS_REFUSED);
 	int before = F.nsent;
@@ -304,7 +306,7 @@ Test(relay, a_stream_that_ends_is_checked_then_lost)
 {
 	host(CALL("1"));
 	host(LIST("2"));
-	relay_link_lost(R, 3, true);
+	relay_link_lost(R, 3, OUTBOX_CUT);
 	cr_assert_eq(F.pings, 1);
 	cr_assert_eq(F.recovers, 1);
 	relay_ping_done(R, false);
@@ -315,8 +317,8 @@ Test(relay, a_stream_that_ends_on_a_live_runtime_follows_the_rule)
 {
 	host(CALL("1"));
 	host(LIST("2"));
-	relay_link_lost(R, 2, true);
-	relay_link_lost(R, 3, true);
+	relay_link_lost(R, 2, OUTBOX_CUT);
+	relay_link_lost(R, 3, OUTBOX_CUT);
 	relay_ping_done(R, true);
 	cr_assert_eq(F.recovers, 1, "the runtime lives: no recovery");
 	cr_assert(strstr(last_host(), "may or may not have taken effect") ||
@@ -329,7 +331,7 @@ Test(relay, a_stream_that_ends_on_a_live_runtime_follows_the_rule)
 Test(relay, credential_is_told_and_never_restarted)
 {
 	host(LIST("1"));
-	relay_link_fault(R, RELAY_FAULT_AUTH, "401");
+	relay_link_fault(R, RELAY_FAULT_AUTH, "401", NULL, 0);
 	cr_assert(strstr(last_host(), "MCPVISOR_API_KEY"));
 	cr_assert(strstr(last_host(), "\"id\":1,"));
 	cr_assert_eq(F.recovers, 1);
@@ -340,9 +342,9 @@ Test(relay, requests_lost_together_share_one_recovery)
 {
 	host(CALL("1"));
 	host(LIST("2"));
-	relay_link_lost(R, 3, false);
-	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
-	relay_link_lost(R, 2, true);
+	relay_link_lost(R, 3, OUTBOX_UNWRITTEN);
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused", NULL, 0);
+	relay_link_lost(R, 2, OUTBOX_CUT);
 	advance(RELAY_SILENCE_MS * 3);
 	cr_assert_eq(F.recovers, 2, "one recovery for both");
 	host(LIST("3"));
@@ -355,8 +357,8 @@ Test(relay, resend_rule)
 	host(CALL("1")); /* ours 2: written, may have run */
 	host(LIST("2")); /* ours 3: changes nothing */
 	host(CALL("3")); /* ours 4: never left */
-	relay_link_lost(R, 4, false);
-	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
+	relay_link_lost(R, 4, OUTBOX_UNWRITTEN);
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused", NULL, 0);
 	cr_assert_eq(F.recovers, 2, "lost together: one recovery");
 	int before = F.nsent;
 	relay_recovered(R, NULL);
@@ -378,7 +380,7 @@ Test(relay, a_failed_recovery_says_what_to_stop)
 {
 	host(CALL("1"));
 	host(LIST("2"));
-	relay_link_fault(R, RELAY_FAULT_BROKEN, "stream");
+	relay_link_fault(R, RELAY_FAULT_BROKEN, "stream", NULL, 0);
 	relay_recovered(R, "stop pid 42");
 	cr_assert(strstr(F.host[F.nhost - 2], "may or may not"));
 	cr_assert(strstr(F.host[F.nhost - 2], "stop pid 42"));
@@ -392,7 +394,7 @@ Test(relay, a_failed_recovery_says_what_to_stop)
 Test(relay, a_long_recovery_answers_at_the_cap_and_carries_on)
 {
 	host(LIST("1"));
-	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused", NULL, 0);
 	advance(RELAY_RECOVERY_CAP_MS - 1);
 	cr_assert_eq(relay_pending(R), 1);
 	advance(1);
@@ -426,7 +428,7 @@ Test(relay, reinitialize_replays_the_session)
 		runtime(m);
 	}
 	cr_assert_eq(relay_pending(R), 0);
-	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused", NULL, 0);
 	int before = F.nsent, hbefore = F.nhost;
 	relay_recovered(R, NULL);
 	cr_assert_eq(F.opens, 2);
@@ -470,7 +472,7 @@ Test(relay, a_new_runtime_brings_list_changed_only_for_lists_that_differ)
 	answer_sent(F.nsent - 1, "{\"resources\":[]}");
 	cr_assert_eq(relay_pending(R), 0);
 
-	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused", NULL, 0);
 	int before = F.nsent, hbefore = F.nhost;
 	relay_recovered(R, NULL);
 	answer_sent(before, "{}"); /* the re-initialize */
@@ -488,7 +490,7 @@ Test(relay, a_new_runtime_brings_list_changed_only_for_lists_that_differ)
 	cr_assert_eq(relay_pending(R), 0);
 
 	/* The next runtime is compared with what the host now has. */
-	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused", NULL, 0);
 	before = F.nsent;
 	hbefore = F.nhost;
 	relay_recovered(R, NULL);
@@ -504,7 +506,7 @@ Test(relay, a_paged_list_or_an_error_counts_as_changed)
 {
 	host(LIST("1"));
 	answer_sent(F.nsent - 1, "{\"tools\":[],\"nextCursor\":\"c2\"}");
-	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused", NULL, 0);
 	int before = F.nsent, hbefore = F.nhost;
 	relay_recovered(R, NULL);
 	answer_sent(before, "{}");
@@ -513,7 +515,7 @@ Test(relay, a_paged_list_or_an_error_counts_as_changed)
 	cr_assert_geq(host_find("tools/list_changed"), hbefore,
 		      "a change past the first page cannot be seen");
 
-	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused");
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused", NULL, 0);
 	before = F.nsent;
 	hbefore = F.nhost;
 	relay_recovered(R, NULL);
@@ -532,7 +534,9 @@ Test(relay, a_paged_list_or_an_error_counts_as_changed)
 Test(relay, an_expired_session_is_opened_again_not_blamed)
 {
 	host(CALL("1"));
-	relay_link_fault(R, RELAY_FAULT_EXPIRED, "404");
+	/* mcpc names the POST that met the 404: ours 2. */
+	struct outbox_fact_of refused = {2, OUTBOX_REFUSED};
+	relay_link_fault(R, RELAY_FAULT_EXPIRED, "404", &refused, 1);
 	cr_assert_eq(F.recovers, 2);
 	cr_assert_eq(F.why, RELAY_LOSS_NONE, "the runtime is fine");
 	int before = F.nsent;
@@ -547,7 +551,7 @@ Test(relay, a_refused_request_waits_for_calls_still_running)
 {
 	host(CALL("1")); /* ours 2: running (a drain lets it finish) */
 	host(CALL("2")); /* ours 3: refused (503, never processed) */
-	relay_link_lost(R, 3, false);
+	relay_link_lost(R, 3, OUTBOX_UNWRITTEN);
 	cr_assert_eq(F.recovers, 1, "the running call is waited for");
 	int before = F.nsent;
 	host(LIST("3"));
@@ -563,4 +567,155 @@ Test(relay, a_refused_request_waits_for_calls_still_running)
 		      "the refused call goes to the next runtime");
 	cr_assert_geq(sent_find_from(before, "tools/list"), 0);
 	cr_assert_lt(host_find("may or may not"), 0);
+}
+
+/* Counts the writes of the host's call with our id ours. */
+static int sent_count(int64_t ours)
+{
+	int n = 0;
+	for (int i = 0; i < F.nsent; i++)
+		n += F.sent_id[i] == ours;
+	return n;
+}
+
+/* The review's case: a 404 on a POST that carried no request (the host's
+ * answer to an elicitation) while a call is still running. mcpc names no
+ * request, so the call that may be running is not sent again. */
+Test(relay, a_404_on_a_message_that_is_no_request_resends_nothing)
+{
+	host(CALL("1")); /* ours 2: running */
+	relay_link_fault(R, RELAY_FAULT_EXPIRED, "404", NULL, 0);
+	relay_recovered(R, NULL);
+	runtime("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}");
+	cr_assert_eq(sent_count(2), 1, "the running call went once");
+	cr_assert_geq(host_find("may or may not"), 0);
+	cr_assert_eq(relay_pending(R), 0);
+}
+
+/* The answer to our own initialize of a new runtime is lost, and the
+ * runtime answers the ping: it is asked again, and what the host sent
+ * meanwhile goes once the session is whole (it used to wait forever). */
+Test(relay, a_lost_reinitialize_on_a_live_runtime_is_asked_again)
+{
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused", NULL, 0);
+	int before = F.nsent;
+	relay_recovered(R, NULL);
+	cr_assert_eq(F.nsent, before + 1);
+	int64_t init = F.sent_id[before];
+	host(LIST("9"));
+	cr_assert_eq(F.nsent, before + 1, "the host waits for the session");
+	relay_link_lost(R, init, OUTBOX_CUT);
+	cr_assert_eq(F.pings, 1);
+	relay_ping_done(R, true);
+	cr_assert_eq(F.nsent, before + 2, "initialize asked again");
+	cr_assert(strstr(F.sent[before + 1], "host-x"));
+	cr_assert_eq(F.recovers, 2, "the runtime lives: no recovery");
+	answer_sent(before + 1, "{}");
+	cr_assert_geq(sent_find_from(before + 2, "tools/list"), 0,
+		      "the host's request goes once the session is whole");
+	cr_assert(relay_live(R));
+}
+
+Test(relay, an_initialize_lost_again_and_again_is_a_loss)
+{
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused", NULL, 0);
+	relay_recovered(R, NULL);
+	for (int i = 0; i < 3; i++) {
+		relay_link_lost(R, F.sent_id[F.nsent - 1], OUTBOX_CUT);
+		relay_ping_done(R, true);
+	}
+	cr_assert_eq(F.recovers, 3, "three lost answers: the runtime is lost");
+	cr_assert_eq(F.why, RELAY_LOSS_STREAM);
+}
+
+/* A re-send after a ping fails to go out, so the runtime is lost and the
+ * relay's own requests are let go while the walk goes on (it used to
+ * walk on to a freed request: ASan sees it). */
+Test(relay, a_failed_resend_after_a_ping_walks_no_freed_request)
+{
+	host(LIST("1"));
+	answer_sent(F.nsent - 1, TOOLS_A);
+	relay_link_fault(R, RELAY_FAULT_REFUSED, "refused", NULL, 0);
+	host(LIST("2")); /* queued during the recovery: older than probes */
+	int before = F.nsent;
+	relay_recovered(R, NULL);
+	answer_sent(before, "{}");
+	int probe = sent_find_from(before + 1, "\"id\":0");
+	int list = sent_find_from(before + 1, "\"tools/list\"");
+	cr_assert_geq(list, 0);
+	probe = -1;
+	for (int i = before + 1; i < F.nsent; i++)
+		if (F.sent_id[i] != F.sent_id[list] &&
+		    strstr(F.sent[i], "tools/list"))
+			probe = i;
+	cr_assert_geq(probe, 0, "the probe of the list the host saw");
+	relay_link_lost(R, F.sent_id[list], OUTBOX_CUT);
+	relay_link_lost(R, F.sent_id[probe], OUTBOX_CUT);
+	F.send_rc = -EPIPE;
+	relay_ping_done(R, true);
+	F.send_rc = 0;
+	cr_assert_eq(F.recovers, 3, "the re-send could not go: lost");
+	cr_assert_eq(relay_pending(R), 1, "the host's list waits");
+}
+
+/* A message the link refuses as too large is that request's fault: it
+ * is answered, and the runtime is not taken for lost (or stopped). */
+Test(relay, a_message_too_large_for_the_link_is_answered_not_a_loss)
+{
+	F.send_rc = -EMSGSIZE;
+	host(CALL("5"));
+	F.send_rc = 0;
+	cr_assert(strstr(last_host(), "\"id\":5,"));
+	cr_assert(strstr(last_host(), "too large"));
+	cr_assert_eq(F.recovers, 1);
+	cr_assert(relay_live(R));
+	host(LIST("6"));
+	cr_assert_geq(sent_find_from(0, "tools/list"), 0);
+}
+
+/* The rule, across every relay state: a call written once is never
+ * written again, whatever comes; a list may go once more. */
+Test(relay, every_fact_in_every_state_keeps_a_call_at_most_once)
+{
+	static const enum outbox_fact facts[] = {OUTBOX_CUT, OUTBOX_REFUSED,
+						 OUTBOX_UNWRITTEN};
+	for (int f = 0; f < 3; f++) {
+		for (int how = 0; how < 4; how++) {
+			teardown();
+			setup();
+			host(CALL("1")); /* ours 2 */
+			if (how == 1)	 /* a second call holds the link */
+				host(CALL("2"));
+			relay_link_lost(R, 2, facts[f]);
+			if (how == 2)
+				relay_ping_done(R, true);
+			else if (how == 3)
+				relay_ping_done(R, false);
+			if (how == 1)
+				runtime("{\"jsonrpc\":\"2.0\",\"id\":3,"
+					"\"result\":{}}");
+			if (!relay_live(R)) {
+				relay_recovered(R, NULL);
+				for (int i = 0; i < F.nsent; i++)
+					if (strstr(F.sent[i], "host-x") &&
+					    i > 1)
+						answer_sent(i, "{}");
+			}
+			int writes = sent_count(2);
+			if (facts[f] == OUTBOX_CUT)
+				cr_assert_eq(writes, 1,
+					     "fact %d how %d: a call that may "
+					     "have run went %d times",
+					     f, how, writes);
+			else
+				cr_assert_leq(writes, 2, "fact %d how %d", f,
+					      how);
+			/* One answer at most for the host's id 1. */
+			int answers = 0;
+			for (int i = 0; i < F.nhost; i++)
+				answers +=
+					strstr(F.host[i], "\"id\":1,") != NULL;
+			cr_assert_leq(answers, 1);
+		}
+	}
 }

@@ -141,7 +141,7 @@ static void uc_owned(void *ctx, const struct upstream_owned *o, bool live)
 	}
 }
 
-static void uc_lost(void *ctx, int64_t id, bool sent)
+static void uc_lost(void *ctx, int64_t id, enum outbox_fact f)
 {
 }
 

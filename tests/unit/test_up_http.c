@@ -36,7 +36,7 @@ static void tuh_message(void *ctx, const char *m, size_t n, int64_t rel)
 	h->related = rel;
 }
 
-static void tuh_lost(void *ctx, int64_t id, bool sent)
+static void tuh_lost(void *ctx, int64_t id, enum outbox_fact f)
 {
 	cr_assert_not(((struct tuh *)ctx)->in_op, "on_lost inside an op");
 }

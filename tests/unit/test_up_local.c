@@ -367,12 +367,12 @@ static void tst_up_message(void *ctx, const char *m, size_t n, int64_t rel)
 {
 }
 
-static void tst_up_lost(void *ctx, int64_t id, bool sent)
+static void tst_up_lost(void *ctx, int64_t id, enum outbox_fact f)
 {
 	struct tst_up *t = ctx;
 	if (t->nlost < 4) {
 		t->lost[t->nlost] = id;
-		t->lost_sent[t->nlost++] = sent;
+		t->lost_sent[t->nlost++] = f == OUTBOX_CUT;
 	}
 }
 
