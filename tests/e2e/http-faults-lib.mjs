@@ -92,6 +92,7 @@ export class FaultProxy {
 		this.open = new Set(); // {sid, res} of answers still streaming
 		this.held = new Set();
 		this.hanging = false;
+		this.dies = []; // JSON-RPC methods whose next POST dies after the work
 		this.agent = new http.Agent({ keepAlive: true });
 		this.server = http.createServer((req, res) => this.handle(req, res));
 	}
@@ -122,6 +123,29 @@ export class FaultProxy {
 			} catch {
 				rec.rpc = 'unparsable';
 			}
+		}
+		const die = rec.rpc ? this.dies.indexOf(rec.rpc) : -1;
+		if (die >= 0) {
+			// The server does the work; then the connection dies before a
+			// byte of the answer (a crash after the work, a balancer
+			// reset).
+			this.dies.splice(die, 1);
+			rec.died = true;
+			const up = http.request({
+				host: this.target.hostname,
+				port: this.target.port,
+				method: req.method,
+				path: req.url,
+				headers: { ...req.headers, host: this.target.host },
+				agent: this.agent,
+			});
+			up.on('response', (ur) => {
+				ur.resume();
+				ur.on('end', () => req.socket.destroy());
+			});
+			up.on('error', () => req.socket.destroy());
+			up.end(body);
+			return;
 		}
 		if (this.hanging) {
 			this.held.add(res);
@@ -192,6 +216,12 @@ export class FaultProxy {
 				e.res.destroy();
 			}
 		return performance.now();
+	}
+
+	// The next POST of JSON-RPC method rpc is run by the server, then its
+	// connection dies without a byte of answer.
+	dieAfterWork(rpc) {
+		this.dies.push(rpc);
 	}
 
 	hang(on = true) {
