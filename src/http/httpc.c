@@ -22,6 +22,11 @@
 #define HTTPC_MAX_HOST_CONNECTIONS 32
 /* Idle connections kept for reuse. */
 #define HTTPC_MAX_CACHED 32
+/* Body bytes one request hands its owner before it yields to the rest of
+ * the loop (its transfer is paused until the next turn): a server that
+ * writes as fast as the socket takes it cannot keep the loop inside
+ * curl's reads. */
+#define HTTPC_TURN_BYTES (256 * 1024)
 #define HTTPC_WHY_MAX 200
 
 struct httpc_sock {
@@ -36,7 +41,14 @@ struct httpc {
 	const struct curlso *cu;
 	CURLM *multi;
 	uv_timer_t timer; /* curl's own timeout */
-	uv_timer_t kick;  /* deferred adds and resumes */
+	/* curl's "now" (a timeout of 0): on the next idle turn, not as a
+	 * 0 ms timer, which libuv would run again within the same timers
+	 * phase: a transfer that always has more to read would then keep
+	 * the loop there, never polling anything else. */
+	uv_idle_t now;
+	/* After the poll of a turn: resumes what the turn budget paused. */
+	uv_check_t yield;
+	uv_timer_t kick; /* deferred adds and resumes */
 	struct httpc_req *reqs;
 	struct httpc_sock *socks; /* polled for curl */
 	int handles;		  /* open uv handles; freed at 0 once closing */
@@ -65,8 +77,12 @@ struct httpc_req {
 	bool cancelled; /* no callback any more; removed when curl allows */
 	bool paused;
 	bool resume; /* to resume at the kick */
-	bool done;   /* on_done runs or ran */
-	bool sent;   /* valid once done */
+	/* Paused by the turn budget (not by its owner): resumed at the
+	 * kick, on the next turn of the loop. */
+	bool yielded;
+	size_t turn_bytes; /* body bytes since the last kick */
+	bool done;	   /* on_done runs or ran */
+	bool sent;	   /* valid once done */
 	/* Times curl was about to send it: a second is curl's own replay
 	 * on a fresh connection, which is refused (see httpc_prereq_cb). */
 	unsigned attempts;
@@ -79,6 +95,7 @@ struct httpc_req {
 
 static void httpc_leave(struct httpc *c);
 static void httpc_free_now(struct httpc *c);
+static void httpc_kick(struct httpc *c);
 
 /* ---- handles ---- */
 
@@ -141,6 +158,12 @@ static void httpc_timer_cb(uv_timer_t *t)
 	httpc_action(t->data, CURL_SOCKET_TIMEOUT, 0);
 }
 
+static void httpc_now_cb(uv_idle_t *h)
+{
+	uv_idle_stop(h);
+	httpc_action(h->data, CURL_SOCKET_TIMEOUT, 0);
+}
+
 static void httpc_sock_close(struct httpc_sock *s)
 {
 	struct httpc *c = s->c;
@@ -193,10 +216,15 @@ static int httpc_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
 static int httpc_curl_timer_cb(CURLM *m, long ms, void *userp)
 {
 	struct httpc *c = userp;
-	if (ms < 0)
+	uv_idle_stop(&c->now);
+	if (ms < 0) {
 		uv_timer_stop(&c->timer);
-	else
+	} else if (ms == 0) {
+		uv_timer_stop(&c->timer);
+		uv_idle_start(&c->now, httpc_now_cb);
+	} else {
 		uv_timer_start(&c->timer, httpc_timer_cb, (uint64_t)ms, 0);
+	}
 	return 0;
 }
 
@@ -400,6 +428,25 @@ static size_t httpc_header_cb(char *p, size_t size, size_t n, void *ud)
 	return len;
 }
 
+/* The turn after a request used its budget: every request's count starts
+ * again, and what the budget paused reads on (its kept piece at once). */
+static void httpc_yield_cb(uv_check_t *h)
+{
+	struct httpc *c = h->data;
+	uv_check_stop(h);
+	c->depth++;
+	for (struct httpc_req *r = c->reqs; r && !c->closing; r = r->next) {
+		r->turn_bytes = 0;
+		if (!r->yielded || r->paused || r->cancelled || !r->added)
+			continue;
+		r->yielded = false;
+		c->in_curl++;
+		c->cu->easy_pause(r->easy, CURLPAUSE_CONT);
+		c->in_curl--;
+	}
+	httpc_leave(c);
+}
+
 static size_t httpc_write_cb(char *p, size_t size, size_t n, void *ud)
 {
 	struct httpc_req *r = ud;
@@ -409,6 +456,12 @@ static size_t httpc_write_cb(char *p, size_t size, size_t n, void *ud)
 	/* curl keeps this piece and gives it again on resume. */
 	if (r->paused)
 		return CURL_WRITEFUNC_PAUSE;
+	if (r->turn_bytes >= HTTPC_TURN_BYTES) {
+		r->yielded = true;
+		uv_check_start(&r->c->yield, httpc_yield_cb);
+		return CURL_WRITEFUNC_PAUSE;
+	}
+	r->turn_bytes += len;
 	httpc_heard(r);
 	if (r->cbs.on_body && !r->cbs.on_body(r->ctx, r, p, len) &&
 	    !r->cancelled) {
@@ -465,6 +518,7 @@ static void httpc_kick_cb(uv_timer_t *t)
 		}
 		if (r->resume) {
 			r->resume = false;
+			r->yielded = false;
 			/* May deliver the kept piece right away. */
 			c->in_curl++;
 			c->cu->easy_pause(r->easy, CURLPAUSE_CONT);
@@ -505,8 +559,10 @@ struct httpc *httpc_new(uv_loop_t *loop, const char **why)
 	c->multi = multi;
 	uv_timer_init(loop, &c->timer);
 	uv_timer_init(loop, &c->kick);
-	c->timer.data = c->kick.data = c;
-	c->handles = 2;
+	uv_idle_init(loop, &c->now);
+	uv_check_init(loop, &c->yield);
+	c->timer.data = c->kick.data = c->now.data = c->yield.data = c;
+	c->handles = 4;
 	cu->multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, httpc_socket_cb);
 	cu->multi_setopt(multi, CURLMOPT_SOCKETDATA, c);
 	cu->multi_setopt(multi, CURLMOPT_TIMERFUNCTION, httpc_curl_timer_cb);
@@ -533,6 +589,8 @@ static void httpc_free_now(struct httpc *c)
 	while (c->socks)
 		httpc_sock_close(c->socks);
 	uv_close((uv_handle_t *)&c->timer, httpc_timer_close_cb);
+	uv_close((uv_handle_t *)&c->now, httpc_timer_close_cb);
+	uv_close((uv_handle_t *)&c->yield, httpc_timer_close_cb);
 	uv_close((uv_handle_t *)&c->kick, httpc_timer_close_cb);
 }
 

@@ -55,6 +55,11 @@ const char *sse_error(const struct sse *p)
 	return p->error;
 }
 
+size_t sse_pending(const struct sse *p)
+{
+	return p->data.len + p->value.len;
+}
+
 const char *sse_last_id(const struct sse *p)
 {
 	return p->last_id.data ? p->last_id.data : "";

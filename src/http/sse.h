@@ -87,6 +87,9 @@ int sse_feed(struct sse *p, const char *data, size_t len);
 void sse_stop(struct sse *p);
 /* NULL, or which limit the stream passed (static text). */
 const char *sse_error(const struct sse *p);
+/* Bytes held for the event being read (its data so far, the value of
+ * the field being read): what a stream holds in memory between events. */
+size_t sse_pending(const struct sse *p);
 /* The last event id as of the last dispatch point (a blank line), even of
  * an event that had no data (a resumption primer); "" when none. Valid
  * until the next sse_feed. */

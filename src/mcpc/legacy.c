@@ -134,6 +134,7 @@ int mc_legacy_open(struct mcpc *m)
 		if (!m->held)
 			m->held_tail = &h->next;
 		m->held = h;
+		mc_held_count(m, h->len, true);
 		free(m->init_msg);
 		m->init_msg = NULL;
 	}

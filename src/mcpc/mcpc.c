@@ -426,6 +426,7 @@ static void mc_hold(struct mcpc *m, const char *msg, size_t len, int64_t id)
 	memcpy(h->msg, msg, len);
 	*m->held_tail = h;
 	m->held_tail = &h->next;
+	mc_held_count(m, len, true);
 }
 
 static bool mc_method_is(const char *msg, size_t len, const char *quoted)
@@ -520,6 +521,7 @@ void mc_flush_held(struct mcpc *m)
 	m->held_tail = &m->held;
 	while (h) {
 		struct mc_held *next = h->next;
+		mc_held_count(m, h->len, false);
 		if (!m->faulted && !m->closing &&
 		    mc_route(m, h->msg, h->len, h->id) < 0)
 			mc_lost(m, h->id, OUTBOX_UNWRITTEN);
@@ -534,7 +536,23 @@ int mcpc_send(struct mcpc *m, const char *msg, size_t len, int64_t id)
 		return -EPIPE;
 	if (len > MCPC_MAX_MESSAGE)
 		return -EMSGSIZE;
+	/* Bounded: a server that takes no new requests (or a client cap)
+	 * does not make every message wait in memory. */
+	if (m->waiting >= MCPC_MAX_WAITING ||
+	    m->waiting_bytes + len > MCPC_MAX_WAITING_BYTES) {
+		m->want_drain = true;
+		return -ENOBUFS;
+	}
 	return mc_route(m, msg, len, id);
+}
+
+void mcpc_pause(struct mcpc *m, bool on)
+{
+	if (m->paused == on)
+		return;
+	m->paused = on;
+	for (struct mc_stream *s = m->streams; s; s = s->next)
+		mc_apply_pause(s);
 }
 
 void mcpc_forget(struct mcpc *m, int64_t id)
@@ -555,6 +573,7 @@ void mcpc_forget(struct mcpc *m, int64_t id)
 		*hp = h->next;
 		if (m->held_tail == &h->next)
 			m->held_tail = hp;
+		mc_held_count(m, h->len, false);
 		free(h);
 	}
 	mc_arm(m);

@@ -34,6 +34,12 @@ struct mcpc;
 
 #define MCPC_MAX_MESSAGE (16 * 1024 * 1024) /* one message, either way */
 #define MCPC_RESUME_TRIES 3 /* Last-Event-ID attempts for one stream */
+/* Messages sent and not yet answered with a response head (waiting for a
+ * connection inside the HTTP client, being written, or a server that
+ * holds its head until it is done), and their bytes: past either,
+ * mcpc_send says -ENOBUFS until on_drain. */
+#define MCPC_MAX_WAITING 256
+#define MCPC_MAX_WAITING_BYTES (32 * 1024 * 1024)
 
 enum mcpc_mode {
 	MCPC_AUTO,	 /* Streamable HTTP; legacy when the first POST
@@ -100,6 +106,9 @@ struct mcpc_cbs {
 	 * request is this fault (CLOSED, or TIMEOUT); on later requests it
 	 * is on_lost(id, OUTBOX_UNWRITTEN). All borrowed. */
 	void (*on_fault)(void *ctx, const struct mcpc_fault_info *f);
+	/* mcpc_send may be called again after it said -ENOBUFS. May be
+	 * NULL. */
+	void (*on_drain)(void *ctx);
 };
 
 /* 0 and *out, or -errno (-EINVAL: bad URL, too many headers).
@@ -111,11 +120,15 @@ int mcpc_new(struct httpc *http, const struct mcpc_opts *opts,
 /* Sends one JSON-RPC message (copied). id > 0 for a request (the id in
  * the message, as the caller knows it), 0 for a notification or an
  * answer to the server. 0; -EPIPE once faulted or closing; -EMSGSIZE
- * past MCPC_MAX_MESSAGE; another -errno when the HTTP request could not
- * be started (nothing was sent). */
+ * past MCPC_MAX_MESSAGE; -ENOBUFS past MCPC_MAX_WAITING (wait for
+ * on_drain); another -errno when the HTTP request could not be started
+ * (nothing was sent). */
 int mcpc_send(struct mcpc *m, const char *msg, size_t len, int64_t id);
 /* Stops listening for request id's answer (its stream is dropped). */
 void mcpc_forget(struct mcpc *m, int64_t id);
+/* Stops (on) or resumes reading what the server sends, on every stream
+ * (backpressure: what came is not passed on while paused). */
+void mcpc_pause(struct mcpc *m, bool on);
 /* Ends the session: DELETE when it has an id (bounded wait), streams
  * closed; done(arg) runs once everything is let go, then m is freed. No
  * other callback runs after this. */

@@ -22,6 +22,9 @@
 /* The most requests wait for the GET stream's answer after initialized: a
  * server that holds its headers until a first event must not stop them. */
 #define MCPC_GATE_MS 1000
+/* Bytes of unfinished messages held across streams before all but one
+ * wait (see struct mcpc's partial). */
+#define MCPC_MAX_PARTIAL (4 * 1024 * 1024)
 
 enum mc_kind {
 	MC_POST,	/* one message; the answer's stream when a request */
@@ -55,6 +58,10 @@ struct mc_stream {
 	bool got_head;	       /* a response head came */
 	bool dead;	       /* let go; freed when no callback runs */
 	bool progress;	       /* an event or new id came on this response */
+	bool waiting;	       /* counted in m->waiting: no head yet */
+	bool held_back;	       /* paused while another message completes */
+	size_t partial;	       /* bytes of an unfinished message held */
+	size_t sent_len;       /* its body's bytes, while waiting */
 	bool opens_get;	       /* notifications/initialized: GET after it */
 	int status;	       /* the response's status, 0 before its head */
 	int tries;	       /* resumptions or reopenings failed in a row */
@@ -83,6 +90,20 @@ struct mcpc {
 	bool deciding;	  /* auto mode: the POST that finds out is out */
 	bool first_seen;  /* the first request was sent */
 	bool refuses_503; /* its 503 proves a request unprocessed */
+	bool paused;	  /* reading is stopped (mcpc_pause) */
+	/* Messages sent with no response head yet, and their bytes (see
+	 * MCPC_MAX_WAITING); want_drain: a send was refused, on_drain is
+	 * owed; drain_due: it goes from the timer. */
+	size_t waiting;
+	size_t waiting_bytes;
+	bool want_drain;
+	bool drain_due;
+	/* Bytes of unfinished messages held across streams (JSON bodies,
+	 * events still coming). Past MCPC_MAX_PARTIAL only the leader reads
+	 * on; the others wait until its message is whole, so answers that
+	 * come at once are held one at a time, as on a stdio pipe. */
+	size_t partial;
+	struct mc_stream *leader;
 	/* From notifications/initialized until the GET stream is answered
 	 * (or is none): other messages wait, so that a request the server
 	 * sends on that stream at once, unrelated to any POST, is not sent
@@ -111,6 +132,15 @@ struct mcpc {
 /* stream.c */
 struct mc_stream *mc_stream_new(struct mcpc *m, enum mc_kind kind, int64_t id);
 void mc_stream_drop(struct mc_stream *s);
+/* s has its response head, or ended: it no longer counts as waiting. */
+void mc_unwait(struct mc_stream *s);
+/* A held message (len bytes) counts as waiting too, until it goes. */
+void mc_held_count(struct mcpc *m, size_t len, bool on);
+/* What s holds of an unfinished message is now n bytes: past the bound,
+ * the streams other than the leader wait. */
+void mc_partial(struct mc_stream *s, size_t n);
+/* Applies the pause s should have (the session's, or held back). */
+void mc_apply_pause(struct mc_stream *s);
 void mc_drop_all(struct mcpc *m);
 /* Frees the streams let go, unless a callback of ours is running. */
 void mc_reap(struct mcpc *m);

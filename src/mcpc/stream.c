@@ -62,11 +62,82 @@ void mc_reap(struct mcpc *m)
 
 /* Lets a stream go: its request ends without callbacks; freed once no
  * callback of ours is running (one may be running for it). */
+static void mc_maybe_drain(struct mcpc *m);
+
+void mc_held_count(struct mcpc *m, size_t len, bool on)
+{
+	if (on) {
+		m->waiting++;
+		m->waiting_bytes += len;
+		return;
+	}
+	m->waiting--;
+	m->waiting_bytes -= len;
+	mc_maybe_drain(m);
+}
+
+void mc_unwait(struct mc_stream *s)
+{
+	struct mcpc *m = s->m;
+	if (!s->waiting)
+		return;
+	s->waiting = false;
+	m->waiting--;
+	m->waiting_bytes -= s->sent_len;
+	mc_maybe_drain(m);
+}
+
+static void mc_maybe_drain(struct mcpc *m)
+{
+	/* Below half of both bounds: whoever was refused may send again
+	 * (from the timer: never inside the caller's call). */
+	if (m->want_drain && m->waiting <= MCPC_MAX_WAITING / 2 &&
+	    m->waiting_bytes <= MCPC_MAX_WAITING_BYTES / 2) {
+		m->want_drain = false;
+		m->drain_due = true;
+		mc_arm(m);
+	}
+}
+
+void mc_apply_pause(struct mc_stream *s)
+{
+	if (s->req)
+		httpc_pause(s->req, s->m->paused || s->held_back);
+}
+
+void mc_partial(struct mc_stream *s, size_t n)
+{
+	struct mcpc *m = s->m;
+	m->partial = m->partial - s->partial + n;
+	s->partial = n;
+	if (n == 0 && s == m->leader) {
+		/* Its message is whole: the others read on. */
+		m->leader = NULL;
+		for (struct mc_stream *o = m->streams; o; o = o->next)
+			if (o->held_back) {
+				o->held_back = false;
+				mc_apply_pause(o);
+			}
+		return;
+	}
+	if (n == 0 || m->partial <= MCPC_MAX_PARTIAL)
+		return;
+	if (m->leader == NULL)
+		m->leader = s;
+	else if (s != m->leader && !s->held_back) {
+		s->held_back = true;
+		mc_apply_pause(s);
+	}
+}
+
 void mc_stream_drop(struct mc_stream *s)
 {
 	struct mcpc *m = s->m;
 	if (s->dead)
 		return;
+	mc_unwait(s);
+	mc_partial(s, 0);
+	s->held_back = false;
 	s->dead = true;
 	if (s->req)
 		httpc_cancel(s->req);
@@ -96,6 +167,7 @@ void mc_held_free(struct mcpc *m)
 	while (m->held) {
 		struct mc_held *h = m->held;
 		m->held = h->next;
+		mc_held_count(m, h->len, false);
 		free(h);
 	}
 	m->held_tail = &m->held;
@@ -151,9 +223,21 @@ int mc_stream_start(struct mc_stream *s, const char *method, const char *url,
 	buf_reset(&s->body);
 	int rc = httpc_start(m->http, &o, &mc_http_cbs, s, &s->req);
 	buf_free(&lei);
-	if (rc < 0)
+	if (rc < 0) {
 		s->req = NULL;
-	return rc;
+		return rc;
+	}
+	s->held_back = false;
+	mc_partial(s, 0);
+	if (m->paused)
+		httpc_pause(s->req, true);
+	if (s->kind == MC_POST || s->kind == MC_LEGACY_POST) {
+		s->waiting = true;
+		s->sent_len = len;
+		m->waiting++;
+		m->waiting_bytes += len;
+	}
+	return 0;
 }
 
 /* ---- timers: resumptions and reopenings ------------------------------- */
@@ -163,6 +247,8 @@ static void mc_timer_cb(uv_timer_t *t);
 void mc_arm(struct mcpc *m)
 {
 	uint64_t next = m->gated ? m->gate_due : 0;
+	if (m->drain_due)
+		next = uv_now(m->loop);
 	for (struct mc_stream *s = m->streams; s; s = s->next)
 		if (s->due && (next == 0 || s->due < next))
 			next = s->due;
@@ -203,6 +289,11 @@ static void mc_timer_cb(uv_timer_t *t)
 	struct mcpc *m = t->data;
 	uint64_t now = uv_now(m->loop);
 	m->busy++;
+	if (m->drain_due && !m->faulted && !m->closing) {
+		m->drain_due = false;
+		if (m->cbs.on_drain)
+			m->cbs.on_drain(m->ctx);
+	}
 	if (m->gated && m->gate_due <= now)
 		mc_ungate(m); /* the GET stream's answer is late: go anyway */
 	/* One at a time from the list's head: a callback may change it. */
@@ -356,6 +447,7 @@ static bool mc_head_cb(void *ctx, struct httpc_req *r)
 	int status = httpc_status(r);
 	bool keep = true;
 	s->got_head = true;
+	mc_unwait(s);
 	m->ever_ok = true;
 	m->busy++;
 	switch (s->kind) {
@@ -413,6 +505,10 @@ static bool mc_body_cb(void *ctx, struct httpc_req *r, const char *data,
 	} else {
 		buf_append(&s->body, data, len);
 	}
+	if (!s->dead)
+		mc_partial(s,
+			   s->sse ? (s->parser_on ? sse_pending(&s->parser) : 0)
+				  : s->body.len);
 	bool keep = !s->dead;
 	m->busy--;
 	mc_reap(m);
@@ -425,6 +521,7 @@ static void mc_done_cb(void *ctx, struct httpc_req *r, int err, const char *why)
 	struct mcpc *m = s->m;
 	bool sent = httpc_sent(r);
 	s->req = NULL;
+	mc_unwait(s);
 	if (err)
 		log_debug("a request ended: %s", why ? why : "?");
 	if (s->parser_on && sse_last_id(&s->parser)[0]) {

@@ -22,6 +22,10 @@
 #include "util/clock.h"
 #include "util/xmalloc.h"
 
+/* What waits for the host to read before the relay stops reading the
+ * runtime (the runtime then holds the rest, as a server does for it). */
+#define RUN_HOST_QUEUE_MAX (16 * 1024 * 1024)
+
 struct run {
 	uv_loop_t *loop;
 	const struct relay_run_opts *o;
@@ -33,6 +37,16 @@ struct run {
 	uv_timer_t timer;
 	uv_timer_t drain;
 	uv_pipe_t in;
+	/* The host's stdout: a stream when it is a pipe, socket or terminal
+	 * (written without blocking, in order, whole lines); out_fd >= 0 for
+	 * a file, written as it is. */
+	union {
+		uv_stream_t stream;
+		uv_pipe_t pipe;
+		uv_tty_t tty;
+	} out;
+	bool out_stream;
+	bool out_paused; /* the runtime's session is paused for the host */
 	struct httpc_req *ping;
 	bool ping_answered;
 	char *url; /* of the MCP endpoint, with ?space= */
@@ -44,25 +58,111 @@ struct run {
 
 /* ---- the host ---- */
 
-static void host_write(void *ctx, const char *msg, size_t len)
+/* Writes all of v to a file (stdout that is no stream), as the kernel
+ * takes it. */
+static void run_write_all(struct iovec *v, int n)
 {
-	struct iovec v[2] = {{(void *)msg, len}, {"\n", 1}};
-	size_t left = len + 1;
+	size_t left = 0;
+	for (int i = 0; i < n; i++)
+		left += v[i].iov_len;
 	while (left > 0) {
-		ssize_t n = writev(STDOUT_FILENO, v, 2);
-		if (n < 0 && errno == EINTR)
+		ssize_t k = writev(STDOUT_FILENO, v, n);
+		if (k < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (k <= 0)
 			return; /* the host is gone; stdin's end follows */
-		left -= (size_t)n;
-		for (int i = 0; i < 2 && n > 0; i++) {
-			size_t k = (size_t)n < v[i].iov_len ? (size_t)n
+		left -= (size_t)k;
+		for (int i = 0; i < n && k > 0; i++) {
+			size_t d = (size_t)k < v[i].iov_len ? (size_t)k
 							    : v[i].iov_len;
-			v[i].iov_base = (char *)v[i].iov_base + k;
-			v[i].iov_len -= k;
-			n -= (ssize_t)k;
+			v[i].iov_base = (char *)v[i].iov_base + d;
+			v[i].iov_len -= d;
+			k -= (ssize_t)d;
 		}
 	}
+}
+
+static void run_out_pause(struct run *u, bool on)
+{
+	if (u->out_paused == on)
+		return;
+	u->out_paused = on;
+	if (u->mc)
+		mcpc_pause(u->mc, on);
+}
+
+static void run_out_written_cb(uv_write_t *w, int status)
+{
+	struct run *u = w->data;
+	free(w);
+	if (uv_stream_get_write_queue_size(&u->out.stream) <=
+	    RUN_HOST_QUEUE_MAX / 2)
+		run_out_pause(u, false);
+}
+
+/* One line for the host: never blocks the loop (a host slow to read must
+ * not freeze the relay's watch), never cuts a line (what the kernel does
+ * not take now is queued whole, in order). Past RUN_HOST_QUEUE_MAX queued,
+ * the runtime's answers wait in the runtime. */
+static void host_write(void *ctx, const char *msg, size_t len)
+{
+	struct run *u = ctx;
+	struct iovec v[2] = {{(void *)msg, len}, {"\n", 1}};
+	if (!u->out_stream) {
+		run_write_all(v, 2);
+		return;
+	}
+	size_t done = 0;
+	if (uv_stream_get_write_queue_size(&u->out.stream) == 0) {
+		uv_buf_t b[2] = {uv_buf_init((char *)msg, (unsigned)len),
+				 uv_buf_init("\n", 1)};
+		int k = uv_try_write(&u->out.stream, b, 2);
+		if (k > 0)
+			done = (size_t)k;
+		else if (k < 0 && k != UV_EAGAIN)
+			return; /* the host is gone; stdin's end follows */
+	}
+	if (done == len + 1)
+		return;
+	size_t rest = len + 1 - done;
+	uv_write_t *w = xmalloc(sizeof *w + rest);
+	char *copy = (char *)(w + 1);
+	if (done < len) {
+		memcpy(copy, msg + done, len - done);
+		copy[len - done] = '\n';
+	} else {
+		copy[0] = '\n';
+	}
+	w->data = u;
+	uv_buf_t b = uv_buf_init(copy, (unsigned)rest);
+	if (uv_write(w, &u->out.stream, &b, 1, run_out_written_cb) < 0) {
+		free(w);
+		return;
+	}
+	if (uv_stream_get_write_queue_size(&u->out.stream) > RUN_HOST_QUEUE_MAX)
+		run_out_pause(u, true);
+}
+
+/* stdout as a stream when it is one; else (a file) written as it is. */
+static void run_out_open(struct run *u)
+{
+	uv_handle_type t = uv_guess_handle(STDOUT_FILENO);
+	int rc = -1;
+	if (t == UV_NAMED_PIPE || t == UV_TCP) {
+		rc = uv_pipe_init(u->loop, &u->out.pipe, 0);
+		if (rc == 0 &&
+		    (rc = uv_pipe_open(&u->out.pipe, STDOUT_FILENO)) < 0)
+			uv_close((uv_handle_t *)&u->out.pipe, NULL);
+	} else if (t == UV_TTY) {
+		rc = uv_tty_init(u->loop, &u->out.tty, STDOUT_FILENO, 0);
+	}
+	u->out_stream = rc == 0;
+}
+
+static bool run_out_busy(const struct run *u)
+{
+	return u->out_stream &&
+	       uv_stream_get_write_queue_size(&u->out.stream) > 0;
 }
 
 static void on_line(void *ctx, const char *line, size_t len)
@@ -165,7 +265,10 @@ static int link_open(void *ctx)
 		 * (draining): such a request never ran. */
 		.refuses_with_503 = true,
 	};
-	return mcpc_new(u->http, &mo, &cbs, u, &u->mc);
+	int rc = mcpc_new(u->http, &mo, &cbs, u, &u->mc);
+	if (rc == 0 && u->out_paused)
+		mcpc_pause(u->mc, true);
+	return rc;
 }
 
 static int link_send(void *ctx, const char *msg, size_t len, int64_t id)
@@ -269,7 +372,7 @@ static void run_end(struct run *u);
 static void drain_cb(uv_timer_t *t)
 {
 	struct run *u = t->data;
-	if (u->core && relay_pending(u->core) > 0)
+	if ((u->core && relay_pending(u->core) > 0) || run_out_busy(u))
 		return;
 	uv_timer_stop(t);
 	run_end(u);
@@ -376,6 +479,7 @@ int relay_run(const struct relay_run_opts *o)
 		return 1;
 	}
 	u.in.data = &u;
+	run_out_open(&u);
 	uv_read_start((uv_stream_t *)&u.in, in_alloc, in_read);
 	relay_start(u.core);
 	uv_run(u.loop, UV_RUN_DEFAULT);

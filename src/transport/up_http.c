@@ -103,6 +103,13 @@ static void up_http_lost_cb(void *ctx, int64_t id, enum outbox_fact f)
 		u->cbs.on_lost(u->ctx, id, f);
 }
 
+static void up_http_drain_cb(void *ctx)
+{
+	struct upstream *u = ctx;
+	if (!u->closing && !u->fault_pending && u->cbs.on_drain)
+		u->cbs.on_drain(u->ctx);
+}
+
 static enum upstream_fault_kind up_http_kind(enum mcpc_fault f)
 {
 	switch (f) {
@@ -188,6 +195,7 @@ static int up_http_open(uv_loop_t *loop, const struct upstream_spec *spec,
 		.on_message = up_http_message_cb,
 		.on_lost = up_http_lost_cb,
 		.on_fault = up_http_fault_cb,
+		.on_drain = up_http_drain_cb,
 	};
 	int rc = mcpc_new(spec->http, &opts, &mcbs, u, &u->m);
 	for (size_t i = 0; i < s->nheaders; i++) {
@@ -217,6 +225,14 @@ static void up_http_forget(struct upstream *u, int64_t id)
 {
 	if (!u->closing)
 		mcpc_forget(u->m, id);
+}
+
+/* Clients stopped reading what the server sends: so does the session
+ * (its answers wait in the server's socket, not in our memory). */
+static void up_http_pause(struct upstream *u, bool on)
+{
+	if (!u->closing)
+		mcpc_pause(u->m, on);
 }
 
 static void up_http_stop(struct upstream *u)
@@ -253,7 +269,7 @@ const struct upstream_ops upstream_http = {
 	.open = up_http_open,
 	.send = up_http_send,
 	.forget = up_http_forget,
-	.pause = NULL,
+	.pause = up_http_pause,
 	.stop = up_http_stop,
 	.describe = up_http_describe,
 	.log_tail = NULL,

@@ -84,6 +84,7 @@ struct upstream {
 	struct upl_msg *queue, **queue_tail;
 	size_t queued;
 	bool want_drain;
+	bool paused; /* clients stopped reading: so does the session */
 
 	bool addr_in_use; /* its output said it could not bind */
 	bool fault_pending, faulted;
@@ -370,6 +371,8 @@ static void upl_ready(struct upstream *u)
 		return;
 	}
 	u->state = UPL_READY;
+	if (u->paused)
+		upstream_http.pause(u->inner, true);
 	log_info("listening on port %d, %" PRIu64 " ms after start", u->port,
 		 clock_now_ms() - u->spawned_ms);
 	upl_flush(u);
@@ -525,6 +528,13 @@ static void upl_inner_fault_cb(void *ctx, const struct upstream_fault *f)
 	}
 }
 
+static void upl_inner_drain_cb(void *ctx)
+{
+	struct upstream *u = ctx;
+	if (!u->shutting && u->cbs.on_drain)
+		u->cbs.on_drain(u->ctx);
+}
+
 static void upl_inner_owned_cb(void *ctx, const struct upstream_owned *o,
 			       bool live)
 {
@@ -547,6 +557,7 @@ static const struct upstream_cbs upl_inner_cbs = {
 	.on_message = upl_inner_message_cb,
 	.on_lost = upl_inner_lost_cb,
 	.on_fault = upl_inner_fault_cb,
+	.on_drain = upl_inner_drain_cb,
 	.on_owned = upl_inner_owned_cb,
 	.on_closed = upl_inner_closed_cb,
 };
@@ -768,6 +779,15 @@ static char *upl_log_tail(const struct upstream *u, int n)
 	return u->sup ? sup_log_tail(u->sup, n) : xstrdup("");
 }
 
+/* Clients stopped reading what the server sends: the HTTP session stops
+ * reading it too (the server's own output to our logs goes on). */
+static void upl_pause(struct upstream *u, bool on)
+{
+	u->paused = on;
+	if (u->inner != NULL && !u->shutting)
+		upstream_http.pause(u->inner, on);
+}
+
 const struct upstream_ops upstream_http_local = {
 	.kind = "http-local",
 	.caps = UPSTREAM_RELATES | UPSTREAM_OWNS | UPSTREAM_HTTP |
@@ -775,7 +795,7 @@ const struct upstream_ops upstream_http_local = {
 	.open = upl_open,
 	.send = upl_send,
 	.forget = upl_forget,
-	.pause = NULL,
+	.pause = upl_pause,
 	.stop = upl_stop,
 	.describe = upl_describe,
 	.log_tail = upl_log_tail,

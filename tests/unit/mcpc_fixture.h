@@ -76,6 +76,7 @@ struct tmc {
 	char fault_text[256];
 	char fault_rm[256];
 	int heartbeats;
+	int drains;
 	bool closed;
 	int scratch;		/* for scripts */
 	struct tm_conn *stream; /* a script's open event stream */
@@ -302,8 +303,13 @@ static inline void tm_on_fault(void *ctx, const struct mcpc_fault_info *f)
 	}
 }
 
-static const struct mcpc_cbs tm_cbs = {tm_on_message, tm_on_lost,
-				       tm_on_heartbeat, tm_on_fault};
+static inline void tm_on_drain(void *ctx)
+{
+	((struct tmc *)ctx)->drains++;
+}
+
+static const struct mcpc_cbs tm_cbs = {
+	tm_on_message, tm_on_lost, tm_on_heartbeat, tm_on_fault, tm_on_drain};
 
 static const char *const tm_headers[] = {"Authorization: Bearer s3cr3t",
 					 "X-Team: blue", NULL};

@@ -147,6 +147,14 @@ static void srv_answer(struct sconn *s, const char *path, const char *body,
 		srv_step_cb(&s->step_timer);
 	} else if (strcmp(path, "/close") == 0) {
 		srv_close(s);
+	} else if (strcmp(path, "/flood") == 0) {
+		/* As fast as the socket takes it. */
+		size_t n = 8u << 20;
+		buf_printf(&out,
+			   "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", n);
+		buf_reserve(&out, n);
+		memset(out.data + out.len, 'x', n);
+		out.len += n;
 	} else if (strcmp(path, "/die") == 0) {
 		/* Ran it, then the connection dies before a byte of answer
 		 * (a server that crashed after the work, a balancer reset). */
@@ -899,6 +907,53 @@ Test(httpc, a_request_is_never_replayed_by_curl_on_a_dead_reused_connection)
 	rec_free(&a);
 	rec_free(&b);
 	rec_free(&c);
+}
+
+/* Bytes delivered since the last loop turn, and the most in one turn. */
+static size_t turn_bytes, turn_max;
+static int turns;
+
+static void turn_cb(uv_check_t *h)
+{
+	turns++;
+	turn_bytes = 0;
+}
+
+static bool turn_body(void *ctx, struct httpc_req *r, const char *p, size_t n)
+{
+	struct rec *x = ctx;
+	x->bodies++;
+	x->status = (int)(x->status + 0);
+	turn_bytes += n;
+	if (turn_bytes > turn_max)
+		turn_max = turn_bytes;
+	buf_append(&x->body, p, n > 1 ? 1 : n); /* counted, not kept */
+	return true;
+}
+
+/* A server that writes as fast as the socket takes it does not keep the
+ * loop inside curl: each turn of the loop gets a bounded share. */
+Test(httpc, a_flood_yields_to_the_loop_every_turn)
+{
+	uv_check_t check;
+	uv_check_init(&loop, &check);
+	uv_check_start(&check, turn_cb);
+	struct rec x = {0};
+	static const struct httpc_cbs cbs = {.on_body = turn_body,
+					     .on_done = rec_done};
+	char url[128];
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/flood", srv_port);
+	struct httpc_opts o = {.url = url};
+	buf_init(&x.body);
+	cr_assert_eq(httpc_start(hc, &o, &cbs, &x, &x.r), 0);
+	RUN_UNTIL(x.done);
+	cr_assert_eq(x.err, 0, "%s", x.why);
+	cr_log_info("8 MiB in %d turns, at most %zu bytes in one", turns,
+		    turn_max);
+	cr_assert_leq(turn_max, 256 * 1024 + 64 * 1024,
+		      "%zu bytes in one turn of the loop", turn_max);
+	uv_close((uv_handle_t *)&check, NULL);
+	rec_free(&x);
 }
 
 /* The idempotent path keeps its keep-alive: POSTs reuse one connection. */
