@@ -103,8 +103,12 @@ static void relay_host_note(struct relay *r, const char *method)
 static void relay_req_done(void *arg, json_t *response, bool sent)
 {
 	struct rreq *q = arg;
+	struct relay *r = q->r;
+	bool host = q->kind == RK_HOST;
 	free(q->host_id);
 	free(q);
+	if (host && outbox_count_external(r->ob) == 0 && r->ops->settled)
+		r->ops->settled(r->ctx);
 }
 
 static struct outbox_req *relay_req_add(struct relay *r, enum rreq_kind kind,

@@ -55,6 +55,9 @@ struct relay_ops {
 	void (*host_write)(void *ctx, const char *msg, size_t len);
 	/* Call relay_tick at clock time at_ms (replaces an earlier wish). */
 	void (*arm)(void *ctx, uint64_t at_ms);
+	/* The last of the host's requests was answered (relay_pending is 0).
+	 * May be NULL. */
+	void (*settled)(void *ctx);
 };
 
 struct relay;

@@ -56,6 +56,8 @@ struct run {
 	bool eof;
 };
 
+static void run_check_end(struct run *u);
+
 /* ---- the host ---- */
 
 /* Writes all of v to a file (stdout that is no stream), as the kernel
@@ -98,13 +100,14 @@ static void run_out_written_cb(uv_write_t *w, int status)
 	if (uv_stream_get_write_queue_size(&u->out.stream) <=
 	    RUN_HOST_QUEUE_MAX / 2)
 		run_out_pause(u, false);
+	run_check_end(u);
 }
 
 /* One line for the host: never blocks the loop (a host slow to read must
  * not freeze the relay's watch), never cuts a line (what the kernel does
  * not take now is queued whole, in order). Past RUN_HOST_QUEUE_MAX queued,
  * the runtime's answers wait in the runtime. */
-static void host_write(void *ctx, const char *msg, size_t len)
+static void run_host_write(void *ctx, const char *msg, size_t len)
 {
 	struct run *u = ctx;
 	struct iovec v[2] = {{(void *)msg, len}, {"\n", 1}};
@@ -165,19 +168,19 @@ static bool run_out_busy(const struct run *u)
 	       uv_stream_get_write_queue_size(&u->out.stream) > 0;
 }
 
-static void on_line(void *ctx, const char *line, size_t len)
+static void run_host_line_cb(void *ctx, const char *line, size_t len)
 {
 	struct run *u = ctx;
 	relay_host_line(u->core, line, len);
 }
 
-static void on_garbage(void *ctx, const char *what)
+static void run_host_garbage_cb(void *ctx, const char *what)
 {
 	struct run *u = ctx;
 	relay_host_garbage(u->core, what);
 }
 
-static void in_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
+static void run_in_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
 {
 	static char chunk[64 * 1024];
 	b->base = chunk;
@@ -186,11 +189,12 @@ static void in_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 
 static void run_stop(struct run *u);
 
-static void in_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+static void run_in_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 {
 	struct run *u = s->data;
 	if (n > 0)
-		framer_feed(u->fr, b->base, (size_t)n, on_line, on_garbage, u);
+		framer_feed(u->fr, b->base, (size_t)n, run_host_line_cb,
+			    run_host_garbage_cb, u);
 	else if (n < 0)
 		run_stop(u);
 }
@@ -227,27 +231,27 @@ static void run_link_fault_cb(void *ctx, const struct mcpc_fault_info *f)
 	relay_link_fault(u->core, rf, f->text, f->facts, f->nfacts);
 }
 
-static void mc_closed(void *arg)
+static void run_link_closed_cb(void *arg)
 {
 	struct run *u = arg;
 	if (--u->closing == 0 && u->eof)
 		uv_stop(u->loop);
 }
 
-static void link_close(void *ctx)
+static void run_link_close(void *ctx)
 {
 	struct run *u = ctx;
 	if (u->mc == NULL)
 		return;
 	u->closing++;
-	mcpc_close(u->mc, mc_closed, u);
+	mcpc_close(u->mc, run_link_closed_cb, u);
 	u->mc = NULL;
 }
 
-static int link_open(void *ctx)
+static int run_link_open(void *ctx)
 {
 	struct run *u = ctx;
-	link_close(u);
+	run_link_close(u);
 	static const struct mcpc_cbs cbs = {
 		.on_message = run_link_message_cb,
 		.on_lost = run_link_lost_cb,
@@ -271,13 +275,13 @@ static int link_open(void *ctx)
 	return rc;
 }
 
-static int link_send(void *ctx, const char *msg, size_t len, int64_t id)
+static int run_link_send(void *ctx, const char *msg, size_t len, int64_t id)
 {
 	struct run *u = ctx;
 	return u->mc ? mcpc_send(u->mc, msg, len, id) : -EPIPE;
 }
 
-static void link_forget(void *ctx, int64_t id)
+static void run_link_forget(void *ctx, int64_t id)
 {
 	struct run *u = ctx;
 	if (u->mc)
@@ -286,29 +290,30 @@ static void link_forget(void *ctx, int64_t id)
 
 /* ---- the ping: any HTTP answer on a fresh connection ---- */
 
-static bool ping_head(void *ctx, struct httpc_req *r)
+static bool run_ping_head_cb(void *ctx, struct httpc_req *r)
 {
 	struct run *u = ctx;
 	u->ping_answered = true;
 	return false;
 }
 
-static void ping_done(void *ctx, struct httpc_req *r, int err, const char *why)
+static void run_ping_done_cb(void *ctx, struct httpc_req *r, int err,
+			     const char *why)
 {
 	struct run *u = ctx;
 	u->ping = NULL;
 	relay_ping_done(u->core, u->ping_answered);
 }
 
-static void ping(void *ctx)
+static void run_ping(void *ctx)
 {
 	struct run *u = ctx;
 	if (u->ping)
 		httpc_cancel(u->ping);
 	u->ping = NULL;
 	u->ping_answered = false;
-	static const struct httpc_cbs cbs = {.on_head = ping_head,
-					     .on_done = ping_done};
+	static const struct httpc_cbs cbs = {.on_head = run_ping_head_cb,
+					     .on_done = run_ping_done_cb};
 	struct httpc_opts ho = {
 		.method = "GET",
 		.url = u->ping_url,
@@ -323,13 +328,13 @@ static void ping(void *ctx)
 
 /* ---- recovery ---- */
 
-static void launched(void *arg, const char *fail)
+static void run_launched_cb(void *arg, const char *fail)
 {
 	struct run *u = arg;
 	relay_recovered(u->core, fail);
 }
 
-static void recover(void *ctx, enum relay_loss why)
+static void run_recover(void *ctx, enum relay_loss why)
 {
 	struct run *u = ctx;
 	if (u->o->url) {
@@ -348,13 +353,13 @@ static void recover(void *ctx, enum relay_loss why)
 	launch_recover(u->launch, why);
 }
 
-static void timer_cb(uv_timer_t *t)
+static void run_timer_cb(uv_timer_t *t)
 {
 	struct run *u = t->data;
 	relay_tick(u->core);
 }
 
-static void arm(void *ctx, uint64_t at)
+static void run_arm(void *ctx, uint64_t at)
 {
 	struct run *u = ctx;
 	if (at == 0) {
@@ -362,20 +367,34 @@ static void arm(void *ctx, uint64_t at)
 		return;
 	}
 	uint64_t now = clock_now_ms();
-	uv_timer_start(&u->timer, timer_cb, at > now ? at - now : 0, 0);
+	uv_timer_start(&u->timer, run_timer_cb, at > now ? at - now : 0, 0);
 }
 
 static void run_end(struct run *u);
 
 /* stdin ended: what is in flight is still answered (bounded by the
  * watch and the recovery cap), then the relay ends. */
-static void drain_cb(uv_timer_t *t)
+static void run_drain_cb(uv_timer_t *t)
 {
 	struct run *u = t->data;
 	if ((u->core && relay_pending(u->core) > 0) || run_out_busy(u))
 		return;
-	uv_timer_stop(t);
 	run_end(u);
+}
+
+/* stdin ended: once what is in flight is answered (bounded by the watch
+ * and the recovery cap) and the host has taken every answer, the relay
+ * ends (from the loop, never inside the core's call). */
+static void run_check_end(struct run *u)
+{
+	if (u->eof && u->core && relay_pending(u->core) == 0 &&
+	    !run_out_busy(u))
+		uv_timer_start(&u->drain, run_drain_cb, 0, 0);
+}
+
+static void run_settled(void *ctx)
+{
+	run_check_end(ctx);
 }
 
 static void run_stop(struct run *u)
@@ -384,13 +403,14 @@ static void run_stop(struct run *u)
 		return;
 	u->eof = true;
 	uv_read_stop((uv_stream_t *)&u->in);
-	uv_timer_start(&u->drain, drain_cb, 0, 20);
+	run_check_end(u);
 }
 
 static void run_end(struct run *u)
 {
-	relay_free(u->core);
-	u->core = NULL;
+	struct relay *core = u->core;
+	u->core = NULL; /* what relay_free settles reaches no check */
+	relay_free(core);
 	if (u->ping)
 		httpc_cancel(u->ping);
 	u->ping = NULL;
@@ -400,7 +420,7 @@ static void run_end(struct run *u)
 
 /* The space as a query value: every byte but the unreserved ones and
  * '/' percent-encoded. */
-static char *space_query(const char *space)
+static char *run_space_query(const char *space)
 {
 	struct buf b;
 	buf_init(&b);
@@ -420,17 +440,18 @@ static char *space_query(const char *space)
 }
 
 static const struct relay_ops run_ops = {
-	.link_open = link_open,
-	.link_send = link_send,
-	.link_forget = link_forget,
-	.link_close = link_close,
-	.ping = ping,
-	.recover = recover,
-	.host_write = host_write,
-	.arm = arm,
+	.link_open = run_link_open,
+	.link_send = run_link_send,
+	.link_forget = run_link_forget,
+	.link_close = run_link_close,
+	.ping = run_ping,
+	.recover = run_recover,
+	.host_write = run_host_write,
+	.arm = run_arm,
+	.settled = run_settled,
 };
 
-static void close_walk(uv_handle_t *h, void *arg)
+static void run_close_walk_cb(uv_handle_t *h, void *arg)
 {
 	if (!uv_is_closing(h))
 		uv_close(h, NULL);
@@ -449,7 +470,7 @@ int relay_run(const struct relay_run_opts *o)
 		fprintf(stderr, "mcpvisor relay: %s\n", why);
 		return 1;
 	}
-	char *q = space_query(o->space);
+	char *q = run_space_query(o->space);
 	if (o->url) {
 		u.url = xasprintf("%s%sspace=%s", o->url,
 				  strchr(o->url, '?') ? "&" : "?", q);
@@ -471,7 +492,7 @@ int relay_run(const struct relay_run_opts *o)
 	u.timer.data = &u;
 	uv_timer_init(u.loop, &u.drain);
 	u.drain.data = &u;
-	u.launch = launch_new(u.loop, o->home, launched, &u);
+	u.launch = launch_new(u.loop, o->home, run_launched_cb, &u);
 	u.core = relay_new(&run_ops, &u);
 	if (uv_pipe_init(u.loop, &u.in, 0) < 0 ||
 	    uv_pipe_open(&u.in, STDIN_FILENO) < 0) {
@@ -480,13 +501,13 @@ int relay_run(const struct relay_run_opts *o)
 	}
 	u.in.data = &u;
 	run_out_open(&u);
-	uv_read_start((uv_stream_t *)&u.in, in_alloc, in_read);
+	uv_read_start((uv_stream_t *)&u.in, run_in_alloc_cb, run_in_read_cb);
 	relay_start(u.core);
 	uv_run(u.loop, UV_RUN_DEFAULT);
 	/* stdin ended and the session's DELETE went (bounded by mcpc). */
 	launch_free(u.launch);
 	httpc_free(u.http);
-	uv_walk(u.loop, close_walk, NULL);
+	uv_walk(u.loop, run_close_walk_cb, NULL);
 	uv_run(u.loop, UV_RUN_DEFAULT);
 	uv_loop_close(u.loop);
 	framer_free(u.fr);
