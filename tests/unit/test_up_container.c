@@ -627,6 +627,43 @@ static void uc_wait_cb(uv_timer_t *t)
 	uc_waited = 1;
 }
 
+/* The HTTP form with a --name another container holds: the engine's
+ * "name ... is already in use" is a failed start with that line, not a
+ * lost port (which would start it again on a new port, three times). */
+Test(up_container, a_name_in_use_is_a_start_failure_not_a_lost_port)
+{
+	if (!uc_ready())
+		cr_skip_test("no podman");
+	char *json = xasprintf(
+		"{\"command\": \"podman\", \"args\": [\"run\", \"--rm\", "
+		"\"--name\", \"ucn%.8s\", \"-p\", \"127.0.0.1:{port}:8080\", "
+		"\"%s\", \"--http\", \"8080\", \"--listen-all\"], \"url\": "
+		"\"http://127.0.0.1:{port}/mcp\"}",
+		uc_token, uc_image);
+	struct uc a, b;
+	cr_assert_eq(uc_open(&a, json), 0);
+	cr_assert_eq(a.ops->send(a.up, UC_INIT, strlen(UC_INIT), 1), 0);
+	uc_run_until(&a, &a.messages, 1);
+	char other[JOURNAL_TOKEN_LEN + 1];
+	journal_new_token(other);
+	cr_assert_eq(uc_open_as(&b, json, other), 0);
+	cr_assert_eq(b.ops->send(b.up, UC_INIT, strlen(UC_INIT), 1), 0);
+	uc_run_until(&b, &b.faults, 1);
+	cr_assert_eq(b.fault_kind, UPSTREAM_EXITED, "%d: %s", b.fault_kind,
+		     b.fault_text);
+	cr_assert_not_null(strstr(b.fault_text, "podman could not run the "
+						"container: "),
+			   "%s", b.fault_text);
+	cr_assert_not_null(strstr(b.fault_text, "already in use"), "%s",
+			   b.fault_text);
+	uc_run_until(&b, &b.closed, 1);
+	uc_finish(&b);
+	cr_assert_eq(uc_count(), 1, "the first one's container stays");
+	uc_finish(&a);
+	cr_assert_eq(uc_count(), 0);
+	free(json);
+}
+
 Test(up_container, a_proxy_with_no_server_behind_is_not_ready)
 {
 	if (!uc_ready())
