@@ -90,7 +90,10 @@ json_t *router_collisions(const struct router_view *views, size_t n,
 			  enum instance_list which)
 {
 	json_t *out = json_object();
-	if (!router_routed_by_name(which))
+	size_t shown = 0;
+	for (size_t v = 0; v < n; v++)
+		shown += views[v].visible && views[v].items != NULL;
+	if (!router_routed_by_name(which) || shown < 2)
 		return out;
 	/* The first view that gives each name, by hash: linear. */
 	json_t *owner = json_object();
@@ -141,12 +144,16 @@ json_t *router_aggregate(const struct router_view *views, size_t n,
 			 enum instance_list which)
 {
 	json_t *out = json_array();
-	/* Names (or uris) already taken, by hash: each item is checked once,
-	 * not against every item before it. A name two servers give is
-	 * taken before the first is met. */
-	json_t *taken = router_collisions(views, n, which);
+	/* Names (or uris) already taken, by hash, each to its place in out:
+	 * each item is checked once, not against every item before it. */
+	json_t *taken = json_object();
+	/* By place in out: the view it came from, and whether another view
+	 * gives its name too (then it goes, at the end). */
+	size_t *from = NULL, cap = 0;
+	bool *gone = NULL, any_gone = false;
 	const char *key = router_name_key(which);
 	bool by_uri = which == INSTANCE_RESOURCES;
+	bool by_name = router_routed_by_name(which);
 	for (size_t v = 0; v < n; v++) {
 		if (!views[v].visible || views[v].items == NULL)
 			continue;
@@ -159,25 +166,52 @@ json_t *router_aggregate(const struct router_view *views, size_t n,
 			if (name == NULL ||
 			    !router_keeps(&views[v], which, item))
 				continue;
-			json_t *copy = json_copy(item);
 			char *exposed =
 				router_exposed_name(views[v].prefix, name);
-			json_object_set_new(copy, key, json_string(exposed));
 			/* Resources are told apart by uri, the rest by
-			 * name: the first owner of either keeps it. */
+			 * name: the first owner of either keeps it, but a
+			 * tool or prompt name two servers give is no
+			 * one's. */
 			const char *uri =
 				json_string_value(json_object_get(item, "uri"));
 			const char *id = by_uri ? uri : exposed;
-			bool dup = id && json_object_get(taken, id) != NULL;
-			if (!dup) {
-				json_array_append(out, copy);
-				if (id)
-					json_object_set(taken, id, json_true());
+			json_t *at = id ? json_object_get(taken, id) : NULL;
+			if (at != NULL) {
+				size_t k = (size_t)json_integer_value(at);
+				if (by_name && from[k] != v) {
+					gone[k] = true;
+					any_gone = true;
+				}
+				free(exposed);
+				continue;
 			}
-			json_decref(copy);
+			size_t k = json_array_size(out);
+			if (k == cap) {
+				cap = cap ? 2 * cap : 64;
+				from = xrealloc(from, cap * sizeof *from);
+				gone = xrealloc(gone, cap * sizeof *gone);
+			}
+			from[k] = v;
+			gone[k] = false;
+			json_t *copy = json_copy(item);
+			json_object_set_new(copy, key, json_string(exposed));
+			json_array_append_new(out, copy);
+			if (id)
+				json_object_set_new(
+					taken, id, json_integer((json_int_t)k));
 			free(exposed);
 		}
 	}
+	if (any_gone) {
+		json_t *kept = json_array();
+		for (size_t k = 0; k < json_array_size(out); k++)
+			if (!gone[k])
+				json_array_append(kept, json_array_get(out, k));
+		json_decref(out);
+		out = kept;
+	}
+	free(from);
+	free(gone);
 	json_decref(taken);
 	return out;
 }
