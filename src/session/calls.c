@@ -286,16 +286,16 @@ static void session_call_start(struct session *s, json_t *id,
 	instance_ensure(c->inst, session_call_ready_cb, c);
 }
 
-/* Whether a server after the first n of s's, shown by name, gives tool
- * too (its known list, or what the tool cache knows of it): then the name
- * is no one's, and the general path says why. */
-static bool session_route_text_taken(struct session *s, size_t n,
+/* Whether another server of s's than the one at `found`, shown by name,
+ * gives tool too (its known list, or what the tool cache knows of it):
+ * then the name is no one's, and the general path says why. */
+static bool session_route_text_taken(struct session *s, size_t found,
 				     const char *tool)
 {
 	struct pool *pool = hub_pool(s->hub);
-	for (size_t i = n; i < s->nsrv; i++) {
+	for (size_t i = 0; i < s->nsrv; i++) {
 		const struct server_config *srv = s->srv[i];
-		if (!session_server_usable(srv) ||
+		if (i == found || !session_server_usable(srv) ||
 		    srv->exposure != EXPOSE_DIRECT)
 			continue;
 		struct instance *inst = pool_instance_find(pool, s->keys[i]);
@@ -341,7 +341,7 @@ bool session_route_text(struct session *s, const char *name, size_t name_len,
 			continue;
 		if (srv->exposure != EXPOSE_DIRECT ||
 		    pool_server_held_stopped(hub_pool(s->hub), srv->name) ||
-		    session_route_text_taken(s, i + 1, tool))
+		    session_route_text_taken(s, i, tool))
 			break;
 		rt->srv = srv;
 		rt->tool = tool;

@@ -97,3 +97,29 @@ test('names: a name two servers give is listed for neither and its call is refus
 			[['a__b__c', 'tools', ['one', 'two']]]);
 	});
 });
+
+// Session-scoped servers, the one with prefix "a" first: a second session
+// lists both from the tool cache without starting them, then starts only
+// the other by a call; its name that "a" gives too (known only from the
+// cache) is refused all the same.
+test('names: a collision with a server known only from the tool cache is refused too', {
+	timeout: 30_000,
+}, async (t) => {
+	const s = await servers(t);
+	const config = {
+		two: { ...s.config.two, scope: 'session' },
+		one: { ...s.config.one, scope: 'session' },
+	};
+	await withRuntime(t, config, async (rt) => {
+		const first = await connect(rt);
+		assert.deepEqual((await first.listAll()).map((x) => x.name).sort(), ['a__b__d', 'a__e']);
+		await first.close();
+		const c = await connect(rt);
+		assert.deepEqual((await c.listAll()).map((x) => x.name).sort(), ['a__b__d', 'a__e']);
+		assert.equal((await c.call('a__b__d')).content[0].text, 'one:d');
+		const r = await c.request('tools/call', { name: 'a__b__c', arguments: {} });
+		assert.match(r.error?.message ?? '', /is given by server "two" .* and server "one"/, JSON.stringify(r));
+		assert.deepEqual(s.calls(), ['one:d'], 'the colliding name reached no server');
+		await c.close();
+	});
+});
