@@ -1,7 +1,7 @@
 /*
  * `mcpvisor check` on a server's lists: each filter as patterns, what it
  * keeps and drops when a running runtime of the config knows the server's
- * names, and tool names too long for hosts.
+ * names, tool names too long for hosts, and names two servers give.
  */
 #include "cli/check_lists.h"
 
@@ -15,6 +15,7 @@
 #include "config/filter.h"
 #include "router/router.h"
 #include "runtime/runtime.h"
+#include "util/xmalloc.h"
 
 /* More than a screen of names says nothing more. */
 #define CHECK_MAX_NAMES 100
@@ -180,6 +181,117 @@ void check_lists_add(json_t *d, const struct server_config *sv, json_t *known)
 	}
 	json_decref(long_names);
 	json_decref(items);
+}
+
+/* The views of one list (tools or prompts) of cfg's servers as the
+ * runtime would build them from known, each shown (visible) when its
+ * exposure is direct, or, for !direct, when it is not: the two are
+ * resolved apart. The items are new references, for check_views_free. */
+static void check_views(const struct config *cfg, json_t *known,
+			enum instance_list which, bool direct,
+			struct router_view *v,
+			const struct server_config **servers)
+{
+	const char *list = which == INSTANCE_TOOLS ? "tools" : "prompts";
+	for (size_t i = 0; i < cfg->nservers; i++) {
+		const struct server_config *sv = &cfg->servers[i];
+		servers[i] = sv;
+		json_t *names = json_object_get(
+			json_object_get(json_object_get(known, sv->name),
+					"offered"),
+			list);
+		bool usable = sv->error == NULL && !sv->disabled;
+		json_t *items = NULL;
+		if (usable && json_is_array(names)) {
+			items = json_array();
+			size_t k;
+			json_t *n;
+			json_array_foreach(names, k, n)
+			{
+				if (json_is_string(n))
+					json_array_append_new(
+						items,
+						json_pack("{s:O}", "name", n));
+			}
+		}
+		v[i] = (struct router_view){
+			sv->prefix ? sv->prefix : "", items,
+			usable && (sv->exposure == EXPOSE_DIRECT) == direct,
+			which == INSTANCE_TOOLS ? &sv->tools : &sv->prompts};
+	}
+}
+
+static void check_views_free(struct router_view *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		json_decref(v[i].items);
+}
+
+/* Adds to out the names of one list and one side that two servers give. */
+static void check_collisions_of(const struct config *cfg, json_t *known,
+				enum instance_list which, bool direct,
+				json_t *out)
+{
+	size_t n = cfg->nservers;
+	struct router_view *v = xcalloc(n + 1, sizeof *v);
+	const struct server_config **servers = xcalloc(n + 1, sizeof *servers);
+	check_views(cfg, known, which, direct, v, servers);
+	json_t *col = router_collisions(v, n, which);
+	const char *name;
+	json_t *by;
+	json_object_foreach(col, name, by)
+	{
+		json_t *names = json_array();
+		bool deferred = false;
+		size_t k;
+		json_t *idx;
+		json_array_foreach(by, k, idx)
+		{
+			const struct server_config *sv =
+				servers[json_integer_value(idx)];
+			json_array_append_new(names, json_string(sv->name));
+			deferred = deferred || sv->exposure == EXPOSE_DEFERRED;
+		}
+		/* Hidden servers' names are called by no one: only a
+		 * deferred server's make a call ambiguous. */
+		if (!direct && !deferred) {
+			json_decref(names);
+			continue;
+		}
+		char *text =
+			router_collision_text(v, servers, n, which, name, true);
+		json_array_append_new(
+			out,
+			json_pack("{s:s,s:s,s:o,s:s}", "name", name, "list",
+				  which == INSTANCE_TOOLS ? "tools" : "prompts",
+				  "servers", names, "text", text));
+		free(text);
+	}
+	json_decref(col);
+	check_views_free(v, n);
+	free(v);
+	free(servers);
+}
+
+json_t *check_lists_collisions(const struct config *cfg, json_t *known)
+{
+	json_t *out = json_array();
+	if (known == NULL)
+		return out;
+	check_collisions_of(cfg, known, INSTANCE_TOOLS, true, out);
+	check_collisions_of(cfg, known, INSTANCE_PROMPTS, true, out);
+	check_collisions_of(cfg, known, INSTANCE_TOOLS, false, out);
+	return out;
+}
+
+int check_lists_warn_collisions(json_t *collisions)
+{
+	size_t i;
+	json_t *c;
+	json_array_foreach(collisions, i, c)
+		fprintf(stderr, "warning: %s\n",
+			json_string_value(json_object_get(c, "text")));
+	return (int)json_array_size(collisions);
 }
 
 static void check_print_names(const char *what, json_t *names)

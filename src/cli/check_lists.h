@@ -30,4 +30,13 @@ void check_lists_print(json_t *d);
  * was one. */
 int check_lists_warn(json_t *d);
 
+/* The tool and prompt names, as clients see them, that two or more servers
+ * of cfg give (known: check_lists_fetch's; NULL: none known), which the
+ * runtime lists for neither and refuses to call: an array of {"name",
+ * "list", "servers": [names], "text"}. New reference. */
+json_t *check_lists_collisions(const struct config *cfg, json_t *known);
+
+/* A warning (stderr) for each of collisions; how many. */
+int check_lists_warn_collisions(json_t *collisions);
+
 #endif

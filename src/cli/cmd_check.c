@@ -26,8 +26,10 @@ static void check_usage(FILE *f)
 		   "their patterns and,\n"
 		   "when a running runtime of this config has listed it, "
 		   "the names each one\n"
-		   "keeps and drops; a warning names tool names over 64 "
-		   "characters.\n"
+		   "keeps and drops; warnings name tool names over 64 "
+		   "characters and\n"
+		   "names two servers give (which the runtime lists for "
+		   "neither).\n"
 		   "Exits 2 when anything is wrong.\n");
 }
 
@@ -189,6 +191,7 @@ int cmd_check(int argc, char **argv)
 		if (cfg->servers[i].error)
 			bad++;
 	}
+	json_t *collisions = check_lists_collisions(cfg, known);
 	json_decref(known);
 	if (json) {
 		json_t *warn = json_array();
@@ -196,8 +199,9 @@ int cmd_check(int argc, char **argv)
 			json_array_append_new(warn,
 					      json_string(cfg->warnings[i]));
 		json_t *out =
-			json_pack("{s:s,s:o,s:o,s:b}", "file", file, "servers",
-				  servers, "warnings", warn, "ok", bad == 0);
+			json_pack("{s:s,s:o,s:o,s:o,s:b}", "file", file,
+				  "servers", servers, "warnings", warn,
+				  "collisions", collisions, "ok", bad == 0);
 		char *s = json_dumps(out, JSON_INDENT(2));
 		printf("%s\n", s);
 		free(s);
@@ -229,6 +233,8 @@ int cmd_check(int argc, char **argv)
 						  "runtime has another PATH");
 		}
 		json_array_foreach(servers, k, d) check_lists_warn(d);
+		check_lists_warn_collisions(collisions);
+		json_decref(collisions);
 		json_decref(servers);
 		printf("%s: %zu server(s), %d with errors\n", file,
 		       cfg->nservers, bad);

@@ -34,7 +34,8 @@ static void setup_usage(FILE *f)
 	fprintf(f,
 		"usage: mcpvisor setup HOST [--file PATH] [--dry-run] "
 		"[--home DIR]\n"
-		"       mcpvisor setup HOST --undo [--force] [--home DIR]\n"
+		"       mcpvisor setup HOST --undo [--file PATH] [--force] "
+		"[--home DIR]\n"
 		"\n"
 		"Moves HOST's MCP servers into mcpvisor's config and puts "
 		"one entry in\n"
@@ -49,7 +50,9 @@ static void setup_usage(FILE *f)
 		"masked, and\n"
 		"changes nothing. --undo restores the files of the latest "
 		"setup of HOST\n"
-		"(--force: even when they changed since).\n",
+		"(--file PATH: the latest that wrote PATH; --force: even "
+		"when they changed\n"
+		"since).\n",
 		hosts_names());
 }
 
@@ -357,21 +360,17 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 			argv[optind], hosts_names());
 		return CLI_USAGE;
 	}
-	if (o->undo && (o->dry_run || o->file)) {
-		fprintf(stderr, "mcpvisor setup: --undo takes neither "
-				"--dry-run nor --file\n");
+	if (o->undo && o->dry_run) {
+		fprintf(stderr, "mcpvisor setup: --undo takes no --dry-run\n");
 		return CLI_USAGE;
 	}
 	return -1;
 }
 
-/* The host's file: --file, else its documented place; a symlink (a
- * dotfiles link) is written through, at its target. */
-static char *setup_host_path(const struct setup_opts *o)
+/* A file setup writes, taken (p) at its real place: a symlink (a
+ * dotfiles link) is written through, at its target, and stays a link. */
+static char *setup_real_path(char *p)
 {
-	char *p = o->file ? setup_abs(o->file) : hosts_default_path(o->host);
-	if (p == NULL)
-		return NULL;
 	char real[PATH_MAX];
 	if (realpath(p, real)) {
 		free(p);
@@ -389,6 +388,13 @@ static char *setup_host_path(const struct setup_opts *o)
 		return NULL;
 	}
 	return p;
+}
+
+/* The host's file: --file, else its documented place, at its real place. */
+static char *setup_host_path(const struct setup_opts *o)
+{
+	char *p = o->file ? setup_abs(o->file) : hosts_default_path(o->host);
+	return p ? setup_real_path(p) : NULL;
 }
 
 /* The home the relay must use: the one setup wrote the config of. */
@@ -462,7 +468,11 @@ static int setup_run(const struct setup_opts *o, struct paths *pt)
 		rc = CLI_USAGE;
 		goto out;
 	}
-	mine.path = setup_abs(pt->config_file);
+	mine.path = setup_real_path(setup_abs(pt->config_file));
+	if (mine.path == NULL) {
+		rc = CLI_USAGE;
+		goto out;
+	}
 	struct stat a, b;
 	if (stat(host.path, &a) == 0 && stat(mine.path, &b) == 0 &&
 	    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
@@ -564,7 +574,16 @@ int cmd_setup(int argc, char **argv)
 	struct paths pt;
 	paths_resolve(&pt, o.home);
 	if (o.undo) {
-		rc = backup_undo(pt.state_dir, o.host->name, o.force);
+		/* The backups name files by their real path, as setup wrote
+		 * them; a link that now dangles is named as it is. */
+		char real[PATH_MAX];
+		char *file = o.file ? setup_abs(o.file) : NULL;
+		if (file && realpath(file, real)) {
+			free(file);
+			file = xstrdup(real);
+		}
+		rc = backup_undo(pt.state_dir, o.host->name, file, o.force);
+		free(file);
 		if (rc == CLI_OK)
 			rc = setup_reload(o.home);
 	} else

@@ -3,7 +3,8 @@
  * redrawn about once a second over the Unix socket, in plain ANSI on the
  * terminal's alternate screen; `q` quits. Not on a terminal, it prints the
  * table once. Owns the terminal while it runs and gives it back as it
- * found it, also on SIGINT, SIGTERM and SIGHUP.
+ * found it, also on SIGINT, SIGTERM, SIGHUP and SIGQUIT (^\), and while it
+ * is stopped (^Z), taking it again when continued.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,21 +54,32 @@ static void top_usage(FILE *f)
 
 /* ---- the terminal ---- */
 
-static volatile sig_atomic_t top_quit, top_resized;
+static volatile sig_atomic_t top_quit, top_resized, top_stop, top_cont;
 
 static struct {
 	bool raw, screen;
-	struct termios saved;
+	struct termios saved, mode; /* the terminal's own; ours */
 	int saved_stderr;
 	FILE *note; /* what the client prints goes here, not on the view */
 } top_term = {.saved_stderr = -1};
 
+/* Only flags: the loop acts on them (poll returns on a signal), never
+ * in the middle of writing a view. */
 static void top_signal_cb(int sig)
 {
-	if (sig == SIGWINCH)
+	switch (sig) {
+	case SIGWINCH:
 		top_resized = 1;
-	else
+		break;
+	case SIGTSTP:
+		top_stop = 1;
+		break;
+	case SIGCONT:
+		top_cont = 1;
+		break;
+	default:
 		top_quit = 1;
+	}
 }
 
 static void top_write(const char *s, size_t n)
@@ -83,9 +95,8 @@ static void top_write(const char *s, size_t n)
 	}
 }
 
-/* Gives the terminal back: main screen, cursor, line discipline, and
- * stderr. Runs once, at the end or at exit. */
-static void top_restore(void)
+/* The terminal as it was: main screen, cursor, line discipline. */
+static void top_term_leave(void)
 {
 	if (top_term.screen) {
 		static const char leave[] = "\x1b[?25h\x1b[?1049l";
@@ -96,6 +107,35 @@ static void top_restore(void)
 		tcsetattr(STDIN_FILENO, TCSAFLUSH, &top_term.saved);
 		top_term.raw = false;
 	}
+}
+
+/* Keys one at a time and not echoed (^C, ^Z and ^\ still signal), on the
+ * alternate screen. Again after a stop: the modes the terminal had then
+ * are the ones to give back. Continued from a stop it did not see
+ * (SIGSTOP), while raw: its mode again, which a shell may have reset. */
+static void top_term_enter(void)
+{
+	if (top_term.raw) {
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &top_term.mode);
+	} else if (isatty(STDIN_FILENO) &&
+		   tcgetattr(STDIN_FILENO, &top_term.saved) == 0) {
+		top_term.mode = top_term.saved;
+		top_term.mode.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+		top_term.mode.c_cc[VMIN] = 0;
+		top_term.mode.c_cc[VTIME] = 0;
+		if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &top_term.mode) == 0)
+			top_term.raw = true;
+	}
+	static const char enter[] = "\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J";
+	top_write(enter, sizeof enter - 1);
+	top_term.screen = true;
+}
+
+/* Gives the terminal back: main screen, cursor, line discipline, and
+ * stderr. Runs once, at the end or at exit. */
+static void top_restore(void)
+{
+	top_term_leave();
 	if (top_term.saved_stderr >= 0) {
 		dup2(top_term.saved_stderr, STDERR_FILENO);
 		close(top_term.saved_stderr);
@@ -114,24 +154,12 @@ static void top_setup(void)
 	sa.sa_handler = top_signal_cb;
 	sigemptyset(&sa.sa_mask);
 	/* No SA_RESTART: a signal ends the wait for the next refresh. */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGWINCH, &sa, NULL);
+	static const int sigs[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+				   SIGTSTP, SIGCONT, SIGWINCH};
+	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+		sigaction(sigs[i], &sa, NULL);
 	atexit(top_restore);
-	/* Keys one at a time and not echoed; ^C still signals. */
-	if (isatty(STDIN_FILENO) &&
-	    tcgetattr(STDIN_FILENO, &top_term.saved) == 0) {
-		struct termios raw = top_term.saved;
-		raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
-		raw.c_cc[VMIN] = 0;
-		raw.c_cc[VTIME] = 0;
-		if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw) == 0)
-			top_term.raw = true;
-	}
-	static const char enter[] = "\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J";
-	top_write(enter, sizeof enter - 1);
-	top_term.screen = true;
+	top_term_enter();
 	/* The client reports on stderr; on the alternate screen that would
 	 * scribble over the view, so it is kept and shown in a line. */
 	top_term.note = tmpfile();
@@ -266,6 +294,29 @@ static void top_draw(const struct top_state *st)
 	buf_free(&screen);
 }
 
+/* ^Z: the terminal given back, then stopped as by default; continued,
+ * the terminal taken again and the view drawn. */
+static void top_job_control(const struct top_state *st)
+{
+	if (top_stop) {
+		top_stop = 0;
+		top_term_leave();
+		struct sigaction dfl, ours;
+		memset(&dfl, 0, sizeof dfl);
+		dfl.sa_handler = SIG_DFL;
+		sigemptyset(&dfl.sa_mask);
+		sigaction(SIGTSTP, &dfl, &ours);
+		raise(SIGTSTP); /* returns once continued */
+		sigaction(SIGTSTP, &ours, NULL);
+		top_cont = 1;
+	}
+	if (top_cont) {
+		top_cont = 0;
+		top_term_enter();
+		top_draw(st);
+	}
+}
+
 /* Waits up to ms for a key; true when it was q (or Q). */
 static bool top_wait(int ms)
 {
@@ -293,6 +344,7 @@ static int top_live(const char *home)
 		top_draw(&st);
 		bool quit = false;
 		while (!top_quit && !quit) {
+			top_job_control(&st);
 			uint64_t now = clock_now_ms();
 			if (now >= due)
 				break;

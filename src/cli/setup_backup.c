@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,8 +150,35 @@ int backup_put(const struct backup_file *f, char **err)
 			       err);
 }
 
-/* The latest run folder of host not yet undone, or NULL. */
-static char *backup_latest(const char *root, const char *host)
+/* Whether the run in dir wrote file as its host's file (the manifest's
+ * entry that moved no servers in). */
+static bool backup_wrote(const char *dir, const char *file)
+{
+	char *mp = xasprintf("%s/%s", dir, BACKUP_MANIFEST);
+	char *text = NULL;
+	bool wrote = false;
+	if (fsutil_read_file(mp, BACKUP_MAX_MANIFEST, &text, NULL) == 0) {
+		json_t *man = json_loads(text, 0, NULL);
+		size_t i;
+		json_t *f;
+		json_array_foreach(json_object_get(man, "files"), i, f)
+		{
+			const char *path =
+				json_string_value(json_object_get(f, "path"));
+			if (path && strcmp(path, file) == 0 &&
+			    json_object_get(f, "moved") == NULL)
+				wrote = true;
+		}
+		json_decref(man);
+	}
+	free(text);
+	free(mp);
+	return wrote;
+}
+
+/* The latest run folder of host not yet undone (file non-NULL: of those
+ * that wrote file), or NULL. */
+static char *backup_latest(const char *root, const char *host, const char *file)
 {
 	DIR *d = opendir(root);
 	if (d == NULL)
@@ -169,10 +197,17 @@ static char *backup_latest(const char *root, const char *host)
 		/* claude-code-... must not pass for a run of "claude". */
 		if (n[hl + 1] < '0' || n[hl + 1] > '9')
 			continue;
-		if (best == NULL || strcmp(n, best) > 0) {
-			free(best);
-			best = xstrdup(n);
+		if (best != NULL && strcmp(n, best) <= 0)
+			continue;
+		if (file) {
+			char *dir = xasprintf("%s/%s", root, n);
+			bool wrote = backup_wrote(dir, file);
+			free(dir);
+			if (!wrote)
+				continue;
 		}
+		free(best);
+		best = xstrdup(n);
 	}
 	closedir(d);
 	return best;
@@ -271,18 +306,19 @@ out:
 	return rc;
 }
 
-int backup_undo(const char *state_dir, const char *host, bool force)
+int backup_undo(const char *state_dir, const char *host, const char *file,
+		bool force)
 {
 	char *root = backup_root(state_dir);
-	char *name = backup_latest(root, host);
+	char *name = backup_latest(root, host, file);
 	char *dir = NULL, *mp = NULL, *text = NULL, *done = NULL;
 	json_t *man = NULL;
 	int rc = CLI_FAILED;
 	if (name == NULL) {
 		fprintf(stderr,
-			"mcpvisor setup: no setup of %s to undo (no backup in "
-			"%s)\n",
-			host, root);
+			"mcpvisor setup: no setup of %s%s%s to undo (no backup "
+			"in %s)\n",
+			host, file ? " with " : "", file ? file : "", root);
 		goto out;
 	}
 	dir = xasprintf("%s/%s", root, name);

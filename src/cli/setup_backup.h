@@ -36,12 +36,14 @@ int backup_write(const char *state_dir, const char *host,
 /* Writes f->after at f->path (temporary file + rename, mode f->mode),
  * making its folder (0700) when missing. 0, or -errno with *err. */
 int backup_put(const struct backup_file *f, char **err);
-/* Restores the latest run's files of host and marks that run undone, so
- * another undo goes one further back. A file unchanged since setup wrote
- * it gets its bytes back. mcpvisor's config changed since (another host's
- * setup moved servers in) loses only the servers this run added, those
- * still as they were. A host file changed since is refused, unless force.
- * Prints what it did; returns a CLI code. */
-int backup_undo(const char *state_dir, const char *host, bool force);
+/* Restores the latest run's files of host (file non-NULL: the latest run
+ * whose host file was file, an absolute path) and marks that run undone,
+ * so another undo goes one further back. A file unchanged since setup
+ * wrote it gets its bytes back. mcpvisor's config changed since (another
+ * host's setup moved servers in) loses only the servers this run added,
+ * those still as they were. A host file changed since is refused, unless
+ * force. Prints what it did; returns a CLI code. */
+int backup_undo(const char *state_dir, const char *host, const char *file,
+		bool force);
 
 #endif

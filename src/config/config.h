@@ -69,6 +69,11 @@ struct container_config {
 	 * argument after run's options, for status only (its template when
 	 * it came from ${VAR}). */
 	char *image;
+	/* The explicit form's image when it came from ${VAR}: its template
+	 * (check shows that; the value is a secret like an arg's); NULL
+	 * otherwise, and always in the command form (image is the template
+	 * there, the value an arg). */
+	char *image_tpl;
 	/* Explicit form ("container": {...}); NULL and 0 for the command
 	 * form. Its "env" is the server's env: passed as `-e KEY`, so no
 	 * value is ever on a command line. */

@@ -416,6 +416,8 @@ static void ctr_explicit_image(struct config_srv *c, const json_t *o,
 	}
 	if (config_srv_expand(c, "container.image", NULL, raw, &cc->image) < 0)
 		return;
+	if (strstr(raw, "${"))
+		cc->image_tpl = xstrdup(raw);
 	/* It goes on a command line after the options: "-x" would be
 	 * read as one. */
 	if (cc->image[0] == '-' || cc->image[0] == '\0' ||
@@ -578,6 +580,7 @@ void config_container_free(struct container_config *cc)
 		return;
 	free(cc->engine);
 	free(cc->image);
+	free(cc->image_tpl);
 	ctr_free_strings(cc->args, cc->nargs);
 	ctr_free_strings(cc->args_tpl, cc->nargs);
 	ctr_free_strings(cc->volumes, cc->nvolumes);
@@ -593,6 +596,7 @@ struct container_config *config_container_dup(const struct container_config *cc)
 	*d = *cc;
 	d->engine = cc->engine ? xstrdup(cc->engine) : NULL;
 	d->image = cc->image ? xstrdup(cc->image) : NULL;
+	d->image_tpl = cc->image_tpl ? xstrdup(cc->image_tpl) : NULL;
 	d->args = xstrvdup(cc->args, cc->nargs);
 	d->args_tpl = xstrvdup(cc->args_tpl, cc->nargs);
 	d->volumes = xstrvdup(cc->volumes, cc->nvolumes);

@@ -175,7 +175,17 @@ static json_t *cfg_container_json(const struct container_config *cc,
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "engine", cfg_json_str(cc->engine));
-	json_object_set_new(o, "image", cfg_json_str(cc->image));
+	/* An image from ${VAR} as its args are: the template for check, a
+	 * fingerprint in the identity. */
+	if (cc->image_tpl && view == CFG_ARGS_TEMPLATE) {
+		json_object_set_new(o, "image", cfg_json_str(cc->image_tpl));
+	} else if (cc->image_tpl && view == CFG_ARGS_FINGERPRINT) {
+		char *fp = cfg_fingerprint(salt, "image", cc->image);
+		json_object_set_new(o, "image", json_string(fp));
+		free(fp);
+	} else {
+		json_object_set_new(o, "image", cfg_json_str(cc->image));
+	}
 	if (cc->port)
 		json_object_set_new(o, "port", json_integer(cc->port));
 	json_t *a = json_array();

@@ -98,11 +98,14 @@ void secrets_add_server(struct secrets *sec, const struct server_config *s)
 	for (size_t i = 0; s->args_tpl && i < s->nargs; i++)
 		if (s->args_tpl[i])
 			secrets_add(sec, s->args[i]);
-	/* A container's env is the server's env (above); its args: */
+	/* A container's env is the server's env (above); its args, and an
+	 * image from ${VAR} (the command form's is an arg, above): */
 	const struct container_config *cc = s->container;
 	for (size_t i = 0; cc && cc->args_tpl && i < cc->nargs; i++)
 		if (cc->args_tpl[i])
 			secrets_add(sec, cc->args[i]);
+	if (cc && cc->image_tpl)
+		secrets_add(sec, cc->image);
 }
 
 void secrets_add_config(struct secrets *sec, const struct config *cfg)

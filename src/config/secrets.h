@@ -1,6 +1,7 @@
 /*
- * The secret values of configs (env and header values, arguments that came
- * from ${VAR}, a url's user info and query values, API keys), gathered so that
+ * The secret values of configs (env and header values, arguments and a
+ * container image that came from ${VAR}, a url's user info and query
+ * values, API keys), gathered so that
  * text a server printed can be shown with each of them replaced by "***".
  */
 #ifndef MCPV_SECRETS_H

@@ -1,4 +1,5 @@
-/* Aggregated lists, prefixed names, routing back, and pagination. */
+/* Aggregated lists, prefixed names and the names two servers give,
+ * routing back, and pagination. */
 #include "router/router.h"
 
 #include <errno.h>
@@ -64,15 +65,95 @@ static bool router_view_has(const struct router_view *v,
 	return false;
 }
 
+/* name without v's prefix and separator, or NULL when it does not carry
+ * them (a view without a prefix takes every name as is). */
+static const char *router_unprefixed(const struct router_view *v,
+				     const char *name)
+{
+	size_t plen = strlen(v->prefix);
+	if (plen == 0)
+		return name;
+	if (strncmp(name, v->prefix, plen) != 0 ||
+	    strncmp(name + plen, ROUTER_SEP, strlen(ROUTER_SEP)) != 0)
+		return NULL;
+	return name + plen + strlen(ROUTER_SEP);
+}
+
+/* Tools and prompts are called by the name clients see: two servers that
+ * give one name make it no one's. */
+static bool router_routed_by_name(enum instance_list which)
+{
+	return which == INSTANCE_TOOLS || which == INSTANCE_PROMPTS;
+}
+
+json_t *router_collisions(const struct router_view *views, size_t n,
+			  enum instance_list which)
+{
+	json_t *out = json_object();
+	size_t shown = 0;
+	for (size_t v = 0; v < n; v++)
+		shown += views[v].visible && views[v].items != NULL;
+	if (!router_routed_by_name(which) || shown < 2)
+		return out;
+	/* The first view that gives each name, by hash: linear. */
+	json_t *owner = json_object();
+	for (size_t v = 0; v < n; v++) {
+		if (!views[v].visible || views[v].items == NULL)
+			continue;
+		size_t i;
+		json_t *item;
+		json_array_foreach(views[v].items, i, item)
+		{
+			const char *name = json_string_value(
+				json_object_get(item, "name"));
+			if (name == NULL ||
+			    !router_keeps(&views[v], which, item))
+				continue;
+			char *exposed =
+				router_exposed_name(views[v].prefix, name);
+			json_t *first = json_object_get(owner, exposed);
+			if (first == NULL) {
+				json_object_set_new(
+					owner, exposed,
+					json_integer((json_int_t)v));
+			} else if (json_integer_value(first) != (json_int_t)v) {
+				json_t *by = json_object_get(out, exposed);
+				if (by == NULL) {
+					by = json_array();
+					json_array_append(by, first);
+					json_object_set_new(out, exposed, by);
+				}
+				/* A server that lists a name twice is
+				 * still one server. */
+				json_int_t last =
+					json_integer_value(json_array_get(
+						by, json_array_size(by) - 1));
+				if (last != (json_int_t)v)
+					json_array_append_new(
+						by,
+						json_integer((json_int_t)v));
+			}
+			free(exposed);
+		}
+	}
+	json_decref(owner);
+	return out;
+}
+
 json_t *router_aggregate(const struct router_view *views, size_t n,
 			 enum instance_list which)
 {
 	json_t *out = json_array();
-	/* Names (or uris) already taken, by hash: each item is checked once,
-	 * not against every item before it. */
+	/* Names (or uris) already taken, by hash, each to its place in out:
+	 * each item is checked once, not against every item before it. */
 	json_t *taken = json_object();
+	/* By place in out: the view it came from, and whether another view
+	 * gives its name too (then it goes, at the end). */
+	size_t *from = NULL, cap = 0;
+	bool *gone = NULL, any_gone = false;
 	const char *key = router_name_key(which);
 	bool by_uri = which == INSTANCE_RESOURCES;
+	bool by_name = router_routed_by_name(which);
 	for (size_t v = 0; v < n; v++) {
 		if (!views[v].visible || views[v].items == NULL)
 			continue;
@@ -85,73 +166,140 @@ json_t *router_aggregate(const struct router_view *views, size_t n,
 			if (name == NULL ||
 			    !router_keeps(&views[v], which, item))
 				continue;
-			json_t *copy = json_copy(item);
 			char *exposed =
 				router_exposed_name(views[v].prefix, name);
-			json_object_set_new(copy, key, json_string(exposed));
 			/* Resources are told apart by uri, the rest by
-			 * name: the first owner of either keeps it. */
+			 * name: the first owner of either keeps it, but a
+			 * tool or prompt name two servers give is no
+			 * one's. */
 			const char *uri =
 				json_string_value(json_object_get(item, "uri"));
 			const char *id = by_uri ? uri : exposed;
-			bool dup = id && json_object_get(taken, id) != NULL;
-			if (!dup) {
-				json_array_append(out, copy);
-				if (id)
-					json_object_set(taken, id, json_true());
+			json_t *at = id ? json_object_get(taken, id) : NULL;
+			if (at != NULL) {
+				size_t k = (size_t)json_integer_value(at);
+				if (by_name && from[k] != v) {
+					gone[k] = true;
+					any_gone = true;
+				}
+				free(exposed);
+				continue;
 			}
-			json_decref(copy);
+			size_t k = json_array_size(out);
+			if (k == cap) {
+				cap = cap ? 2 * cap : 64;
+				from = xrealloc(from, cap * sizeof *from);
+				gone = xrealloc(gone, cap * sizeof *gone);
+			}
+			from[k] = v;
+			gone[k] = false;
+			json_t *copy = json_copy(item);
+			json_object_set_new(copy, key, json_string(exposed));
+			json_array_append_new(out, copy);
+			if (id)
+				json_object_set_new(
+					taken, id, json_integer((json_int_t)k));
 			free(exposed);
 		}
 	}
+	if (any_gone) {
+		json_t *kept = json_array();
+		for (size_t k = 0; k < json_array_size(out); k++)
+			if (!gone[k])
+				json_array_append(kept, json_array_get(out, k));
+		json_decref(out);
+		out = kept;
+	}
+	free(from);
+	free(gone);
 	json_decref(taken);
 	return out;
 }
 
+/* Whether v's known list which holds exposed name (and v keeps it); *orig
+ * gets the name the server knows. */
+static bool router_view_claims(const struct router_view *v,
+			       enum instance_list which, const char *name,
+			       const char **orig)
+{
+	const char *rest = v->items ? router_unprefixed(v, name) : NULL;
+	if (rest == NULL ||
+	    !router_view_has(v, which, router_name_key(which), rest))
+		return false;
+	*orig = rest;
+	return true;
+}
+
 int router_resolve(const struct router_view *views, size_t n,
-		   enum instance_list which, const char *name,
+		   enum instance_list which, const char *name, bool visible,
 		   const char **orig)
 {
-	const char *key = router_name_key(which);
+	int found = -1;
 	for (size_t v = 0; v < n; v++) {
-		if (views[v].items == NULL)
+		const char *rest;
+		if (views[v].visible != visible ||
+		    !router_view_claims(&views[v], which, name, &rest))
 			continue;
-		size_t plen = strlen(views[v].prefix);
-		const char *rest = name;
-		if (plen) {
-			if (strncmp(name, views[v].prefix, plen) != 0 ||
-			    strncmp(name + plen, ROUTER_SEP,
-				    strlen(ROUTER_SEP)) != 0)
-				continue;
-			rest = name + plen + strlen(ROUTER_SEP);
-		}
-		if (router_view_has(&views[v], which, key, rest)) {
+		/* Two servers give the name: calling either would be a
+		 * guess (and which one a list showed, another). */
+		if (found >= 0 && router_routed_by_name(which))
+			return ROUTER_AMBIGUOUS;
+		if (found < 0) {
+			found = (int)v;
 			*orig = rest;
-			return (int)v;
 		}
 	}
+	if (found >= 0)
+		return found;
 	/* Not among the known lists: a server whose prefix fits and whose
 	 * list is not known yet may have it, unless its filter drops the
 	 * name (which then never reaches it, even should its list stay
-	 * unknown). */
+	 * unknown). Only one such server: of two, the known lists decide
+	 * once learnt. */
+	const char *rest = NULL;
 	for (size_t v = 0; v < n; v++) {
-		if (views[v].items != NULL)
+		if (views[v].items != NULL || views[v].visible != visible ||
+		    views[v].prefix[0] == '\0')
 			continue;
-		size_t plen = strlen(views[v].prefix);
-		if (plen == 0)
+		const char *r = router_unprefixed(&views[v], name);
+		if (r == NULL || *r == '\0' ||
+		    (views[v].filter != NULL &&
+		     !config_filter_keeps(views[v].filter, r)))
 			continue;
-		if (strncmp(name, views[v].prefix, plen) != 0 ||
-		    strncmp(name + plen, ROUTER_SEP, strlen(ROUTER_SEP)) != 0)
-			continue;
-		const char *rest = name + plen + strlen(ROUTER_SEP);
-		if (*rest != '\0' &&
-		    (views[v].filter == NULL ||
-		     config_filter_keeps(views[v].filter, rest))) {
-			*orig = rest;
-			return (int)v;
-		}
+		if (found >= 0)
+			return -1;
+		found = (int)v;
+		rest = r;
 	}
-	return -1;
+	if (found >= 0)
+		*orig = rest;
+	return found;
+}
+
+char *router_collision_text(const struct router_view *views,
+			    const struct server_config *const *servers,
+			    size_t n, enum instance_list which,
+			    const char *name, bool visible)
+{
+	struct buf b;
+	buf_init(&b);
+	const char *what = which == INSTANCE_PROMPTS ? "prompt" : "tool";
+	buf_printf(&b, "the %s name \"%s\" is given by", what, name);
+	size_t count = 0;
+	for (size_t v = 0; v < n; v++) {
+		const char *rest;
+		if (views[v].visible != visible ||
+		    !router_view_claims(&views[v], which, name, &rest))
+			continue;
+		buf_printf(&b,
+			   "%s server \"%s\" (its %s \"%s\", prefix \"%s\")",
+			   count ? " and" : "", servers[v]->name, what, rest,
+			   views[v].prefix);
+		count++;
+	}
+	buf_printf(&b, ": mcpvisor lists and calls neither; give one of them "
+		       "another \"prefix\"");
+	return buf_steal(&b);
 }
 
 /* The part of a URI template before its first expression. */

@@ -39,19 +39,44 @@ bool router_keeps(const struct router_view *v, enum instance_list which,
 /* The name clients see. Caller frees. */
 char *router_exposed_name(const char *prefix, const char *name);
 
+/* The tool or prompt names (list which; none for resources and
+ * templates, which are told apart by uri) that two or more visible views
+ * give, as clients see them (prefixes `a__b` with `c` and `a` with `b__c`;
+ * or two servers without a prefix): an object of each such name to the
+ * array of those views' indices, in order. New reference. */
+json_t *router_collisions(const struct router_view *views, size_t n,
+			  enum instance_list which);
+
 /* The aggregated list: every visible view's items in view order, each a
- * copy with its name prefixed. A name met twice keeps its first owner.
+ * copy with its name prefixed. A tool or prompt name two views give (see
+ * router_collisions) is in neither's; a name met twice in one view, and a
+ * resource's uri or a template's name met twice, keeps its first owner.
  * New reference. */
 json_t *router_aggregate(const struct router_view *views, size_t n,
 			 enum instance_list which);
 
-/* Which view serves exposed name, and the name that server knows (points
- * into name or into the item; valid while both live). Known items win;
- * then a view whose prefix matches, whose items are unknown and whose
- * filter keeps the name. Returns the view index or -1. */
+/* What router_resolve returns for a name two views give. */
+#define ROUTER_AMBIGUOUS (-2)
+
+/* Which view serves exposed name, among the views whose `visible` is
+ * visible (true: what the model calls by name; false: the others, such as
+ * deferred servers'), and the name that server knows (points into name or
+ * into the item; valid while both live). Known items win; then the one
+ * view whose prefix matches, whose items are unknown and whose filter
+ * keeps the name. Returns the view index, -1 when none, or
+ * ROUTER_AMBIGUOUS when the known items of two or more views give a tool
+ * or prompt that name (router_collision_text says which). */
 int router_resolve(const struct router_view *views, size_t n,
-		   enum instance_list which, const char *name,
+		   enum instance_list which, const char *name, bool visible,
 		   const char **orig);
+
+/* For a name router_resolve found ambiguous: which servers (servers[i]
+ * is views[i]'s) give it as which of their own names, and what to change.
+ * Lower case, for an error or a warning. Caller frees. */
+char *router_collision_text(const struct router_view *views,
+			    const struct server_config *const *servers,
+			    size_t n, enum instance_list which,
+			    const char *name, bool visible);
 
 /* Which view serves a resource uri: an exact uri in a resources list, then
  * a template whose fixed leading part matches; either kept by its view's

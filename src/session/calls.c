@@ -3,6 +3,7 @@
  * or uri, with its lease, id and progress token maps, cancellation both
  * ways, and the requests the runtime fans out (logging/setLevel).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,6 +286,33 @@ static void session_call_start(struct session *s, json_t *id,
 	instance_ensure(c->inst, session_call_ready_cb, c);
 }
 
+/* Whether another server of s's than the one at `found`, shown by name,
+ * gives tool too (its known list, or what the tool cache knows of it):
+ * then the name is no one's, and the general path says why. */
+static bool session_route_text_taken(struct session *s, size_t found,
+				     const char *tool)
+{
+	struct pool *pool = hub_pool(s->hub);
+	for (size_t i = 0; i < s->nsrv; i++) {
+		const struct server_config *srv = s->srv[i];
+		if (i == found || !session_server_usable(srv) ||
+		    srv->exposure != EXPOSE_DIRECT)
+			continue;
+		struct instance *inst = pool_instance_find(pool, s->keys[i]);
+		struct router_view v = {
+			srv->prefix,
+			inst ? instance_list(inst, INSTANCE_TOOLS)
+			     : pool_lists_offered(pool, s->keys[i],
+						  INSTANCE_TOOLS),
+			true, &srv->tools};
+		const char *orig;
+		if (v.items && router_resolve(&v, 1, INSTANCE_TOOLS, tool, true,
+					      &orig) >= 0)
+			return true;
+	}
+	return false;
+}
+
 bool session_route_text(struct session *s, const char *name, size_t name_len,
 			struct session_text_route *rt)
 {
@@ -308,11 +336,12 @@ bool session_route_text(struct session *s, const char *name, size_t name_len,
 			inst ? instance_list(inst, INSTANCE_TOOLS) : NULL, true,
 			&srv->tools};
 		const char *orig = NULL;
-		if (v.items == NULL ||
-		    router_resolve(&v, 1, INSTANCE_TOOLS, tool, &orig) < 0)
+		if (v.items == NULL || router_resolve(&v, 1, INSTANCE_TOOLS,
+						      tool, true, &orig) < 0)
 			continue;
 		if (srv->exposure != EXPOSE_DIRECT ||
-		    pool_server_held_stopped(hub_pool(s->hub), srv->name))
+		    pool_server_held_stopped(hub_pool(s->hub), srv->name) ||
+		    session_route_text_taken(s, i, tool))
 			break;
 		rt->srv = srv;
 		rt->tool = tool;
@@ -449,6 +478,7 @@ static void session_route(struct session *s, void *arg)
 	const char *orig = NULL;
 	const char *key = NULL;
 	const char *what = "tool";
+	bool visible = true;
 	if (rr->which == INSTANCE_RESOURCES) {
 		key = "uri";
 		what = "resource";
@@ -462,8 +492,11 @@ static void session_route(struct session *s, void *arg)
 		what = rr->which == INSTANCE_PROMPTS ? "prompt" : "tool";
 		const char *name =
 			json_string_value(json_object_get(rr->params, key));
+		/* Deferred tools are not shown by name: resolved among the
+		 * views that are not. */
+		visible = !rr->deferred;
 		idx = router_resolve(sv.v[rr->which], sv.n, rr->which, name,
-				     &orig);
+				     visible, &orig);
 		/* Hidden and deferred servers are not the model's to call
 		 * by name; deferred ones go through SESSION_CALL_TOOL. */
 		if (idx >= 0 && rr->which == INSTANCE_TOOLS &&
@@ -473,6 +506,19 @@ static void session_route(struct session *s, void *arg)
 		if (idx >= 0 && rr->which == INSTANCE_PROMPTS &&
 		    sv.servers[idx]->exposure != EXPOSE_DIRECT)
 			idx = -1;
+	}
+	if (idx == ROUTER_AMBIGUOUS) {
+		char *text = router_collision_text(
+			sv.v[rr->which], sv.servers, sv.n, rr->which,
+			json_string_value(json_object_get(rr->params, key)),
+			visible);
+		text[0] = (char)toupper((unsigned char)text[0]);
+		session_views_free(&sv);
+		session_reply_error(rr->ex, rr->id, JR_INVALID_PARAMS, text,
+				    NULL);
+		free(text);
+		session_route_free(rr);
+		return;
 	}
 	/* Routed by its prefix to a server whose lists are not known yet:
 	 * learn them first (from the cache, or a start), so an unknown name

@@ -71,12 +71,14 @@ static void hub_status_reach(json_t *o, const struct server_config *sv,
 	}
 	hub_status_mask(o, "url", sec);
 	/* A container's image and engine as configured (an instance says
-	 * the engine it chose, its container's name and id). */
+	 * the engine it chose, its container's name and id); an image made
+	 * from ${VAR} is a secret. */
 	const struct container_config *cc = sv->container;
 	if (cc && cc->image && json_object_get(o, "image") == NULL)
 		json_object_set_new(o, "image", json_string(cc->image));
 	if (cc && cc->engine && json_object_get(o, "engine") == NULL)
 		json_object_set_new(o, "engine", json_string(cc->engine));
+	hub_status_mask(o, "image", sec);
 }
 
 /* A server that refused our credentials: what its challenge named (the
@@ -120,10 +122,12 @@ static void hub_status_inst_cb(void *arg, struct instance *inst)
 	hub_status_mask(d, "stderr", w->sec);
 	hub_status_mask(d, "error", w->sec);
 	hub_status_mask(d, "note", w->sec);
-	if (w->sv)
+	if (w->sv) {
 		hub_status_reach(d, w->sv, w->sec);
-	else
+	} else {
 		hub_status_mask(d, "url", w->sec);
+		hub_status_mask(d, "image", w->sec);
+	}
 	hub_status_auth(d, w->name, w->sec);
 	json_t *p = pool_describe(w->hub->pool, inst);
 	json_t *members = json_object_get(p, "members");
@@ -174,6 +178,7 @@ json_t *hub_instance_describe(struct hub *hub, struct instance *inst)
 	hub_status_mask(d, "error", sec);
 	hub_status_mask(d, "note", sec);
 	hub_status_mask(d, "url", sec);
+	hub_status_mask(d, "image", sec);
 	hub_status_auth(d, instance_name(inst), sec);
 	secrets_free(sec);
 	return d;

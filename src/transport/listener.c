@@ -365,12 +365,15 @@ enum listener_owner listener_owner(int port, uid_t uid, pid_t pgid,
 	return listener_all_held(held, n) ? LISTENER_OURS : LISTENER_OTHER;
 }
 
-/* Node, Go, Python and Rust servers; podman and docker. */
+/* Node, Go, Python, Rust and Java servers; podman ("bind: address
+ * already in use") and docker ("port is already allocated"). Not a bare
+ * "already in use": the engines say that of a container name taken,
+ * which no new port cures. */
 bool listener_says_addr_in_use(const char *line, size_t len)
 {
 	static const char *const pats[] = {
 		"eaddrinuse",	  "address already in use",
-		"address in use", "already in use",
+		"address in use", "port is already allocated",
 		"errno 98",	  "os error 98",
 	};
 	char low[LISTENER_LINE_MAX + 1];

@@ -64,7 +64,8 @@ enum listener_owner listener_owner(int port, uid_t uid, pid_t pgid,
 				   const char *env_name, const char *token);
 
 /* Whether a line a server printed says its port is taken (Node, Go,
- * Python, Rust, and the container engines: "address already in use").
+ * Python, Rust, and the container engines: "address already in use"), and
+ * not something else in use (a container's name).
  * Only the first LISTENER_LINE_MAX bytes are read. */
 #define LISTENER_LINE_MAX 512
 bool listener_says_addr_in_use(const char *line, size_t len);

@@ -199,17 +199,49 @@ static void upc_removed_cb(void *ctx, bool gone, const char *why)
 	upc_maybe_close(u);
 }
 
-/* The engine could not be asked: given up on, and the CLI stopped. */
-static void upc_remove_failed(struct upstream *u, int rc)
+/* A removal the engine could not be asked for, reported on the next
+ * turn of the loop. */
+struct upc_unasked {
+	uv_timer_t timer;
+	struct upstream *u;
+	int rc;
+};
+
+static void upc_unasked_closed_cb(uv_handle_t *h)
 {
-	char *why = xasprintf("cannot run the engine: %s", strerror(-rc));
+	free(h->data);
+}
+
+static void upc_unasked_cb(uv_timer_t *t)
+{
+	struct upc_unasked *x = t->data;
+	struct upstream *u = x->u;
+	char *why = xasprintf("cannot run the engine: %s", strerror(-x->rc));
 	upc_given_up(u, why);
 	free(why);
 	u->removed = true;
-	if (u->http)
+	if (u->http && u->inner != NULL)
 		upl_driver_stopped(u->inner);
-	else if (!u->inner_closed)
+	else if (!u->http && !u->inner_closed)
 		u->inner_ops->stop(u->inner);
+	uv_close((uv_handle_t *)t, upc_unasked_closed_cb);
+	u->jobs--;
+	upc_maybe_close(u);
+}
+
+/* The engine could not be asked: given up on, and the CLI stopped. From
+ * the loop: this runs inside stop or up_local's driver stop hook, which
+ * neither report nor hear of the driver's end from inside (upstream.h,
+ * up_cmd.h). Counted as a job, so nothing closes before it ran. */
+static void upc_remove_failed(struct upstream *u, int rc)
+{
+	struct upc_unasked *x = xmalloc(sizeof *x);
+	x->u = u;
+	x->rc = rc;
+	x->timer.data = x;
+	uv_timer_init(u->loop, &x->timer);
+	uv_timer_start(&x->timer, upc_unasked_cb, 0, 0);
+	u->jobs++;
 }
 
 /* By its id when known (unique); else by name. */

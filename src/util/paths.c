@@ -19,15 +19,37 @@ static char *paths_xdg(const char *var, const char *fallback_rel)
 	return xasprintf("/tmp/mcpvisor-%u", (unsigned)getuid());
 }
 
+/* home as an absolute path, joined to the working folder when relative:
+ * the runtime file records the socket's path, and a client in another
+ * folder must reach it by that path. Caller frees. */
+static char *paths_abs(const char *home)
+{
+	if (home[0] == '/')
+		return xstrdup(home);
+	char *cwd = getcwd(NULL, 0);
+	if (cwd == NULL)
+		return xstrdup(home); /* its folder is gone: as given */
+	while (home[0] == '.' && home[1] == '/')
+		home += 2 + strspn(home + 2, "/");
+	char *abs =
+		strcmp(home, ".") == 0 || home[0] == '\0'
+			? xstrdup(cwd)
+			: xasprintf("%s/%s", strcmp(cwd, "/") ? cwd : "", home);
+	free(cwd);
+	return abs;
+}
+
 void paths_resolve(struct paths *p, const char *home)
 {
 	if (home == NULL || home[0] == '\0')
 		home = getenv("MCPVISOR_HOME");
 	if (home && home[0]) {
-		p->state_dir = xasprintf("%s/state", home);
-		p->cache_dir = xasprintf("%s/cache", home);
-		p->runtime_dir = xasprintf("%s/run", home);
-		p->config_file = xasprintf("%s/mcp.json", home);
+		char *abs = paths_abs(home);
+		p->state_dir = xasprintf("%s/state", abs);
+		p->cache_dir = xasprintf("%s/cache", abs);
+		p->runtime_dir = xasprintf("%s/run", abs);
+		p->config_file = xasprintf("%s/mcp.json", abs);
+		free(abs);
 	} else {
 		p->state_dir = paths_xdg("XDG_STATE_HOME", ".local/state");
 		p->cache_dir = paths_xdg("XDG_CACHE_HOME", ".cache");

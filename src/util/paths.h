@@ -16,7 +16,8 @@ struct paths {
 	char *lock_file; /* held by the home's one runtime for its life */
 };
 
-/* home may be NULL (then MCPVISOR_HOME, then XDG). Does not create. */
+/* home may be NULL (then MCPVISOR_HOME, then XDG); a relative home is
+ * taken from the working folder and made absolute. Does not create. */
 void paths_resolve(struct paths *p, const char *home);
 /* Creates the directories 0700 and proves each private (a directory of
  * ours; a mode open to others is narrowed). Returns 0, or -errno with *err

@@ -30,13 +30,16 @@ const SAN_ENV = {
 
 // A `serve` we start by hand (no --port 0 when port is null): its exit,
 // its output, and the endpoint line when it prints one.
-function startServe(home, config, { port = 0, env = {} } = {}) {
-	const args = ['serve', '--config', config, '--home', home];
+function startServe(home, config, { port = 0, env = {}, cwd } = {}) {
+	const args = ['serve', '--config', config];
+	if (home !== null)
+		args.push('--home', home);
 	if (port !== null)
 		args.push('--port', String(port));
 	const child = spawn(MCPVISOR, args, {
 		env: { ...process.env, ...SAN_ENV, ...env },
 		stdio: ['ignore', 'pipe', 'pipe'],
+		cwd,
 	});
 	const s = { child, pid: child.pid, out: '', err: '', exited: null };
 	child.stdout.setEncoding('utf8');
@@ -376,3 +379,39 @@ test('home: a symlinked .mcp.json in a space is untrusted until allowed', {
 		await fsp.rm(space, { recursive: true, force: true });
 	}
 });
+
+// A home named relative to the folder serve started in is that folder's:
+// the runtime file holds absolute paths, so the CLI reaches the runtime
+// by the home's absolute path from any other folder (issue 17: "cannot
+// reach the runtime ... at h/run/mcpvisor.sock"). MCPVISOR_HOME too.
+for (const how of ['--home', 'MCPVISOR_HOME']) {
+	test(`home: a relative ${how} is made absolute; stop reaches it from another folder`, {
+		timeout: 30_000,
+	}, async () => {
+		await withHome(async (parent) => {
+			const home = path.join(parent, 'h');
+			await fsp.mkdir(home, { mode: 0o700 });
+			const config = await writeConfig(home, { demo: demo() });
+			const s = how === '--home'
+				? startServe('h', config, { cwd: parent })
+				: startServe(null, config, { cwd: parent, env: { MCPVISOR_HOME: './h' } });
+			try {
+				await waitFor(() => s.url() || s.exited, 10_000, 'serve on a relative home');
+				assert.ok(s.url(), s.err);
+				const info = JSON.parse(
+					await fsp.readFile(path.join(home, 'run/runtime.json'), 'utf8'),
+				);
+				assert.equal(info.socket, path.join(home, 'run/mcpvisor.sock'));
+				// The CLI runs in the repository's folder, not parent.
+				const st = await runCli(['status', '--json'], { home });
+				assert.equal(st.code, 0, st.stderr);
+				assert.equal(JSON.parse(st.stdout).pid, s.pid);
+				const r = await runCli(['stop'], { home });
+				assert.equal(r.code, 0, r.stderr);
+				assert.equal((await s.exit).code, 0, s.err);
+			} finally {
+				await stopServe(s);
+			}
+		});
+	});
+}

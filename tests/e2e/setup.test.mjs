@@ -300,6 +300,51 @@ test('setup: a host file that is a symlink (dotfiles) is written at its target; 
 	assert.ok(fs.lstatSync(h.file).isSymbolicLink());
 });
 
+test('setup: a symlinked mcpvisor config is written at its target, and so is its undo', async (t) => {
+	const h = await hostHome(t, 'cursor');
+	const target = path.join(h.home, 'dotfiles', 'mcpvisor.json');
+	await fsp.mkdir(path.dirname(target), { recursive: true });
+	const mine = JSON.stringify({ mcpServers: { own: { command: DEMO } } }, null, 2);
+	await fsp.writeFile(target, mine, { mode: 0o600 });
+	await fsp.symlink(target, h.config);
+	const r = await h.run([]);
+	assert.equal(r.code, 0, r.stderr);
+	assert.ok(fs.lstatSync(h.config).isSymbolicLink(), 'the link stays');
+	const servers = Object.keys(readJson(target).mcpServers);
+	assert.ok(servers.includes('own') && servers.includes('web-search'),
+		`the target holds its own and the moved servers: ${servers}`);
+	const u = await h.run(['--undo']);
+	assert.equal(u.code, 0, u.stderr);
+	assert.ok(fs.lstatSync(h.config).isSymbolicLink(), 'the link stays after undo');
+	assert.equal(fs.readFileSync(target, 'utf8'), mine, 'the target restored');
+});
+
+test('setup --undo --file: undoes the latest setup of that file, not of another', async (t) => {
+	const h = await hostHome(t, 'cursor');
+	const one = path.join(h.home, 'one', '.cursor', 'mcp.json');
+	const two = path.join(h.home, 'two', '.cursor', 'mcp.json');
+	for (const f of [one, two]) {
+		await fsp.mkdir(path.dirname(f), { recursive: true });
+		await fsp.writeFile(f, JSON.stringify({
+			mcpServers: { [path.basename(path.dirname(path.dirname(f)))]: { command: DEMO } },
+		}, null, 2));
+	}
+	const oneBefore = fs.readFileSync(one);
+	assert.equal((await h.run(['--file', one])).code, 0);
+	assert.equal((await h.run(['--file', two])).code, 0);
+	const twoAfter = sha(two);
+	// Named by another spelling of the same path.
+	const u = await h.run(['--undo', '--file', path.join(h.home, 'two', '..', 'one', '.cursor', 'mcp.json')]);
+	assert.equal(u.code, 0, u.stderr);
+	assert.deepEqual(fs.readFileSync(one), oneBefore, 'that file restored');
+	assert.equal(sha(two), twoAfter, 'the later setup of another file untouched');
+	assert.deepEqual(Object.keys(readJson(h.config).mcpServers), ['two'], 'only its servers left');
+	const again = await h.run(['--undo', '--file', one]);
+	assert.equal(again.code, 1);
+	assert.match(again.stderr, /no setup of cursor with .*one\/\.cursor\/mcp\.json to undo/);
+	assert.equal((await h.run(['--undo', '--dry-run'])).code, 2, '--dry-run is still refused');
+});
+
 // The relay entry as setup wrote it, run the way a host runs it.
 async function hostFromEntry(entry, cwd) {
 	const transport = new StdioClientTransport({

@@ -1,13 +1,13 @@
 // `mcpvisor top` on a real terminal: tmux runs it in a 160x40 pane; the
 // pane shows the servers and their figures, a call shows in the next
 // refresh, a runtime that stops is said to be gone, `q` gives the shell
-// back (main screen, echo on), and so does SIGTERM.
+// back (main screen, echo on), and so do SIGTERM, ^\ and ^Z (until `fg`).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 
-import { MCPVISOR, connect, demo, waitFor, withRuntime } from './lib.mjs';
+import { MCPVISOR, connect, demo, procStat, waitFor, withRuntime } from './lib.mjs';
 
 const PROMPT = 'top-e2e$ ';
 
@@ -119,5 +119,42 @@ test('top in tmux: SIGTERM restores the terminal', { timeout: 20_000 }, async (t
 		await p.keys('echo "top-exit:$?" back', 'Enter');
 		const screen = await p.until(/^top-exit:0 back$/m, 'the shell answers');
 		assert.ok(screen.includes(`${PROMPT}echo "top-exit:$?" back`), 'echo is on');
+	});
+});
+
+// ^Z stops top with the terminal given back (main screen, echo on); `fg`
+// takes it again (the view, keys unechoed); ^\ quits and gives it back.
+test('top in tmux: ^Z gives the terminal back until fg; ^\\ quits restoring it', { timeout: 30_000 }, async (t) => {
+	const p = await pane(t);
+	await withRuntime(t, { demo: demo() }, async (rt) => {
+		await p.keys(`${MCPVISOR} top --home ${rt.home}`, 'Enter');
+		await p.until(/^demo\s+not running\s+app\s/m, 'the demo row');
+		const shell = Number(await p.show('#{pane_pid}'));
+		const top = topPid(shell);
+		assert.ok(top);
+		rt.track(top);
+
+		await p.keys('C-z');
+		await waitFor(() => procStat(top)?.state === 'T', 5000, 'top stopped');
+		await waitFor(async () => (await p.show('#{alternate_on}')) === '0', 5000, 'the main screen back on ^Z');
+		await p.keys('echo "while-stopped" $((40+2))', 'Enter');
+		let screen = await p.until(/^while-stopped 42$/m, 'the shell answers while top is stopped');
+		assert.ok(screen.includes(`${PROMPT}echo "while-stopped" $((40+2))`), `echo is on:\n${screen}`);
+
+		await p.keys('fg', 'Enter');
+		await waitFor(async () => (await p.show('#{alternate_on}')) === '1', 5000, 'the view again after fg');
+		screen = await p.until(/^demo\s+not running\s+app\s/m, 'the demo row after fg');
+		assert.notEqual(procStat(top)?.state, 'T');
+		// Raw again: a typed key is not echoed onto the view.
+		await p.keys('x');
+		await p.until(/^demo\s+not running\s+app\s/m, 'the view after a key');
+		assert.doesNotMatch(await p.capture(), /^x/m, 'no echo while top runs');
+
+		await p.keys('C-\\');
+		await waitFor(async () => (await p.show('#{alternate_on}')) === '0', 5000, 'the main screen back on ^\\');
+		await waitFor(() => topPid(shell) === null, 5000, 'top exited');
+		await p.keys('echo "top-exit:$?" quit', 'Enter');
+		screen = await p.until(/^top-exit:0 quit$/m, 'the shell answers');
+		assert.ok(screen.includes(`${PROMPT}echo "top-exit:$?" quit`), 'echo is on');
 	});
 });

@@ -1,5 +1,6 @@
 /* Container servers in a config: the `docker|podman run` command form, the
  * explicit "container" form, their errors, identity and check's view. */
+#include "config/secrets.h"
 #include "config_fixture.h"
 
 static const struct server_config *cc_ok(struct config *cfg)
@@ -161,6 +162,36 @@ Test(config_container, explicit_http_form)
 	cf_assert_has(fp, "\"image\":\"mcp/x:2\"");
 	free(fp);
 	config_free(cfg);
+}
+
+/* An image from ${VAR} is a secret as an arg from one is: check shows
+ * its template, the identity a fingerprint, and the secrets of the server
+ * (what status and logs are masked with) hold its value. */
+Test(config_container, an_image_from_a_variable_is_a_secret)
+{
+	setenv("CC_IMAGE", "registry.example/cc-secret-image:3", 1);
+	struct config *cfg =
+		cf_one("{\"container\": {\"image\": \"${CC_IMAGE}\"}}");
+	const struct server_config *s = cc_ok(cfg);
+	cr_assert_str_eq(s->container->image,
+			 "registry.example/cc-secret-image:3", "what runs");
+	char *d = cf_dump(config_server_describe(s));
+	cf_assert_has(d, "\"image\":\"${CC_IMAGE}\"");
+	cf_assert_lacks(d, "cc-secret");
+	free(d);
+	char *fp = cf_dump(config_server_identity(s, true, "salt"));
+	cf_assert_lacks(fp, "cc-secret");
+	free(fp);
+	struct secrets *sec = secrets_new();
+	secrets_add_server(sec, s);
+	char *m = secrets_mask(
+		sec, "Error: registry.example/cc-secret-image:3: image not "
+		     "known");
+	cf_assert_lacks(m, "cc-secret");
+	free(m);
+	secrets_free(sec);
+	config_free(cfg);
+	unsetenv("CC_IMAGE");
 }
 
 Test(config_container, explicit_stdio_form_and_default_engine)

@@ -322,26 +322,30 @@ Test(filter, resolve_treats_a_filtered_name_as_absent)
 	json_t *a = items_of("name", "echo,add"), *b = items_of("name", "add");
 	const char *orig = NULL;
 	struct router_view one[] = {{"demo", a, true, &fd}};
-	cr_assert_eq(router_resolve(one, 1, INSTANCE_TOOLS, "demo__add", &orig),
+	cr_assert_eq(router_resolve(one, 1, INSTANCE_TOOLS, "demo__add", true,
+				    &orig),
 		     -1);
-	cr_assert_eq(
-		router_resolve(one, 1, INSTANCE_TOOLS, "demo__echo", &orig), 0);
-	/* Two servers without prefix: the later one's "add" is the one a
-	 * client sees, and the one a call reaches. */
+	cr_assert_eq(router_resolve(one, 1, INSTANCE_TOOLS, "demo__echo", true,
+				    &orig),
+		     0);
+	/* Two servers without prefix: the first one's "add" is filtered,
+	 * so the later one's is the one a client sees, and the one a call
+	 * reaches (a filtered name collides with nothing). */
 	struct router_view two[] = {{"", a, true, &fd}, {"", b, true, NULL}};
-	cr_assert_eq(router_resolve(two, 2, INSTANCE_TOOLS, "add", &orig), 1);
+	cr_assert_eq(router_resolve(two, 2, INSTANCE_TOOLS, "add", true, &orig),
+		     1);
 	json_t *all = router_aggregate(two, 2, INSTANCE_TOOLS);
 	cr_assert_eq(json_array_size(all), 2);
 	json_decref(all);
 	/* Unknown lists: a name goes to the server its prefix names, unless
 	 * the filter drops it (it never reaches the server then). */
 	struct router_view unknown[] = {{"demo", NULL, true, &fd}};
-	cr_assert_eq(
-		router_resolve(unknown, 1, INSTANCE_TOOLS, "demo__add", &orig),
-		-1);
-	cr_assert_eq(
-		router_resolve(unknown, 1, INSTANCE_TOOLS, "demo__nope", &orig),
-		0);
+	cr_assert_eq(router_resolve(unknown, 1, INSTANCE_TOOLS, "demo__add",
+				    true, &orig),
+		     -1);
+	cr_assert_eq(router_resolve(unknown, 1, INSTANCE_TOOLS, "demo__nope",
+				    true, &orig),
+		     0);
 	cr_assert_str_eq(orig, "nope");
 	json_decref(a);
 	json_decref(b);

@@ -50,3 +50,24 @@ Test(hub_container, status_names_transport_image_and_engine)
 	json_decref(st);
 	fx_teardown();
 }
+
+/* An image made from ${VAR} is a secret like an arg from one: masked in
+ * status, whose image otherwise shows as configured. */
+Test(hub_container, an_image_from_a_variable_is_masked)
+{
+	setenv("HC_IMAGE", "registry.example/hc-secret-image:1", 1);
+	fx_hub_open("{\"mcpServers\":{"
+		    "\"ci\":{\"container\":{\"image\":\"${HC_IMAGE}\"}},"
+		    "\"ch\":{\"container\":{\"image\":\"${HC_IMAGE}\","
+		    "\"port\":8080},\"url\":\"http://127.0.0.1:{port}/mcp\"}}}",
+		    true);
+	json_t *st = hub_status(fx_hub, HUB_STATUS_VERBOSE);
+	cr_assert_str_eq(hc_str(hc_server(st, "ci"), "image"), "***");
+	cr_assert_str_eq(hc_str(hc_server(st, "ch"), "image"), "***");
+	char *text = json_dumps(st, JSON_COMPACT);
+	cr_assert_null(strstr(text, "hc-secret"), "%s", text);
+	free(text);
+	json_decref(st);
+	fx_teardown();
+	unsetenv("HC_IMAGE");
+}

@@ -65,14 +65,22 @@ Test(router, hidden_and_unknown_views_are_skipped)
 	json_decref(b);
 }
 
-Test(router, duplicate_names_keep_first_owner)
+/* One name two servers give is no one's: listed by neither, called on
+ * neither; each server's other names are untouched. */
+Test(router, a_name_two_servers_give_is_no_ones)
 {
-	json_t *a = tools_of("echo"), *b = tools_of("echo");
+	json_t *a = tools_of("echo,add"), *b = tools_of("echo");
 	struct router_view v[] = {{"", a, true, NULL}, {"", b, true, NULL}};
 	json_t *all = router_aggregate(v, 2, INSTANCE_TOOLS);
 	cr_assert_eq(json_array_size(all), 1);
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_array_get(all, 0), "name")),
+			 "add");
 	const char *orig = NULL;
-	cr_assert_eq(router_resolve(v, 2, INSTANCE_TOOLS, "echo", &orig), 0);
+	cr_assert_eq(router_resolve(v, 2, INSTANCE_TOOLS, "echo", true, &orig),
+		     ROUTER_AMBIGUOUS);
+	cr_assert_eq(router_resolve(v, 2, INSTANCE_TOOLS, "add", true, &orig),
+		     0);
 	json_decref(all);
 	json_decref(a);
 	json_decref(b);
@@ -85,22 +93,28 @@ Test(router, resolve_known_and_by_prefix)
 				  {"", b, true, NULL},
 				  {"gh", NULL, true, NULL}};
 	const char *orig = NULL;
-	cr_assert_eq(router_resolve(v, 3, INSTANCE_TOOLS, "demo__add", &orig),
-		     0);
+	cr_assert_eq(
+		router_resolve(v, 3, INSTANCE_TOOLS, "demo__add", true, &orig),
+		0);
 	cr_assert_str_eq(orig, "add");
 	/* No prefix: the name as is, even with a separator inside. */
-	cr_assert_eq(router_resolve(v, 3, INSTANCE_TOOLS, "x__y", &orig), 1);
+	cr_assert_eq(router_resolve(v, 3, INSTANCE_TOOLS, "x__y", true, &orig),
+		     1);
 	cr_assert_str_eq(orig, "x__y");
 	/* A server whose list is unknown gets names with its prefix. */
-	cr_assert_eq(router_resolve(v, 3, INSTANCE_TOOLS, "gh__create", &orig),
-		     2);
+	cr_assert_eq(
+		router_resolve(v, 3, INSTANCE_TOOLS, "gh__create", true, &orig),
+		2);
 	cr_assert_str_eq(orig, "create");
-	cr_assert_eq(router_resolve(v, 3, INSTANCE_TOOLS, "demo__nope", &orig),
+	cr_assert_eq(
+		router_resolve(v, 3, INSTANCE_TOOLS, "demo__nope", true, &orig),
+		-1);
+	cr_assert_eq(router_resolve(v, 3, INSTANCE_TOOLS, "gh__", true, &orig),
 		     -1);
-	cr_assert_eq(router_resolve(v, 3, INSTANCE_TOOLS, "gh__", &orig), -1);
-	cr_assert_eq(router_resolve(v, 3, INSTANCE_TOOLS, "", &orig), -1);
-	cr_assert_eq(router_resolve(v, 3, INSTANCE_TOOLS, "demoecho", &orig),
-		     -1);
+	cr_assert_eq(router_resolve(v, 3, INSTANCE_TOOLS, "", true, &orig), -1);
+	cr_assert_eq(
+		router_resolve(v, 3, INSTANCE_TOOLS, "demoecho", true, &orig),
+		-1);
 	json_decref(a);
 	json_decref(b);
 }
@@ -180,17 +194,20 @@ Test(router, names_summary)
 	json_decref(empty);
 }
 
-/* Who keeps a name (or a resource's uri) met twice: the first view. */
-Test(router, duplicates_keep_their_first_owner)
+/* A tool or prompt name two servers give is in neither's list; a name one
+ * server lists twice keeps its first; a resource's uri met twice keeps
+ * its first owner. */
+Test(router, duplicates_across_and_within_servers)
 {
 	static const struct {
 		enum instance_list which;
 		const char *a, *b; /* item names of views "" and "" */
 		size_t want;
 	} cases[] = {
-		{INSTANCE_TOOLS, "echo,add", "add,sub", 3},
-		{INSTANCE_TOOLS, "x,x,y", "y,z", 3},
-		{INSTANCE_PROMPTS, "p", "p,q", 2},
+		{INSTANCE_TOOLS, "echo,add", "add,sub", 2},
+		{INSTANCE_TOOLS, "x,x,y", "y,z", 2},
+		{INSTANCE_TOOLS, "x,x", "z", 2},
+		{INSTANCE_PROMPTS, "p", "p,q", 1},
 	};
 	for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
 		json_t *a = tools_of(cases[t].a), *b = tools_of(cases[t].b);
@@ -234,10 +251,113 @@ Test(router, aggregate_is_linear, .timeout = 10)
 		json_array_append_new(a, json_pack("{s:s}", "name", name));
 		json_array_append_new(b, json_pack("{s:s}", "name", name));
 	}
-	struct router_view v[] = {{"", a, true, NULL}, {"", b, true, NULL}};
+	struct router_view v[] = {{"", a, true, NULL}, {"s", b, true, NULL}};
 	json_t *all = router_aggregate(v, 2, INSTANCE_TOOLS);
-	cr_assert_eq(json_array_size(all), N, "the second view's are taken");
+	cr_assert_eq(json_array_size(all), 2 * N);
 	json_decref(all);
+	/* Every name given by both: each is found out by hash too, and
+	 * none is listed. */
+	v[1].prefix = "";
+	all = router_aggregate(v, 2, INSTANCE_TOOLS);
+	cr_assert_eq(json_array_size(all), 0, "names both give are no one's");
+	json_decref(all);
+	json_decref(a);
+	json_decref(b);
+}
+
+/* Prefix "a__b" with tool "c" and prefix "a" with tool "b__c" both give
+ * "a__b__c": named as a collision, listed by neither, and resolved to
+ * neither (whatever the order); a server whose list is not known yet does
+ * not make a known name ambiguous, and of two whose prefixes fit, neither
+ * is guessed. */
+Test(router, prefixed_names_that_collide)
+{
+	json_t *ab = tools_of("c,d"), *a = tools_of("b__c,e");
+	for (int order = 0; order < 2; order++) {
+		struct router_view v[2] = {{"a__b", ab, true, NULL},
+					   {"a", a, true, NULL}};
+		if (order) {
+			struct router_view t = v[0];
+			v[0] = v[1];
+			v[1] = t;
+		}
+		json_t *col = router_collisions(v, 2, INSTANCE_TOOLS);
+		cr_assert_eq(json_object_size(col), 1);
+		json_t *by = json_object_get(col, "a__b__c");
+		cr_assert_eq(json_array_size(by), 2);
+		cr_assert_eq(json_integer_value(json_array_get(by, 0)), 0);
+		cr_assert_eq(json_integer_value(json_array_get(by, 1)), 1);
+		json_decref(col);
+		json_t *all = router_aggregate(v, 2, INSTANCE_TOOLS);
+		cr_assert_eq(json_array_size(all), 2, "a__b__d and a__e");
+		size_t i;
+		json_t *it;
+		json_array_foreach(all, i, it) cr_assert_str_neq(
+			json_string_value(json_object_get(it, "name")),
+			"a__b__c");
+		json_decref(all);
+		const char *orig = NULL;
+		cr_assert_eq(router_resolve(v, 2, INSTANCE_TOOLS, "a__b__c",
+					    true, &orig),
+			     ROUTER_AMBIGUOUS);
+		cr_assert_eq(router_resolve(v, 2, INSTANCE_TOOLS, "a__b__d",
+					    true, &orig),
+			     order ? 1 : 0);
+		cr_assert_str_eq(orig, "d");
+		const struct server_config s0 = {.name = order ? "one" : "two"},
+					   s1 = {.name = order ? "two" : "one"};
+		const struct server_config *servers[] = {&s0, &s1};
+		char *text = router_collision_text(
+			v, servers, 2, INSTANCE_TOOLS, "a__b__c", true);
+		cr_assert_not_null(strstr(text,
+					  "server \"two\" (its tool \"c\", "
+					  "prefix \"a__b\")"),
+				   "%s", text);
+		cr_assert_not_null(strstr(text, "server \"one\" (its tool "
+						"\"b__c\", prefix \"a\")"),
+				   "%s", text);
+		cr_assert_not_null(strstr(text, "another \"prefix\""), "%s",
+				   text);
+		free(text);
+	}
+	/* Not yet known: the known list decides. */
+	struct router_view later[] = {{"a__b", ab, true, NULL},
+				      {"a", NULL, true, NULL}};
+	const char *orig = NULL;
+	cr_assert_eq(router_resolve(later, 2, INSTANCE_TOOLS, "a__b__c", true,
+				    &orig),
+		     0);
+	/* Two unknown lists whose prefixes fit: learn them first. */
+	struct router_view unknown[] = {{"a__b", NULL, true, NULL},
+					{"a", NULL, true, NULL}};
+	cr_assert_eq(router_resolve(unknown, 2, INSTANCE_TOOLS, "a__b__c", true,
+				    &orig),
+		     -1);
+	cr_assert_eq(
+		router_resolve(unknown, 2, INSTANCE_TOOLS, "a__x", true, &orig),
+		1);
+	json_decref(ab);
+	json_decref(a);
+}
+
+/* What the model calls by name and what it does not are apart: a hidden
+ * or deferred server's name does not take a shown server's, and a
+ * deferred call resolves among the servers not shown by name. */
+Test(router, shown_and_not_shown_names_are_apart)
+{
+	json_t *a = tools_of("echo"), *b = tools_of("echo");
+	struct router_view v[] = {{"", a, false, NULL}, {"", b, true, NULL}};
+	json_t *all = router_aggregate(v, 2, INSTANCE_TOOLS);
+	cr_assert_eq(json_array_size(all), 1);
+	json_decref(all);
+	json_t *col = router_collisions(v, 2, INSTANCE_TOOLS);
+	cr_assert_eq(json_object_size(col), 0);
+	json_decref(col);
+	const char *orig = NULL;
+	cr_assert_eq(router_resolve(v, 2, INSTANCE_TOOLS, "echo", true, &orig),
+		     1);
+	cr_assert_eq(router_resolve(v, 2, INSTANCE_TOOLS, "echo", false, &orig),
+		     0);
 	json_decref(a);
 	json_decref(b);
 }

@@ -47,6 +47,8 @@ struct uc {
 	int process_live, process_gone;
 	enum upstream_fault_kind fault_kind;
 	char fault_text[1024];
+	bool in_stop;	 /* the test is inside ops->stop */
+	int inside_stop; /* callbacks that came from inside it */
 	char name[256];
 	char id[80];
 };
@@ -107,6 +109,7 @@ static int uc_count(void)
 static void uc_message(void *ctx, const char *msg, size_t len, int64_t rel)
 {
 	struct uc *t = ctx;
+	t->inside_stop += t->in_stop;
 	if (t->messages++ == 0)
 		t->id_at_first = t->id_reports;
 }
@@ -114,6 +117,7 @@ static void uc_message(void *ctx, const char *msg, size_t len, int64_t rel)
 static void uc_fault(void *ctx, const struct upstream_fault *f)
 {
 	struct uc *t = ctx;
+	t->inside_stop += t->in_stop;
 	t->faults++;
 	t->fault_kind = f->kind;
 	snprintf(t->fault_text, sizeof t->fault_text, "%s",
@@ -123,6 +127,7 @@ static void uc_fault(void *ctx, const struct upstream_fault *f)
 static void uc_owned(void *ctx, const struct upstream_owned *o, bool live)
 {
 	struct uc *t = ctx;
+	t->inside_stop += t->in_stop;
 	if (o->kind == UPSTREAM_OWNED_PROCESS) {
 		live ? t->process_live++ : t->process_gone++;
 		return;
@@ -148,6 +153,7 @@ static void uc_lost(void *ctx, int64_t id, enum outbox_fact f)
 static void uc_closed(void *ctx)
 {
 	struct uc *t = ctx;
+	t->inside_stop += t->in_stop;
 	t->closed++;
 	t->up = NULL;
 }
@@ -600,6 +606,47 @@ Test(up_container, a_user_s_name_in_use_is_never_removed_by_another)
 	free(json);
 }
 
+/* The HTTP form whose engine is gone by the time it stops (uninstalled,
+ * PATH changed): the container is given up on (kept for the journal) and
+ * the CLI stopped, all from the loop: nothing is reported from inside the
+ * stop, nor is the local upstream told its driver stopped from inside the
+ * driver's own stop hook (up_cmd.h). */
+Test(up_container, an_engine_gone_at_stop_is_given_up_from_the_loop)
+{
+	if (!uc_ready())
+		cr_skip_test("no podman");
+	char dir[] = "/tmp/uc-engine-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char *fake = xasprintf("%s/docker", dir);
+	FILE *f = fopen(fake, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "#!/bin/sh\ncase \"$1\" in run) exec sleep 30;; esac\n"
+		   "exit 0\n");
+	fclose(f);
+	chmod(fake, 0755);
+	char *json = xasprintf(
+		"{\"container\": {\"image\": \"img\", \"port\": 8080, "
+		"\"engine\": \"%s\"}, \"url\": "
+		"\"http://127.0.0.1:{port}/mcp\"}",
+		fake);
+	struct uc t;
+	cr_assert_eq(uc_open(&t, json), 0);
+	uc_run_until(&t, &t.process_live, 1);
+	unlink(fake);
+	t.in_stop = true;
+	t.ops->stop(t.up);
+	t.in_stop = false;
+	cr_assert_eq(t.inside_stop, 0, "a callback came from inside stop");
+	uc_run_until(&t, &t.closed, 1);
+	cr_assert_eq(t.container_kept, 1, "given up on, for the journal");
+	cr_assert_eq(t.container_gone, 0);
+	cr_assert_eq(t.process_gone, t.process_live, "the CLI was stopped");
+	uc_finish(&t);
+	free(json);
+	free(fake);
+	rmdir(dir);
+}
+
 /* ---- a proxy on the port, no server behind it ---- */
 
 static int uc_accepted;
@@ -625,6 +672,43 @@ static int uc_waited;
 static void uc_wait_cb(uv_timer_t *t)
 {
 	uc_waited = 1;
+}
+
+/* The HTTP form with a --name another container holds: the engine's
+ * "name ... is already in use" is a failed start with that line, not a
+ * lost port (which would start it again on a new port, three times). */
+Test(up_container, a_name_in_use_is_a_start_failure_not_a_lost_port)
+{
+	if (!uc_ready())
+		cr_skip_test("no podman");
+	char *json = xasprintf(
+		"{\"command\": \"podman\", \"args\": [\"run\", \"--rm\", "
+		"\"--name\", \"ucn%.8s\", \"-p\", \"127.0.0.1:{port}:8080\", "
+		"\"%s\", \"--http\", \"8080\", \"--listen-all\"], \"url\": "
+		"\"http://127.0.0.1:{port}/mcp\"}",
+		uc_token, uc_image);
+	struct uc a, b;
+	cr_assert_eq(uc_open(&a, json), 0);
+	cr_assert_eq(a.ops->send(a.up, UC_INIT, strlen(UC_INIT), 1), 0);
+	uc_run_until(&a, &a.messages, 1);
+	char other[JOURNAL_TOKEN_LEN + 1];
+	journal_new_token(other);
+	cr_assert_eq(uc_open_as(&b, json, other), 0);
+	cr_assert_eq(b.ops->send(b.up, UC_INIT, strlen(UC_INIT), 1), 0);
+	uc_run_until(&b, &b.faults, 1);
+	cr_assert_eq(b.fault_kind, UPSTREAM_EXITED, "%d: %s", b.fault_kind,
+		     b.fault_text);
+	cr_assert_not_null(strstr(b.fault_text, "podman could not run the "
+						"container: "),
+			   "%s", b.fault_text);
+	cr_assert_not_null(strstr(b.fault_text, "already in use"), "%s",
+			   b.fault_text);
+	uc_run_until(&b, &b.closed, 1);
+	uc_finish(&b);
+	cr_assert_eq(uc_count(), 1, "the first one's container stays");
+	uc_finish(&a);
+	cr_assert_eq(uc_count(), 0);
+	free(json);
 }
 
 Test(up_container, a_proxy_with_no_server_behind_is_not_ready)

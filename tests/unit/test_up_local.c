@@ -324,6 +324,42 @@ Test(listener, one_stranger_among_listeners_is_enough)
 	close(v6);
 }
 
+/* A port taken, as servers and engines say it; and a container's name
+ * taken, which is no port at all (a new port would meet the same name). */
+Test(listener, says_addr_in_use_of_a_port_only)
+{
+	static const char *const port[] = {
+		"Error: listen EADDRINUSE: address already in use :::4123",
+		"listen tcp 127.0.0.1:4123: bind: address already in use",
+		"OSError: [Errno 98] Address already in use",
+		"Error: Address already in use (os error 98)",
+		"java.net.BindException: Address already in use",
+		"Error: cannot listen on the TCP port: listen tcp4 "
+		"127.0.0.1:4123: bind: address already in use",
+		"docker: Error response from daemon: driver failed programming "
+		"external connectivity on endpoint x: Bind for "
+		"127.0.0.1:4123 failed: port is already allocated.",
+	};
+	static const char *const other[] = {
+		"Error: creating container storage: the container name "
+		"\"mcpv-x\" is already in use by 5d98. You have to remove that "
+		"container to be able to reuse that name: that name is already "
+		"in use",
+		"docker: Error response from daemon: Conflict. The container "
+		"name \"/mcpv-x\" is already in use by container \"5d98\". You "
+		"have to remove (or rename) that container to be able to reuse "
+		"that name.",
+		"listening on 127.0.0.1:4123",
+	};
+	for (size_t i = 0; i < sizeof port / sizeof *port; i++)
+		cr_assert(listener_says_addr_in_use(port[i], strlen(port[i])),
+			  "%s", port[i]);
+	for (size_t i = 0; i < sizeof other / sizeof *other; i++)
+		cr_assert_not(
+			listener_says_addr_in_use(other[i], strlen(other[i])),
+			"%s", other[i]);
+}
+
 /* ---- the local upstream before its server listens, on a real loop ---- */
 
 #define TST_GUARD_MS 8000
@@ -551,6 +587,23 @@ Test(up_local, eaddrinuse_in_its_output_is_a_lost_port)
 	char want[64];
 	snprintf(want, sizeof want, ":::%d", t.port);
 	cr_assert(strstr(t.logs, want) != NULL, "logs: %s", t.logs);
+	cr_assert_eq(t.gone, 1);
+}
+
+/* The engine's "name ... is already in use" (exit 125) is a failed start
+ * with its line, not a lost port to start again on another. */
+Test(up_local, a_container_name_in_use_is_an_exit_not_a_lost_port)
+{
+	struct tst_up t = {0};
+	char *args[] = {
+		"-c", "echo 'Error: creating container storage: the "
+		      "container name \"mcpv-x\" is already in use by 5d98. "
+		      "You have to remove that container to be able to reuse "
+		      "that name: that name is already in use' >&2; exit 125"};
+	tst_up_run(&t, "/bin/sh", args, 2, NULL, 0,
+		   "http://127.0.0.1:{port}/mcp", 5000, false);
+	cr_assert_eq(t.kind, UPSTREAM_EXITED, "%s", t.text);
+	cr_assert_eq(t.exit_status, 125, "%s", t.text);
 	cr_assert_eq(t.gone, 1);
 }
 
