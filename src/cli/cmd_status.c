@@ -355,6 +355,7 @@ int cmd_status(int argc, char **argv)
 		printf("%s\n", s);
 		free(s);
 	} else if (rc == CLI_OK) {
+		cli_escape_json(st);
 		status_print_text(st, c, o.verbose);
 	}
 	client_close(c);

@@ -104,16 +104,14 @@ void instance_record_failure(struct instance *inst)
 }
 
 /* Every line a server prints on stderr goes to the log under its name,
- * with the configured secrets masked (a server may print its token). */
+ * with the configured secrets masked (a server may print its token); the
+ * log escapes what it holds. */
 void instance_stderr_cb(void *ctx, const char *line, size_t len)
 {
 	struct instance_link *link = ctx;
 	struct instance *inst = link->inst;
 	link->stderr_seen = true;
 	char *masked = instance_mask(inst, line, len);
-	for (char *p = masked; *p; p++)
-		if ((unsigned char)*p < 0x20 && *p != '\t')
-			*p = '?';
 	log_info("server %s: %s", inst->name, masked);
 	free(masked);
 }
