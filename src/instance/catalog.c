@@ -210,11 +210,17 @@ static void instance_list_send(struct instance_list_fetch *f,
 	json_t *params = json_object();
 	if (cursor)
 		json_object_set_new(params, "cursor", json_string(cursor));
-	/* A send that fails settles nothing: the connection is going, and
-	 * its loss ends what was fetched on it. */
-	if (instance_send_request(f->inst, instance_list_methods[f->which],
-				  params, instance_list_reply_cb, f, true) < 0)
-		instance_list_end(f, NULL);
+	/* Not sent: a connection that is going ends it with nothing to
+	 * keep; one that goes on (its input full) keeps the reason. */
+	int64_t rc =
+		instance_send_request(f->inst, instance_list_methods[f->which],
+				      params, instance_list_reply_cb, f, true);
+	if (rc < 0)
+		instance_list_end(
+			f, xasprintf("%s could not be sent (%s); nothing of "
+				     "it is offered",
+				     instance_list_methods[f->which],
+				     strerror((int)-rc)));
 }
 
 /* Starts fetching list w (every page); first: a start waits for it. */
