@@ -16,9 +16,10 @@ static void tools_usage(FILE *f)
 		   "\n"
 		   "Lists the tools clients see, by the names they see "
 		   "(server__tool), and\n"
-		   "on stderr each server that failed, with the reason and "
-		   "its stderr. Exits 1\n"
-		   "when a server failed, 2 when SERVER is not configured.\n");
+		   "on stderr each server that failed, or whose list failed, "
+		   "with the reason and\n"
+		   "its stderr. Exits 1 when a server failed, 2 when SERVER "
+		   "is not configured.\n");
 }
 
 static void call_usage(FILE *f)
@@ -86,6 +87,16 @@ static bool tools_report_server(json_t *sv)
 	json_t *in;
 	json_array_foreach(json_object_get(sv, "instances"), i, in)
 	{
+		/* A list that failed (too large, unreadable) offers none of
+		 * its items: this list is short of them. */
+		const char *lk;
+		json_t *lv;
+		json_object_foreach(json_object_get(in, "listErrors"), lk, lv)
+		{
+			fprintf(stderr, "mcpvisor: server \"%s\": %s\n", name,
+				json_string_value(lv));
+			failed = true;
+		}
 		const char *state =
 			json_string_value(json_object_get(in, "state"));
 		if (state == NULL || (strcmp(state, "failed") != 0 &&

@@ -92,12 +92,18 @@ test('hostile: a list past its total bound fails alone, with its reason in statu
 		const many = inst(st, 'many');
 		assert.match(many.listErrors?.tools ?? '', /more than 10000 items/, JSON.stringify(many));
 		assert.equal(inst(st, 'ok').listErrors, undefined);
-		// status says so as text too.
-		const text = await rt.cli(['status']);
-		assert.match(text.stdout, /list failed: tools\/list came to more than 16 MiB/, text.stdout);
 		const grew = rssBytes(rt.child.pid) - before;
 		console.log(`# 17 pages of 1 MiB refused: RSS +${(grew / MiB).toFixed(1)} MiB`);
 		assert.ok(grew < 96 * MiB, `the runtime grew ${(grew / MiB).toFixed(1)} MiB`);
+		// status says so as text too.
+		const text = await rt.cli(['status']);
+		assert.match(text.stdout, /list failed: tools\/list came to more than 16 MiB/, text.stdout);
+		// And `tools`, whose list is short of that server's.
+		const cli = await rt.cli(['tools']);
+		assert.equal(cli.code, 1, cli.stderr);
+		assert.match(cli.stdout, /^ok__hello /m);
+		assert.match(cli.stderr, /server "pages": tools\/list came to more than 16 MiB/, cli.stderr);
+		assert.match(cli.stderr, /server "many": tools\/list listed more than 10000 items/, cli.stderr);
 		await c.close();
 	});
 });
