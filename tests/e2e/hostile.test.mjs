@@ -109,17 +109,17 @@ test('hostile: a list past its total bound fails alone, with its reason in statu
 });
 
 test('hostile: a silent server and unreadable answers do not hold a session\'s list; late tools come with list_changed', {
-	timeout: 90_000,
+	timeout: 120_000,
 }, async (t) => {
 	const fx = await startHostile(t);
 	const servers = {
 		ok: { url: fx.url('ok') },
 		// Never answers initialize: today every new session's list
 		// waited for its startup timeout.
-		silent: { url: fx.url('silent'), startupTimeout: '25s' },
+		silent: { url: fx.url('silent'), startupTimeout: '45s' },
 		badnum: { url: fx.url('badnum') },
 		badutf8: { url: fx.url('badutf8') },
-		slow: { url: fx.url('slow'), startupTimeout: '25s' },
+		slow: { url: fx.url('slow'), startupTimeout: '45s' },
 	};
 	await withRuntime(t, servers, async (rt) => {
 		const c = await connect(rt);
