@@ -6,6 +6,7 @@
 #define MCPV_CLI_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 /* Exit codes shared by every subcommand. */
@@ -52,6 +53,14 @@ struct cli_common {
  * (usage printed). */
 int cli_parse_common(int argc, char **argv, const struct cli_spec *spec,
 		     struct cli_common *o);
+
+/* Makes every string in v (an answer of the runtime) safe to print, in
+ * place: escaped as util/escape.h does, so what a server wrote (a tool's
+ * description, an error, a stderr line, a call's result) cannot drive the
+ * terminal or fake a line. The values of "stderr" and "text" keep their
+ * line breaks (they are shown as lines). For the text views: --json
+ * prints JSON, which carries its own escapes. */
+void cli_escape_json(json_t *v);
 
 struct client;
 

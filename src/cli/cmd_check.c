@@ -209,6 +209,8 @@ int cmd_check(int argc, char **argv)
 	} else {
 		size_t k;
 		json_t *d;
+		/* The names a runtime listed are the servers' text. */
+		cli_escape_json(servers);
 		json_array_foreach(servers, k, d)
 		{
 			check_print_server(d);

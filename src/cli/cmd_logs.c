@@ -5,7 +5,7 @@
  * SERVER keeps the lines of one server: what it printed on stderr (masked
  * by the runtime as it wrote them) and what happened to its instances. -f
  * follows the file, across rotations, until interrupted (inotify on the
- * state folder: no polling).
+ * state folder: no polling). Every line is printed escaped (util/escape.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +24,7 @@
 #include "runtime/launch.h"
 #include "runtime/runtime.h"
 #include "util/buf.h"
+#include "util/escape.h"
 #include "util/paths.h"
 #include "util/xmalloc.h"
 
@@ -163,11 +164,24 @@ static void logs_tail_read_fd(struct logs_tail *t, int fd, const char *server)
 	fclose(f);
 }
 
+/* One line of the log to stdout, escaped: a runtime writes its lines
+ * escaped, but the file may hold what else wrote there (an older runtime,
+ * a sanitizer), and a terminal shows what it is sent. */
+static void logs_print_line(const char *line)
+{
+	struct buf b;
+	buf_init(&b);
+	escape_append(&b, line, strlen(line), 0);
+	buf_puts(&b, "\n");
+	fwrite(b.data, 1, b.len, stdout);
+	buf_free(&b);
+}
+
 static void logs_tail_print(struct logs_tail *t)
 {
 	size_t start = (t->next + t->n - t->count) % (t->n ? t->n : 1);
 	for (size_t i = 0; i < t->count; i++)
-		printf("%s\n", t->lines[(start + i) % t->n]);
+		logs_print_line(t->lines[(start + i) % t->n]);
 	fflush(stdout);
 }
 
@@ -209,7 +223,9 @@ static int logs_check_server(const char *server, const char *config_path,
 	json_object_foreach(seen, k, v)
 	{
 		(void)v;
-		buf_printf(&b, "%s%s", b.len ? ", " : "", k);
+		if (b.len)
+			buf_puts(&b, ", ");
+		escape_append(&b, k, strlen(k), 0);
 	}
 	fprintf(stderr,
 		"mcpvisor logs: no server \"%s\" in %s or in the log; known: "
@@ -241,7 +257,7 @@ static void logs_follow_drain(struct logs_follow *lf)
 					    (size_t)(start - lf->part.data)))) {
 			*nl = '\0';
 			if (logs_line_keeps(start, lf->server))
-				printf("%s\n", start);
+				logs_print_line(start);
 			start = nl + 1;
 		}
 		size_t used = (size_t)(start - lf->part.data);

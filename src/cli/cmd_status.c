@@ -148,6 +148,11 @@ static void status_instance_text(struct buf *b, const char *name,
 	if (next)
 		buf_printf(b, "    next attempt in %.1f s\n",
 			   (double)json_integer_value(next) / 1000.0);
+	/* A list that failed offers nothing: why. */
+	const char *lk;
+	json_t *lv;
+	json_object_foreach(json_object_get(in, "listErrors"), lk, lv)
+		buf_printf(b, "    list failed: %s\n", json_string_value(lv));
 	status_reach_lines(b, in);
 	const char *tail = json_string_value(json_object_get(in, "stderr"));
 	if (tail && (err || verbose)) {
@@ -355,6 +360,7 @@ int cmd_status(int argc, char **argv)
 		printf("%s\n", s);
 		free(s);
 	} else if (rc == CLI_OK) {
+		cli_escape_json(st);
 		status_print_text(st, c, o.verbose);
 	}
 	client_close(c);

@@ -16,9 +16,10 @@ static void tools_usage(FILE *f)
 		   "\n"
 		   "Lists the tools clients see, by the names they see "
 		   "(server__tool), and\n"
-		   "on stderr each server that failed, with the reason and "
-		   "its stderr. Exits 1\n"
-		   "when a server failed, 2 when SERVER is not configured.\n");
+		   "on stderr each server that failed, or whose list failed, "
+		   "with the reason and\n"
+		   "its stderr. Exits 1 when a server failed, 2 when SERVER "
+		   "is not configured.\n");
 }
 
 static void call_usage(FILE *f)
@@ -47,6 +48,7 @@ static void tools_print_stderr(const char *tail)
  * (a server that failed to start says why there, e.g. a missing key). */
 static int cli_print_error(const char *what, json_t *resp)
 {
+	cli_escape_json(resp);
 	json_t *err = json_object_get(resp, "error");
 	const char *msg = json_string_value(json_object_get(err, "message"));
 	fprintf(stderr, "mcpvisor: %s failed: %s\n", what,
@@ -85,6 +87,16 @@ static bool tools_report_server(json_t *sv)
 	json_t *in;
 	json_array_foreach(json_object_get(sv, "instances"), i, in)
 	{
+		/* A list that failed (too large, unreadable) offers none of
+		 * its items: this list is short of them. */
+		const char *lk;
+		json_t *lv;
+		json_object_foreach(json_object_get(in, "listErrors"), lk, lv)
+		{
+			fprintf(stderr, "mcpvisor: server \"%s\": %s\n", name,
+				json_string_value(lv));
+			failed = true;
+		}
 		const char *state =
 			json_string_value(json_object_get(in, "state"));
 		if (state == NULL || (strcmp(state, "failed") != 0 &&
@@ -218,9 +230,11 @@ int cmd_tools(int argc, char **argv)
 	json_t *all = json_array();
 	json_t *st = NULL;
 	/* An unknown SERVER is known from status before anything starts. */
-	if (server && (rc = client_get_json(c, "/status", &st)) == CLI_OK &&
-	    tools_no_such(json_object_get(st, "servers"), server))
-		rc = CLI_USAGE;
+	if (server && (rc = client_get_json(c, "/status", &st)) == CLI_OK) {
+		cli_escape_json(st);
+		if (tools_no_such(json_object_get(st, "servers"), server))
+			rc = CLI_USAGE;
+	}
 	json_decref(st);
 	st = NULL;
 	if (rc == CLI_OK)
@@ -232,6 +246,10 @@ int cmd_tools(int argc, char **argv)
 		rc = client_get_json(c, "/status?verbose=1", &st);
 	client_close(c);
 	if (rc == CLI_OK) {
+		/* What servers wrote is shown, not sent to the terminal. */
+		cli_escape_json(st);
+		if (!o.json)
+			cli_escape_json(all);
 		tools_print(all, server, o.json);
 		size_t i;
 		json_t *sv;
@@ -297,6 +315,8 @@ int cmd_call(int argc, char **argv)
 		printf("%s\n", s);
 		free(s);
 	} else {
+		/* The tool's output is shown as lines, never sent raw. */
+		cli_escape_json(result);
 		size_t i;
 		json_t *item;
 		json_array_foreach(json_object_get(result, "content"), i, item)

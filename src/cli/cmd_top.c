@@ -23,6 +23,7 @@
 #include "cli/top_view.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/escape.h"
 
 #define TOP_REFRESH_MS 1000
 /* A runtime that takes longer than this to answer is shown as not
@@ -181,7 +182,7 @@ static void top_size(int *cols, int *rows)
 }
 
 /* The last line the client printed since top_note_clear, without its
- * "mcpvisor: " prefix. */
+ * "mcpvisor: " prefix, escaped. */
 static void top_note_read(char *out, size_t size)
 {
 	out[0] = '\0';
@@ -198,11 +199,8 @@ static void top_note_read(char *out, size_t size)
 	last = last ? last + 1 : text;
 	if (strncmp(last, "mcpvisor: ", 10) == 0)
 		last += 10;
-	size_t len = strlen(last);
-	if (len >= size)
-		len = size - 1;
-	memcpy(out, last, len);
-	out[len] = '\0';
+	/* It may quote what a server said: shown, not sent. */
+	escape_into(out, size, last, strlen(last), 0);
 }
 
 static void top_note_clear(void)

@@ -1,9 +1,39 @@
 /* The options every subcommand shares: --home, --help, --json, -v and
- * --force, with one check of the positional arguments. */
+ * --force, with one check of the positional arguments; and what makes the
+ * runtime's answers safe to print. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
+#include "util/escape.h"
+
+/* key: the member v is the value of (NULL in an array or at the top). */
+static void cli_escape_value(json_t *v, const char *key)
+{
+	if (json_is_string(v)) {
+		bool lines = key && (strcmp(key, "stderr") == 0 ||
+				     strcmp(key, "text") == 0);
+		char *shown = escape_str(json_string_value(v),
+					 lines ? ESCAPE_LINES : 0);
+		json_string_set(v, shown);
+		free(shown);
+	} else if (json_is_object(v)) {
+		const char *k;
+		json_t *m;
+		json_object_foreach(v, k, m) cli_escape_value(m, k);
+	} else if (json_is_array(v)) {
+		size_t i;
+		json_t *m;
+		json_array_foreach(v, i, m) cli_escape_value(m, NULL);
+	}
+}
+
+void cli_escape_json(json_t *v)
+{
+	cli_escape_value(v, NULL);
+}
 
 int cli_parse_common(int argc, char **argv, const struct cli_spec *spec,
 		     struct cli_common *o)

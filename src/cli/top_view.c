@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/escape.h"
+
 void top_view_line(struct buf *out, const char *line, int cols)
 {
 	size_t len = strcspn(line, "\n");
@@ -66,6 +68,27 @@ static long long top_view_int(const json_t *o, const char *key)
 	return (long long)json_integer_value(json_object_get(o, key));
 }
 
+/* A server's name as shown (escaped: a control character in it must not
+ * move the cursor or break the line), at most TOP_VIEW_NAME_MAX bytes, a
+ * longer one ending in "~"; returns its length. */
+static size_t top_view_name(char shown[TOP_VIEW_NAME_MAX + 2], const json_t *sv)
+{
+	const char *name = json_string_value(json_object_get(sv, "name"));
+	if (name == NULL)
+		name = "?";
+	size_t n = escape_into(shown, TOP_VIEW_NAME_MAX + 2, name, strlen(name),
+			       0);
+	if (n > TOP_VIEW_NAME_MAX) {
+		/* Cut at a character, not inside one. */
+		n = TOP_VIEW_NAME_MAX - 1;
+		while (n > 0 && ((unsigned char)shown[n] & 0xC0) == 0x80)
+			n--;
+		shown[n++] = '~';
+		shown[n] = '\0';
+	}
+	return n;
+}
+
 #define TOP_VIEW_HEAD "%-*s %-11s %-7s %4s %4s %4s %8s %7s %8s %8s %6s %8s %7s"
 
 void top_view_render(const json_t *figures, int cols, int rows, struct buf *out)
@@ -85,10 +108,10 @@ void top_view_render(const json_t *figures, int cols, int rows, struct buf *out)
 	const json_t *sv;
 	json_array_foreach(servers, i, sv)
 	{
-		int n = (int)strlen(
-			json_string_value(json_object_get(sv, "name")));
+		char shown[TOP_VIEW_NAME_MAX + 2];
+		int n = (int)top_view_name(shown, sv);
 		if (n > width)
-			width = n > TOP_VIEW_NAME_MAX ? TOP_VIEW_NAME_MAX : n;
+			width = n;
 	}
 	snprintf(line, sizeof line, TOP_VIEW_HEAD, width, "SERVER", "STATE",
 		 "SCOPE", "INST", "SESS", "INFL", "CALLS", "CALLS/S", "P50 ms",
@@ -106,17 +129,8 @@ void top_view_render(const json_t *figures, int cols, int rows, struct buf *out)
 		}
 		if (rows > 0 && used >= rows)
 			break;
-		const char *name =
-			json_string_value(json_object_get(sv, "name"));
-		char shown[TOP_VIEW_NAME_MAX + 1];
-		snprintf(shown, sizeof shown, "%s", name ? name : "?");
-		if (name && strlen(name) > TOP_VIEW_NAME_MAX)
-			shown[TOP_VIEW_NAME_MAX - 1] = '~';
-		/* A name is the config's: a control character in it must not
-		 * move the cursor or break the line. */
-		for (char *c = shown; *c; c++)
-			if ((unsigned char)*c < 0x20 || *c == 0x7f)
-				*c = '?';
+		char shown[TOP_VIEW_NAME_MAX + 2];
+		top_view_name(shown, sv);
 		char rate[32], p50[32], p99[32], mem[32];
 		snprintf(rate, sizeof rate, "%.1f",
 			 json_number_value(

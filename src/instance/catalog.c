@@ -1,7 +1,9 @@
 /*
  * An instance's catalogue: the initialize handshake with version
  * negotiation, the first lists (tools, prompts, resources, templates, every
- * page), their refresh on list_changed, and the lists a tool cache seeds.
+ * page, within bounds on the whole list), their refresh on list_changed
+ * (one fetch in flight and one more pending per list, however many come),
+ * and the lists a tool cache seeds.
  */
 #include <errno.h>
 #include <signal.h>
@@ -60,80 +62,197 @@ static void instance_lists_done(struct instance *inst)
 	instance_wake_waiters(inst, 0);
 }
 
+/* One fetch of one list: every page of it, in turn. */
 struct instance_list_fetch {
 	struct instance *inst;
 	enum instance_list which;
-	json_t *acc;
+	bool first;  /* one of the lists a start waits for */
+	json_t *acc; /* the items of the pages so far */
 	unsigned page;
+	size_t bytes; /* the size of the pages so far */
 };
+
+static void instance_list_send(struct instance_list_fetch *f,
+			       const char *cursor);
+
+/* The fetch is over: error NULL, its items are the list; else (taken)
+ * why the server's list fails, and it offers nothing of that kind, which
+ * status shows. A fetch its instance let go of (the connection went)
+ * changes nothing. A list_changed that came meanwhile fetches once more. */
+static void instance_list_end(struct instance_list_fetch *f, char *error)
+{
+	struct instance *inst = f->inst;
+	enum instance_list w = f->which;
+	bool current = inst->list_fetch[w] == f;
+	if (current)
+		inst->list_fetch[w] = NULL;
+	bool live = current && inst->up &&
+		    (inst->state == INSTANCE_STARTING ||
+		     inst->state == INSTANCE_READY);
+	if (live) {
+		if (error)
+			log_warn("instance %s: %s", inst->name, error);
+		json_decref(inst->lists[w]);
+		inst->lists[w] = error ? json_array() : json_incref(f->acc);
+		free(inst->list_error[w]);
+		inst->list_error[w] = error;
+		error = NULL;
+		if (f->first) {
+			inst->starting_lists--;
+			instance_lists_done(inst);
+		} else if (inst->state == INSTANCE_READY &&
+			   inst->cbs.on_lists) {
+			inst->cbs.on_lists(inst->ctx, inst);
+		}
+	}
+	free(error);
+	json_decref(f->acc);
+	free(f);
+	if (live && inst->list_again[w]) {
+		inst->list_again[w] = false;
+		instance_list_refresh(inst, w);
+	}
+}
+
+/* Why the answer to a page is not a list: the server's error, or its
+ * shape. New string. */
+static char *instance_list_refused(const struct instance_list_fetch *f,
+				   json_t *resp)
+{
+	const char *method = instance_list_methods[f->which];
+	json_t *error = json_object_get(resp, "error");
+	/* Its answer came and could not be used (inbound.c): say so. */
+	const char *unusable = json_string_value(json_object_get(
+		json_object_get(error, "data"), "answerUnusable"));
+	if (unusable)
+		return xasprintf("%s failed: its answer %s; nothing of it is "
+				 "offered",
+				 method, unusable);
+	if (error) {
+		const char *m =
+			json_string_value(json_object_get(error, "message"));
+		return xasprintf("%s failed: %.300s; nothing of it is offered",
+				 method, m ? m : "(no message)");
+	}
+	return xasprintf("%s answered without a \"%s\" array; nothing of it "
+			 "is offered",
+			 method, instance_list_keys[f->which]);
+}
 
 static void instance_list_reply_cb(void *arg, json_t *resp, bool sent)
 {
 	struct instance_list_fetch *f = arg;
 	struct instance *inst = f->inst;
+	const char *method = instance_list_methods[f->which];
+	/* The size of this answer as it came (0 for one the instance made
+	 * up): the bound is on what the server sends. */
+	f->bytes += inst->inbound_len;
 	json_t *result = json_object_get(resp, "result");
 	json_t *items = json_object_get(result, instance_list_keys[f->which]);
-	bool starting = inst->state == INSTANCE_STARTING;
+	if (inst->list_fetch[f->which] != f || inst->up == NULL) {
+		instance_list_end(f, NULL);
+		return;
+	}
 	if (!json_is_array(items)) {
-		/* A server that errors on a list it declared offers nothing
-		 * of that kind; it is not a reason to fail the start. */
-		if (inst->state == INSTANCE_STARTING ||
-		    inst->state == INSTANCE_READY)
-			log_warn("instance %s: %s failed; treating as empty",
-				 inst->name, instance_list_methods[f->which]);
-	} else {
-		size_t i;
-		json_t *item;
-		json_array_foreach(items, i, item)
-		{
-			if (json_array_size(f->acc) >= INSTANCE_MAX_LIST_ITEMS)
-				break;
-			if (json_is_object(item))
-				json_array_append(f->acc, item);
-		}
-		const char *cursor = json_string_value(
-			json_object_get(result, "nextCursor"));
-		if (cursor && cursor[0] &&
-		    f->page + 1 < INSTANCE_MAX_LIST_PAGES &&
-		    json_array_size(f->acc) < INSTANCE_MAX_LIST_ITEMS &&
-		    inst->up) {
-			instance_fetch_list(inst, f->which, f->acc, cursor,
-					    f->page + 1);
-			json_decref(f->acc);
-			free(f);
-			return;
-		}
+		instance_list_end(f, instance_list_refused(f, resp));
+		return;
 	}
-	if (inst->up && (starting || inst->state == INSTANCE_READY)) {
-		json_decref(inst->lists[f->which]);
-		inst->lists[f->which] = json_incref(f->acc);
-		if (starting) {
-			inst->starting_lists--;
-			instance_lists_done(inst);
-		} else if (inst->cbs.on_lists) {
-			inst->cbs.on_lists(inst->ctx, inst);
-		}
+	/* Bounds on the whole list, across its pages: a server cannot make
+	 * the runtime hold more than this for one of its lists. */
+	if (f->bytes > INSTANCE_MAX_LIST_BYTES) {
+		instance_list_end(
+			f, xasprintf("%s came to more than %d MiB over %u "
+				     "page(s), over the limit for one list; "
+				     "nothing of it is offered",
+				     method, INSTANCE_MAX_LIST_BYTES >> 20,
+				     f->page + 1));
+		return;
 	}
-	json_decref(f->acc);
-	free(f);
+	if (json_array_size(f->acc) + json_array_size(items) >
+	    INSTANCE_MAX_LIST_ITEMS) {
+		instance_list_end(
+			f, xasprintf("%s listed more than %d items, over the "
+				     "limit for one list; nothing of it is "
+				     "offered",
+				     method, INSTANCE_MAX_LIST_ITEMS));
+		return;
+	}
+	size_t i;
+	json_t *item;
+	json_array_foreach(items, i, item)
+	{
+		if (json_is_object(item))
+			json_array_append(f->acc, item);
+	}
+	const char *cursor =
+		json_string_value(json_object_get(result, "nextCursor"));
+	if (cursor == NULL || cursor[0] == '\0') {
+		instance_list_end(f, NULL);
+		return;
+	}
+	if (f->page + 1 >= INSTANCE_MAX_LIST_PAGES) {
+		instance_list_end(
+			f, xasprintf("%s went on past %d pages, over the "
+				     "limit for one list; nothing of it is "
+				     "offered",
+				     method, INSTANCE_MAX_LIST_PAGES));
+		return;
+	}
+	f->page++;
+	char *next = xstrdup(cursor); /* resp goes with this callback */
+	instance_list_send(f, next);
+	free(next);
 }
 
-void instance_fetch_list(struct instance *inst, enum instance_list which,
-			 json_t *acc, const char *cursor, unsigned page)
+static void instance_list_send(struct instance_list_fetch *f,
+			       const char *cursor)
 {
-	struct instance_list_fetch *f = xcalloc(1, sizeof *f);
-	f->inst = inst;
-	f->which = which;
-	f->acc = acc ? json_incref(acc) : json_array();
-	f->page = page;
 	json_t *params = json_object();
 	if (cursor)
 		json_object_set_new(params, "cursor", json_string(cursor));
-	if (instance_send_request(inst, instance_list_methods[which], params,
-				  instance_list_reply_cb, f, true) < 0) {
-		json_decref(f->acc);
-		free(f);
+	/* Not sent: a connection that is going ends it with nothing to
+	 * keep; one that goes on (its input full) keeps the reason. */
+	int64_t rc =
+		instance_send_request(f->inst, instance_list_methods[f->which],
+				      params, instance_list_reply_cb, f, true);
+	if (rc < 0)
+		instance_list_end(
+			f, xasprintf("%s could not be sent (%s); nothing of "
+				     "it is offered",
+				     instance_list_methods[f->which],
+				     strerror((int)-rc)));
+}
+
+/* Starts fetching list w (every page); first: a start waits for it. */
+static void instance_list_fetch(struct instance *inst, enum instance_list w,
+				bool first)
+{
+	struct instance_list_fetch *f = xcalloc(1, sizeof *f);
+	f->inst = inst;
+	f->which = w;
+	f->first = first;
+	f->acc = json_array();
+	inst->list_fetch[w] = f;
+	inst->list_again[w] = false;
+	instance_list_send(f, NULL);
+}
+
+void instance_list_refresh(struct instance *inst, enum instance_list w)
+{
+	if (inst->up == NULL ||
+	    (inst->state != INSTANCE_READY && inst->state != INSTANCE_STARTING))
+		return;
+	/* One fetch at a time, and at most one more after it: a burst of
+	 * list_changed costs two fetches, not one each. */
+	if (inst->list_fetch[w]) {
+		inst->list_again[w] = true;
+		return;
 	}
+	/* Starting, before its first lists are asked for: those will be
+	 * fresh. */
+	if (inst->state == INSTANCE_STARTING && inst->starting_lists == 0)
+		return;
+	instance_list_fetch(inst, w, false);
 }
 
 static bool instance_is_auth_error(json_t *error)
@@ -202,8 +321,7 @@ void instance_init_reply_cb(void *arg, json_t *resp, bool sent)
 	}
 	for (int i = 0; i < INSTANCE_NLISTS; i++)
 		if (instance_has_capability(inst, instance_list_caps[i]))
-			instance_fetch_list(inst, (enum instance_list)i, NULL,
-					    NULL, 0);
+			instance_list_fetch(inst, (enum instance_list)i, true);
 }
 
 void instance_seed_lists(struct instance *inst, json_t *lists)

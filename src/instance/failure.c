@@ -1,9 +1,13 @@
 /*
  * What a server prints and what its failures leave behind: its stderr
  * logged under its name and kept as a tail, with every configured secret
- * value masked; the first stderr line for the error a failed start gives;
- * the last failure (reason, time, stderr) kept for status.
+ * value masked; the caps on how much of its noise (stderr, warnings about
+ * what it sends) reaches the log; the first stderr line for the error a
+ * failed start gives; the last failure (reason, time, stderr) kept for
+ * status.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -11,6 +15,7 @@
 #include "config/secrets.h"
 #include "instance/instance_int.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
@@ -103,17 +108,74 @@ void instance_record_failure(struct instance *inst)
 	instance_failure_keep(inst);
 }
 
-/* Every line a server prints on stderr goes to the log under its name,
- * with the configured secrets masked (a server may print its token). */
+/* ---- the caps on a server's noise in the log ---- */
+
+static void instance_noise_timer_cb(uv_timer_t *t)
+{
+	instance_noise_flush(t->data);
+}
+
+void instance_noise_flush(struct instance *inst)
+{
+	unsigned warns = ratelimit_flush(&inst->warn_limit);
+	unsigned lines = ratelimit_flush(&inst->stderr_limit);
+	if (warns)
+		log_warn("instance %s: %u more like this suppressed (at most "
+			 "%d of its warnings are logged per %d s)",
+			 inst->name, warns, INSTANCE_WARN_BURST,
+			 INSTANCE_WARN_WINDOW_MS / 1000);
+	if (lines)
+		log_info(
+			"server %s: %u more like this suppressed (at most "
+			"%d of its stderr lines are logged per %d s; `mcpvisor "
+			"status -v` shows its last ones)",
+			inst->name, lines, INSTANCE_STDERR_BURST,
+			INSTANCE_STDERR_WINDOW_MS / 1000);
+}
+
+/* Whether one more line under cap r may be written now. A line that
+ * opens a new window says first what the last one held back; the first
+ * line held back in a window arms the timer that tells at its end. */
+static bool instance_noise_take(struct instance *inst, struct ratelimit *r)
+{
+	uint64_t now = clock_now_ms();
+	unsigned before = 0;
+	bool ok = ratelimit_take(r, now, &before);
+	if (before) {
+		r->held += before; /* told now, with the other cap's */
+		instance_noise_flush(inst);
+	}
+	if (!ok && r->held == 1 && !inst->freeing &&
+	    !uv_is_active((uv_handle_t *)&inst->noise_timer))
+		uv_timer_start(&inst->noise_timer, instance_noise_timer_cb,
+			       ratelimit_window_left_ms(r, now), 0);
+	return ok;
+}
+
+void instance_warn(struct instance *inst, const char *fmt, ...)
+{
+	if (!instance_noise_take(inst, &inst->warn_limit))
+		return;
+	char text[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	log_warn("instance %s: %s", inst->name, text);
+}
+
+/* Every line a server prints on stderr goes to the log under its name
+ * (within the cap), with the configured secrets masked (a server may
+ * print its token); the log escapes what it holds. The tail for status
+ * is the transport's, whatever the cap let through. */
 void instance_stderr_cb(void *ctx, const char *line, size_t len)
 {
 	struct instance_link *link = ctx;
 	struct instance *inst = link->inst;
 	link->stderr_seen = true;
+	if (!instance_noise_take(inst, &inst->stderr_limit))
+		return;
 	char *masked = instance_mask(inst, line, len);
-	for (char *p = masked; *p; p++)
-		if ((unsigned char)*p < 0x20 && *p != '\t')
-			*p = '?';
 	log_info("server %s: %s", inst->name, masked);
 	free(masked);
 }

@@ -1,9 +1,12 @@
 /*
  * Messages from the server: answers matched to the outbox (the text fast
- * path first), notifications, the server's own requests, and the ones
- * that name no request we can match: an error with id null and a line
- * over the limit. Those still answer the request they belong to, so no
- * client waits for an answer that was dropped.
+ * path first), notifications (list_changed is the instance's own),
+ * the server's own requests, and the ones that cannot be used as they
+ * came: an error with id null, a line over the limit, a line no JSON
+ * parser takes, an answer that is not JSON-RPC. Those still answer the
+ * request they belong to (its id found by a scan, without the parse), so
+ * no client waits for an answer that was dropped. Warnings about what
+ * the server sends are capped (instance_warn).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,26 +23,32 @@
 #include "util/log.h"
 #include "util/xmalloc.h"
 
+/* list_changed is the instance's to act on: it fetches the list again
+ * (coalesced: a burst costs two fetches), and its clients hear of it only
+ * when what they see changed (on_lists). Never passed on as it came. */
+static bool instance_list_changed(struct instance *inst, const char *method)
+{
+	static const char *const notes[INSTANCE_NLISTS] = {
+		"notifications/tools/list_changed",
+		"notifications/prompts/list_changed",
+		"notifications/resources/list_changed", NULL};
+	for (int i = 0; i < INSTANCE_NLISTS; i++) {
+		if (notes[i] == NULL || strcmp(method, notes[i]) != 0)
+			continue;
+		instance_list_refresh(inst, (enum instance_list)i);
+		/* Templates change with resources: one notice for both. */
+		if (i == INSTANCE_RESOURCES)
+			instance_list_refresh(inst, INSTANCE_TEMPLATES);
+		return true;
+	}
+	return false;
+}
+
 static void instance_handle_notification(struct instance *inst, json_t *msg,
 					 void *cause)
 {
-	const char *method = jr_method(msg);
-	for (int i = 0; i < INSTANCE_NLISTS; i++) {
-		if (i == INSTANCE_TEMPLATES)
-			continue;
-		char name[64];
-		snprintf(name, sizeof name, "notifications/%s/list_changed",
-			 instance_list_caps[i]);
-		if (strcmp(method, name) == 0 &&
-		    inst->state == INSTANCE_READY) {
-			instance_fetch_list(inst, (enum instance_list)i, NULL,
-					    NULL, 0);
-			if (i == INSTANCE_RESOURCES)
-				instance_fetch_list(inst, INSTANCE_TEMPLATES,
-						    NULL, NULL, 0);
-			return;
-		}
-	}
+	if (instance_list_changed(inst, jr_method(msg)))
+		return;
 	if (inst->cbs.on_notification)
 		inst->cbs.on_notification(inst->ctx, inst, msg, cause);
 }
@@ -105,14 +114,14 @@ static void instance_fail_unnamed(struct instance *inst, const char *what,
 		if (outbox_req_on(r, inst->gen) && !outbox_req_internal(r))
 			n++;
 	if (n == 0) {
-		log_warn("instance %s: %s, and no request is in flight; "
-			 "dropped",
-			 inst->name, what);
+		instance_warn(inst, "%s, and no request is in flight; dropped",
+			      what);
 		return;
 	}
-	log_warn("instance %s: %s; failing %s", inst->name, what,
-		 n == 1 ? "the one request in flight"
-			: "every request in flight that it could belong to");
+	instance_warn(inst, "%s; failing %s", what,
+		      n == 1 ? "the one request in flight"
+			     : "every request in flight that it could belong "
+			       "to");
 	int64_t *ids = xcalloc(n, sizeof *ids);
 	size_t k = 0;
 	for (struct outbox_req *r = outbox_first(inst->outbox); r && k < n;
@@ -181,9 +190,10 @@ static void instance_odd_id_answer(struct instance *inst, json_t *msg,
 	struct outbox_req *r =
 		end && *end == '\0' ? instance_answered(inst, v) : NULL;
 	if (r) {
-		log_warn("instance %s: answered request %lld under the string "
-			 "id \"%s\"; taken as its answer",
-			 inst->name, v, s);
+		instance_warn(inst,
+			      "answered request %lld under the string id "
+			      "\"%s\"; taken as its answer",
+			      v, s);
 		outbox_settle(inst->outbox, r, OUTBOX_ANSWERED, msg);
 		return;
 	}
@@ -193,6 +203,92 @@ static void instance_odd_id_answer(struct instance *inst, json_t *msg,
 			       ids ? ids : "?");
 	free(ids);
 	instance_fail_unnamed(inst, what, json_object_get(msg, "error"));
+	free(what);
+}
+
+static int edge_scan_head(const char *s, size_t n, long long *id);
+static bool edge_scan_tail(const char *s, size_t n, long long *id);
+
+/* The "id" of a message that was not parsed, found by a scan: 1 (in *id,
+ * an integer), 2 when it is a request or notification (it has a
+ * "method"), 0 when neither can be told. The scan of the whole object
+ * first (it takes what only a full parse refuses: a number out of range,
+ * bytes that are not UTF-8); for text that is not even that, its first
+ * members and its last. */
+static int instance_scan_id(const char *line, size_t len, long long *id)
+{
+	static const char *const keys[] = {"id", "method"};
+	struct jsonscan_span sp[2];
+	if (jsonscan_members(line, len, keys, 2, sp) == 0) {
+		if (sp[1].len)
+			return 2;
+		return sp[0].len && jsonscan_int(line, &sp[0], id) ? 1 : 0;
+	}
+	int h = edge_scan_head(line, len, id);
+	if (h != 0)
+		return h;
+	return edge_scan_tail(line, len, id) ? 1 : 0;
+}
+
+/* The answer to request r came but cannot be used (why): r fails now,
+ * instead of waiting for an answer that already came, and its client is
+ * told that the server did answer (a call ran). */
+static void instance_answer_unusable(struct instance *inst,
+				     struct outbox_req *r, const char *why)
+{
+	instance_warn(inst,
+		      "the answer to %s (id %" PRId64 ") %s; the "
+		      "request fails",
+		      outbox_req_method(r), outbox_req_id(r), why);
+	char *msg = xasprintf("Server \"%s\" answered %s, but its answer %s, "
+			      "so it was dropped; the request ran.",
+			      inst->name, outbox_req_method(r), why);
+	json_t *data =
+		json_pack("{s:s,s:s,s:s,s:b}", "server", inst->name, "reason",
+			  why, "answerUnusable", why, "mayHaveRun", 1);
+	json_t *err = jr_error(NULL, JR_INTERNAL_ERROR, msg, data);
+	free(msg);
+	outbox_settle(inst->outbox, r, OUTBOX_LOST_SENT, err);
+	json_decref(err);
+}
+
+/* A line no JSON parser takes. An answer to a request we sent (its id
+ * found without the parse) fails that request at once; anything else is
+ * only noted (a stray line on stdout is no one's answer). */
+static void instance_unreadable(struct instance *inst, const char *line,
+				size_t len, const char *jerr)
+{
+	long long id = 0;
+	struct outbox_req *r = instance_scan_id(line, len, &id) == 1
+				       ? instance_answered(inst, id)
+				       : NULL;
+	if (r == NULL) {
+		instance_warn(inst, "skipped a line that is not JSON (%s)",
+			      jerr);
+		return;
+	}
+	char *why = xasprintf("is not JSON that can be read (%.200s)", jerr);
+	instance_answer_unusable(inst, r, why);
+	free(why);
+}
+
+/* JSON, but not a JSON-RPC message: one that names a request of ours and
+ * no method (an answer with neither result nor error, or both) fails
+ * that request; the rest is only noted. */
+static void instance_invalid(struct instance *inst, json_t *msg,
+			     const char *why)
+{
+	json_t *id = jr_id(msg);
+	struct outbox_req *r =
+		json_is_integer(id) && !json_object_get(msg, "method")
+			? instance_answered(inst, json_integer_value(id))
+			: NULL;
+	if (r == NULL) {
+		instance_warn(inst, "skipped an invalid message (%s)", why);
+		return;
+	}
+	char *what = xasprintf("is not a valid JSON-RPC answer (%.200s)", why);
+	instance_answer_unusable(inst, r, what);
 	free(what);
 }
 
@@ -224,7 +320,9 @@ void instance_message_cb(void *ctx, const char *line, size_t len,
 	 * (handling it may run another instance's code, never its reads). */
 	struct flow *outer = flow_current;
 	flow_current = inst->flow;
+	inst->inbound_len = len;
 	instance_handle_line(inst, line, len, instance_cause(inst, related));
+	inst->inbound_len = 0;
 	flow_current = outer;
 }
 
@@ -236,8 +334,7 @@ static void instance_handle_line(struct instance *inst, const char *line,
 	json_error_t jerr;
 	json_t *msg = json_loadb(line, len, JSON_ALLOW_NUL, &jerr);
 	if (msg == NULL) {
-		log_warn("instance %s: skipped a line that is not JSON (%s)",
-			 inst->name, jerr.text);
+		instance_unreadable(inst, line, len, jerr.text);
 		return;
 	}
 	json_t *id = jr_id(msg);
@@ -284,8 +381,7 @@ static void instance_handle_line(struct instance *inst, const char *line,
 						   "method not found"));
 		break;
 	case JR_INVALID:
-		log_warn("instance %s: skipped an invalid message (%s)",
-			 inst->name, why);
+		instance_invalid(inst, msg, why);
 		break;
 	}
 	json_decref(msg);
@@ -297,7 +393,7 @@ void instance_garbage_cb(void *ctx, const char *what)
 	struct instance *inst = link->inst;
 	if (link->detached)
 		return;
-	log_warn("instance %s: %s", inst->name, what);
+	instance_warn(inst, "%s", what);
 }
 
 /* ---- a line over the limit ---- */
@@ -416,17 +512,19 @@ void instance_overlong_cb(void *ctx, const char *head, size_t head_len,
 	long long id = 0;
 	int h = edge_scan_head(head, head_len, &id);
 	if (h == 2) {
-		log_warn("instance %s: a request or notification over %d "
-			 "bytes was dropped",
-			 inst->name, UPSTREAM_MAX_MESSAGE);
+		instance_warn(inst,
+			      "a request or notification over %d bytes was "
+			      "dropped",
+			      UPSTREAM_MAX_MESSAGE);
 		return;
 	}
 	bool found = h == 1 || edge_scan_tail(tail, tail_len, &id);
 	struct outbox_req *r = found ? instance_answered(inst, id) : NULL;
 	if (found && r == NULL) {
-		log_warn("instance %s: an answer over %d bytes to request "
-			 "%lld, which is no longer in flight, was dropped",
-			 inst->name, UPSTREAM_MAX_MESSAGE, id);
+		instance_warn(inst,
+			      "an answer over %d bytes to request %lld, which "
+			      "is no longer in flight, was dropped",
+			      UPSTREAM_MAX_MESSAGE, id);
 		return;
 	}
 	if (r == NULL) {
@@ -438,9 +536,10 @@ void instance_overlong_cb(void *ctx, const char *head, size_t head_len,
 		free(what);
 		return;
 	}
-	log_warn("instance %s: the answer to %s (id %lld) is over %d bytes; "
-		 "the request fails",
-		 inst->name, outbox_req_method(r), id, UPSTREAM_MAX_MESSAGE);
+	instance_warn(inst,
+		      "the answer to %s (id %lld) is over %d bytes; "
+		      "the request fails",
+		      outbox_req_method(r), id, UPSTREAM_MAX_MESSAGE);
 	char *msg = xasprintf("Server \"%s\" answered %s with a message over "
 			      "the runtime's %d MiB limit, so the answer was "
 			      "dropped; the request ran, ask for less (a "

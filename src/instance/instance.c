@@ -69,6 +69,8 @@ void instance_set_state(struct instance *inst, enum instance_state to,
 	if (from == to)
 		return;
 	inst->state = to;
+	/* What the caps held back goes first: the log reads in order. */
+	instance_noise_flush(inst);
 	if (why)
 		log_info("instance %s: %s -> %s (%s)", inst->name,
 			 instance_state_name(from), instance_state_name(to),
@@ -192,7 +194,13 @@ struct instance *instance_new(uv_loop_t *loop, const struct instance_spec *spec,
 	inst->startup_timer.data = inst;
 	uv_timer_init(loop, &inst->deadline_timer);
 	inst->deadline_timer.data = inst;
-	inst->handles_open = 2;
+	uv_timer_init(loop, &inst->noise_timer);
+	inst->noise_timer.data = inst;
+	ratelimit_init(&inst->warn_limit, INSTANCE_WARN_BURST,
+		       INSTANCE_WARN_WINDOW_MS);
+	ratelimit_init(&inst->stderr_limit, INSTANCE_STDERR_BURST,
+		       INSTANCE_STDERR_WINDOW_MS);
+	inst->handles_open = 3;
 	return inst;
 }
 
@@ -241,6 +249,8 @@ void instance_drop_lists(struct instance *inst)
 	for (int i = 0; i < INSTANCE_NLISTS; i++) {
 		json_decref(inst->lists[i]);
 		inst->lists[i] = NULL;
+		free(inst->list_error[i]);
+		inst->list_error[i] = NULL;
 	}
 }
 
@@ -443,8 +453,10 @@ void instance_maybe_free(struct instance *inst)
 {
 	if (!inst->freeing || inst->handles_open > 0)
 		return;
-	for (int i = 0; i < INSTANCE_NLISTS; i++)
+	for (int i = 0; i < INSTANCE_NLISTS; i++) {
 		json_decref(inst->lists[i]);
+		free(inst->list_error[i]);
+	}
 	json_decref(inst->caps);
 	free(inst->instructions);
 	free(inst->protocol_version);
@@ -479,6 +491,8 @@ void instance_free(struct instance *inst)
 	uv_close((uv_handle_t *)&inst->startup_timer, instance_handle_close_cb);
 	uv_close((uv_handle_t *)&inst->deadline_timer,
 		 instance_handle_close_cb);
+	instance_noise_flush(inst);
+	uv_close((uv_handle_t *)&inst->noise_timer, instance_handle_close_cb);
 }
 
 enum instance_state instance_state(const struct instance *inst)
@@ -504,6 +518,20 @@ const char *instance_public_key(const struct instance *inst)
 json_t *instance_list(const struct instance *inst, enum instance_list which)
 {
 	return inst->lists[which];
+}
+
+const char *instance_list_error(const struct instance *inst,
+				enum instance_list which)
+{
+	return inst->list_error[which];
+}
+
+bool instance_lists_failed(const struct instance *inst)
+{
+	for (int i = 0; i < INSTANCE_NLISTS; i++)
+		if (inst->list_error[i])
+			return true;
+	return false;
 }
 
 bool instance_has_capability(const struct instance *inst, const char *cap)
@@ -555,6 +583,17 @@ json_t *instance_describe(const struct instance *inst, bool verbose)
 				json_integer((json_int_t)json_array_size(
 					inst->lists[i])));
 	json_object_set_new(o, "lists", counts);
+	/* A list that failed (an error, an answer that could not be read, a
+	 * bound passed) offers nothing, and says why here. */
+	if (instance_lists_failed(inst)) {
+		json_t *errs = json_object();
+		for (int i = 0; i < INSTANCE_NLISTS; i++)
+			if (inst->list_error[i])
+				json_object_set_new(
+					errs, instance_list_keys[i],
+					json_string(inst->list_error[i]));
+		json_object_set_new(o, "listErrors", errs);
+	}
 	json_object_set_new(o, "inflight",
 			    json_integer(instance_inflight(inst)));
 	/* Its clients read slowly: its output waits in its pipe. */

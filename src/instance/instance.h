@@ -16,8 +16,11 @@
 
 #include "config/config.h"
 
+/* Bounds on one of a server's lists, across all its pages: past any of
+ * them the list fails (status says why) and offers nothing. */
 #define INSTANCE_MAX_LIST_PAGES 100
 #define INSTANCE_MAX_LIST_ITEMS 10000
+#define INSTANCE_MAX_LIST_BYTES (16 * 1024 * 1024)
 #define INSTANCE_MAX_INSTRUCTIONS (64 * 1024)
 
 enum instance_state {
@@ -161,6 +164,13 @@ const char *instance_key(const struct instance *inst);
 const char *instance_public_key(const struct instance *inst);
 /* The list last seen (a JSON array, borrowed), NULL when never listed. */
 json_t *instance_list(const struct instance *inst, enum instance_list which);
+/* Why the server's list which failed the last time it was fetched (its
+ * error, an answer that could not be read, a bound passed), NULL when it
+ * did not; the list is empty then. */
+const char *instance_list_error(const struct instance *inst,
+				enum instance_list which);
+/* Whether any of its lists failed so. */
+bool instance_lists_failed(const struct instance *inst);
 /* Whether the server declared the capability (tools, prompts, ...). */
 bool instance_has_capability(const struct instance *inst, const char *cap);
 /* Why it is not running, while it is not (cleared once it runs). */

@@ -17,6 +17,7 @@
 #include "jsonrpc/outbox.h"
 #include "transport/upstream.h"
 #include "util/buf.h"
+#include "util/ratelimit.h"
 
 #define INSTANCE_STDERR_TAIL 10
 
@@ -28,6 +29,16 @@ struct secrets;
 #define INSTANCE_MAX_EXPIRIES 3		/* the 3rd in a row fails */
 #define INSTANCE_EXPIRY_WINDOW_MS 10000 /* ...when within this long */
 #define INSTANCE_MAX_LOST_PORTS 3	/* re-starts on a new port */
+
+/* What a server's noise may put in the log: the warnings about what it
+ * sends (invalid messages, answers to nothing) and its stderr lines, each
+ * at most a burst per window; the rest are counted and told in one line
+ * when the window ends or its state changes. Lifecycle lines are never
+ * held back. */
+#define INSTANCE_WARN_BURST 10
+#define INSTANCE_WARN_WINDOW_MS 60000
+#define INSTANCE_STDERR_BURST 100
+#define INSTANCE_STDERR_WINDOW_MS 10000
 
 /* The transport's context: one per opened upstream, so that late
  * callbacks of a connection the instance already let go of are told
@@ -88,6 +99,20 @@ struct instance {
 	bool lists_known;  /* lists came from a start or from the cache */
 	struct instance_waiter *waiters;
 	unsigned starting_lists; /* first lists still to come */
+	/* Per list (catalog.c): the fetch in flight (every page of it),
+	 * whether a list_changed came since it was sent (one more fetch
+	 * follows), and why the last one failed (NULL: it did not). */
+	struct instance_list_fetch *list_fetch[INSTANCE_NLISTS];
+	bool list_again[INSTANCE_NLISTS];
+	char *list_error[INSTANCE_NLISTS];
+	/* The size of the server's message being handled (inbound.c), 0
+	 * between messages: the list bounds count what the server sent. */
+	size_t inbound_len;
+	/* Its noise in the log (failure.c): the two caps, and the timer
+	 * that tells what they held back when their window ends. */
+	struct ratelimit warn_limit;
+	struct ratelimit stderr_limit;
+	uv_timer_t noise_timer;
 	bool restart_after_stop;
 	/* Re-opens at once in a row (see INSTANCE_MAX_*): expiries since
 	 * expiry_first_ms, new ports since the last ready. */
@@ -164,8 +189,15 @@ void instance_save_stderr(struct instance *inst);
 char *instance_first_line(const char *tail);
 /* last_error and the stderr tail become the last failure, timed. */
 void instance_record_failure(struct instance *inst);
-/* The upstream's on_log: the line, masked, to the log. */
+/* The upstream's on_log: the line, masked, to the log (capped). */
 void instance_stderr_cb(void *ctx, const char *line, size_t len);
+/* A warning about what the server sent, "instance NAME: " first, within
+ * the cap on its noise. */
+void instance_warn(struct instance *inst, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Says what the caps held back so far (before a lifecycle line, at the
+ * window's end, when the instance goes). */
+void instance_noise_flush(struct instance *inst);
 
 /* requests.c: ids, requests in flight, messages from the server */
 /* Why requests are lost now: the failure, or why it is being stopped. */
@@ -203,7 +235,8 @@ void instance_overlong_cb(void *ctx, const char *head, size_t head_len,
 
 /* catalog.c: the handshake and the lists */
 void instance_init_reply_cb(void *arg, json_t *resp, bool sent);
-void instance_fetch_list(struct instance *inst, enum instance_list which,
-			 json_t *acc, const char *cursor, unsigned page);
+/* The server said list w changed: fetched again, at most one fetch in
+ * flight and one pending. */
+void instance_list_refresh(struct instance *inst, enum instance_list w);
 
 #endif

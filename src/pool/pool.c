@@ -163,8 +163,16 @@ static void pool_inst_state_cb(void *ctx, struct instance *inst,
 static void pool_inst_lists_cb(void *ctx, struct instance *inst)
 {
 	struct pool_entry *e = ctx;
+	/* A list that failed (too large, unreadable) is not what the server
+	 * offers: cached, it would stand for its tools at the next start,
+	 * which would then never ask it again. */
 	if (e->pool->cache && e->cache_name &&
-	    instance_state(inst) == INSTANCE_READY) {
+	    instance_state(inst) == INSTANCE_READY &&
+	    instance_lists_failed(inst)) {
+		toolcache_drop(e->pool->cache, e->cache_name);
+		known_cached_set(e->pool->known, e->cache_name, NULL);
+	} else if (e->pool->cache && e->cache_name &&
+		   instance_state(inst) == INSTANCE_READY) {
 		json_t *lists = instance_lists_json(inst);
 		int rc = toolcache_store(e->pool->cache, e->cache_name, lists);
 		if (rc < 0)

@@ -1,7 +1,9 @@
 /*
  * A session's view of its servers' lists: the views over their
- * instances, the gather that starts what is needed to know them, the list
- * requests with pagination, and list_changed when the view changes.
+ * instances, the gather that starts what is needed to know them (and
+ * answers with what it has once one slow server would hold the others),
+ * the list requests with pagination, and list_changed when the view
+ * changes.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include "pool/pool.h"
 #include "router/router.h"
 #include "session/hub.h"
+#include "session/hub_int.h"
 #include "session/session_int.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -101,14 +104,65 @@ void session_views_free(struct session_views *sv)
 
 /* ---- gathering every server's list ---- */
 
+/* A list across servers waits for the servers it had to start, but once
+ * one of them (or one known before) has something to show, the others
+ * get this long from the ask and no longer: one server that never
+ * answers, or answers slowly, costs the others' tools nothing but this
+ * wait. What comes later reaches the client as list_changed (its view
+ * changed). With nothing to show yet, it waits for the first that has,
+ * each bounded by its own startup timeout. */
+#define SESSION_LIST_PATIENCE_MS 5000
+
 struct gather {
 	struct session *s;
 	unsigned waiting;
 	struct instance **held; /* instances leased during their start */
 	size_t nheld;
-	session_gather_done done;
+	session_gather_done done; /* NULL once called */
 	void *arg;
+	bool patient; /* a list: answers with what it has, see above */
+	bool offered; /* some server has a list to show */
+	bool late;    /* the patience is over */
+	bool timing;  /* timer initialised (closed before the free) */
+	uv_timer_t timer;
 };
+
+static void session_gather_free(struct gather *g)
+{
+	session_unref(g->s);
+	free(g->held);
+	free(g);
+}
+
+static void session_gather_timer_close_cb(uv_handle_t *h)
+{
+	session_gather_free(h->data);
+}
+
+/* Answers (once), and goes once nothing is awaited any longer. */
+static void session_gather_answer(struct gather *g)
+{
+	if (g->done) {
+		session_gather_done done = g->done;
+		g->done = NULL;
+		done(g->s, g->arg);
+	}
+	if (g->waiting > 0)
+		return;
+	if (g->timing)
+		uv_close((uv_handle_t *)&g->timer,
+			 session_gather_timer_close_cb);
+	else
+		session_gather_free(g);
+}
+
+static void session_gather_timer_cb(uv_timer_t *t)
+{
+	struct gather *g = t->data;
+	g->late = true;
+	if (g->offered)
+		session_gather_answer(g);
+}
 
 static void session_gather_ready_cb(void *arg, struct instance *inst, int err)
 {
@@ -123,16 +177,15 @@ static void session_gather_ready_cb(void *arg, struct instance *inst, int err)
 			break;
 		}
 	}
-	if (--g->waiting > 0)
-		return;
-	g->done(g->s, g->arg);
-	session_unref(g->s);
-	free(g->held);
-	free(g);
+	if (inst && err == 0)
+		g->offered = true;
+	if (--g->waiting == 0 || (g->late && g->offered))
+		session_gather_answer(g);
 }
 
 /* Starts every usable server of the session that has no list yet, and
- * calls done once each is ready or failed. */
+ * calls done once each is ready or failed, or (a list across servers)
+ * once its patience is over and something can be shown. */
 void session_gather(struct session *s, session_gather_done done, void *arg)
 {
 	session_gather_only(s, NULL, done, arg);
@@ -148,6 +201,8 @@ void session_gather_only(struct session *s, const struct server_config *only,
 	g->s = s;
 	g->done = done;
 	g->arg = arg;
+	/* A request for one server waits for that server. */
+	g->patient = only == NULL;
 	g->waiting = 1; /* held until every start is asked for */
 	g->held = xcalloc(s->nsrv + 1, sizeof *g->held);
 	struct pool *pool = hub_pool(s->hub);
@@ -158,22 +213,33 @@ void session_gather_only(struct session *s, const struct server_config *only,
 			continue;
 		/* Lists of a server of this session alone, known from the
 		 * tool cache, need no instance until it is called. */
-		if (pool_lists_known(pool, srv, &sc, s->keys[i]))
+		if (pool_lists_known(pool, srv, &sc, s->keys[i])) {
+			g->offered = true;
 			continue;
+		}
 		struct instance *inst =
 			pool_instance_for(pool, srv, &sc, s->keys[i]);
 		enum instance_state st = instance_state(inst);
-		if (st == INSTANCE_READY || st == INSTANCE_NEEDS_AUTH)
+		if (st == INSTANCE_NEEDS_AUTH)
 			continue;
 		/* Lists known from an earlier run or from the tool cache are
 		 * offered without starting anything: a dropped or idle server
 		 * keeps offering what it had. */
-		if (instance_lists_known(inst))
+		if (st == INSTANCE_READY || instance_lists_known(inst)) {
+			g->offered = true;
 			continue;
+		}
 		g->waiting++;
 		pool_acquire(pool, inst, s->id);
 		g->held[g->nheld++] = inst;
 		instance_ensure(inst, session_gather_ready_cb, g);
+	}
+	if (g->patient && g->waiting > 1) {
+		uv_timer_init(s->hub->loop, &g->timer);
+		g->timer.data = g;
+		g->timing = true;
+		uv_timer_start(&g->timer, session_gather_timer_cb,
+			       SESSION_LIST_PATIENCE_MS, 0);
 	}
 	session_gather_ready_cb(g, NULL, 0);
 }

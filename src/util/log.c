@@ -1,7 +1,9 @@
 /*
- * Leveled log lines on stderr: time, level, function, message. When stderr
- * is the runtime's log file (a runtime in the background), the log owns the
- * file and rotates it at a bounded size.
+ * Leveled log lines on stderr: time, level, function, message. A message
+ * is escaped as it is written (util/escape.h): a server's text in it (a
+ * stderr line, an error) can neither drive the reader's terminal nor start
+ * a line of its own. When stderr is the runtime's log file (a runtime in
+ * the background), the log owns the file and rotates it at a bounded size.
  */
 #include "util/log.h"
 
@@ -16,7 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/escape.h"
 #include "util/xmalloc.h"
+
+/* A message longer than this is cut (before it is escaped). */
+#define LOG_LINE_MAX 2048
 
 static enum log_level log_threshold = LOG_INFO;
 
@@ -111,16 +117,22 @@ void log_msg(enum log_level level, const char *func, const char *fmt, ...)
 	gmtime_r(&ts.tv_sec, &tm);
 	char stamp[32];
 	strftime(stamp, sizeof stamp, "%H:%M:%S", &tm);
-	char line[2048];
+	char line[LOG_LINE_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
+	int n = vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
+	if (n < 0)
+		return;
+	/* Each byte escaped takes at most four ("\x1b"). */
+	char shown[LOG_LINE_MAX * 4];
+	escape_into(shown, sizeof shown, line,
+		    (size_t)n < sizeof line ? (size_t)n : sizeof line - 1, 0);
 	log_rotate_check();
 	if (level == LOG_DEBUG)
 		fprintf(stderr, "%s.%03ld mcpvisor debug %s: %s\n", stamp,
-			ts.tv_nsec / 1000000, func, line);
+			ts.tv_nsec / 1000000, func, shown);
 	else
 		fprintf(stderr, "%s.%03ld mcpvisor %s: %s\n", stamp,
-			ts.tv_nsec / 1000000, tags[level], line);
+			ts.tv_nsec / 1000000, tags[level], shown);
 }

@@ -1,7 +1,9 @@
 /*
  * Logging to stderr with a level and the calling function's name. Never pass
  * a secret: config values from env and headers go through config's masking.
- * A background runtime's stderr is its log file, which the log rotates.
+ * Every message is escaped as it is written (util/escape.h), so a server's
+ * text in it never drives a terminal or forges a line. A background
+ * runtime's stderr is its log file, which the log rotates.
  */
 #ifndef MCPV_LOG_H
 #define MCPV_LOG_H
