@@ -142,8 +142,8 @@ static void srv_answer(struct sconn *s, const char *path, const char *body,
 		   strncmp(path, "/sse", 4) == 0) {
 		s->steps = path[1] == 'c' ? chunked_steps : sse_steps;
 		s->step = 0;
-		/* /sse-slow: 60 ms between pieces, 300 ms in all */
-		s->step_ms = strcmp(path, "/sse-slow") == 0 ? 60 : 5;
+		/* /sse-slow: 150 ms between pieces, 750 ms in all */
+		s->step_ms = strcmp(path, "/sse-slow") == 0 ? 150 : 5;
 		srv_step_cb(&s->step_timer);
 	} else if (strcmp(path, "/close") == 0) {
 		srv_close(s);
@@ -511,10 +511,11 @@ Test(httpc, sse_trickled_within_silence)
 
 Test(httpc, silence_counts_from_the_last_byte)
 {
-	/* Pieces every 60 ms for 300 ms: a 100 ms silence timeout that
-	 * counted from the start would end it. */
+	/* Pieces every 150 ms for 750 ms: a 450 ms silence timeout that
+	 * counted from the start would end it (the margins let a loaded
+	 * machine be late by 300 ms). */
 	struct rec x = {0};
-	struct httpc_opts o = {.silence_timeout_ms = 100};
+	struct httpc_opts o = {.silence_timeout_ms = 450};
 	rec_start(&x, "/sse-slow", false, &o);
 	RUN_UNTIL(x.done);
 	cr_assert_eq(x.err, 0, "%d %s", x.err, x.why);
@@ -796,15 +797,18 @@ static void t_resume_cb(uv_timer_t *t)
 Test(httpc, pause_and_resume)
 {
 	struct rec x = {.pause_first = true};
-	struct httpc_opts o = {.silence_timeout_ms = 100};
+	/* Far longer than the script's 5 ms between pieces, so a loaded
+	 * machine does not end it before its first piece. */
+	struct httpc_opts o = {.silence_timeout_ms = 500};
 	pause_rec = &x;
 	rec_start(&x, "/sse", false, &o);
-	RUN_UNTIL(x.bodies == 1);
+	RUN_UNTIL(x.bodies == 1 || x.done);
+	cr_assert_eq(x.bodies, 1, "ended before its first piece: %s", x.why);
 	/* Longer than the silence timeout and than the server's script:
 	 * a paused request is not silent, it is held. */
 	static uv_timer_t t;
 	uv_timer_init(&loop, &t);
-	uv_timer_start(&t, t_resume_cb, 300, 0);
+	uv_timer_start(&t, t_resume_cb, 800, 0);
 	RUN_UNTIL(x.done);
 	uv_close((uv_handle_t *)&t, NULL);
 	cr_assert_eq(x.err, 0, "%d %s", x.err, x.why);
@@ -935,7 +939,7 @@ static bool turn_body(void *ctx, struct httpc_req *r, const char *p, size_t n)
  * loop inside curl: each turn of the loop gets a bounded share. */
 Test(httpc, a_flood_yields_to_the_loop_every_turn)
 {
-	uv_check_t check;
+	static uv_check_t check; /* closed in the teardown's loop run */
 	uv_check_init(&loop, &check);
 	uv_check_start(&check, turn_cb);
 	struct rec x = {0};
