@@ -428,8 +428,8 @@ Test(top_view, fits_the_terminal)
 				 "sessions 2  servers 2"),
 		  "%s", b.data);
 	cr_assert(strstr(b.data, "SERVER"), "%s", b.data);
-	cr_assert(strstr(b.data, "we\"ird\\name?x            running"),
-		  "a control character in a name is shown as ?: %s", b.data);
+	cr_assert(strstr(b.data, "we\"ird\\name\\nx           running"),
+		  "a control character in a name is shown escaped: %s", b.data);
 	cr_assert(strstr(b.data, "a-server-name-much-long~ not running"), "%s",
 		  b.data);
 	cr_assert(strstr(b.data, "  0.125   12.0 ") ||
