@@ -366,9 +366,9 @@ enum listener_owner listener_owner(int port, uid_t uid, pid_t pgid,
 }
 
 /* Node, Go, Python, Rust and Java servers; podman ("bind: address
- * already in use") and docker ("port is already allocated"). Not a bare
- * "already in use": the engines say that of a container name taken,
- * which no new port cures. */
+ * already in use") and docker ("port is already allocated"); a server's
+ * own "Port N is already in use". Not a bare "already in use": the
+ * engines say that of a container name taken, which no new port cures. */
 bool listener_says_addr_in_use(const char *line, size_t len)
 {
 	static const char *const pats[] = {
@@ -386,5 +386,7 @@ bool listener_says_addr_in_use(const char *line, size_t len)
 	for (size_t i = 0; i < sizeof pats / sizeof *pats; i++)
 		if (strstr(low, pats[i]) != NULL)
 			return true;
-	return false;
+	const char *port = strstr(low, "port ");
+	const char *inuse = strstr(low, "already in use");
+	return port && inuse && port < inuse && strstr(low, "name") == NULL;
 }

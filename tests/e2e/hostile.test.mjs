@@ -35,7 +35,7 @@ function inst(status, name) {
 	return sv.instances[0];
 }
 
-test('hostile: a burst of 20000 tools/list_changed costs two fetches and little memory', {
+test('hostile: a burst of 20000 tools/list_changed costs a few fetches and little memory', {
 	timeout: 90_000,
 }, async (t) => {
 	const fx = await startHostile(t);
@@ -47,13 +47,17 @@ test('hostile: a burst of 20000 tools/list_changed costs two fetches and little 
 		// The notices come on the call's answer stream, before its answer.
 		const r = await c.call('flood__flood', { count: 20000 });
 		assert.equal(r.content[0].text, 'sent 20000');
-		// One fetch at the first notice, one more for all the rest.
+		// One fetch at the first notice, at most one more pending for
+		// all that come while it runs. The runtime reads a stream 256 KiB
+		// a turn of its loop (about 1.4 MB of notices here: 6 turns), so a
+		// fetch may end between turns and the next start: at most two a
+		// turn, never one a notice.
 		await waitLists(fx, 3);
 		// Nothing more comes of them: a call that sends none, then the
 		// count again.
 		await c.call('flood__flood', { count: 0 });
 		const lists = (await fx.stats()).methods['tools/list'];
-		assert.equal(lists, 3, `tools/list asked ${lists} times for 20000 list_changed`);
+		assert.ok(lists >= 3 && lists <= 1 + 12, `tools/list asked ${lists} times for 20000 list_changed`);
 		const grew = rssBytes(rt.child.pid) - before;
 		console.log(`# 20000 list_changed: tools/list x${lists - 1}, RSS +${(grew / MiB).toFixed(1)} MiB`);
 		assert.ok(grew < 48 * MiB, `the runtime grew ${(grew / MiB).toFixed(1)} MiB`);

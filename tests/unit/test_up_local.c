@@ -339,6 +339,9 @@ Test(listener, says_addr_in_use_of_a_port_only)
 		"docker: Error response from daemon: driver failed programming "
 		"external connectivity on endpoint x: Bind for "
 		"127.0.0.1:4123 failed: port is already allocated.",
+		/* server-everything's own words */
+		"Failed to start: Port 4123 is already in use. Set PORT to a "
+		"free port or stop the conflicting process.",
 	};
 	static const char *const other[] = {
 		"Error: creating container storage: the container name "
