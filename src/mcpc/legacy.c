@@ -126,15 +126,7 @@ int mc_legacy_open(struct mcpc *m)
 {
 	if (m->init_msg) {
 		/* Auto mode fell back: the initialize goes first. */
-		struct mc_held *h = xmalloc(sizeof *h + m->init_len);
-		h->id = m->init_id;
-		h->len = m->init_len;
-		memcpy(h->msg, m->init_msg, m->init_len);
-		h->next = m->held;
-		if (!m->held)
-			m->held_tail = &h->next;
-		m->held = h;
-		mc_held_count(m, h->len, true);
+		msgq_push_front(&m->held, m->init_msg, m->init_len, m->init_id);
 		free(m->init_msg);
 		m->init_msg = NULL;
 	}

@@ -27,15 +27,13 @@ static void mc_fault_with(struct mcpc *m, enum mcpc_fault f, int status,
 		return;
 	m->faulted = true;
 	/* What provably never ran: the refused POST, and what was held. */
-	size_t n = refused_id > 0;
-	for (struct mc_held *h = m->held; h; h = h->next)
-		n += h->id > 0;
+	size_t n = (refused_id > 0) + m->held.count;
 	struct outbox_fact_of *facts = xcalloc(n ? n : 1, sizeof *facts);
 	size_t k = 0;
 	if (refused_id > 0)
 		facts[k++] =
 			(struct outbox_fact_of){refused_id, OUTBOX_REFUSED};
-	for (struct mc_held *h = m->held; h; h = h->next)
+	for (struct msgq_item *h = m->held.head; h; h = h->next)
 		if (h->id > 0)
 			facts[k++] = (struct outbox_fact_of){h->id,
 							     OUTBOX_UNWRITTEN};
@@ -212,7 +210,7 @@ bool mc_post_head(struct mc_stream *s, int status)
 	}
 	/* Held messages go after the head that settled the transport and
 	 * the session id. */
-	if (m->held)
+	if (m->held.head)
 		mc_flush_held(m);
 	if (s->dead)
 		return false;
@@ -410,7 +408,7 @@ int mcpc_new(struct httpc *http, const struct mcpc_opts *opts,
 	m->refuses_503 = opts->refuses_with_503;
 	m->cbs = *cbs;
 	m->ctx = ctx;
-	m->held_tail = &m->held;
+	msgq_init(&m->held);
 	uv_timer_init(m->loop, &m->timer);
 	m->timer.data = m;
 	*out = m;
@@ -419,14 +417,7 @@ int mcpc_new(struct httpc *http, const struct mcpc_opts *opts,
 
 static void mc_hold(struct mcpc *m, const char *msg, size_t len, int64_t id)
 {
-	struct mc_held *h = xmalloc(sizeof *h + len);
-	h->next = NULL;
-	h->id = id;
-	h->len = len;
-	memcpy(h->msg, msg, len);
-	*m->held_tail = h;
-	m->held_tail = &h->next;
-	mc_held_count(m, len, true);
+	msgq_push(&m->held, msg, len, id);
 }
 
 static bool mc_method_is(const char *msg, size_t len, const char *quoted)
@@ -516,18 +507,20 @@ void mc_ungate(struct mcpc *m)
 
 void mc_flush_held(struct mcpc *m)
 {
-	struct mc_held *h = m->held;
-	m->held = NULL;
-	m->held_tail = &m->held;
-	while (h) {
-		struct mc_held *next = h->next;
-		mc_held_count(m, h->len, false);
+	/* What is held now goes in order; what routing holds again (a
+	 * legacy endpoint not known yet) is held anew, after it. */
+	struct msgq now = m->held;
+	if (now.head == NULL)
+		return;
+	msgq_init(&m->held);
+	struct msgq_item *h;
+	while ((h = msgq_pop(&now)) != NULL) {
 		if (!m->faulted && !m->closing &&
 		    mc_route(m, h->msg, h->len, h->id) < 0)
 			mc_lost(m, h->id, OUTBOX_UNWRITTEN);
 		free(h);
-		h = next;
 	}
+	mc_maybe_drain(m);
 }
 
 int mcpc_send(struct mcpc *m, const char *msg, size_t len, int64_t id)
@@ -538,8 +531,8 @@ int mcpc_send(struct mcpc *m, const char *msg, size_t len, int64_t id)
 		return -EMSGSIZE;
 	/* Bounded: a server that takes no new requests (or a client cap)
 	 * does not make every message wait in memory. */
-	if (m->waiting >= MCPC_MAX_WAITING ||
-	    m->waiting_bytes + len > MCPC_MAX_WAITING_BYTES) {
+	if (m->waiting + m->held.count >= MCPC_MAX_WAITING ||
+	    m->waiting_bytes + m->held.bytes + len > MCPC_MAX_WAITING_BYTES) {
 		m->want_drain = true;
 		return -ENOBUFS;
 	}
@@ -564,18 +557,8 @@ void mcpc_forget(struct mcpc *m, int64_t id)
 		if ((s->kind == MC_POST || s->kind == MC_RESUME) && s->id == id)
 			mc_stream_drop(s);
 	}
-	for (struct mc_held **hp = &m->held; *hp;) {
-		struct mc_held *h = *hp;
-		if (h->id != id) {
-			hp = &h->next;
-			continue;
-		}
-		*hp = h->next;
-		if (m->held_tail == &h->next)
-			m->held_tail = hp;
-		mc_held_count(m, h->len, false);
-		free(h);
-	}
+	if (msgq_forget(&m->held, id) > 0)
+		mc_maybe_drain(m);
 	mc_arm(m);
 }
 

@@ -10,6 +10,7 @@
 
 #include "http/httpc.h"
 #include "http/sse.h"
+#include "jsonrpc/msgq.h"
 #include "mcpc/mcpc.h"
 #include "util/buf.h"
 
@@ -33,15 +34,6 @@ enum mc_kind {
 	MC_LEGACY_GET,	/* the legacy transport's one SSE stream */
 	MC_LEGACY_POST, /* one message to the legacy endpoint */
 	MC_DELETE,	/* the session's end */
-};
-
-/* A message waiting for the transport to be known (auto mode before the
- * first answer, legacy before the endpoint event). */
-struct mc_held {
-	struct mc_held *next;
-	int64_t id;
-	size_t len;
-	char msg[];
 };
 
 struct mc_stream {
@@ -91,9 +83,9 @@ struct mcpc {
 	bool first_seen;  /* the first request was sent */
 	bool refuses_503; /* its 503 proves a request unprocessed */
 	bool paused;	  /* reading is stopped (mcpc_pause) */
-	/* Messages sent with no response head yet, and their bytes (see
-	 * MCPC_MAX_WAITING); want_drain: a send was refused, on_drain is
-	 * owed; drain_due: it goes from the timer. */
+	/* Messages sent with no response head yet, and their bytes (with
+	 * those held, bounded by MCPC_MAX_WAITING); want_drain: a send was
+	 * refused, on_drain is owed; drain_due: it goes from the timer. */
 	size_t waiting;
 	size_t waiting_bytes;
 	bool want_drain;
@@ -116,7 +108,9 @@ struct mcpc {
 	int busy; /* callbacks of ours running: frees wait */
 	struct mc_stream *streams;
 	struct mc_stream *dead;
-	struct mc_held *held, **held_tail;
+	/* Messages waiting for the transport to be known (auto mode before
+	 * the first answer, legacy before the endpoint event, the gate). */
+	struct msgq held;
 	int64_t init_id; /* the initialize request, 0: none seen */
 	char *init_msg;	 /* auto mode: the initialize, to send again */
 	size_t init_len;
@@ -134,8 +128,6 @@ struct mc_stream *mc_stream_new(struct mcpc *m, enum mc_kind kind, int64_t id);
 void mc_stream_drop(struct mc_stream *s);
 /* s has its response head, or ended: it no longer counts as waiting. */
 void mc_unwait(struct mc_stream *s);
-/* A held message (len bytes) counts as waiting too, until it goes. */
-void mc_held_count(struct mcpc *m, size_t len, bool on);
 /* What s holds of an unfinished message is now n bytes: past the bound,
  * the streams other than the leader wait. */
 void mc_partial(struct mc_stream *s, size_t n);
@@ -150,6 +142,8 @@ void mc_due(struct mc_stream *s, uint64_t delay_ms);
 /* Sets the timer for the earliest stream due. */
 void mc_arm(struct mcpc *m);
 void mc_held_free(struct mcpc *m);
+/* The bounds have room again: on_drain when a send was refused. */
+void mc_maybe_drain(struct mcpc *m);
 bool mc_is_json(struct httpc_req *r);
 /* A printable token that fits a header line (session id, version). */
 bool mc_token_ok(const char *v, size_t n);

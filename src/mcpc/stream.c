@@ -62,20 +62,6 @@ void mc_reap(struct mcpc *m)
 
 /* Lets a stream go: its request ends without callbacks; freed once no
  * callback of ours is running (one may be running for it). */
-static void mc_maybe_drain(struct mcpc *m);
-
-void mc_held_count(struct mcpc *m, size_t len, bool on)
-{
-	if (on) {
-		m->waiting++;
-		m->waiting_bytes += len;
-		return;
-	}
-	m->waiting--;
-	m->waiting_bytes -= len;
-	mc_maybe_drain(m);
-}
-
 void mc_unwait(struct mc_stream *s)
 {
 	struct mcpc *m = s->m;
@@ -87,12 +73,13 @@ void mc_unwait(struct mc_stream *s)
 	mc_maybe_drain(m);
 }
 
-static void mc_maybe_drain(struct mcpc *m)
+void mc_maybe_drain(struct mcpc *m)
 {
 	/* Below half of both bounds: whoever was refused may send again
 	 * (from the timer: never inside the caller's call). */
-	if (m->want_drain && m->waiting <= MCPC_MAX_WAITING / 2 &&
-	    m->waiting_bytes <= MCPC_MAX_WAITING_BYTES / 2) {
+	if (m->want_drain &&
+	    m->waiting + m->held.count <= MCPC_MAX_WAITING / 2 &&
+	    m->waiting_bytes + m->held.bytes <= MCPC_MAX_WAITING_BYTES / 2) {
 		m->want_drain = false;
 		m->drain_due = true;
 		mc_arm(m);
@@ -164,13 +151,8 @@ void mc_drop_all(struct mcpc *m)
 
 void mc_held_free(struct mcpc *m)
 {
-	while (m->held) {
-		struct mc_held *h = m->held;
-		m->held = h->next;
-		mc_held_count(m, h->len, false);
-		free(h);
-	}
-	m->held_tail = &m->held;
+	msgq_clear(&m->held);
+	mc_maybe_drain(m);
 }
 
 /* ---- starting requests ------------------------------------------------ */

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "jsonrpc/msgq.h"
 #include "transport/container_cmd.h"
 #include "transport/engine.h"
 #include "transport/http_probe.h"
@@ -35,14 +36,6 @@
 #define UPC_ENGINE_FAILED 125
 /* How long the first answers wait for the container's id. */
 #define UPC_ID_TIMEOUT_MS 5000
-
-/* An answer that came before the container's id was known. */
-struct upc_held {
-	struct upc_held *next;
-	int64_t related;
-	size_t len;
-	char data[];
-};
 
 struct upstream {
 	const struct upstream_ops *inner_ops;
@@ -83,19 +76,16 @@ struct upstream {
 	/* Where the engine writes the id as it makes the container (a
 	 * private folder of ours); NULL when the user gave --cidfile. */
 	char *cid_dir, *cid_path;
-	struct upc_held *held, **held_tail;
+	/* Answers that came before the container's id was known, with the
+	 * request each relates to. */
+	struct msgq held;
 };
 
 /* ---- ending ---- */
 
 static void upc_drop_held(struct upstream *u)
 {
-	while (u->held) {
-		struct upc_held *h = u->held;
-		u->held = h->next;
-		free(h);
-	}
-	u->held_tail = &u->held;
+	msgq_clear(&u->held);
 	u->holding = false;
 }
 
@@ -339,14 +329,12 @@ static void upc_stop_stdio(struct upstream *u)
 static void upc_flush(struct upstream *u)
 {
 	u->holding = false;
-	while (u->held) {
-		struct upc_held *h = u->held;
-		u->held = h->next;
+	struct msgq_item *h;
+	while ((h = msgq_pop(&u->held)) != NULL) {
 		if (!u->stopping)
-			u->cbs.on_message(u->ctx, h->data, h->len, h->related);
+			u->cbs.on_message(u->ctx, h->msg, h->len, h->id);
 		free(h);
 	}
-	u->held_tail = &u->held;
 }
 
 static void upc_id_cb(void *ctx, const struct engine_result *r)
@@ -420,13 +408,7 @@ static void upc_message_cb(void *ctx, const char *msg, size_t len,
 		u->cbs.on_message(u->ctx, msg, len, related);
 		return;
 	}
-	struct upc_held *h = xmalloc(sizeof *h + len);
-	h->next = NULL;
-	h->related = related;
-	h->len = len;
-	memcpy(h->data, msg, len);
-	*u->held_tail = h;
-	u->held_tail = &h->next;
+	msgq_push(&u->held, msg, len, related);
 }
 
 static void upc_garbage_cb(void *ctx, const char *what)
@@ -679,7 +661,7 @@ static int upc_open(uv_loop_t *loop, const struct upstream_spec *spec,
 	u->cbs = *cbs;
 	u->ctx = ctx;
 	u->loop = loop;
-	u->held_tail = &u->held;
+	msgq_init(&u->held);
 	u->http = cc->port > 0;
 	u->inner_ops = u->http ? &upstream_http_local : &upstream_stdio;
 	u->engine = container_engine_for(s);

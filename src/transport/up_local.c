@@ -19,6 +19,7 @@
 
 #include "config/secrets.h"
 #include "journal/journal.h"
+#include "jsonrpc/msgq.h"
 #include "transport/listener.h"
 #include "transport/ports.h"
 #include "transport/supervisor.h"
@@ -36,14 +37,6 @@ enum upl_state {
 	UPL_PROVING,  /* the port answered: whose listener is it? */
 	UPL_READY,    /* the HTTP session carries messages */
 	UPL_STOPPING, /* the session closes, then the stop ladder */
-};
-
-/* A message sent before the server listened. */
-struct upl_msg {
-	struct upl_msg *next;
-	int64_t id;
-	size_t len;
-	char data[];
 };
 
 struct upstream {
@@ -81,8 +74,7 @@ struct upstream {
 	enum listener_owner proof;
 	int handles; /* timers, probe, work still open */
 
-	struct upl_msg *queue, **queue_tail;
-	size_t queued;
+	struct msgq queue; /* sent before the server listened */
 	bool want_drain;
 	bool paused; /* clients stopped reading: so does the session */
 
@@ -104,11 +96,7 @@ static const struct upstream_cbs upl_inner_cbs;
 
 static void upl_free(struct upstream *u)
 {
-	while (u->queue) {
-		struct upl_msg *m = u->queue;
-		u->queue = m->next;
-		free(m);
-	}
+	msgq_clear(&u->queue);
 	free((char *)u->fault.text);
 	free((struct outbox_fact_of *)u->fault.facts);
 	secrets_free(u->sec);
@@ -211,19 +199,27 @@ static void upl_shutdown(struct upstream *u)
 
 /* The fault settles nothing: what waited for the port (the handshake:
  * the instance sends nothing else before it is ready) is the instance's
- * to settle, as after any fault. */
+ * to settle, as after any fault, told that it was never sent. */
 static void upl_deliver_fault(struct upstream *u)
 {
 	if (!u->fault_pending)
 		return;
 	u->fault_pending = false;
-	while (u->queue) {
-		struct upl_msg *m = u->queue;
-		u->queue = m->next;
+	size_t n = u->fault.nfacts + u->queue.count;
+	struct outbox_fact_of *facts = xcalloc(n ? n : 1, sizeof *facts);
+	size_t k = 0;
+	for (size_t i = 0; i < u->fault.nfacts; i++)
+		facts[k++] = u->fault.facts[i];
+	struct msgq_item *m;
+	while ((m = msgq_pop(&u->queue)) != NULL) {
+		if (m->id > 0)
+			facts[k++] = (struct outbox_fact_of){m->id,
+							     OUTBOX_UNWRITTEN};
 		free(m);
 	}
-	u->queue_tail = &u->queue;
-	u->queued = 0;
+	free((struct outbox_fact_of *)u->fault.facts);
+	u->fault.facts = facts;
+	u->fault.nfacts = k;
 	u->cbs.on_fault(u->ctx, &u->fault);
 }
 
@@ -334,16 +330,13 @@ static const struct sup_cbs upl_sup_cbs = {
 
 static void upl_flush(struct upstream *u)
 {
-	while (u->queue && u->inner != NULL) {
-		struct upl_msg *m = u->queue;
-		u->queue = m->next;
-		u->queued -= m->len;
-		int rc = upstream_http.send(u->inner, m->data, m->len, m->id);
+	struct msgq_item *m;
+	while (u->inner != NULL && (m = msgq_pop(&u->queue)) != NULL) {
+		int rc = upstream_http.send(u->inner, m->msg, m->len, m->id);
 		if (rc < 0 && m->id > 0)
 			u->cbs.on_lost(u->ctx, m->id, OUTBOX_UNWRITTEN);
 		free(m);
 	}
-	u->queue_tail = &u->queue;
 	if (u->want_drain && u->cbs.on_drain) {
 		u->want_drain = false;
 		u->cbs.on_drain(u->ctx);
@@ -630,7 +623,7 @@ int upl_open_driven(uv_loop_t *loop, const struct upstream_spec *spec,
 	u->loop = loop;
 	u->http = spec->http;
 	u->ports = ports_default();
-	u->queue_tail = &u->queue;
+	msgq_init(&u->queue);
 	u->inner_closed = true; /* until a session is opened */
 	if (spec->token)
 		snprintf(u->token, sizeof u->token, "%s", spec->token);
@@ -714,18 +707,11 @@ static int upl_send(struct upstream *u, const char *msg, size_t len, int64_t id)
 		return -EPIPE;
 	if (u->state == UPL_READY)
 		return upstream_http.send(u->inner, msg, len, id);
-	if (u->queued + len > UPL_MAX_QUEUED) {
+	if (u->queue.bytes + len > UPL_MAX_QUEUED) {
 		u->want_drain = true;
 		return -ENOBUFS;
 	}
-	struct upl_msg *m = xmalloc(sizeof *m + len);
-	m->next = NULL;
-	m->id = id;
-	m->len = len;
-	memcpy(m->data, msg, len);
-	*u->queue_tail = m;
-	u->queue_tail = &m->next;
-	u->queued += len;
+	msgq_push(&u->queue, msg, len, id);
 	return 0;
 }
 
@@ -735,17 +721,7 @@ static void upl_forget(struct upstream *u, int64_t id)
 		upstream_http.forget(u->inner, id);
 		return;
 	}
-	for (struct upl_msg **p = &u->queue; *p; p = &(*p)->next) {
-		if ((*p)->id == id) {
-			struct upl_msg *m = *p;
-			*p = m->next;
-			if (u->queue_tail == &m->next)
-				u->queue_tail = p;
-			u->queued -= m->len;
-			free(m);
-			return;
-		}
-	}
+	msgq_forget(&u->queue, id);
 }
 
 static void upl_stop(struct upstream *u)
