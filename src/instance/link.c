@@ -187,7 +187,10 @@ static void instance_fault_facts(struct instance *inst, uint64_t gen,
 	for (size_t i = 0; i < f->nfacts; i++) {
 		struct outbox_req *r =
 			outbox_find(inst->outbox, f->facts[i].id);
-		if (r == NULL || !outbox_req_on(r, gen))
+		/* The handshake's own go with the connection, as the fault
+		 * decides (a start failed, or opened again). */
+		if (r == NULL || !outbox_req_on(r, gen) ||
+		    outbox_req_internal(r))
 			continue;
 		log_info("instance %s: %s (id %lld) %s", inst->name,
 			 outbox_req_method(r), (long long)f->facts[i].id,
