@@ -24,9 +24,11 @@
  *   open .. on_fault/stop     on_message, on_garbage,            on_closed
  *                             on_overlong, on_lost, on_drain,
  *                             on_log, on_owned
- *   on_fault                  at most once; it ends requests: no on_message,
- *                             on_lost or on_drain after it (what the
- *                             transport knew of requests is in its facts)
+ *   on_fault                  at most once; it ends the connection: what the
+ *                             transport knew of requests is in its facts,
+ *                             and no on_lost or on_drain follows (the
+ *                             instance lets go of the link at once, so
+ *                             whatever else comes is ignored)
  *   after on_fault or stop    on_log (a dying program's last lines),
  *                             on_owned(!live) as things are proven gone
  *   on_closed                 exactly once, last, after stop or on_fault,
