@@ -14,8 +14,30 @@
  * a new port after a lost one, tools kept on a drop; and the outbox's rule
  * decides every re-send (at most once).
  *
- * Callbacks never run from inside open, send, forget or stop, except
- * on_owned, which may run inside open (a process it just started).
+ * The order of callbacks, for every kind:
+ *
+ *   when                      what may come                      never
+ *   ------------------------  ---------------------------------  ---------
+ *   inside open               on_owned(live) of what it started  the rest
+ *   inside send, forget,      nothing                            anything
+ *     pause, stop
+ *   open .. on_fault/stop     on_message, on_garbage,            on_closed
+ *                             on_overlong, on_lost, on_drain,
+ *                             on_log, on_owned
+ *   on_fault                  at most once; it ends the connection: what the
+ *                             transport knew of requests is in its facts,
+ *                             and no on_lost or on_drain follows (the
+ *                             instance lets go of the link at once, so
+ *                             whatever else comes is ignored)
+ *   after on_fault or stop    on_log (a dying program's last lines),
+ *                             on_owned(!live) as things are proven gone
+ *   on_closed                 exactly once, last, after stop or on_fault,
+ *                             once everything owned is gone (or given up
+ *                             on: kept); the upstream is freed when it
+ *                             returns
+ *
+ * on_owned for one thing: live before !live; a container is reported
+ * live by its name first, then with its id, then !live once.
  */
 #ifndef MCPV_TRANSPORT_UPSTREAM_H
 #define MCPV_TRANSPORT_UPSTREAM_H
