@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "util/clock.h"
 #include "util/jsonscan.h"
 #include "util/log.h"
 #include "util/sha256.h"
@@ -23,9 +24,9 @@ static void mc_fault_with(struct mcpc *m, enum mcpc_fault f, int status,
 			  const char *text, const char *resource_metadata,
 			  int64_t refused_id)
 {
-	if (m->faulted || m->closing)
+	if (m->life != MC_OPEN)
 		return;
-	m->faulted = true;
+	m->life = MC_FAULTED;
 	/* What provably never ran: the refused POST, and what was held. */
 	size_t n = (refused_id > 0) + m->held.count;
 	struct outbox_fact_of *facts = xcalloc(n ? n : 1, sizeof *facts);
@@ -70,7 +71,7 @@ void mc_fault_refused(struct mcpc *m, enum mcpc_fault f, int status,
 
 void mc_lost(struct mcpc *m, int64_t id, enum outbox_fact f)
 {
-	if (id <= 0 || m->faulted || m->closing)
+	if (id <= 0 || m->life != MC_OPEN)
 		return;
 	m->busy++;
 	m->cbs.on_lost(m->ctx, id, f);
@@ -154,7 +155,7 @@ static void mc_no_response(struct mc_stream *s, int err, bool sent)
 
 static void mc_open_get(struct mcpc *m)
 {
-	if (m->get_opened || m->legacy || m->faulted || m->closing) {
+	if (m->get_opened || m->transport == MC_LEGACY || m->life != MC_OPEN) {
 		mc_ungate(m);
 		return;
 	}
@@ -170,11 +171,10 @@ static void mc_open_get(struct mcpc *m)
 static bool mc_decide(struct mc_stream *s, int status)
 {
 	struct mcpc *m = s->m;
-	m->decided = true;
 	if (status == 400 || status == 404 || status == 405) {
 		log_debug("HTTP %d to the first POST: the legacy transport",
 			  status);
-		m->legacy = true;
+		m->transport = MC_LEGACY;
 		mc_stream_drop(s);
 		if (mc_legacy_open(m) < 0)
 			mc_fault(m, MCPC_FAULT_CLOSED, 0,
@@ -182,6 +182,7 @@ static bool mc_decide(struct mc_stream *s, int status)
 				 NULL);
 		return false;
 	}
+	m->transport = MC_STREAMABLE;
 	free(m->init_msg);
 	m->init_msg = NULL;
 	return true;
@@ -190,7 +191,7 @@ static bool mc_decide(struct mc_stream *s, int status)
 bool mc_post_head(struct mc_stream *s, int status)
 {
 	struct mcpc *m = s->m;
-	if (!m->decided && !mc_decide(s, status))
+	if (m->transport == MC_DECIDING && !mc_decide(s, status))
 		return false;
 	if (mc_status_fault(s, status))
 		return false;
@@ -270,7 +271,7 @@ void mc_post_done(struct mc_stream *s, int status, int err, bool sent)
 	if (s->opens_get &&
 	    (!s->got_head || s->sse || status < 200 || status >= 300))
 		mc_ungate(m);
-	if (!s->got_head && !m->decided) {
+	if (!s->got_head && m->transport == MC_DECIDING) {
 		/* Auto mode cannot tell the transport: nothing can go. */
 		mc_fault(m,
 			 err == -ETIMEDOUT ? MCPC_FAULT_TIMEOUT
@@ -286,7 +287,7 @@ void mc_post_done(struct mc_stream *s, int status, int err, bool sent)
 		return;
 	}
 	if (s->sse) {
-		if (s->id > 0 && !s->answered && !m->faulted)
+		if (s->id > 0 && !s->answered && m->life == MC_OPEN)
 			mc_resume_or_lose(s, false);
 		else
 			mc_stream_drop(s);
@@ -402,8 +403,9 @@ int mcpc_new(struct httpc *http, const struct mcpc_opts *opts,
 	m->nheaders = nh;
 	m->unix_socket = opts->unix_socket ? xstrdup(opts->unix_socket) : NULL;
 	m->mode = opts->mode;
-	m->legacy = opts->mode == MCPC_SSE;
-	m->decided = opts->mode != MCPC_AUTO;
+	m->transport = opts->mode == MCPC_SSE	       ? MC_LEGACY
+		       : opts->mode == MCPC_STREAMABLE ? MC_STREAMABLE
+						       : MC_UNDECIDED;
 	m->connect_timeout_ms = opts->connect_timeout_ms;
 	m->refuses_503 = opts->refuses_with_503;
 	m->cbs = *cbs;
@@ -454,11 +456,11 @@ static int mc_route(struct mcpc *m, const char *msg, size_t len, int64_t id)
 	}
 	/* Auto mode: kept to send again should this POST find a legacy
 	 * server. */
-	if (id > 0 && id == m->init_id && !m->decided && !m->deciding) {
+	if (id > 0 && id == m->init_id && m->transport == MC_UNDECIDED) {
 		m->init_msg = xmalloc(len);
 		memcpy(m->init_msg, msg, len);
 		m->init_len = len;
-	} else if (id == 0 && !m->get_opened && !m->legacy &&
+	} else if (id == 0 && !m->get_opened && m->transport != MC_LEGACY &&
 		   mc_method_is(msg, len, "\"notifications/initialized\"")) {
 		opens_get = true;
 	}
@@ -466,9 +468,9 @@ static int mc_route(struct mcpc *m, const char *msg, size_t len, int64_t id)
 		mc_hold(m, msg, len, id);
 		return 0;
 	}
-	if (m->legacy && m->endpoint)
+	if (m->transport == MC_LEGACY && m->endpoint)
 		return mc_legacy_post(m, msg, len, id);
-	if (m->legacy) {
+	if (m->transport == MC_LEGACY) {
 		mc_hold(m, msg, len, id);
 		if (m->get_opened)
 			return 0;
@@ -480,14 +482,15 @@ static int mc_route(struct mcpc *m, const char *msg, size_t len, int64_t id)
 		return rc;
 	}
 	/* Auto mode: one POST finds out the transport; the rest wait. */
-	if (!m->decided && m->deciding) {
+	if (m->transport == MC_DECIDING) {
 		mc_hold(m, msg, len, id);
 		return 0;
 	}
-	m->deciding = true;
+	if (m->transport == MC_UNDECIDED)
+		m->transport = MC_DECIDING;
 	if (opens_get) {
 		m->gated = true;
-		m->gate_due = uv_now(m->loop) + MCPC_GATE_MS;
+		m->gate_due = clock_now_ms() + MCPC_GATE_MS;
 		mc_arm(m);
 	}
 	int rc = mc_post(m, msg, len, id, opens_get);
@@ -515,7 +518,7 @@ void mc_flush_held(struct mcpc *m)
 	msgq_init(&m->held);
 	struct msgq_item *h;
 	while ((h = msgq_pop(&now)) != NULL) {
-		if (!m->faulted && !m->closing &&
+		if (m->life == MC_OPEN &&
 		    mc_route(m, h->msg, h->len, h->id) < 0)
 			mc_lost(m, h->id, OUTBOX_UNWRITTEN);
 		free(h);
@@ -525,7 +528,7 @@ void mc_flush_held(struct mcpc *m)
 
 int mcpc_send(struct mcpc *m, const char *msg, size_t len, int64_t id)
 {
-	if (m->faulted || m->closing)
+	if (m->life != MC_OPEN)
 		return -EPIPE;
 	if (len > MCPC_MAX_MESSAGE)
 		return -EMSGSIZE;
@@ -593,16 +596,16 @@ void mc_close_finish(struct mcpc *m)
 
 void mcpc_close(struct mcpc *m, void (*done)(void *arg), void *arg)
 {
-	if (m->closing)
+	if (m->life == MC_CLOSING)
 		return;
-	bool faulted = m->faulted;
+	bool faulted = m->life == MC_FAULTED;
 	m->done = done;
 	m->done_arg = arg;
 	mc_drop_all(m);
 	mc_held_free(m);
 	uv_timer_stop(&m->timer);
-	m->closing = true;
-	if (m->session_hdr && !m->legacy && !faulted) {
+	m->life = MC_CLOSING;
+	if (m->session_hdr && m->transport != MC_LEGACY && !faulted) {
 		struct mc_stream *s = mc_stream_new(m, MC_DELETE, 0);
 		if (mc_stream_start(s, "DELETE", m->url, NULL, 0) == 0)
 			return;
@@ -614,7 +617,8 @@ void mcpc_close(struct mcpc *m, void (*done)(void *arg), void *arg)
 json_t *mcpc_describe(const struct mcpc *m, bool verbose)
 {
 	json_t *o = json_pack("{s:s, s:s}", "url", m->url, "protocol",
-			      m->legacy ? "sse" : "streamable-http");
+			      m->transport == MC_LEGACY ? "sse"
+							: "streamable-http");
 	if (m->version)
 		json_object_set_new(o, "protocolVersion",
 				    json_string(m->version));

@@ -58,10 +58,25 @@ struct mc_stream {
 	int status;	       /* the response's status, 0 before its head */
 	int tries;	       /* resumptions or reopenings failed in a row */
 	uint64_t retry_ms;     /* the server's retry, or MCPC_RETRY_MS */
-	uint64_t due;	       /* uv_now when to (re)open; 0: not waiting */
+	uint64_t due;	       /* clock ms when to (re)open; 0: not waiting */
 	struct sse parser;
 	struct buf body; /* a JSON answer as it comes */
 	char *last_id;	 /* the last event id of this stream, or NULL */
+};
+
+/* Which transport the session speaks. */
+enum mc_transport {
+	MC_UNDECIDED,  /* auto mode, nothing sent yet */
+	MC_DECIDING,   /* auto mode: the first POST finds out; others wait */
+	MC_STREAMABLE, /* Streamable HTTP */
+	MC_LEGACY,     /* HTTP+SSE */
+};
+
+/* The session's life: open, unusable after a fault, or let go. */
+enum mc_life {
+	MC_OPEN,
+	MC_FAULTED, /* on_fault ran */
+	MC_CLOSING, /* mcpc_close ran */
 };
 
 struct mcpc {
@@ -73,13 +88,10 @@ struct mcpc {
 	size_t nheaders;
 	char *unix_socket;
 	enum mcpc_mode mode;
-	bool legacy;	  /* the transport is HTTP+SSE */
-	bool decided;	  /* auto mode: the first POST answered */
-	bool faulted;	  /* on_fault ran */
-	bool closing;	  /* mcpc_close ran */
+	enum mc_transport transport;
+	enum mc_life life;
 	bool ever_ok;	  /* a response came from the server */
 	bool get_opened;  /* the standing GET stream was started */
-	bool deciding;	  /* auto mode: the POST that finds out is out */
 	bool first_seen;  /* the first request was sent */
 	bool refuses_503; /* its 503 proves a request unprocessed */
 	bool paused;	  /* reading is stopped (mcpc_pause) */
@@ -101,7 +113,7 @@ struct mcpc {
 	 * sends on that stream at once, unrelated to any POST, is not sent
 	 * before the stream exists and lost. */
 	bool gated;
-	uint64_t gate_due; /* when what waits goes anyway (loop ms) */
+	uint64_t gate_due; /* when what waits goes anyway (clock ms) */
 	uint64_t connect_timeout_ms;
 	struct mcpc_cbs cbs;
 	void *ctx;

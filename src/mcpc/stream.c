@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "util/clock.h"
 #include "util/jsonscan.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
@@ -230,21 +231,21 @@ void mc_arm(struct mcpc *m)
 {
 	uint64_t next = m->gated ? m->gate_due : 0;
 	if (m->drain_due)
-		next = uv_now(m->loop);
+		next = clock_now_ms();
 	for (struct mc_stream *s = m->streams; s; s = s->next)
 		if (s->due && (next == 0 || s->due < next))
 			next = s->due;
-	if (next == 0 || m->faulted || m->closing) {
+	if (next == 0 || m->life != MC_OPEN) {
 		uv_timer_stop(&m->timer);
 		return;
 	}
-	uint64_t now = uv_now(m->loop);
+	uint64_t now = clock_now_ms();
 	uv_timer_start(&m->timer, mc_timer_cb, next > now ? next - now : 0, 0);
 }
 
 void mc_due(struct mc_stream *s, uint64_t delay_ms)
 {
-	s->due = uv_now(s->m->loop) + delay_ms;
+	s->due = clock_now_ms() + delay_ms;
 	if (s->due == 0)
 		s->due = 1;
 	mc_arm(s->m);
@@ -269,9 +270,9 @@ static void mc_fire(struct mc_stream *s)
 static void mc_timer_cb(uv_timer_t *t)
 {
 	struct mcpc *m = t->data;
-	uint64_t now = uv_now(m->loop);
+	uint64_t now = clock_now_ms();
 	m->busy++;
-	if (m->drain_due && !m->faulted && !m->closing) {
+	if (m->drain_due && m->life == MC_OPEN) {
 		m->drain_due = false;
 		if (m->cbs.on_drain)
 			m->cbs.on_drain(m->ctx);
@@ -283,7 +284,7 @@ static void mc_timer_cb(uv_timer_t *t)
 		struct mc_stream *s = m->streams;
 		while (s && !(s->due && s->due <= now))
 			s = s->next;
-		if (!s || m->faulted || m->closing)
+		if (!s || m->life != MC_OPEN)
 			break;
 		mc_fire(s);
 	}
@@ -407,7 +408,7 @@ static void mc_on_comment(void *ctx)
 {
 	struct mc_stream *s = ctx;
 	struct mcpc *m = s->m;
-	if (!m->cbs.on_heartbeat || m->faulted || m->closing)
+	if (!m->cbs.on_heartbeat || m->life != MC_OPEN)
 		return;
 	m->busy++;
 	m->cbs.on_heartbeat(m->ctx);
