@@ -18,9 +18,9 @@
 
 #include "cli/cli.h"
 #include "cli/restart.h"
-#include "runtime/launch.h"
-#include "runtime/mark.h"
-#include "runtime/runtime.h"
+#include "home/info.h"
+#include "home/launch.h"
+#include "home/mark.h"
 #include "util/procfs.h"
 #include "util/xmalloc.h"
 

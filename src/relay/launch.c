@@ -12,10 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "home/info.h"
+#include "home/launch.h"
+#include "home/mark.h"
 #include "relay/launch.h"
-#include "runtime/launch.h"
-#include "runtime/mark.h"
-#include "runtime/runtime.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/paths.h"

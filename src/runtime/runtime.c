@@ -16,8 +16,9 @@
 
 #include "config/config.h"
 #include "endpoint/endpoint.h"
+#include "home/info.h"
+#include "home/launch.h"
 #include "journal/journal.h"
-#include "runtime/launch.h"
 #include "runtime/reaper.h"
 #include "runtime/reload.h"
 #include "session/hub.h"

@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/launch.h"
-#include "runtime/mark.h"
+#include "home/launch.h"
+#include "home/mark.h"
 #include "util/fsutil.h"
 #include "util/paths.h"
 #include "util/procfs.h"

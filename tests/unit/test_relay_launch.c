@@ -16,9 +16,9 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "home/info.h"
+#include "home/mark.h"
 #include "relay/launch.h"
-#include "runtime/mark.h"
-#include "runtime/runtime.h"
 #include "util/paths.h"
 #include "util/xmalloc.h"
 

@@ -18,7 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "runtime/runtime.h"
+#include "home/info.h"
 #include "util/fsutil.h"
 #include "util/paths.h"
 #include "util/xmalloc.h"

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/launch.h"
+#include "home/launch.h"
 #include "util/fsutil.h"
 #include "util/paths.h"
 #include "util/procfs.h"

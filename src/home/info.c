@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/runtime.h"
+#include "home/info.h"
 #include "util/fsutil.h"
 #include "util/paths.h"
 #include "util/xmalloc.h"

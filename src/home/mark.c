@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/mark.h"
+#include "home/mark.h"
 #include "util/fsutil.h"
 #include "util/paths.h"
 #include "util/procfs.h"
