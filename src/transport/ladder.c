@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "transport/framer.h"
+#include "jsonrpc/framer.h"
 #include "transport/supervisor.h"
 #include "transport/supervisor_int.h"
 #include "util/log.h"

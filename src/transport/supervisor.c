@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "transport/framer.h"
+#include "jsonrpc/framer.h"
 #include "transport/supervisor_int.h"
 #include "util/buf.h"
 #include "util/log.h"

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transport/framer.h"
+#include "jsonrpc/framer.h"
 #include "util/buf.h"
 
 #define FF_LONG_BASE (64 * 1024 - 512)

@@ -2,7 +2,7 @@
  * Line framer for newline-delimited JSON and the strict UTF-8 check it
  * applies to each line. Owns the partial line carried between feeds.
  */
-#include "transport/framer.h"
+#include "jsonrpc/framer.h"
 
 #include <stdbool.h>
 #include <stdint.h>
