@@ -21,7 +21,7 @@
 #include "home/info.h"
 #include "home/launch.h"
 #include "home/mark.h"
-#include "util/procfs.h"
+#include "proc/procfs.h"
 #include "util/xmalloc.h"
 
 #define CMDLINE_MAX (64 * 1024)

@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "home/launch.h"
+#include "proc/procfs.h"
 #include "util/fsutil.h"
 #include "util/paths.h"
-#include "util/procfs.h"
 #include "util/xmalloc.h"
 
 static int log_open(const char *home)

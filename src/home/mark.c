@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "home/mark.h"
+#include "proc/procfs.h"
 #include "util/fsutil.h"
 #include "util/paths.h"
-#include "util/procfs.h"
 #include "util/xmalloc.h"
 
 #define MARK_NAME "restart.mark"

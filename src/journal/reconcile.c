@@ -15,8 +15,8 @@
 
 #include "journal/journal.h"
 #include "journal/journal_int.h"
+#include "proc/procfs.h"
 #include "util/log.h"
-#include "util/procfs.h"
 #include "util/xmalloc.h"
 
 #define JOURNAL_POLL_MS 10

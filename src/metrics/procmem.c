@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util/procfs.h"
+#include "proc/procfs.h"
 
 /* Field numbers of /proc/PID/stat (man 5 proc). */
 #define STAT_PGRP 5

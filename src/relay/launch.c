@@ -15,11 +15,11 @@
 #include "home/info.h"
 #include "home/launch.h"
 #include "home/mark.h"
+#include "proc/procfs.h"
 #include "relay/launch.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/paths.h"
-#include "util/procfs.h"
 #include "util/xmalloc.h"
 
 enum launch_step {

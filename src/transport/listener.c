@@ -19,8 +19,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "proc/procfs.h"
 #include "util/buf.h"
-#include "util/procfs.h"
 #include "util/xmalloc.h"
 
 #define LISTENER_STATE_LISTEN 0x0A /* include/net/tcp_states.h */

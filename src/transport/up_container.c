@@ -19,10 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proc/supervisor.h"
 #include "transport/container_cmd.h"
 #include "transport/engine.h"
 #include "transport/http_probe.h"
-#include "transport/supervisor.h"
 #include "transport/up_cmd.h"
 #include "transport/upstream.h"
 #include "util/log.h"

@@ -18,8 +18,8 @@
 #include <uv.h>
 
 #include "engine_fixture.h"
+#include "proc/procfs.h"
 #include "transport/engine.h"
-#include "util/procfs.h"
 #include "util/random.h"
 #include "util/xmalloc.h"
 

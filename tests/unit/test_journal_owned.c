@@ -26,10 +26,10 @@
 
 #include "engine_fixture.h"
 #include "journal/journal.h"
+#include "proc/procfs.h"
 #include "transport/engine.h"
 #include "util/buf.h"
 #include "util/fsutil.h"
-#include "util/procfs.h"
 #include "util/xmalloc.h"
 
 #define OWN_GRACE_MS 2000

@@ -16,9 +16,9 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "transport/supervisor.h"
+#include "proc/procfs.h"
+#include "proc/supervisor.h"
 #include "util/log.h"
-#include "util/procfs.h"
 #include "util/xmalloc.h"
 
 #define TST_GUARD_MS 8000

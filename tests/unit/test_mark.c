@@ -20,9 +20,9 @@
 
 #include "home/launch.h"
 #include "home/mark.h"
+#include "proc/procfs.h"
 #include "util/fsutil.h"
 #include "util/paths.h"
-#include "util/procfs.h"
 #include "util/xmalloc.h"
 
 static char mt_home[PATH_MAX];

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "util/procfs.h"
+#include "proc/procfs.h"
 #include "util/xmalloc.h"
 
 #define TST_TAIL                                                               \

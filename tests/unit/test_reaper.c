@@ -11,8 +11,8 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "runtime/reaper.h"
-#include "util/procfs.h"
+#include "proc/procfs.h"
+#include "proc/reaper.h"
 #include "util/xmalloc.h"
 
 static void reap_setup(void)

@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "transport/supervisor.h"
+#include "proc/supervisor.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/xmalloc.h"

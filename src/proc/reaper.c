@@ -6,7 +6,7 @@
  * processes it spawned. On SIGCHLD every zombie child that is not one of
  * the loop's live process handles is reaped, so none piles up over a run.
  */
-#include "runtime/reaper.h"
+#include "proc/reaper.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "proc/procfs.h"
 #include "util/log.h"
-#include "util/procfs.h"
 #include "util/xmalloc.h"
 
 struct reaper_pids {

@@ -16,8 +16,8 @@
 #include <sys/types.h>
 #include <uv.h>
 
-#include "transport/supervisor.h"
-#include "util/procfs.h"
+#include "proc/procfs.h"
+#include "proc/supervisor.h"
 
 #define SUP_OUT_READ_BUF (64 * 1024)
 #define SUP_ERR_READ_BUF 4096

@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "journal/journal.h"
-#include "transport/supervisor.h"
-#include "transport/supervisor_int.h"
+#include "proc/supervisor.h"
+#include "proc/supervisor_int.h"
 #include "util/xmalloc.h"
 
 /* glibc's execvp search path when PATH is unset. */

@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "journal/journal.h"
-#include "transport/supervisor.h"
-#include "transport/supervisor_int.h"
+#include "proc/procfs.h"
+#include "proc/supervisor.h"
+#include "proc/supervisor_int.h"
 #include "util/log.h"
-#include "util/procfs.h"
 #include "util/xmalloc.h"
 
 uint64_t proc_start_time(pid_t pid)

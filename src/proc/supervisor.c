@@ -5,7 +5,7 @@
  * noticing its exit. Owns the supervisor and its libuv handles; ladder.c
  * ends them.
  */
-#include "transport/supervisor.h"
+#include "proc/supervisor.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "jsonrpc/framer.h"
-#include "transport/supervisor_int.h"
+#include "proc/supervisor_int.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/xmalloc.h"

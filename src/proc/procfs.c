@@ -3,7 +3,7 @@
  * list, each read bounded, and the pidfd-checked signal that never reaches
  * a process that took over a pid we knew.
  */
-#include "util/procfs.h"
+#include "proc/procfs.h"
 
 #include <dirent.h>
 #include <errno.h>

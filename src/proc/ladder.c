@@ -13,8 +13,8 @@
 #include <sys/wait.h>
 
 #include "jsonrpc/framer.h"
-#include "transport/supervisor.h"
-#include "transport/supervisor_int.h"
+#include "proc/supervisor.h"
+#include "proc/supervisor_int.h"
 #include "util/log.h"
 
 /* While a stop waits for orphaned group members that are not our
