@@ -19,9 +19,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "container/container_cmd.h"
+#include "container/engine.h"
 #include "proc/supervisor.h"
-#include "transport/container_cmd.h"
-#include "transport/engine.h"
 #include "transport/http_probe.h"
 #include "transport/up_cmd.h"
 #include "transport/upstream.h"

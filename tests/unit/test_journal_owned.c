@@ -24,10 +24,10 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "container/engine.h"
 #include "engine_fixture.h"
 #include "journal/journal.h"
 #include "proc/procfs.h"
-#include "transport/engine.h"
 #include "util/buf.h"
 #include "util/fsutil.h"
 #include "util/xmalloc.h"

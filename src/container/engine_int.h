@@ -5,7 +5,7 @@
 #ifndef MCPV_TRANSPORT_ENGINE_INT_H
 #define MCPV_TRANSPORT_ENGINE_INT_H
 
-#include "transport/engine.h"
+#include "container/engine.h"
 
 /* Arguments after the engine's name, at most. */
 #define ENGINE_ARGS_MAX 128

@@ -2,13 +2,13 @@
  * The engine command line of a container server and the choice of engine
  * (transport/container_cmd.h).
  */
-#include "transport/container_cmd.h"
+#include "container/container_cmd.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "transport/engine.h"
+#include "container/engine.h"
 #include "transport/listener.h"
 #include "util/random.h"
 #include "util/sha256.h"

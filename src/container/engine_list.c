@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transport/engine.h"
-#include "transport/engine_int.h"
+#include "container/engine.h"
+#include "container/engine_int.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 

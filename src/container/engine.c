@@ -6,7 +6,7 @@
  * stop ladder for one container. The list of owned containers is in
  * engine_list.c.
  */
-#include "transport/engine.h"
+#include "container/engine.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "transport/engine_int.h"
+#include "container/engine_int.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
