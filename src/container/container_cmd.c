@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "container/engine.h"
-#include "transport/listener.h"
+#include "ports/listener.h"
 #include "util/random.h"
 #include "util/sha256.h"
 #include "util/xmalloc.h"

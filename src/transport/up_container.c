@@ -21,8 +21,8 @@
 
 #include "container/container_cmd.h"
 #include "container/engine.h"
+#include "ports/http_probe.h"
 #include "proc/supervisor.h"
-#include "transport/http_probe.h"
 #include "transport/up_cmd.h"
 #include "transport/upstream.h"
 #include "util/log.h"

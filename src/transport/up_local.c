@@ -19,9 +19,9 @@
 
 #include "config/secrets.h"
 #include "journal/journal.h"
+#include "ports/listener.h"
+#include "ports/ports.h"
 #include "proc/supervisor.h"
-#include "transport/listener.h"
-#include "transport/ports.h"
 #include "transport/up_cmd.h"
 #include "transport/upstream.h"
 #include "util/clock.h"

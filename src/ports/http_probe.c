@@ -2,7 +2,7 @@
  * Whether an HTTP server answers on a loopback port (transport/
  * http_probe.h).
  */
-#include "transport/http_probe.h"
+#include "ports/http_probe.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * The loopback port allocator: the reserved set, the ring of recent
  * hand-outs, and the kernel as the source of candidates.
  */
-#include "transport/ports.h"
+#include "ports/ports.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

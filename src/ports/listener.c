@@ -2,7 +2,7 @@
  * The {port} template, the loopback rule for local servers' urls, and who
  * holds the listening socket on a loopback port.
  */
-#include "transport/listener.h"
+#include "ports/listener.h"
 
 #include <dirent.h>
 #include <errno.h>
