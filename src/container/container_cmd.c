@@ -1,6 +1,6 @@
 /*
  * The engine command line of a container server and the choice of engine
- * (transport/container_cmd.h).
+ * (container/container_cmd.h).
  */
 #include "container/container_cmd.h"
 

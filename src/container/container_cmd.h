@@ -4,8 +4,8 @@
  * publish of the HTTP form's port) around what the user wrote, which is
  * never changed; and which engine runs it.
  */
-#ifndef MCPV_TRANSPORT_CONTAINER_CMD_H
-#define MCPV_TRANSPORT_CONTAINER_CMD_H
+#ifndef MCPV_CONTAINER_CONTAINER_CMD_H
+#define MCPV_CONTAINER_CONTAINER_CMD_H
 
 #include "config/config.h"
 

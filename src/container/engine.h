@@ -6,8 +6,8 @@
  * group is killed at the deadline) and in output. Decides no policy: it
  * says what the engine said.
  */
-#ifndef MCPV_TRANSPORT_ENGINE_H
-#define MCPV_TRANSPORT_ENGINE_H
+#ifndef MCPV_CONTAINER_ENGINE_H
+#define MCPV_CONTAINER_ENGINE_H
 
 #include <stdbool.h>
 #include <stddef.h>

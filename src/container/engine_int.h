@@ -2,8 +2,8 @@
  * Internal to the engine runner (engine.c) and its list of owned
  * containers (engine_list.c).
  */
-#ifndef MCPV_TRANSPORT_ENGINE_INT_H
-#define MCPV_TRANSPORT_ENGINE_INT_H
+#ifndef MCPV_CONTAINER_ENGINE_INT_H
+#define MCPV_CONTAINER_ENGINE_INT_H
 
 #include "container/engine.h"
 

@@ -4,8 +4,8 @@
  * to a log file in the home's state directory. Used by `mcpvisor restart`;
  * a relay that starts the runtime can use it too.
  */
-#ifndef MCPV_RUNTIME_LAUNCH_H
-#define MCPV_RUNTIME_LAUNCH_H
+#ifndef MCPV_HOME_LAUNCH_H
+#define MCPV_HOME_LAUNCH_H
 
 #include <stdint.h>
 #include <sys/types.h>

@@ -6,10 +6,10 @@
  * replaced, the restart process that wrote it (pid and start time, so a
  * mark whose restart died is known for what it is) and when it was written.
  * The file is STATE/restart.mark: the old pid alone on its first line (what
- * runtime/restart_mark.h reads), a JSON object on the second.
+ * relays of earlier versions read), a JSON object on the second.
  */
-#ifndef MCPV_RUNTIME_MARK_H
-#define MCPV_RUNTIME_MARK_H
+#ifndef MCPV_HOME_MARK_H
+#define MCPV_HOME_MARK_H
 
 #include <stdint.h>
 

@@ -3,8 +3,8 @@
  * non-blank, valid UTF-8 lines within a limit. It owns only the bytes of a
  * line not yet ended; it does not parse JSON.
  */
-#ifndef MCPV_TRANSPORT_FRAMER_H
-#define MCPV_TRANSPORT_FRAMER_H
+#ifndef MCPV_JSONRPC_FRAMER_H
+#define MCPV_JSONRPC_FRAMER_H
 
 #include <stddef.h>
 

@@ -1,6 +1,5 @@
 /*
- * Whether an HTTP server answers on a loopback port (transport/
- * http_probe.h).
+ * Whether an HTTP server answers on a loopback port (ports/http_probe.h).
  */
 #include "ports/http_probe.h"
 

@@ -5,8 +5,8 @@
  * proxy while the container's server does not listen yet) accepts and
  * closes: no answer. Owns its handles; frees itself.
  */
-#ifndef MCPV_TRANSPORT_HTTP_PROBE_H
-#define MCPV_TRANSPORT_HTTP_PROBE_H
+#ifndef MCPV_PORTS_HTTP_PROBE_H
+#define MCPV_PORTS_HTTP_PROBE_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -6,8 +6,8 @@
  * carrying our owner token), so mcpvisor never talks MCP to, nor signals,
  * a program that took the port first.
  */
-#ifndef MCPV_TRANSPORT_LISTENER_H
-#define MCPV_TRANSPORT_LISTENER_H
+#ifndef MCPV_PORTS_LISTENER_H
+#define MCPV_PORTS_LISTENER_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -11,8 +11,8 @@
  * the server's bind; the local upstream detects that (EADDRINUSE, or a
  * listener that is not ours) and starts again on a new port.
  */
-#ifndef MCPV_TRANSPORT_PORTS_H
-#define MCPV_TRANSPORT_PORTS_H
+#ifndef MCPV_PORTS_PORTS_H
+#define MCPV_PORTS_PORTS_H
 
 #include <stdbool.h>
 #include <stddef.h>

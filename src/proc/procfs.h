@@ -4,8 +4,8 @@
  * and a signal that reaches a process only while it is still the one we
  * identified by pid and start time. Every read is bounded.
  */
-#ifndef MCPV_UTIL_PROCFS_H
-#define MCPV_UTIL_PROCFS_H
+#ifndef MCPV_PROC_PROCFS_H
+#define MCPV_PROC_PROCFS_H
 
 #include <stdbool.h>
 #include <stddef.h>

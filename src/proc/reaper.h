@@ -1,8 +1,8 @@
 /*
  * Reaping the orphans the runtime adopts as a subreaper (reaper.c).
  */
-#ifndef MCPV_RUNTIME_REAPER_H
-#define MCPV_RUNTIME_REAPER_H
+#ifndef MCPV_PROC_REAPER_H
+#define MCPV_PROC_REAPER_H
 
 #include <stddef.h>
 #include <uv.h>

@@ -9,7 +9,7 @@
  *
  * Its stdio is attached one of two ways:
  *   SUP_PIPES: messages. stdin is a write queue (SUP_MAX_QUEUED bytes),
- *     stdout is framed as newline-delimited JSON (transport/framer.c),
+ *     stdout is framed as newline-delimited JSON (jsonrpc/framer.c),
  *     stderr is log lines. For stdio MCP servers.
  *   SUP_LOGS: stdin is /dev/null; stdout and stderr are both log lines
  *     (on_log and the ring). For programs reached another way (a local
@@ -17,8 +17,8 @@
  *
  * Decides no policy (no restarts, no backoff): it reports the exit.
  */
-#ifndef MCPV_TRANSPORT_SUPERVISOR_H
-#define MCPV_TRANSPORT_SUPERVISOR_H
+#ifndef MCPV_PROC_SUPERVISOR_H
+#define MCPV_PROC_SUPERVISOR_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,11 +1,11 @@
 /*
- * Internal to src/transport: not for use outside that folder. The state of
+ * Internal to src/proc: not for use outside that folder. The state of
  * one supervised process, shared by the files that spawn and feed it
- * (supervisor.c), stop it (ladder.c), find its strays (proc.c) and run its
+ * (supervisor.c), stop it (ladder.c), find its strays (strays.c) and run its
  * command (exec.c).
  */
-#ifndef MCPV_TRANSPORT_STDIO_INT_H
-#define MCPV_TRANSPORT_STDIO_INT_H
+#ifndef MCPV_PROC_SUPERVISOR_INT_H
+#define MCPV_PROC_SUPERVISOR_INT_H
 
 /* The kernel buffer asked for on the server's stdout and stderr. */
 #define SUP_PIPE_BYTES (1024 * 1024)
@@ -80,7 +80,7 @@ struct supervisor {
 	int open_slot[SUP_NSTREAMS];
 
 	/* The owner token in the server's environment, by which the ladder
-	 * finds its processes that left the group (proc.c). */
+	 * finds its processes that left the group (strays.c). */
 	char owner_token[SUP_TOKEN_MAX + 1];
 	struct procfs_owned *strays; /* found outside the group, to stop */
 	size_t nstrays;
@@ -114,7 +114,7 @@ int sup_ladder_signal(const struct supervisor *c);
 /* Re-evaluates a stop in progress, e.g. once the leader has been reaped. */
 void sup_ladder_check(struct supervisor *c);
 
-/* ---- proc.c ---- */
+/* ---- strays.c ---- */
 
 /* Starts a search of /proc (in the thread pool) for processes of our uid
  * outside the group that carry the conn's owner token. When it is done they

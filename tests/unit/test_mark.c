@@ -1,6 +1,6 @@
 /*
- * Unit tests for the restart mark (runtime/mark.c) and the detached start
- * of a runtime (runtime/launch.c). The mark counts only while the restart
+ * Unit tests for the restart mark (home/mark.c) and the detached start
+ * of a runtime (home/launch.c). The mark counts only while the restart
  * that wrote it lives and is young; its first line is the old pid alone
  * (what the relay's reader takes). A launched program is a grandchild in
  * its own session, with the arguments, folder and environment asked for,
