@@ -15,6 +15,7 @@
 
 #include "journal/journal.h"
 #include "journal/journal_int.h"
+#include "proc/owner.h"
 #include "proc/procfs.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
@@ -57,8 +58,8 @@ static int journal_proc_scan(struct journal_proc **out, size_t *count)
 			continue;
 		p->has_token = false;
 		struct procfs_stat again;
-		if (procfs_environ_get(pids[i], uid, JOURNAL_OWNER_ENV,
-				       p->token, sizeof p->token) == 0 &&
+		if (procfs_environ_get(pids[i], uid, PROC_OWNER_ENV, p->token,
+				       sizeof p->token) == 0 &&
 		    procfs_read_stat(pids[i], &again) == 0 &&
 		    again.start_time == p->st.start_time)
 			p->has_token = true;

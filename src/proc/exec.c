@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "journal/journal.h"
+#include "proc/owner.h"
 #include "proc/supervisor.h"
 #include "proc/supervisor_int.h"
 #include "util/xmalloc.h"
@@ -57,8 +57,7 @@ static bool sup_env_has(char *const *env, const char *kv)
 
 static bool sup_env_is_owner(const char *kv)
 {
-	return strncmp(kv, JOURNAL_OWNER_ENV "=",
-		       strlen(JOURNAL_OWNER_ENV "=")) == 0;
+	return strncmp(kv, PROC_OWNER_ENV "=", strlen(PROC_OWNER_ENV "=")) == 0;
 }
 
 /* The owner variable is always ours: neither the runtime's own (it may
@@ -82,7 +81,7 @@ char **sup_build_env(char *const *env, const char *token)
 		if (!sup_env_is_owner(env[j]))
 			out[k++] = xstrdup(env[j]);
 	if (token != NULL)
-		out[k++] = xasprintf("%s=%s", JOURNAL_OWNER_ENV, token);
+		out[k++] = xasprintf("%s=%s", PROC_OWNER_ENV, token);
 	out[k] = NULL;
 	return out;
 }

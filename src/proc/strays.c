@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "journal/journal.h"
+#include "proc/owner.h"
 #include "proc/procfs.h"
 #include "proc/supervisor.h"
 #include "proc/supervisor_int.h"
@@ -82,7 +82,7 @@ static void sup_scan_work_cb(uv_work_t *req)
 	c->scan_found = NULL;
 	c->scan_nfound = 0;
 	c->scan_rc = procfs_find_by_env(c->scan_uid, c->scan_ancestor,
-					JOURNAL_OWNER_ENV, values, 1,
+					PROC_OWNER_ENV, values, 1,
 					&c->scan_found, &c->scan_nfound);
 }
 

@@ -2,7 +2,7 @@
  * The process supervisor: runs one server program for a transport and
  * ends it. It spawns the command through the exec step (parent-death
  * signal) in its own process group, with the runtime's environment, the
- * server's env laid over it and JOURNAL_OWNER_ENV=token; keeps the recent
+ * server's env laid over it and PROC_OWNER_ENV=token; keeps the recent
  * lines the program printed in a bounded ring; and stops it with the
  * ladder: close stdin, wait, SIGTERM the group, wait, SIGKILL the group,
  * with the processes that left the group found by the owner token.
@@ -26,9 +26,11 @@
 #include <sys/types.h>
 #include <uv.h>
 
-#include "transport/upstream.h"
+#include "config/config.h"
+#include "jsonrpc/jsonrpc.h"
+#include "proc/owner.h"
 
-#define SUP_MAX_LINE UPSTREAM_MAX_MESSAGE /* one JSON-RPC message */
+#define SUP_MAX_LINE JR_MAX_MESSAGE	  /* one JSON-RPC message */
 #define SUP_LOG_LINES 50		  /* ring of recent log lines */
 #define SUP_LOG_LINE_MAX 512		  /* longer log lines are cut */
 #define SUP_STOP_GRACE_MS 2000		  /* default wait per ladder step */
@@ -82,7 +84,7 @@ struct sup_spec {
 	 * given here replaces the runtime's), NULL-terminated; may be NULL.
 	 * See sup_env_from_config. */
 	char *const *env;
-	/* Owner token: the child gets JOURNAL_OWNER_ENV=token (whatever the
+	/* Owner token: the child gets PROC_OWNER_ENV=token (whatever the
 	 * runtime or env said), and the ladder stops every process of our
 	 * uid that carries it, also outside the group (a child that called
 	 * setsid). NULL: no token; only the group is stopped. */

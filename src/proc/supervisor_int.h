@@ -133,7 +133,7 @@ void sup_strays_free(struct supervisor *c);
 /* The exec shim's path, NULL when commands are spawned directly. */
 const char *sup_exec_shim(void);
 /* The runtime's environment with env laid over it and
- * JOURNAL_OWNER_ENV=token (when token is set); free with sup_env_free. */
+ * PROC_OWNER_ENV=token (when token is set); free with sup_env_free. */
 char **sup_build_env(char *const *env, const char *token);
 /* The file execvp would run for cmd with the child's env and cwd, in *out
  * (caller frees). 0, -ENOENT, -EACCES, -ENAMETOOLONG or -EINVAL. */

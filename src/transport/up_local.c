@@ -18,9 +18,9 @@
 #include <unistd.h>
 
 #include "config/secrets.h"
-#include "journal/journal.h"
 #include "ports/listener.h"
 #include "ports/ports.h"
+#include "proc/owner.h"
 #include "proc/supervisor.h"
 #include "transport/up_cmd.h"
 #include "transport/upstream.h"

@@ -19,6 +19,7 @@
 #include <uv.h>
 
 #include "proc/supervisor.h"
+#include "transport/upstream.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
