@@ -17,6 +17,7 @@
 #include "journal/journal_int.h"
 #include "proc/owner.h"
 #include "proc/procfs.h"
+#include "proc/snap.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
@@ -42,30 +43,26 @@ struct journal_target {
  * so that a pid reused during the read is not credited with a token. */
 static int journal_proc_scan(struct journal_proc **out, size_t *count)
 {
-	pid_t *pids = NULL;
-	size_t npids = 0;
-	int rc = procfs_list_pids(&pids, &npids);
+	struct proc_snap *snap = NULL;
+	int rc = proc_snap_take(&snap);
 	if (rc < 0)
 		return rc;
-	struct journal_proc *procs = xcalloc(npids ? npids : 1, sizeof *procs);
+	size_t nall = proc_snap_count(snap);
+	struct journal_proc *procs = xcalloc(nall ? nall : 1, sizeof *procs);
 	size_t n = 0;
 	pid_t self = getpid();
 	uid_t uid = geteuid();
-	for (size_t i = 0; i < npids; i++) {
-		struct journal_proc *p = &procs[n];
-		if (pids[i] == self || procfs_read_stat(pids[i], &p->st) < 0 ||
-		    procfs_state_dead(p->st.state))
+	for (size_t i = 0; i < nall; i++) {
+		const struct procfs_stat *st = proc_snap_at(snap, i);
+		if (st->pid == self || procfs_state_dead(st->state))
 			continue;
-		p->has_token = false;
-		struct procfs_stat again;
-		if (procfs_environ_get(pids[i], uid, PROC_OWNER_ENV, p->token,
-				       sizeof p->token) == 0 &&
-		    procfs_read_stat(pids[i], &again) == 0 &&
-		    again.start_time == p->st.start_time)
-			p->has_token = true;
-		n++;
+		struct journal_proc *p = &procs[n++];
+		p->st = *st;
+		p->has_token =
+			proc_snap_environ(st, uid, PROC_OWNER_ENV, p->token,
+					  sizeof p->token) == 0;
 	}
-	free(pids);
+	proc_snap_free(snap);
 	*out = procs;
 	*count = n;
 	return 0;

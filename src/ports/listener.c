@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "proc/procfs.h"
+#include "proc/snap.h"
 #include "util/buf.h"
 #include "util/xmalloc.h"
 
@@ -299,24 +300,22 @@ out:
 	return rc;
 }
 
-/* Is pid (of uid, alive) ours: in group pgid (by_token false), or
- * carrying env_name=token (by_token true)? */
-static bool listener_is_ours(pid_t pid, uid_t uid, pid_t pgid,
-			     const char *env_name, const char *token,
-			     bool by_token)
+/* Is the process st (of uid, alive) ours: in group pgid (by_token
+ * false), or carrying env_name=token (by_token true)? */
+static bool listener_is_ours(const struct procfs_stat *st, uid_t uid,
+			     pid_t pgid, const char *env_name,
+			     const char *token, bool by_token)
 {
-	struct procfs_stat st;
 	uid_t owner;
-	if (procfs_read_stat(pid, &st) < 0 || procfs_state_dead(st.state) ||
-	    (!by_token && (pgid <= 0 || st.pgrp != pgid)) ||
-	    (by_token && st.pgrp == pgid) || /* the first pass saw it */
-	    procfs_uid(pid, &owner) < 0 || owner != uid)
+	if (procfs_state_dead(st->state) ||
+	    (!by_token && (pgid <= 0 || st->pgrp != pgid)) ||
+	    (by_token && st->pgrp == pgid) || /* the first pass saw it */
+	    procfs_uid(st->pid, &owner) < 0 || owner != uid)
 		return false;
 	if (!by_token)
 		return true;
 	char value[LISTENER_VALUE_MAX];
-	return procfs_environ_get(pid, uid, env_name, value, sizeof value) ==
-		       0 &&
+	return proc_snap_environ(st, uid, env_name, value, sizeof value) == 0 &&
 	       strcmp(value, token) == 0;
 }
 
@@ -347,21 +346,23 @@ enum listener_owner listener_owner(int port, uid_t uid, pid_t pgid,
 	if (n == 0)
 		return LISTENER_NONE;
 	bool held[LISTENER_MAX_INODES] = {false};
-	pid_t *pids = NULL;
-	size_t npids = 0;
-	if (procfs_list_pids(&pids, &npids) < 0)
+	struct proc_snap *snap = NULL;
+	if (proc_snap_take(&snap) < 0)
 		return LISTENER_OTHER; /* unproven is not ours */
-	/* The group first: a stat line each. Environments (the costly read)
-	 * only when a listener is still unaccounted for. */
+	/* The group first: its stat lines are in the snapshot.
+	 * Environments (the costly read) only when a listener is still
+	 * unaccounted for. */
 	for (int pass = 0; pass < 2 && !listener_all_held(held, n); pass++) {
 		if (pass == 1 && token == NULL)
 			break;
-		for (size_t i = 0; i < npids; i++)
-			if (listener_is_ours(pids[i], uid, pgid, env_name,
-					     token, pass == 1))
-				listener_mark_fds(pids[i], inodes, n, held);
+		for (size_t i = 0; i < proc_snap_count(snap); i++) {
+			const struct procfs_stat *st = proc_snap_at(snap, i);
+			if (listener_is_ours(st, uid, pgid, env_name, token,
+					     pass == 1))
+				listener_mark_fds(st->pid, inodes, n, held);
+		}
 	}
-	free(pids);
+	proc_snap_free(snap);
 	return listener_all_held(held, n) ? LISTENER_OURS : LISTENER_OTHER;
 }
 

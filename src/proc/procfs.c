@@ -1,11 +1,11 @@
 /*
- * The one reader of /proc: stat fields, owner, environment and the pid
- * list, each read bounded, and the pidfd-checked signal that never reaches
- * a process that took over a pid we knew.
+ * The one reader of /proc for one process: its stat fields, owner and
+ * environment, each read bounded, and the pidfd-checked signal that never
+ * reaches a process that took over a pid we knew. Walks over every process
+ * go through a snapshot (snap.c).
  */
 #include "proc/procfs.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -23,7 +23,9 @@
 #define PROCFS_F_STATE 3
 #define PROCFS_F_PPID 4
 #define PROCFS_F_PGRP 5
+#define PROCFS_F_SESSION 6
 #define PROCFS_F_START 22
+#define PROCFS_F_RSS 24
 
 static int procfs_parse_int(const char *s, size_t n, pid_t *out)
 {
@@ -82,13 +84,16 @@ int procfs_parse_stat(const char *text, size_t len, struct procfs_stat *out)
 		return -EINVAL;
 	const char *end = text + len;
 	p = close + 1;
-	for (int field = PROCFS_F_STATE; field <= PROCFS_F_START; field++) {
+	for (int field = PROCFS_F_STATE; field <= PROCFS_F_RSS; field++) {
 		while (p < end && *p == ' ')
 			p++;
 		const char *tok = p;
 		while (p < end && *p != ' ' && *p != '\n' && *p != '\0')
 			p++;
 		size_t tlen = (size_t)(p - tok);
+		/* The fields after the start time are read when there. */
+		if (tlen == 0 && field > PROCFS_F_START)
+			break;
 		if (tlen == 0)
 			return -EINVAL;
 		int rc = 0;
@@ -104,8 +109,18 @@ int procfs_parse_stat(const char *text, size_t len, struct procfs_stat *out)
 		case PROCFS_F_PGRP:
 			rc = procfs_parse_int(tok, tlen, &out->pgrp);
 			break;
+		case PROCFS_F_SESSION:
+			rc = procfs_parse_int(tok, tlen, &out->sid);
+			break;
 		case PROCFS_F_START:
 			rc = procfs_parse_u64(tok, tlen, &out->start_time);
+			break;
+		case PROCFS_F_RSS:
+			/* A signed count that is never negative in practice:
+			 * a negative one reads as none. */
+			if (tok[0] != '-')
+				rc = procfs_parse_u64(tok, tlen,
+						      &out->rss_pages);
 			break;
 		default:
 			break;
@@ -229,120 +244,14 @@ out:
 	return rc;
 }
 
-int procfs_list_pids(pid_t **out, size_t *count)
+int procfs_cmdline(pid_t pid, char *buf, size_t size, size_t *len)
 {
-	DIR *d = opendir("/proc");
-	if (d == NULL)
-		return -errno;
-	pid_t *pids = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
-		pid_t pid;
-		if (procfs_parse_int(de->d_name, strlen(de->d_name), &pid) <
-			    0 ||
-		    pid <= 0)
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			pids = xrealloc(pids, cap * sizeof *pids);
-		}
-		pids[n++] = pid;
-	}
-	closedir(d);
-	*out = pids;
-	*count = n;
-	return 0;
-}
-
-/* The longest value procfs_find_by_env compares. */
-#define PROCFS_VALUE_MAX 256
-/* Deeper process trees than this are not followed to their ancestor. */
-#define PROCFS_DEPTH_MAX 64
-
-static int procfs_stat_cmp(const void *a, const void *b)
-{
-	const struct procfs_stat *x = a, *y = b;
-	return (x->pid > y->pid) - (x->pid < y->pid);
-}
-
-/* Whether ancestor is above st in the tree of all (sorted by pid). */
-static bool procfs_descends(const struct procfs_stat *all, size_t n,
-			    const struct procfs_stat *st, pid_t ancestor)
-{
-	pid_t ppid = st->ppid;
-	for (int depth = 0; depth < PROCFS_DEPTH_MAX && ppid > 1; depth++) {
-		if (ppid == ancestor)
-			return true;
-		struct procfs_stat key = {.pid = ppid};
-		const struct procfs_stat *up =
-			bsearch(&key, all, n, sizeof *all, procfs_stat_cmp);
-		if (up == NULL)
-			return false;
-		ppid = up->ppid;
-	}
-	return false;
-}
-
-int procfs_find_by_env(uid_t uid, pid_t ancestor, const char *name,
-		       const char *const *values, size_t nvalues,
-		       struct procfs_owned **out, size_t *count)
-{
-	pid_t *pids = NULL;
-	size_t npids = 0;
-	*out = NULL;
-	*count = 0;
-	int rc = procfs_list_pids(&pids, &npids);
-	if (rc < 0)
-		return rc;
-	/* Stat lines first: cheap, and enough to rule most processes out
-	 * before any environment is read. */
-	struct procfs_stat *all = xcalloc(npids ? npids : 1, sizeof *all);
-	size_t nall = 0;
-	for (size_t i = 0; i < npids; i++) {
-		if (procfs_read_stat(pids[i], &all[nall]) == 0)
-			nall++;
-	}
-	free(pids);
-	qsort(all, nall, sizeof *all, procfs_stat_cmp);
-	pid_t self = getpid();
-	struct procfs_owned *found = NULL;
-	size_t n = 0, cap = 0;
-	for (size_t i = 0; i < nall; i++) {
-		const struct procfs_stat *before = &all[i];
-		struct procfs_stat after;
-		char value[PROCFS_VALUE_MAX];
-		uid_t owner = (uid_t)-1;
-		pid_t pid = before->pid;
-		if (pid == self || procfs_state_dead(before->state))
-			continue;
-		if (ancestor > 0 &&
-		    !procfs_descends(all, nall, before, ancestor))
-			continue;
-		if (procfs_uid(pid, &owner) < 0 || owner != uid)
-			continue;
-		if (procfs_environ_get(pid, uid, name, value, sizeof value) < 0)
-			continue;
-		/* The environment read belongs to the process we looked at. */
-		if (procfs_read_stat(pid, &after) < 0 ||
-		    after.start_time != before->start_time)
-			continue;
-		for (size_t k = 0; k < nvalues; k++) {
-			if (strcmp(value, values[k]) != 0)
-				continue;
-			if (n == cap) {
-				cap = cap ? cap * 2 : 16;
-				found = xrealloc(found, cap * sizeof *found);
-			}
-			found[n++] = (struct procfs_owned){
-				pid, before->pgrp, before->start_time, k};
-			break;
-		}
-	}
-	free(all);
-	*out = found;
-	*count = n;
-	return 0;
+	char path[64];
+	*len = 0;
+	if (pid <= 0)
+		return -EINVAL;
+	snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)pid);
+	return procfs_read(path, buf, size, len);
 }
 
 bool procfs_alive(pid_t pid, uint64_t start_time)

@@ -1,8 +1,9 @@
 /*
- * The one reader of /proc: a process's stat fields (state, group, start
- * time), its owner uid, one variable of its environment, the list of pids,
- * and a signal that reaches a process only while it is still the one we
- * identified by pid and start time. Every read is bounded.
+ * The one reader of /proc for one process: its stat fields (state, parent,
+ * group, session, start time, resident pages), its owner uid, one variable
+ * of its environment, and a signal that reaches a process only while it is
+ * still the one we identified by pid and start time. Every read is bounded.
+ * A look at every process is a snapshot (proc/snap.h).
  */
 #ifndef MCPV_PROC_PROCFS_H
 #define MCPV_PROC_PROCFS_H
@@ -23,11 +24,14 @@ struct procfs_stat {
 	char state; /* 'R', 'S', ..., 'Z' zombie, 'X' dead */
 	pid_t ppid;
 	pid_t pgrp;
+	pid_t sid;	     /* session */
 	uint64_t start_time; /* field 22: clock ticks since boot */
+	uint64_t rss_pages;  /* field 24: resident pages, 0 when not given */
 };
 
 /* Parses the text of /proc/PID/stat. Fields are counted after the last
- * ')', since comm may hold spaces and parentheses. 0 or -EINVAL. */
+ * ')', since comm may hold spaces and parentheses; those after the start
+ * time may be missing. 0 or -EINVAL. */
 int procfs_parse_stat(const char *text, size_t len, struct procfs_stat *out);
 
 /* Reads /proc/PID/stat. 0, -ENOENT once the pid is free, or -errno. */
@@ -57,26 +61,10 @@ const char *procfs_environ_find(const char *env, size_t len, const char *name,
 int procfs_environ_get(pid_t pid, uid_t uid, const char *name, char *out,
 		       size_t size);
 
-/* Every numeric entry of /proc, in *out (caller frees). 0 or -errno. */
-int procfs_list_pids(pid_t **out, size_t *count);
-
-/* A process proved to carry an owner value. */
-struct procfs_owned {
-	pid_t pid;
-	pid_t pgrp;
-	uint64_t start_time;
-	size_t which; /* index into the values searched for */
-};
-
-/* Every live process of uid except the caller whose environment holds
- * name=values[i] for some i, in *out (caller frees). ancestor > 0: only its
- * descendants (a subreaper finds all that its children left behind there,
- * and reads no other environment). The start time is read before and after
- * the environment, so a pid reused during the read is skipped rather than
- * attributed. 0 or -errno (only when /proc cannot be listed). */
-int procfs_find_by_env(uid_t uid, pid_t ancestor, const char *name,
-		       const char *const *values, size_t nvalues,
-		       struct procfs_owned **out, size_t *count);
+/* The arguments of pid, NUL-separated as /proc/PID/cmdline holds them,
+ * in buf (at most size bytes, not terminated), *len their length. 0,
+ * -ENOENT once it is gone, or -errno. */
+int procfs_cmdline(pid_t pid, char *buf, size_t size, size_t *len);
 
 /* Sends sig to pid only if it still is the live process that started at
  * start_time. With a pidfd the check and the signal refer to the same

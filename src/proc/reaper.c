@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "proc/procfs.h"
+#include "proc/snap.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
@@ -45,39 +46,37 @@ static bool reaper_is_libuvs(const struct reaper_pids *s, pid_t pid)
 
 size_t reaper_sweep(uv_loop_t *loop)
 {
-	pid_t *pids = NULL;
-	size_t n = 0;
-	if (procfs_list_pids(&pids, &n) < 0)
+	struct proc_snap *snap = NULL;
+	if (proc_snap_take(&snap) < 0)
 		return 0;
 	pid_t self = getpid();
 	struct reaper_pids libuvs = {0};
 	bool walked = false;
 	size_t reaped = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct procfs_stat st;
-		if (procfs_read_stat(pids[i], &st) < 0 || st.ppid != self ||
-		    st.state != 'Z')
+	for (size_t i = 0; i < proc_snap_count(snap); i++) {
+		const struct procfs_stat *st = proc_snap_at(snap, i);
+		if (st->ppid != self || st->state != 'Z')
 			continue;
 		if (!walked) {
 			uv_walk(loop, reaper_collect_cb, &libuvs);
 			walked = true;
 		}
-		if (reaper_is_libuvs(&libuvs, pids[i]))
+		if (reaper_is_libuvs(&libuvs, st->pid))
 			continue;
 		/* A zombie child of ours: its pid cannot be reused until
 		 * this wait, so this reaps exactly the one just read. */
 		int status;
 		pid_t r;
-		while ((r = waitpid(pids[i], &status, WNOHANG)) < 0 &&
+		while ((r = waitpid(st->pid, &status, WNOHANG)) < 0 &&
 		       errno == EINTR)
 			;
-		if (r == pids[i]) {
+		if (r == st->pid) {
 			log_debug("reaped adopted pid %d", (int)r);
 			reaped++;
 		}
 	}
 	free(libuvs.pid);
-	free(pids);
+	proc_snap_free(snap);
 	return reaped;
 }
 

@@ -15,6 +15,7 @@
 
 #include "proc/owner.h"
 #include "proc/procfs.h"
+#include "proc/snap.h"
 #include "proc/supervisor.h"
 #include "proc/supervisor_int.h"
 #include "util/log.h"
@@ -36,7 +37,7 @@ void sup_strays_free(struct supervisor *c)
  * zombie; libuv reaps only the leaders it spawned. Only a zombie whose
  * parent is us and whose start time is the stray's is reaped, so no other
  * child's exit is ever taken. */
-static void sup_stray_reap(const struct procfs_owned *s)
+static void sup_stray_reap(const struct proc_owned *s)
 {
 	struct procfs_stat st;
 	if (procfs_read_stat(s->pid, &st) == 0 && procfs_state_dead(st.state) &&
@@ -51,7 +52,7 @@ size_t sup_strays_prune(struct supervisor *c)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < c->nstrays; i++) {
-		struct procfs_owned *s = &c->strays[i];
+		struct proc_owned *s = &c->strays[i];
 		if (procfs_alive(s->pid, s->start_time)) {
 			c->strays[k++] = *s;
 			continue;
@@ -79,11 +80,15 @@ static void sup_scan_work_cb(uv_work_t *req)
 {
 	struct supervisor *c = req->data;
 	const char *values[] = {c->owner_token};
+	struct proc_snap *snap = NULL;
 	c->scan_found = NULL;
 	c->scan_nfound = 0;
-	c->scan_rc = procfs_find_by_env(c->scan_uid, c->scan_ancestor,
-					PROC_OWNER_ENV, values, 1,
-					&c->scan_found, &c->scan_nfound);
+	c->scan_rc = proc_snap_take(&snap);
+	if (c->scan_rc == 0)
+		proc_snap_owned(snap, c->scan_uid, c->scan_ancestor,
+				PROC_OWNER_ENV, values, 1, &c->scan_found,
+				&c->scan_nfound);
+	proc_snap_free(snap);
 }
 
 static void sup_scan_start(struct supervisor *c);
@@ -96,7 +101,7 @@ static size_t sup_scan_merge(struct supervisor *c, size_t *outside)
 	size_t added = 0;
 	*outside = 0;
 	for (size_t i = 0; i < c->scan_nfound; i++) {
-		const struct procfs_owned *f = &c->scan_found[i];
+		const struct proc_owned *f = &c->scan_found[i];
 		if (f->pid == c->pid || f->pgrp == c->pid)
 			continue;
 		(*outside)++;

@@ -17,6 +17,7 @@
 #include <uv.h>
 
 #include "proc/procfs.h"
+#include "proc/snap.h"
 #include "proc/supervisor.h"
 
 #define SUP_OUT_READ_BUF (64 * 1024)
@@ -82,7 +83,7 @@ struct supervisor {
 	/* The owner token in the server's environment, by which the ladder
 	 * finds its processes that left the group (strays.c). */
 	char owner_token[SUP_TOKEN_MAX + 1];
-	struct procfs_owned *strays; /* found outside the group, to stop */
+	struct proc_owned *strays; /* found outside the group, to stop */
 	size_t nstrays;
 	/* The /proc search runs in the thread pool (it reads every
 	 * process's stat line); while it does, it counts as an open handle. */
@@ -95,7 +96,7 @@ struct supervisor {
 	pid_t scan_ancestor;
 	uid_t scan_uid;
 	int scan_rc;
-	struct procfs_owned *scan_found;
+	struct proc_owned *scan_found;
 	size_t scan_nfound;
 };
 

@@ -49,15 +49,10 @@ struct launch {
 
 char *launch_describe_pid(long pid)
 {
-	char path[64], cmd[256];
-	snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+	char cmd[256];
 	size_t n = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		ssize_t k = read(fd, cmd, sizeof cmd - 1);
-		n = k > 0 ? (size_t)k : 0;
-		close(fd);
-	}
+	if (procfs_cmdline((pid_t)pid, cmd, sizeof cmd - 1, &n) < 0)
+		n = 0;
 	while (n > 0 && cmd[n - 1] == '\0')
 		n--;
 	for (size_t i = 0; i < n; i++)
