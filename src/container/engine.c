@@ -18,14 +18,12 @@
 #include <unistd.h>
 
 #include "container/engine_int.h"
+#include "proc/stop.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
 #define ENGINE_ERR_LINE_MAX 512
-/* After the group got SIGKILL: how long its leader may take to be
- * reaped before we stop waiting (stuck in the kernel). */
-#define ENGINE_KILL_WAIT_MS 1000
 /* After the command exited: how long something it started may keep its
  * output pipes open before what came is taken as the answer. */
 #define ENGINE_DRAIN_MS 1000
@@ -201,8 +199,10 @@ static void engine_timer_cb(uv_timer_t *t)
 			  (unsigned long long)job->timeout_ms);
 		job->killed = true;
 		engine_kill_group(job);
-		uv_timer_start(&job->timer, engine_timer_cb,
-			       ENGINE_KILL_WAIT_MS, 0);
+		/* Its leader may take this long to be reaped before we
+		 * stop waiting (stuck in the kernel). */
+		uv_timer_start(&job->timer, engine_timer_cb, PROC_KILL_WAIT_MS,
+			       0);
 		return;
 	}
 	if (job->exited && !job->killed) {

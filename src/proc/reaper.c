@@ -44,6 +44,20 @@ static bool reaper_is_libuvs(const struct reaper_pids *s, pid_t pid)
 	return false;
 }
 
+/* A zombie child of ours: its pid cannot be reused until this wait, so
+ * this reaps exactly the one read. */
+static bool reaper_wait(pid_t pid)
+{
+	int status;
+	pid_t r;
+	while ((r = waitpid(pid, &status, WNOHANG)) < 0 && errno == EINTR)
+		;
+	if (r != pid)
+		return false;
+	log_debug("reaped adopted pid %d", (int)r);
+	return true;
+}
+
 size_t reaper_sweep(uv_loop_t *loop)
 {
 	struct proc_snap *snap = NULL;
@@ -61,23 +75,25 @@ size_t reaper_sweep(uv_loop_t *loop)
 			uv_walk(loop, reaper_collect_cb, &libuvs);
 			walked = true;
 		}
-		if (reaper_is_libuvs(&libuvs, st->pid))
-			continue;
-		/* A zombie child of ours: its pid cannot be reused until
-		 * this wait, so this reaps exactly the one just read. */
-		int status;
-		pid_t r;
-		while ((r = waitpid(st->pid, &status, WNOHANG)) < 0 &&
-		       errno == EINTR)
-			;
-		if (r == st->pid) {
-			log_debug("reaped adopted pid %d", (int)r);
-			reaped++;
-		}
+		if (!reaper_is_libuvs(&libuvs, st->pid))
+			reaped += reaper_wait(st->pid);
 	}
 	free(libuvs.pid);
 	proc_snap_free(snap);
 	return reaped;
+}
+
+bool reaper_reap(uv_loop_t *loop, pid_t pid, uint64_t start_time)
+{
+	struct procfs_stat st;
+	if (procfs_read_stat(pid, &st) < 0 || st.state != 'Z' ||
+	    st.ppid != getpid() || st.start_time != start_time)
+		return false;
+	struct reaper_pids libuvs = {0};
+	uv_walk(loop, reaper_collect_cb, &libuvs);
+	bool ours = !reaper_is_libuvs(&libuvs, pid);
+	free(libuvs.pid);
+	return ours && reaper_wait(pid);
 }
 
 static void reaper_signal_cb(uv_signal_t *h, int signum)

@@ -2,7 +2,7 @@
  * One supervised program: spawning it in its own process group, framing
  * its stdout into messages (SUP_PIPES) or taking it as log lines
  * (SUP_LOGS), keeping the ring of log lines, writing to its stdin, and
- * noticing its exit. Owns the supervisor and its libuv handles; ladder.c
+ * noticing its exit. Owns the supervisor and its libuv handles; sup_stop.c
  * ends them.
  */
 #include "proc/supervisor.h"
@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "jsonrpc/framer.h"
+#include "proc/procfs.h"
+#include "proc/stop.h"
 #include "proc/supervisor_int.h"
 #include "util/buf.h"
 #include "util/log.h"
@@ -260,10 +262,7 @@ static void sup_exit_cb(uv_process_t *proc, int64_t exit_status,
 	sup_report_exit(c, exit_status, term_signal);
 	/* The leader is gone but its group may not be: the ladder runs on
 	 * its own, whether or not the owner asks for a stop. */
-	if (c->state == SUP_RUNNING)
-		sup_stop(c);
-	else
-		sup_ladder_check(c);
+	sup_leader_reaped(c);
 }
 
 /* ---- stdin ---- */
@@ -359,7 +358,7 @@ static struct supervisor *sup_new(uv_loop_t *loop, const struct sup_spec *spec,
 	c->mode = spec->mode;
 	c->state = SUP_RUNNING;
 	c->grace_ms =
-		spec->stop_grace_ms ? spec->stop_grace_ms : SUP_STOP_GRACE_MS;
+		spec->stop_grace_ms ? spec->stop_grace_ms : PROC_STOP_GRACE_MS;
 	for (int i = 0; i < SUP_NSTREAMS; i++)
 		c->open_slot[i] = -1;
 	if (spec->token != NULL)
@@ -372,14 +371,11 @@ static struct supervisor *sup_new(uv_loop_t *loop, const struct sup_spec *spec,
 	uv_pipe_init(loop, &c->in, 0);
 	uv_pipe_init(loop, &c->out, 0);
 	uv_pipe_init(loop, &c->err, 0);
-	uv_timer_init(loop, &c->ladder_timer);
-	uv_timer_init(loop, &c->recheck_timer);
+	uv_timer_init(loop, &c->stdin_timer);
 	uv_timer_init(loop, &c->eof_timer);
-	uv_signal_init(loop, &c->sigchld);
-	c->open_handles = 8; /* the seven above and the process */
+	c->open_handles = 6; /* the five above and the process */
 	c->in.data = c->out.data = c->err.data = c;
-	c->ladder_timer.data = c->recheck_timer.data = c;
-	c->eof_timer.data = c->sigchld.data = c->proc.data = c;
+	c->stdin_timer.data = c->eof_timer.data = c->proc.data = c;
 	return c;
 }
 
@@ -475,7 +471,7 @@ int sup_spawn(uv_loop_t *loop, const struct sup_spec *spec,
 		goto out;
 	}
 	c->pid = c->proc.pid;
-	c->start_time = proc_start_time(c->pid);
+	c->start_time = procfs_start_time(c->pid);
 	log_debug("pid %d: spawned %s%s", (int)c->pid, file,
 		  sup_exec_shim() ? " through the exec shim" : "");
 	sup_start_reading(c);

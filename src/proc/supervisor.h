@@ -3,9 +3,9 @@
  * ends it. It spawns the command through the exec step (parent-death
  * signal) in its own process group, with the runtime's environment, the
  * server's env laid over it and PROC_OWNER_ENV=token; keeps the recent
- * lines the program printed in a bounded ring; and stops it with the
- * ladder: close stdin, wait, SIGTERM the group, wait, SIGKILL the group,
- * with the processes that left the group found by the owner token.
+ * lines the program printed in a bounded ring; and ends it: stdin closed,
+ * a grace to leave by itself, then the stop ladder (proc/stop.h) over its
+ * group and the processes that left the group, found by the owner token.
  *
  * Its stdio is attached one of two ways:
  *   SUP_PIPES: messages. stdin is a write queue (SUP_MAX_QUEUED bytes),
@@ -29,13 +29,16 @@
 #include "config/config.h"
 #include "jsonrpc/jsonrpc.h"
 #include "proc/owner.h"
+#include "proc/stop.h"
 
 #define SUP_MAX_LINE JR_MAX_MESSAGE	  /* one JSON-RPC message */
 #define SUP_LOG_LINES 50		  /* ring of recent log lines */
 #define SUP_LOG_LINE_MAX 512		  /* longer log lines are cut */
-#define SUP_STOP_GRACE_MS 2000		  /* default wait per ladder step */
 #define SUP_MAX_QUEUED (64 * 1024 * 1024) /* bytes waiting for stdin */
-#define SUP_TOKEN_MAX 64		  /* longest owner token */
+#define SUP_TOKEN_MAX PROC_STOP_TOKEN_MAX /* longest owner token */
+/* The name up_container.c still uses for PROC_STOP_GRACE_MS, until its
+ * rewrite takes that one. */
+#define SUP_STOP_GRACE_MS PROC_STOP_GRACE_MS
 
 struct supervisor;
 
@@ -91,7 +94,7 @@ struct sup_spec {
 	const char *token;
 	const char *cwd; /* NULL: inherit */
 	enum sup_mode mode;
-	uint64_t stop_grace_ms; /* 0: SUP_STOP_GRACE_MS */
+	uint64_t stop_grace_ms; /* 0: PROC_STOP_GRACE_MS */
 };
 
 /* Spawns the program. 0 or -errno: -ENOENT for a command that does not
@@ -150,8 +153,5 @@ void sup_set_exec_shim(const char *path);
  * PARENT_PID, then execs COMMAND. Returns only on failure (exit code 127
  * with a message on stderr). */
 int sup_exec_main(int argc, char **argv);
-
-/* Reads /proc/PID/stat field 22; 0 when the process does not exist. */
-uint64_t proc_start_time(pid_t pid);
 
 #endif

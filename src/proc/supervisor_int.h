@@ -1,8 +1,8 @@
 /*
- * Internal to src/proc: not for use outside that folder. The state of
+ * Internal to the supervisor: not for use outside src/proc. The state of
  * one supervised process, shared by the files that spawn and feed it
- * (supervisor.c), stop it (ladder.c), find its strays (strays.c) and run its
- * command (exec.c).
+ * (supervisor.c), end it (sup_stop.c, through the stop ladder of stop.h)
+ * and run its command (exec.c).
  */
 #ifndef MCPV_PROC_SUPERVISOR_INT_H
 #define MCPV_PROC_SUPERVISOR_INT_H
@@ -16,8 +16,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
-#include "proc/procfs.h"
-#include "proc/snap.h"
+#include "proc/stop.h"
 #include "proc/supervisor.h"
 
 #define SUP_OUT_READ_BUF (64 * 1024)
@@ -25,9 +24,8 @@
 
 enum sup_state {
 	SUP_RUNNING,	/* serving */
-	SUP_STOP_STDIN, /* stdin closed, waiting for the group to leave */
-	SUP_STOP_TERM,	/* group sent SIGTERM, waiting */
-	SUP_STOP_KILL,	/* group sent SIGKILL, waiting */
+	SUP_STOP_STDIN, /* stdin closed, waiting a grace for the leader */
+	SUP_STOPPING,	/* the stop ladder runs */
 	SUP_CLOSING,	/* handles closing; on_closed follows */
 };
 
@@ -51,11 +49,10 @@ struct supervisor {
 
 	uv_process_t proc;
 	uv_pipe_t in, out, err;
-	uv_timer_t ladder_timer;
-	uv_timer_t recheck_timer;
+	uv_timer_t stdin_timer; /* the grace for stdin's EOF to end it */
 	uv_timer_t eof_timer;
-	uv_signal_t sigchld;
 	int open_handles;
+	struct proc_stop *stop; /* from SUP_STOPPING until closed */
 
 	bool discard;	     /* spawn failed: free silently once closed */
 	bool exited;	     /* libuv reaped the leader */
@@ -63,7 +60,6 @@ struct supervisor {
 	bool out_done;	     /* stdout reached EOF or failed */
 	bool err_done;	     /* stderr reached EOF or failed */
 	bool out_paused;     /* its owner asked to stop reading stdout */
-	bool group_gone;     /* kill(-pgid, 0) said ESRCH: never signal again */
 	bool want_drain;     /* a send got -ENOBUFS: on_drain is owed */
 	int64_t exit_status; /* from libuv, once exited */
 	int term_signal;
@@ -81,26 +77,11 @@ struct supervisor {
 	int open_slot[SUP_NSTREAMS];
 
 	/* The owner token in the server's environment, by which the ladder
-	 * finds its processes that left the group (strays.c). */
+	 * finds its processes that left the group. */
 	char owner_token[SUP_TOKEN_MAX + 1];
-	struct proc_owned *strays; /* found outside the group, to stop */
-	size_t nstrays;
-	/* The /proc search runs in the thread pool (it reads every
-	 * process's stat line); while it does, it counts as an open handle. */
-	uv_work_t scan_req;
-	bool scanning;
-	bool scan_again;       /* asked for while one was running */
-	bool scan_after_group; /* the running one began after the group went */
-	bool scan_clean;       /* one that began after the group went found
-				  nothing, and nothing was found since */
-	pid_t scan_ancestor;
-	uid_t scan_uid;
-	int scan_rc;
-	struct proc_owned *scan_found;
-	size_t scan_nfound;
 };
 
-/* ---- ladder.c ---- */
+/* ---- sup_stop.c ---- */
 
 /* Calls on_exit unless it was called already. */
 void sup_report_exit(struct supervisor *c, int64_t exit_status,
@@ -108,26 +89,8 @@ void sup_report_exit(struct supervisor *c, int64_t exit_status,
 /* Closes every handle; the conn is freed (after on_closed unless
  * c->discard) once the last close callback has run. */
 void sup_close_all(struct supervisor *c);
-/* One open handle (or scan) fewer; the last frees the conn. */
-void sup_release(struct supervisor *c);
-/* The signal of the ladder's current step, 0 before SIGTERM. */
-int sup_ladder_signal(const struct supervisor *c);
-/* Re-evaluates a stop in progress, e.g. once the leader has been reaped. */
-void sup_ladder_check(struct supervisor *c);
-
-/* ---- strays.c ---- */
-
-/* Starts a search of /proc (in the thread pool) for processes of our uid
- * outside the group that carry the conn's owner token. When it is done they
- * join c->strays, get the signal of the ladder's current step, and the
- * ladder is checked again. No-op without an owner token. */
-void sup_strays_scan(struct supervisor *c);
-/* Drops strays that are gone (reaping those that died as our children);
- * returns how many are left. */
-size_t sup_strays_prune(struct supervisor *c);
-/* Signals each stray that is still the process found. */
-void sup_strays_signal(struct supervisor *c, int sig);
-void sup_strays_free(struct supervisor *c);
+/* libuv reaped the leader: a stop in progress moves on. */
+void sup_leader_reaped(struct supervisor *c);
 
 /* ---- exec.c ---- */
 

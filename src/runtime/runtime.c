@@ -20,6 +20,7 @@
 #include "home/launch.h"
 #include "journal/journal.h"
 #include "proc/reaper.h"
+#include "proc/stop.h"
 #include "proc/supervisor.h"
 #include "runtime/reload.h"
 #include "session/hub.h"
@@ -323,7 +324,7 @@ int runtime_serve(const struct runtime_opts *opts)
 		rt.journal = NULL;
 	} else {
 		struct journal_report rep;
-		journal_reconcile(rt.journal, 2000, &rep);
+		journal_reconcile(rt.journal, PROC_STOP_GRACE_MS, &rep);
 	}
 	rc = toolcache_open(rt.paths.cache_dir, &rt.cache);
 	if (rc < 0) {
