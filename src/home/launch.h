@@ -1,8 +1,8 @@
 /*
  * Starting a runtime in the background: `mcpvisor serve ARGS` detached from
  * whoever starts it (its own session, no terminal, not its child), output
- * to a log file in the home's state directory. Used by `mcpvisor restart`;
- * a relay that starts the runtime can use it too.
+ * to a log file in the home's state directory. Used by `mcpvisor restart`
+ * and by the relay's launcher.
  */
 #ifndef MCPV_HOME_LAUNCH_H
 #define MCPV_HOME_LAUNCH_H

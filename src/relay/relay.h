@@ -3,7 +3,7 @@
  * across losses. It decides (what is lost, what is sent again, when to
  * ping, when to tell the host) and does no I/O: the session to the
  * runtime, the ping, finding or replacing the runtime, the host's stdout
- * and the timer are the caller's (relay/link.c on mcpc, or a test's fakes),
+ * and the timer are the caller's (relay/run.c on mcpc, or a test's fakes),
  * and their results come back through the relay_* event calls. Time is
  * clock_now_ms(), so tests drive it with the fake clock.
  */
