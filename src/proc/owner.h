@@ -9,6 +9,8 @@
 #define MCPV_PROC_OWNER_H
 
 #define PROC_OWNER_ENV "MCPVISOR_OWNER"
+/* The longest token (no '=' or newline in it). */
+#define PROC_OWNER_TOKEN_MAX 64
 
 /* The name up_local.c still uses, until its rewrite takes the one above. */
 #define JOURNAL_OWNER_ENV PROC_OWNER_ENV

@@ -1,8 +1,8 @@
 /*
  * The stop ladder (stop.h): its steps and their timer, the processes it
- * stops and the watch on each one's end, the group, and the one function
- * that decides when everything is gone. The search for what a group or a
- * token reaches is strays.c.
+ * stops and the watch on each one's end, the group, what the search for
+ * the group's members and the token's carriers (strays.c) brings, and the
+ * one function that decides when everything is gone.
  */
 #include "proc/stop.h"
 
@@ -13,9 +13,65 @@
 
 #include "proc/procfs.h"
 #include "proc/reaper.h"
-#include "proc/stop_int.h"
+#include "proc/strays.h"
+#include "proc/watch.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
+
+/* Where no event can tell a wait is over, the ladder looks again this
+ * often: without pidfds, and while the group holds only zombies that
+ * another process must reap. */
+#define PROC_STOP_RECHECK_MS 20
+
+enum proc_stop_step {
+	PROC_STOP_READY, /* gathering what to stop; nothing sent */
+	PROC_STOP_TERM,	 /* SIGTERM sent, waiting the grace */
+	PROC_STOP_KILL,	 /* SIGKILL sent, waiting PROC_KILL_WAIT_MS */
+	PROC_STOP_DONE,	 /* reported (or freed): nothing more happens */
+};
+
+/* One process to stop. */
+struct proc_stop_target {
+	pid_t pid;
+	uint64_t start_time;
+	struct proc_watch *watch; /* NULL once gone, or without pidfds */
+	bool gone;
+	bool found; /* by a search, not given by the caller */
+};
+
+struct proc_stop {
+	uv_loop_t *loop;
+	char *label; /* for the log: "pid 123", "reconcile" */
+	enum proc_stop_step step;
+	uint64_t grace_ms;
+	proc_stop_cb done;
+	void *ctx;
+	uv_timer_t step_timer;
+	/* Deferred checks (so no callback comes from inside a call), and
+	 * the looks again where no event comes. */
+	uv_timer_t recheck;
+	int open; /* handles not yet closed and searches not yet back */
+	bool freed;
+	void (*closed)(void *ctx); /* once the memory goes */
+
+	struct proc_stop_target *t;
+	size_t n, cap;
+	bool blind; /* a live target has no pidfd: looked at on recheck */
+
+	/* The group (leader 0: none). */
+	pid_t leader;
+	bool leader_reaped;
+	bool group_gone; /* seen empty: its id is never signalled again */
+
+	/* The search for what the group and the token reach (strays.c). */
+	char token[PROC_OWNER_TOKEN_MAX + 1]; /* "" when none */
+	bool searching;
+	bool search_quiet; /* the running one began with nothing known left */
+	bool search_clean; /* a quiet search found nothing live */
+	/* The last search, with the group not empty, found nothing live to
+	 * stop or watch. */
+	bool search_fruitless;
+};
 
 static const char *const proc_stop_step_names[] = {
 	"ready",
@@ -38,24 +94,26 @@ static const char *proc_stop_sig_name(int sig)
 
 /* ---- lifetime ---- */
 
-static void proc_stop_closed_cb(uv_handle_t *h)
-{
-	proc_stop_release(h->data);
-}
-
-void proc_stop_release(struct proc_stop *s)
+/* One open handle or search fewer; the last frees the ladder. */
+static void proc_stop_release(struct proc_stop *s)
 {
 	if (--s->open > 0)
 		return;
 	if (s->closed != NULL)
 		s->closed(s->ctx);
 	free(s->t);
-	free(s->found);
 	free(s->label);
 	free(s);
 }
 
+static void proc_stop_closed_cb(uv_handle_t *h)
+{
+	proc_stop_release(h->data);
+}
+
 static void proc_stop_recheck_cb(uv_timer_t *t);
+static void proc_stop_check(struct proc_stop *s);
+static void proc_stop_search(struct proc_stop *s, bool quiet);
 
 struct proc_stop *proc_stop_new(uv_loop_t *loop, const char *label,
 				uint64_t grace_ms, proc_stop_cb done, void *ctx)
@@ -199,7 +257,9 @@ int proc_stop_add(struct proc_stop *s, pid_t pid, uint64_t start_time)
 	return 0;
 }
 
-void proc_stop_found(struct proc_stop *s, pid_t pid, uint64_t start_time)
+/* A process the search found (known ones are skipped); it gets the
+ * current step's signal. */
+static void proc_stop_found(struct proc_stop *s, pid_t pid, uint64_t start_time)
 {
 	if (pid == s->leader || proc_stop_find(s, pid, start_time) != NULL)
 		return;
@@ -363,7 +423,7 @@ static void proc_stop_recheck_cb(uv_timer_t *t)
  * empty, and a search that began with nothing known left found nothing
  * (with a group or a token: a process can start another until its last
  * moment). Where no event can say a wait is over, look again soon. */
-void proc_stop_check(struct proc_stop *s)
+static void proc_stop_check(struct proc_stop *s)
 {
 	if (s->step == PROC_STOP_READY || s->step == PROC_STOP_DONE)
 		return;
@@ -397,4 +457,59 @@ void proc_stop_check(struct proc_stop *s)
 	/* What the search finds joins; a quiet one that finds nothing ends
 	 * the stop. */
 	proc_stop_search(s, group_gone);
+}
+
+/* ---- the search ---- */
+
+static void proc_stop_searched_cb(void *ctx, const struct strays *found)
+{
+	struct proc_stop *s = ctx;
+	s->searching = false;
+	if (s->step != PROC_STOP_DONE) {
+		if (found->rc < 0)
+			log_warn("%s: cannot look for its processes in /proc: "
+				 "%s",
+				 s->label, strerror(-found->rc));
+		/* A member that died as our child waits for us as a
+		 * zombie and keeps the group from being empty. */
+		size_t reaped = 0;
+		for (size_t i = 0; i < found->ndead; i++)
+			reaped += reaper_reap(s->loop, found->dead[i].pid,
+					      found->dead[i].start_time);
+		for (size_t i = 0; i < found->nlive; i++)
+			proc_stop_found(s, found->live[i].pid,
+					found->live[i].start_time);
+		/* Clean only when nothing at all was there to find. */
+		if (s->search_quiet && found->rc == 0 && found->nlive == 0 &&
+		    found->ndead == 0)
+			s->search_clean = true;
+		s->search_fruitless =
+			found->rc == 0 && found->nlive == 0 && reaped == 0;
+		/* What it found, or its silence, may end the stop; or a
+		 * quiet search asked for meanwhile follows. */
+		proc_stop_check(s);
+	}
+	proc_stop_release(s);
+}
+
+/* Starts a search (not without a group or token, once done, or while one
+ * runs: its end checks again, and starts what is needed then; one that
+ * began with something known left proves nothing about after). quiet:
+ * nothing known is left, so a search that finds nothing proves the stop
+ * complete. */
+static void proc_stop_search(struct proc_stop *s, bool quiet)
+{
+	if ((s->leader == 0 && s->token[0] == '\0') ||
+	    s->step == PROC_STOP_DONE || s->searching)
+		return;
+	int rc = strays_search(s->loop, s->leader, s->token,
+			       proc_stop_searched_cb, s);
+	if (rc < 0) {
+		log_warn("%s: cannot look for its processes: %s", s->label,
+			 uv_strerror(rc));
+		return;
+	}
+	s->search_quiet = quiet;
+	s->searching = true;
+	s->open++;
 }

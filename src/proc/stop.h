@@ -18,14 +18,14 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "proc/owner.h"
+
 /* From SIGTERM to SIGKILL, unless the caller gives its own grace (a
  * server's config). */
 #define PROC_STOP_GRACE_MS 2000
 /* After SIGKILL a process goes at once unless stuck in the kernel: past
  * this the ladder gives up on what is left. */
 #define PROC_KILL_WAIT_MS 1000
-/* The longest owner token a stop searches for. */
-#define PROC_STOP_TOKEN_MAX 64
 
 struct proc_stop;
 
