@@ -136,7 +136,7 @@ FUZZ_SECONDS ?= 60
 FUZZ := build/fuzz
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%)
-FUZZ_LIB_SRC := $(filter src/http/% src/util/% src/transport/framer.c \
+FUZZ_LIB_SRC := $(filter src/http/% src/util/% src/jsonrpc/framer.c \
 	src/config/%,$(LIB_SRC))
 FUZZ_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ)/obj/%.o)
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined

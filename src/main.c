@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "transport/supervisor.h"
+#include "proc/supervisor.h"
 
 static void main_usage(FILE *f)
 {

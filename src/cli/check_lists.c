@@ -13,8 +13,8 @@
 
 #include "cli/cli.h"
 #include "config/filter.h"
+#include "home/info.h"
 #include "router/router.h"
-#include "runtime/runtime.h"
 #include "util/xmalloc.h"
 
 /* More than a screen of names says nothing more. */

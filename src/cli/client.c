@@ -17,9 +17,9 @@
 
 #include "cli/cli.h"
 #include "config/config.h"
+#include "home/info.h"
 #include "http/httpc.h"
 #include "jsonrpc/jsonrpc.h"
-#include "runtime/runtime.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/xmalloc.h"

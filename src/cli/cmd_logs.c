@@ -21,8 +21,8 @@
 
 #include "cli/cli.h"
 #include "config/config.h"
-#include "runtime/launch.h"
-#include "runtime/runtime.h"
+#include "home/info.h"
+#include "home/launch.h"
 #include "util/buf.h"
 #include "util/escape.h"
 #include "util/paths.h"

@@ -22,7 +22,7 @@
 #include "config/config.h"
 #include "config/hosts.h"
 #include "config/secrets.h"
-#include "runtime/runtime.h"
+#include "home/info.h"
 #include "util/fsutil.h"
 #include "util/paths.h"
 #include "util/xmalloc.h"

@@ -9,7 +9,7 @@
 
 #include "cli/cli.h"
 #include "cli/restart.h"
-#include "runtime/runtime.h"
+#include "home/info.h"
 #include "util/paths.h"
 #include "util/xmalloc.h"
 

@@ -18,10 +18,10 @@
 
 #include "cli/cli.h"
 #include "cli/restart.h"
-#include "runtime/launch.h"
-#include "runtime/mark.h"
-#include "runtime/runtime.h"
-#include "util/procfs.h"
+#include "home/info.h"
+#include "home/launch.h"
+#include "home/mark.h"
+#include "proc/procfs.h"
 #include "util/xmalloc.h"
 
 #define CMDLINE_MAX (64 * 1024)
@@ -60,18 +60,13 @@ static int old_read(long pid, const char *home, struct old_runtime *old)
 	uid_t uid;
 	if (procfs_uid((pid_t)pid, &uid) < 0 || uid != geteuid())
 		return -EPERM;
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	char *text = xmalloc(CMDLINE_MAX + 1);
 	size_t len = 0;
-	ssize_t r;
-	while (len < CMDLINE_MAX &&
-	       (r = read(fd, text + len, CMDLINE_MAX - len)) > 0)
-		len += (size_t)r;
-	close(fd);
+	int rc = procfs_cmdline((pid_t)pid, text, CMDLINE_MAX, &len);
+	if (rc < 0) {
+		free(text);
+		return rc;
+	}
 	text[len] = '\0';
 	size_t n = 0;
 	for (size_t i = 0; i < len; i++)
@@ -101,6 +96,7 @@ static int old_read(long pid, const char *home, struct old_runtime *old)
 	}
 	free(argv);
 	free(text);
+	char path[64];
 	snprintf(path, sizeof path, "/proc/%ld/cwd", pid);
 	char cwd[PATH_MAX];
 	ssize_t c = readlink(path, cwd, sizeof cwd - 1);

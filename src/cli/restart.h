@@ -1,6 +1,6 @@
 /*
  * `mcpvisor restart` without a server: the runtime itself is drained,
- * stopped and started again, under a restart mark (runtime/mark.h).
+ * stopped and started again, under a restart mark (home/mark.h).
  */
 #ifndef MCPV_CLI_RESTART_H
 #define MCPV_CLI_RESTART_H

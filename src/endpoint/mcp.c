@@ -323,14 +323,30 @@ static bool ep_text_call(struct conn *c, const struct http_request *req)
 	return true;
 }
 
-static void ep_handle_post(struct conn *c, const struct http_request *req)
+/* One POST's body and what its messages are. */
+struct ep_post {
+	json_t *body;
+	bool batch;
+	size_t n; /* messages */
+	size_t nrequests;
+	bool streams; /* a request whose answer may stream */
+	json_t *init; /* the initialize request, if any (borrowed) */
+};
+
+static json_t *ep_post_at(const struct ep_post *p, size_t i)
+{
+	return p->batch ? json_array_get(p->body, i) : p->body;
+}
+
+/* Content-Type and Accept as Streamable HTTP asks. False when answered. */
+static bool ep_post_headers_ok(struct conn *c, const struct http_request *req)
 {
 	const char *ctype = http_request_header(req, "content-type");
 	if (ctype == NULL || strncasecmp(ctype, "application/json", 16) != 0) {
 		ep_fail(c, 415, JR_INVALID_REQUEST,
 			"Unsupported Media Type: Content-Type must be "
 			"application/json");
-		return;
+		return false;
 	}
 	const char *accept = http_request_header(req, "accept");
 	if (!ep_accepts(accept, "application/json") ||
@@ -338,34 +354,42 @@ static void ep_handle_post(struct conn *c, const struct http_request *req)
 		ep_fail(c, 406, JR_INVALID_REQUEST,
 			"Not Acceptable: Accept must list application/json "
 			"and text/event-stream");
-		return;
+		return false;
 	}
-	if (ep_text_call(c, req))
-		return;
+	return true;
+}
+
+/* The body as JSON: one message or a batch of 1 to EP_MAX_BATCH. False
+ * when answered. */
+static bool ep_post_parse(struct conn *c, const struct http_request *req,
+			  struct ep_post *p)
+{
 	json_error_t jerr;
-	json_t *body = json_loadb(req->body, req->body_len, 0, &jerr);
-	if (body == NULL) {
+	p->body = json_loadb(req->body, req->body_len, 0, &jerr);
+	if (p->body == NULL) {
 		char *m = xasprintf("Parse error: %s (line %d, column %d)",
 				    jerr.text, jerr.line, jerr.column);
 		ep_fail(c, 400, JR_PARSE_ERROR, m);
 		free(m);
-		return;
+		return false;
 	}
-	bool batch = json_is_array(body);
-	size_t n = batch ? json_array_size(body) : 1;
-	if (batch && (n == 0 || n > EP_MAX_BATCH)) {
-		json_decref(body);
+	p->batch = json_is_array(p->body);
+	p->n = p->batch ? json_array_size(p->body) : 1;
+	if (p->batch && (p->n == 0 || p->n > EP_MAX_BATCH)) {
 		ep_fail(c, 400, JR_INVALID_REQUEST,
 			"Invalid Request: a batch must hold 1 to 100 "
 			"messages");
-		return;
+		return false;
 	}
-	/* Classify everything first: a batch is answered whole or not. */
-	size_t nrequests = 0;
-	bool streams = false;
-	json_t *init = NULL;
-	for (size_t i = 0; i < n; i++) {
-		json_t *m = batch ? json_array_get(body, i) : body;
+	return true;
+}
+
+/* Classifies every message first: a batch is answered whole or not.
+ * False when answered (a message that is not JSON-RPC). */
+static bool ep_post_classify(struct conn *c, struct ep_post *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		json_t *m = ep_post_at(p, i);
 		const char *why;
 		enum jr_kind k = jr_classify(m, &why);
 		if (k == JR_INVALID) {
@@ -376,85 +400,99 @@ static void ep_handle_post(struct conn *c, const struct http_request *req)
 				JR_INVALID_REQUEST, why, NULL);
 			ep_respond_json(c, 400, err, NULL);
 			json_decref(err);
-			json_decref(body);
 			ep_conn_request_done(c);
-			return;
+			return false;
 		}
-		if (k == JR_REQUEST) {
-			nrequests++;
-			if (strcmp(jr_method(m), "initialize") == 0)
-				init = m;
-			if (ep_method_streams(jr_method(m)))
-				streams = true;
-		}
+		if (k != JR_REQUEST)
+			continue;
+		p->nrequests++;
+		if (strcmp(jr_method(m), "initialize") == 0)
+			p->init = m;
+		if (ep_method_streams(jr_method(m)))
+			p->streams = true;
 	}
-	if (c->ep->draining && nrequests > 0) {
-		json_decref(body);
-		ep_fail(c, 503, JR_SERVER_UNAVAILABLE,
-			"mcpvisor is stopping and takes no new requests");
-		return;
-	}
-	if (init) {
-		if (batch) {
-			json_decref(body);
-			ep_fail(c, 400, JR_INVALID_REQUEST,
-				"Invalid Request: initialize must not be part "
-				"of a batch");
-			return;
-		}
-		ep_handle_initialize(c, init, req);
-		json_decref(body);
-		return;
-	}
-	struct session *s = ep_session_for(c, req);
-	if (s == NULL) {
-		json_decref(body);
-		return;
-	}
-	if (batch && strcmp(session_protocol_version(s), "2025-03-26") != 0) {
-		json_decref(body);
-		ep_fail(c, 400, JR_INVALID_REQUEST,
-			"Invalid Request: JSON-RPC batches are only part of "
-			"protocol version 2025-03-26");
-		return;
-	}
-	if (nrequests == 0) {
-		for (size_t i = 0; i < n; i++)
-			session_handle(s,
-				       batch ? json_array_get(body, i) : body,
-				       NULL);
-		json_decref(body);
-		ep_respond(c, 202, NULL, "", 0, NULL);
-		ep_conn_request_done(c);
-		return;
-	}
+	return true;
+}
+
+/* Notifications and answers only: handed over, 202 at once. */
+static void ep_post_notify(struct conn *c, struct session *s,
+			   const struct ep_post *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		session_handle(s, ep_post_at(p, i), NULL);
+	ep_respond(c, 202, NULL, "", 0, NULL);
+	ep_conn_request_done(c);
+}
+
+/* Requests: one exchange collects their answers, as JSON or as a stream. */
+static void ep_post_exchange(struct conn *c, struct session *s,
+			     const struct ep_post *p)
+{
 	c->session_id = xstrdup(session_id(s));
-	c->batch = batch;
+	c->batch = p->batch;
 	/* A batch that forwards calls is answered as a stream too: a
 	 * server's request or progress during one of its calls (sampling,
 	 * elicitation) needs a way to the client, and the 2025-03-26 spec
 	 * lets a batch be answered by one response event per request. */
-	c->sse = streams;
-	c->collected = batch ? json_array() : NULL;
-	c->ex = exchange_new(&ep_exchange_ops, c, (unsigned)nrequests);
+	c->sse = p->streams;
+	c->collected = p->batch ? json_array() : NULL;
+	c->ex = exchange_new(&ep_exchange_ops, c, (unsigned)p->nrequests);
 	struct exchange *ex = c->ex;
 	exchange_ref(ex);
 	if (c->sse) {
 		/* Its requests, before its stream opens (exchange_expect). */
-		for (size_t i = 0; i < n; i++) {
-			json_t *m = batch ? json_array_get(body, i) : body;
+		for (size_t i = 0; i < p->n; i++) {
+			json_t *m = ep_post_at(p, i);
 			if (jr_id(m) && jr_method(m))
 				exchange_expect(ex, jr_id(m), jr_method(m));
 		}
 		ep_sse_open(c, s);
 		ep_arm_early_close(c);
 	}
-	for (size_t i = 0; i < n; i++) {
-		json_t *m = batch ? json_array_get(body, i) : body;
+	for (size_t i = 0; i < p->n; i++) {
+		json_t *m = ep_post_at(p, i);
 		session_handle(s, m, jr_id(m) && jr_method(m) ? ex : NULL);
 	}
 	exchange_unref(ex);
-	json_decref(body);
+}
+
+static void ep_handle_post(struct conn *c, const struct http_request *req)
+{
+	struct ep_post p = {0};
+	if (!ep_post_headers_ok(c, req) || ep_text_call(c, req))
+		return;
+	if (!ep_post_parse(c, req, &p) || !ep_post_classify(c, &p))
+		goto done;
+	if (c->ep->draining && p.nrequests > 0) {
+		ep_fail(c, 503, JR_SERVER_UNAVAILABLE,
+			"mcpvisor is stopping and takes no new requests");
+		goto done;
+	}
+	if (p.init && p.batch) {
+		ep_fail(c, 400, JR_INVALID_REQUEST,
+			"Invalid Request: initialize must not be part of a "
+			"batch");
+		goto done;
+	}
+	if (p.init) {
+		ep_handle_initialize(c, p.init, req);
+		goto done;
+	}
+	struct session *s = ep_session_for(c, req);
+	if (s == NULL)
+		goto done;
+	if (p.batch && strcmp(session_protocol_version(s), "2025-03-26") != 0) {
+		ep_fail(c, 400, JR_INVALID_REQUEST,
+			"Invalid Request: JSON-RPC batches are only part of "
+			"protocol version 2025-03-26");
+		goto done;
+	}
+	if (p.nrequests == 0)
+		ep_post_notify(c, s, &p);
+	else
+		ep_post_exchange(c, s, &p);
+done:
+	json_decref(p.body);
 }
 
 /* A GET with Last-Event-ID resumes the stream that event belongs to:

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "container/engine.h"
 #include "journal/journal.h"
 #include "journal/journal_int.h"
-#include "transport/engine.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 

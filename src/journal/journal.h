@@ -35,10 +35,7 @@
 #define JOURNAL_FILE "journal.json"
 #define JOURNAL_MAX_BYTES (4 * 1024 * 1024)
 #define JOURNAL_MAX_ENTRIES 4096
-/* The environment variable every spawned server gets: a random token per
- * spawn, inherited by its children, so that a grandchild can be proved to
- * be ours after its parent is gone. */
-#define JOURNAL_OWNER_ENV "MCPVISOR_OWNER"
+/* The length of an owner token (proc/owner.h) as the journal hands out. */
 #define JOURNAL_TOKEN_LEN 32
 
 /* Bounds of a container's fields: with the key's, a full journal of

@@ -2,7 +2,8 @@
  * Reconciliation after a crash: stops only what /proc proves is ours, the
  * leader by pid and start time, anything else by the owner token in its
  * environment (our uid only, wherever it is: in the group or in a session
- * of its own), SIGTERM then SIGKILL, and never a pid that changed hands.
+ * of its own), through the stop ladder (SIGTERM then SIGKILL), and never a
+ * pid that changed hands.
  * Container entries go to their engines (containers.c).
  */
 #include <errno.h>
@@ -10,18 +11,16 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "journal/journal.h"
 #include "journal/journal_int.h"
+#include "proc/owner.h"
+#include "proc/procfs.h"
+#include "proc/snap.h"
+#include "proc/stop.h"
 #include "util/log.h"
-#include "util/procfs.h"
 #include "util/xmalloc.h"
-
-#define JOURNAL_POLL_MS 10
-/* After SIGKILL a process goes at once unless stuck in the kernel. */
-#define JOURNAL_KILL_WAIT_MS 1000
 
 /* What /proc says about one live process of ours. */
 struct journal_proc {
@@ -41,58 +40,60 @@ struct journal_target {
  * so that a pid reused during the read is not credited with a token. */
 static int journal_proc_scan(struct journal_proc **out, size_t *count)
 {
-	pid_t *pids = NULL;
-	size_t npids = 0;
-	int rc = procfs_list_pids(&pids, &npids);
+	struct proc_snap *snap = NULL;
+	int rc = proc_snap_take(&snap);
 	if (rc < 0)
 		return rc;
-	struct journal_proc *procs = xcalloc(npids ? npids : 1, sizeof *procs);
+	size_t nall = proc_snap_count(snap);
+	struct journal_proc *procs = xcalloc(nall ? nall : 1, sizeof *procs);
 	size_t n = 0;
 	pid_t self = getpid();
 	uid_t uid = geteuid();
-	for (size_t i = 0; i < npids; i++) {
-		struct journal_proc *p = &procs[n];
-		if (pids[i] == self || procfs_read_stat(pids[i], &p->st) < 0 ||
-		    procfs_state_dead(p->st.state))
+	for (size_t i = 0; i < nall; i++) {
+		const struct procfs_stat *st = proc_snap_at(snap, i);
+		if (st->pid == self || procfs_state_dead(st->state))
 			continue;
-		p->has_token = false;
-		struct procfs_stat again;
-		if (procfs_environ_get(pids[i], uid, JOURNAL_OWNER_ENV,
-				       p->token, sizeof p->token) == 0 &&
-		    procfs_read_stat(pids[i], &again) == 0 &&
-		    again.start_time == p->st.start_time)
-			p->has_token = true;
-		n++;
+		struct journal_proc *p = &procs[n++];
+		p->st = *st;
+		p->has_token =
+			proc_snap_environ(st, uid, PROC_OWNER_ENV, p->token,
+					  sizeof p->token) == 0;
 	}
-	free(pids);
+	proc_snap_free(snap);
 	*out = procs;
 	*count = n;
 	return 0;
 }
 
-static void journal_sleep_ms(unsigned ms)
+/* The ladder is over; left: what it knows is still there. */
+static void journal_stop_done_cb(void *ctx, size_t left)
 {
-	struct timespec ts = {.tv_sec = ms / 1000,
-			      .tv_nsec = (long)(ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+	*(size_t *)ctx = left;
 }
 
-/* Polls until every target is gone or about limit_ms passed; counts
- * iterations rather than reading a clock, which tests may have frozen. */
-static size_t journal_await_gone(const struct journal_target *t, size_t n,
-				 unsigned limit_ms)
+/* Stops the targets with the stop ladder, on a loop of our own: the
+ * runtime's loop does not run yet, and nothing it would start may meet
+ * what the last runtime left. Returns how many got SIGTERM. */
+static unsigned journal_stop(const struct journal_target *t, size_t n,
+			     unsigned grace_ms)
 {
-	unsigned waited = 0;
-	for (;;) {
-		size_t alive = 0;
-		for (size_t i = 0; i < n; i++)
-			alive += procfs_alive(t[i].pid, t[i].start_time);
-		if (alive == 0 || waited >= limit_ms)
-			return alive;
-		journal_sleep_ms(JOURNAL_POLL_MS);
-		waited += JOURNAL_POLL_MS;
-	}
+	uv_loop_t loop;
+	size_t left = 0;
+	unsigned stopped = 0;
+	if (n == 0 || uv_loop_init(&loop) < 0)
+		return 0;
+	struct proc_stop *s = proc_stop_new(&loop, "reconcile", grace_ms,
+					    journal_stop_done_cb, &left);
+	for (size_t i = 0; i < n; i++)
+		stopped += proc_stop_add(s, t[i].pid, t[i].start_time) == 0;
+	proc_stop_start(s);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	proc_stop_free(s, NULL);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+	if (left)
+		log_warn("%zu process(es) still alive after SIGKILL", left);
+	return stopped;
 }
 
 static void journal_target_push(struct journal_target **t, size_t *n,
@@ -218,22 +219,7 @@ int journal_reconcile(struct journal *j, unsigned grace_ms,
 			 f.n - before);
 	free(procs);
 
-	for (size_t i = 0; i < f.n; i++)
-		r.stopped +=
-			procfs_signal(f.t[i].pid, f.t[i].start_time, SIGTERM);
-	if (journal_await_gone(f.t, f.n, grace_ms) > 0) {
-		for (size_t i = 0; i < f.n; i++) {
-			if (procfs_signal(f.t[i].pid, f.t[i].start_time,
-					  SIGKILL))
-				log_info("pid %ld outlived SIGTERM; killed",
-					 (long)f.t[i].pid);
-		}
-		size_t left =
-			journal_await_gone(f.t, f.n, JOURNAL_KILL_WAIT_MS);
-		if (left)
-			log_warn("%zu process(es) still alive after SIGKILL",
-				 left);
-	}
+	r.stopped = journal_stop(f.t, f.n, grace_ms);
 	free(f.t);
 	/* The reserved tokens are still known here: a container started
 	 * just before the crash carries one. */

@@ -23,6 +23,8 @@
 #define JR_REQUEST_TIMEOUT -32001
 
 #define JR_MAX_METHOD 256
+/* The longest message taken or sent on any transport, either way. */
+#define JR_MAX_MESSAGE (16 * 1024 * 1024)
 
 enum jr_kind {
 	JR_INVALID,

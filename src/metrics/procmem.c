@@ -1,6 +1,7 @@
 /*
- * Resident memory of process groups and of the runtime, read from
- * /proc/PID/stat and /proc/self/statm (procmem.h).
+ * Resident memory of process groups, summed over a snapshot of every
+ * process (proc/snap.h), and of the runtime, from /proc/self/statm
+ * (procmem.h).
  */
 #include "metrics/procmem.h"
 
@@ -11,57 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util/procfs.h"
-
-/* Field numbers of /proc/PID/stat (man 5 proc). */
-#define STAT_PGRP 5
-#define STAT_SESSION 6
-#define STAT_RSS 24
-
-int procmem_parse_stat(const char *text, size_t len, pid_t *pgrp, pid_t *sid,
-		       uint64_t *rss_pages)
-{
-	const char *end = text + len;
-	const char *p = NULL;
-	for (const char *q = text; q < end; q++)
-		if (*q == ')')
-			p = q;
-	if (p == NULL)
-		return -EINVAL;
-	p++; /* field 3 (state) follows */
-	int field = 2;
-	long long got[STAT_RSS + 1] = {0};
-	while (p < end && field < STAT_RSS) {
-		while (p < end && *p == ' ')
-			p++;
-		if (p >= end)
-			break;
-		field++;
-		const char *start = p;
-		while (p < end && *p != ' ' && *p != '\n')
-			p++;
-		if (field == STAT_PGRP || field == STAT_SESSION ||
-		    field == STAT_RSS) {
-			char num[32];
-			size_t n = (size_t)(p - start);
-			if (n == 0 || n >= sizeof num)
-				return -EINVAL;
-			memcpy(num, start, n);
-			num[n] = '\0';
-			char *stop;
-			errno = 0;
-			got[field] = strtoll(num, &stop, 10);
-			if (errno || *stop != '\0')
-				return -EINVAL;
-		}
-	}
-	if (field < STAT_RSS)
-		return -EINVAL;
-	*pgrp = (pid_t)got[STAT_PGRP];
-	*sid = (pid_t)got[STAT_SESSION];
-	*rss_pages = got[STAT_RSS] > 0 ? (uint64_t)got[STAT_RSS] : 0;
-	return 0;
-}
+#include "proc/snap.h"
 
 /* Reads a small /proc file into buf (NUL-terminated); its length or -1. */
 static ssize_t procmem_read(const char *path, char *buf, size_t size)
@@ -92,28 +43,20 @@ int procmem_groups_rss(const pid_t *groups, size_t n, uint64_t *rss)
 	memset(rss, 0, n * sizeof *rss);
 	if (n == 0)
 		return 0;
-	pid_t *pids = NULL;
-	size_t npids = 0;
-	int rc = procfs_list_pids(&pids, &npids);
+	struct proc_snap *snap = NULL;
+	int rc = proc_snap_take(&snap);
 	if (rc < 0)
 		return rc;
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	char path[64], text[PROCFS_STAT_MAX];
-	for (size_t i = 0; i < npids; i++) {
-		snprintf(path, sizeof path, "/proc/%d/stat", (int)pids[i]);
-		ssize_t len = procmem_read(path, text, sizeof text);
-		pid_t pgrp, sid;
-		uint64_t pages;
-		if (len <= 0 || procmem_parse_stat(text, (size_t)len, &pgrp,
-						   &sid, &pages) < 0)
-			continue; /* gone meanwhile */
-		long at = procmem_find(groups, n, pgrp);
+	for (size_t i = 0; i < proc_snap_count(snap); i++) {
+		const struct procfs_stat *st = proc_snap_at(snap, i);
+		long at = procmem_find(groups, n, st->pgrp);
 		if (at < 0)
-			at = procmem_find(groups, n, sid);
+			at = procmem_find(groups, n, st->sid);
 		if (at >= 0)
-			rss[at] += pages * page;
+			rss[at] += st->rss_pages * page;
 	}
-	free(pids);
+	proc_snap_free(snap);
 	return 0;
 }
 

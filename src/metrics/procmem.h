@@ -14,12 +14,6 @@
 /* Groups read in one pass at most; the rest read as 0. */
 #define PROCMEM_MAX_GROUPS 4096
 
-/* From the text of /proc/PID/stat: its process group, session and
- * resident pages (fields 5, 6 and 24, counted after the last ')', since
- * the command name may hold anything). 0 or -EINVAL. */
-int procmem_parse_stat(const char *text, size_t len, pid_t *pgrp, pid_t *sid,
-		       uint64_t *rss_pages);
-
 /* rss[i] gets the resident bytes of all live processes whose process
  * group is groups[i], or whose session is when none's group is: the
  * programs the runtime starts lead their own session, so a grandchild

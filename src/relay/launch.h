@@ -1,9 +1,11 @@
 /*
  * Finding, starting and replacing the runtime of a home for the relay.
  * A runtime this relay started (known by pid and start time) may be
- * stopped and replaced; any other is never signalled: the host is told
- * what to stop. The home's lock decides which of several starting relays'
- * runtimes wins; the others find the winner's runtime file.
+ * stopped (the stop ladder: SIGTERM, the grace, SIGKILL; the relay stops
+ * its own runtime only once it is lost: frozen or broken) and replaced;
+ * any other is never signalled: the host is told what to stop. The home's lock
+ * decides which of several starting relays' runtimes wins; the others find the
+ * winner's runtime file.
  */
 #ifndef MCPV_RELAY_LAUNCH_H
 #define MCPV_RELAY_LAUNCH_H
@@ -13,13 +15,12 @@
 
 #include "relay/relay.h"
 
-/* How often the runtime file is read while a runtime comes up. */
-#define LAUNCH_POLL_MS 10
-/* A runtime's SIGTERM that has not ended it by then: SIGKILL (the relay
- * stops its own runtime only once it is lost: frozen or broken). */
-#define LAUNCH_TERM_MS 1000
 /* The most a start (or a marked restart) is waited for. */
 #define LAUNCH_START_MS 30000
+/* Where no event can tell that the home changed (no inotify on its
+ * folders, no pidfd for a process it waits on), it is looked at again
+ * this often. */
+#define LAUNCH_BLIND_MS 50
 
 struct launch;
 

@@ -13,11 +13,11 @@
 #include <uv.h>
 
 #include "http/httpc.h"
+#include "jsonrpc/framer.h"
 #include "mcpc/mcpc.h"
 #include "relay/launch.h"
 #include "relay/relay.h"
 #include "relay/run.h"
-#include "transport/framer.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/xmalloc.h"

@@ -1,6 +1,6 @@
 /*
  * `mcpvisor relay` on real I/O: the host on stdin/stdout (newline-
- * delimited JSON, transport/framer.c), the runtime through mcpc on the
+ * delimited JSON, jsonrpc/framer.c), the runtime through mcpc on the
  * loop's HTTP client, the launcher, and one loop timer for the core.
  */
 #ifndef MCPV_RELAY_RUN_H

@@ -16,13 +16,15 @@
 
 #include "config/config.h"
 #include "endpoint/endpoint.h"
+#include "home/info.h"
+#include "home/launch.h"
 #include "journal/journal.h"
-#include "runtime/launch.h"
-#include "runtime/reaper.h"
+#include "proc/reaper.h"
+#include "proc/stop.h"
+#include "proc/supervisor.h"
 #include "runtime/reload.h"
 #include "session/hub.h"
 #include "toolcache/toolcache.h"
-#include "transport/supervisor.h"
 #include "trust/trust.h"
 #include "util/fsutil.h"
 #include "util/log.h"
@@ -270,179 +272,231 @@ static int runtime_claim_home(struct runtime *rt, const char *home)
 	return 0;
 }
 
-int runtime_serve(const struct runtime_opts *opts)
+/* The log, the config and the drain grace. The home's log file is this
+ * runtime's to rotate from now (the home is ours). 0, or 2 when the config
+ * cannot be used (said on stderr). */
+static int runtime_read_config(struct runtime *rt,
+			       const struct runtime_opts *opts,
+			       struct reload_seen *seen, struct config **out)
 {
-	struct runtime rt;
-	memset(&rt, 0, sizeof rt);
-	rt.lock_fd = -1;
-	paths_resolve(&rt.paths, opts->home);
-	int rc = runtime_claim_home(&rt, opts->home);
-	if (rc != 0) {
-		runtime_release(&rt);
-		return rc;
-	}
-	/* Spaces' .mcp.json files run only as this home's store allows. */
-	trust_set_state_dir(rt.paths.state_dir);
-
-	const char *config_path =
-		opts->config ? opts->config : rt.paths.config_file;
-	rt.config_path = config_path;
-	/* A background runtime's output is the home's log file: from now it
-	 * is this runtime's to rotate (the home is ours). */
-	char *log_path = xasprintf("%s/" LAUNCH_LOG_NAME, rt.paths.state_dir);
+	char *log_path = xasprintf("%s/" LAUNCH_LOG_NAME, rt->paths.state_dir);
 	log_adopt_file(log_path, opts->log_max ? opts->log_max : LOG_FILE_MAX);
 	free(log_path);
-	struct reload_seen seen = {0};
-	struct config *cfg = reload_read(config_path, &seen);
+	struct config *cfg = reload_read(rt->config_path, seen);
 	if (cfg->fatal) {
 		fprintf(stderr, "mcpvisor: %s%s\n", cfg->fatal,
 			opts->config ? ""
 				     : " (the default config: pass --config "
 				       "FILE, or create it)");
 		config_free(cfg);
-		reload_seen_clear(&seen);
-		runtime_release(&rt);
 		return 2;
 	}
 	runtime_log_config(cfg);
-	size_t nservers = cfg->nservers, nbad = 0;
-	for (size_t i = 0; i < nservers; i++)
-		nbad += cfg->servers[i].error != NULL;
-	rt.grace_ms = opts->grace_ms ? opts->grace_ms
-		      : cfg->shutdown_grace_ms > 0
-			      ? (uint64_t)cfg->shutdown_grace_ms
-			      : CONFIG_DEFAULT_GRACE_MS;
+	rt->grace_ms = opts->grace_ms ? opts->grace_ms
+		       : cfg->shutdown_grace_ms > 0
+			       ? (uint64_t)cfg->shutdown_grace_ms
+			       : CONFIG_DEFAULT_GRACE_MS;
+	*out = cfg;
+	return 0;
+}
 
-	/* After a crash, stop what the last runtime started and left
-	 * behind, and nothing else. */
-	rc = journal_open(rt.paths.state_dir, &rt.journal);
+/* After a crash, stop what the last runtime started and left behind, and
+ * nothing else; then the tool cache. Either may be missing: the runtime
+ * serves without. */
+static void runtime_recover(struct runtime *rt)
+{
+	int rc = journal_open(rt->paths.state_dir, &rt->journal);
 	if (rc < 0) {
 		log_warn("cannot open the journal in %s: %s",
-			 rt.paths.state_dir, strerror(-rc));
-		rt.journal = NULL;
+			 rt->paths.state_dir, strerror(-rc));
+		rt->journal = NULL;
 	} else {
 		struct journal_report rep;
-		journal_reconcile(rt.journal, 2000, &rep);
+		journal_reconcile(rt->journal, PROC_STOP_GRACE_MS, &rep);
 	}
-	rc = toolcache_open(rt.paths.cache_dir, &rt.cache);
+	rc = toolcache_open(rt->paths.cache_dir, &rt->cache);
 	if (rc < 0) {
-		log_warn("no tool cache (%s): %s", rt.paths.cache_dir,
+		log_warn("no tool cache (%s): %s", rt->paths.cache_dir,
 			 strerror(-rc));
-		rt.cache = NULL;
+		rt->cache = NULL;
 	}
+}
 
-	/* Orphaned grandchildren of our servers come to us, so they can be
-	 * reaped; children get a parent-death signal through the exec step. */
+/* Orphaned grandchildren of our servers come to us, so they can be
+ * reaped; children get a parent-death signal through the exec step. */
+static void runtime_adopt_children(void)
+{
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	signal(SIGPIPE, SIG_IGN);
 	char exe[4096];
 	size_t exelen = sizeof exe;
 	if (uv_exepath(exe, &exelen) == 0)
 		sup_set_exec_shim(exe);
+}
 
-	rt.loop = xmalloc(sizeof *rt.loop);
-	uv_loop_init(rt.loop);
+/* Runs the loop until what is on it is closed, then closes it; the
+ * journal and tool cache write in place again. */
+static void runtime_close_loop(struct runtime *rt)
+{
+	journal_detach(rt->journal);
+	toolcache_detach(rt->cache);
+	uv_run(rt->loop, UV_RUN_DEFAULT);
+	if (uv_loop_close(rt->loop) != 0) {
+		log_warn("loop closed with handles still open");
+		rt->exit_code = 1;
+	}
+	free(rt->loop);
+	rt->loop = NULL;
+}
+
+/* The loop, the hub (it takes cfg) and the endpoint. 0, or 1 when the
+ * endpoint cannot open (said on stderr; nothing is left open). */
+static int runtime_open(struct runtime *rt, const struct runtime_opts *opts,
+			struct config *cfg)
+{
+	rt->loop = xmalloc(sizeof *rt->loop);
+	uv_loop_init(rt->loop);
 	/* From here on journal and tool cache writes leave the loop. */
-	journal_attach(rt.journal, rt.loop);
-	toolcache_attach(rt.cache, rt.loop);
+	journal_attach(rt->journal, rt->loop);
+	toolcache_attach(rt->cache, rt->loop);
 	char cwd[4096];
 	if (getcwd(cwd, sizeof cwd) == NULL)
 		strcpy(cwd, "/");
-	rt.hub = hub_new(rt.loop, cfg, cwd, rt.journal, rt.cache);
+	rt->hub = hub_new(rt->loop, cfg, cwd, rt->journal, rt->cache);
 	if (opts->page_size)
-		hub_set_page_size(rt.hub, opts->page_size);
+		hub_set_page_size(rt->hub, opts->page_size);
 	if (opts->session_timeout_ms)
-		hub_set_session_timeout(rt.hub, opts->session_timeout_ms);
-	hub_set_max_sessions(rt.hub, opts->max_sessions);
-	uv_timer_init(rt.loop, &rt.grace);
-	rt.grace.data = &rt;
+		hub_set_session_timeout(rt->hub, opts->session_timeout_ms);
+	hub_set_max_sessions(rt->hub, opts->max_sessions);
+	uv_timer_init(rt->loop, &rt->grace);
+	rt->grace.data = rt;
 	struct endpoint_opts eo = {
 		.host = "127.0.0.1",
 		.port = opts->port,
-		.socket_path = rt.paths.socket_path,
+		.socket_path = rt->paths.socket_path,
 		.sse_close_ms = opts->sse_close_ms,
 		.control = runtime_control_cb,
-		.arg = &rt,
+		.arg = rt,
 	};
 	char *err = NULL;
-	rc = endpoint_start(rt.loop, rt.hub, &eo, &rt.ep, &err);
+	int rc = endpoint_start(rt->loop, rt->hub, &eo, &rt->ep, &err);
 	if (rc < 0) {
 		fprintf(stderr, "mcpvisor: %s\n", err);
 		free(err);
-		hub_free(rt.hub);
-		uv_close((uv_handle_t *)&rt.grace, NULL);
-		journal_detach(rt.journal);
-		toolcache_detach(rt.cache);
-		uv_run(rt.loop, UV_RUN_DEFAULT);
-		journal_free(rt.journal);
-		toolcache_free(rt.cache);
-		uv_loop_close(rt.loop);
-		free(rt.loop);
-		reload_seen_clear(&seen);
-		runtime_release(&rt);
+		hub_free(rt->hub);
+		rt->hub = NULL;
+		uv_close((uv_handle_t *)&rt->grace, NULL);
+		runtime_close_loop(rt);
 		return 1;
 	}
-	rt.reloader = reloader_new(rt.loop, rt.hub, config_path,
-				   rt.paths.state_dir, &seen, !opts->no_watch);
-	if (opts->port < 0 && endpoint_port(rt.ep) != EP_DEFAULT_PORT)
-		rt.asked_port = EP_DEFAULT_PORT;
-	rc = runtime_write_file(&rt, config_path);
-	if (rc < 0)
-		log_warn("cannot write %s: %s", rt.paths.runtime_file,
-			 strerror(-rc));
-	uv_signal_init(rt.loop, &rt.sigterm);
-	uv_signal_init(rt.loop, &rt.sigint);
-	uv_signal_init(rt.loop, &rt.sighup);
-	rt.sigterm.data = rt.sigint.data = rt.sighup.data = &rt;
-	uv_signal_start(&rt.sigterm, runtime_signal_cb, SIGTERM);
-	uv_signal_start(&rt.sigint, runtime_signal_cb, SIGINT);
-	uv_signal_start(&rt.sighup, runtime_signal_cb, SIGHUP);
-	reaper_start(rt.loop, &rt.sigchld);
+	if (opts->port < 0 && endpoint_port(rt->ep) != EP_DEFAULT_PORT)
+		rt->asked_port = EP_DEFAULT_PORT;
+	return 0;
+}
 
+/* What makes the runtime reachable and steerable: the reloader, the
+ * runtime file clients find it by, the signals, the reaper. */
+static void runtime_listen(struct runtime *rt, const struct runtime_opts *opts,
+			   struct reload_seen *seen)
+{
+	rt->reloader = reloader_new(rt->loop, rt->hub, rt->config_path,
+				    rt->paths.state_dir, seen, !opts->no_watch);
+	int rc = runtime_write_file(rt, rt->config_path);
+	if (rc < 0)
+		log_warn("cannot write %s: %s", rt->paths.runtime_file,
+			 strerror(-rc));
+	uv_signal_init(rt->loop, &rt->sigterm);
+	uv_signal_init(rt->loop, &rt->sigint);
+	uv_signal_init(rt->loop, &rt->sighup);
+	rt->sigterm.data = rt->sigint.data = rt->sighup.data = rt;
+	uv_signal_start(&rt->sigterm, runtime_signal_cb, SIGTERM);
+	uv_signal_start(&rt->sigint, runtime_signal_cb, SIGINT);
+	uv_signal_start(&rt->sighup, runtime_signal_cb, SIGHUP);
+	reaper_start(rt->loop, &rt->sigchld);
+}
+
+/* What the user starting `serve` in a terminal reads. */
+static void runtime_announce(const struct runtime *rt, size_t nservers,
+			     size_t nbad)
+{
 	if (nbad)
 		printf("mcpvisor: serving %zu of %zu servers from %s (%zu "
 		       "with config errors, above)\n",
-		       nservers - nbad, nservers, config_path, nbad);
+		       nservers - nbad, nservers, rt->config_path, nbad);
 	else
 		printf("mcpvisor: serving %zu server%s from %s\n", nservers,
-		       nservers == 1 ? "" : "s", config_path);
+		       nservers == 1 ? "" : "s", rt->config_path);
 	printf("mcpvisor: endpoint http://127.0.0.1:%d/mcp\n"
 	       "mcpvisor: socket %s\n",
-	       endpoint_port(rt.ep), rt.paths.socket_path);
-	if (rt.asked_port)
+	       endpoint_port(rt->ep), rt->paths.socket_path);
+	if (rt->asked_port)
 		printf("mcpvisor: port %d was taken, so another port was "
 		       "chosen; clients set to %d must use the one above\n",
-		       rt.asked_port, rt.asked_port);
+		       rt->asked_port, rt->asked_port);
 	fflush(stdout);
+}
 
-	uv_run(rt.loop, UV_RUN_DEFAULT);
-	reloader_free(rt.reloader);
-	rt.reloader = NULL;
-	uv_close((uv_handle_t *)&rt.sigterm, NULL);
-	uv_close((uv_handle_t *)&rt.sigint, NULL);
-	uv_close((uv_handle_t *)&rt.sighup, NULL);
-	uv_close((uv_handle_t *)&rt.sigchld, NULL);
-	journal_detach(rt.journal);
-	toolcache_detach(rt.cache);
-	uv_run(rt.loop, UV_RUN_DEFAULT);
-	rc = uv_loop_close(rt.loop);
-	if (rc != 0) {
-		log_warn("loop closed with handles still open");
-		rt.exit_code = 1;
-	}
-	free(rt.loop);
-	if (rt.journal && journal_count(rt.journal) > 0) {
-		char *left = journal_left_text(rt.journal);
+/* After the loop returned: its last handles, then what the journal could
+ * not confirm gone (the next start stops it). */
+static void runtime_close(struct runtime *rt)
+{
+	reloader_free(rt->reloader);
+	rt->reloader = NULL;
+	uv_close((uv_handle_t *)&rt->sigterm, NULL);
+	uv_close((uv_handle_t *)&rt->sigint, NULL);
+	uv_close((uv_handle_t *)&rt->sighup, NULL);
+	uv_close((uv_handle_t *)&rt->sigchld, NULL);
+	runtime_close_loop(rt);
+	if (rt->journal && journal_count(rt->journal) > 0) {
+		char *left = journal_left_text(rt->journal);
 		log_warn("%zu owned resource(s) could not be confirmed gone "
 			 "(%s); the next start will stop them",
-			 journal_count(rt.journal), left ? left : "?");
+			 journal_count(rt->journal), left ? left : "?");
 		free(left);
-		rt.exit_code = 1;
+		rt->exit_code = 1;
 	}
+}
+
+int runtime_serve(const struct runtime_opts *opts)
+{
+	struct runtime rt;
+	struct reload_seen seen = {0};
+	struct config *cfg = NULL;
+	bool served = false;
+	memset(&rt, 0, sizeof rt);
+	rt.lock_fd = -1;
+	paths_resolve(&rt.paths, opts->home);
+	int rc = runtime_claim_home(&rt, opts->home);
+	if (rc != 0)
+		goto fail;
+	/* Spaces' .mcp.json files run only as this home's store allows. */
+	trust_set_state_dir(rt.paths.state_dir);
+	rt.config_path = opts->config ? opts->config : rt.paths.config_file;
+	rc = runtime_read_config(&rt, opts, &seen, &cfg);
+	if (rc != 0)
+		goto fail;
+	size_t nservers = cfg->nservers, nbad = 0;
+	for (size_t i = 0; i < nservers; i++)
+		nbad += cfg->servers[i].error != NULL;
+	runtime_recover(&rt);
+	runtime_adopt_children();
+	rc = runtime_open(&rt, opts, cfg);
+	if (rc != 0)
+		goto fail;
+	runtime_listen(&rt, opts, &seen);
+	runtime_announce(&rt, nservers, nbad);
+
+	uv_run(rt.loop, UV_RUN_DEFAULT);
+	runtime_close(&rt);
+	rc = rt.exit_code;
+	served = true;
+fail:
 	journal_free(rt.journal);
 	toolcache_free(rt.cache);
+	reload_seen_clear(&seen);
 	/* The lock goes last: the journal above was this home's until now. */
 	runtime_release(&rt);
-	log_info("stopped%s", rt.exit_code ? " (not everything settled)" : "");
-	return rt.exit_code;
+	if (served)
+		log_info("stopped%s", rc ? " (not everything settled)" : "");
+	return rc;
 }

@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 
-#include "transport/listener.h"
+#include "ports/listener.h"
 #include "transport/upstream.h"
 
 /* A program to run: borrowed, valid during the call it is given to. */

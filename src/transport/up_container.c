@@ -19,11 +19,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "container/container_cmd.h"
+#include "container/engine.h"
 #include "jsonrpc/msgq.h"
-#include "transport/container_cmd.h"
-#include "transport/engine.h"
-#include "transport/http_probe.h"
-#include "transport/supervisor.h"
+#include "ports/http_probe.h"
+#include "proc/supervisor.h"
 #include "transport/up_cmd.h"
 #include "transport/upstream.h"
 #include "util/log.h"

@@ -18,11 +18,11 @@
 #include <unistd.h>
 
 #include "config/secrets.h"
-#include "journal/journal.h"
 #include "jsonrpc/msgq.h"
-#include "transport/listener.h"
-#include "transport/ports.h"
-#include "transport/supervisor.h"
+#include "ports/listener.h"
+#include "ports/ports.h"
+#include "proc/owner.h"
+#include "proc/supervisor.h"
 #include "transport/up_cmd.h"
 #include "transport/upstream.h"
 #include "util/clock.h"

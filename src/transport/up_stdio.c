@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transport/supervisor.h"
+#include "proc/supervisor.h"
 #include "transport/up_cmd.h"
 #include "transport/upstream.h"
 #include "util/xmalloc.h"

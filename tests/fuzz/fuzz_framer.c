@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the line framer (src/transport/framer.c) that cuts
+ * libFuzzer harness for the line framer (src/jsonrpc/framer.c) that cuts
  * a server's stdout into messages. Beyond the sanitizers: one feed, feeds
  * split where the input says, and an independent reference (split on LF,
  * limit, strip one CR, skip blank, strict UTF-8 by decoding each code
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transport/framer.h"
+#include "jsonrpc/framer.h"
 #include "util/buf.h"
 
 #define FF_LONG_BASE (64 * 1024 - 512)

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transport/framer.h"
+#include "jsonrpc/framer.h"
 #include "util/jsonscan.h"
 
 static const char *const fj_keys[] = {"jsonrpc", "id",	 "method",

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "config_fixture.h"
-#include "transport/container_cmd.h"
+#include "container/container_cmd.h"
 #include "util/sha256.h"
 
 static char *cmd_join(char **v)

@@ -17,9 +17,9 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "container/engine.h"
 #include "engine_fixture.h"
-#include "transport/engine.h"
-#include "util/procfs.h"
+#include "proc/procfs.h"
 #include "util/random.h"
 #include "util/xmalloc.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transport/framer.h"
+#include "jsonrpc/framer.h"
 #include "util/buf.h"
 #include "util/xmalloc.h"
 

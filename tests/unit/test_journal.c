@@ -25,6 +25,7 @@
 #include <uv.h>
 
 #include "journal/journal.h"
+#include "proc/owner.h"
 #include "util/xmalloc.h"
 
 #define TST_MAX_PIDS 16
@@ -243,8 +244,7 @@ static pid_t tst_spawn(const char *script, const char *token, int *out_fd)
 {
 	int p[2];
 	cr_assert_eq(pipe(p), 0);
-	char *owner =
-		token ? xasprintf("%s=%s", JOURNAL_OWNER_ENV, token) : NULL;
+	char *owner = token ? xasprintf("%s=%s", PROC_OWNER_ENV, token) : NULL;
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
@@ -766,7 +766,7 @@ Test(journal, group_members_without_the_token_are_left_alone)
 	close(fd);
 	tst_await_environ_size(clean, 0);
 	tst_await_environ_size(
-		near, (long)(sizeof JOURNAL_OWNER_ENV + JOURNAL_TOKEN_LEN + 2));
+		near, (long)(sizeof PROC_OWNER_ENV + JOURNAL_TOKEN_LEN + 2));
 	cr_assert_eq(tst_pgrp(clean), leader);
 	cr_assert_eq(tst_pgrp(near), leader);
 

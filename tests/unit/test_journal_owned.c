@@ -24,12 +24,12 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "container/engine.h"
 #include "engine_fixture.h"
 #include "journal/journal.h"
-#include "transport/engine.h"
+#include "proc/procfs.h"
 #include "util/buf.h"
 #include "util/fsutil.h"
-#include "util/procfs.h"
 #include "util/xmalloc.h"
 
 #define OWN_GRACE_MS 2000

@@ -16,9 +16,9 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "transport/supervisor.h"
+#include "proc/procfs.h"
+#include "proc/supervisor.h"
 #include "util/log.h"
-#include "util/procfs.h"
 #include "util/xmalloc.h"
 
 #define TST_GUARD_MS 8000
@@ -36,6 +36,8 @@ struct tst {
 	int nclosed;
 	uint64_t t_stop;
 	uint64_t t_closed;
+	uint64_t grace_ms; /* 0: TST_GRACE_MS */
+	int turns;	   /* loop turns from the stop to on_closed */
 };
 
 /* Started by a test and not yet seen gone: killed by pid at fini. */
@@ -123,7 +125,7 @@ static void tst_spawn(struct tst *t, const char *script, bool owner)
 		.args = args,
 		.env = env,
 		.token = owner ? TST_TOKEN : NULL,
-		.stop_grace_ms = TST_GRACE_MS,
+		.stop_grace_ms = t->grace_ms ? t->grace_ms : TST_GRACE_MS,
 	};
 	cr_assert_eq(sup_spawn(&t->loop, &o, &tst_cbs, t, &t->conn), 0);
 	t->pid = sup_pid(t->conn);
@@ -145,8 +147,10 @@ static void tst_stop(struct tst *t)
 {
 	t->t_stop = uv_now(&t->loop);
 	sup_stop(t->conn);
-	while (t->nclosed == 0)
+	while (t->nclosed == 0) {
 		uv_run(&t->loop, UV_RUN_ONCE);
+		t->turns++;
+	}
 }
 
 static bool tst_gone(pid_t pid)
@@ -280,5 +284,28 @@ Test(ladder, a_leader_that_exits_alone_takes_its_setsid_child)
 	cr_assert_eq(t.nexit, 1);
 	cr_assert(tst_gone(t.stray), "setsid child %d outlived its server",
 		  (int)t.stray);
+	tst_fini(&t);
+}
+
+Test(ladder, a_stop_waits_on_events_not_a_poll)
+{
+	struct tst t;
+	tst_init(&t);
+	t.grace_ms = 1000;
+	/* The leader ends on stdin's EOF; the stray it left outside its
+	 * group ignores SIGTERM, so the stop lasts the whole grace. */
+	tst_spawn(&t,
+		  "setsid sh -c 'trap \"\" TERM; echo $$; "
+		  "exec sleep 30' 2>/dev/null & exec cat >/dev/null",
+		  true);
+	tst_stop(&t);
+	uint64_t took = t.t_closed - t.t_stop;
+	cr_assert(tst_gone(t.stray), "stray %d survived", (int)t.stray);
+	cr_assert_geq(took, t.grace_ms - 10, "SIGKILL after %llu ms",
+		      (unsigned long long)took);
+	/* Exits, searches and the grace's timer wake the loop; a look
+	 * every 20 ms through the grace would be about 50 turns. */
+	cr_assert_lt(t.turns, 20, "the loop turned %d times in %llu ms",
+		     t.turns, (unsigned long long)took);
 	tst_fini(&t);
 }

@@ -1,6 +1,6 @@
 /*
- * Unit tests for the restart mark (runtime/mark.c) and the detached start
- * of a runtime (runtime/launch.c). The mark counts only while the restart
+ * Unit tests for the restart mark (home/mark.c) and the detached start
+ * of a runtime (home/launch.c). The mark counts only while the restart
  * that wrote it lives and is young; its first line is the old pid alone
  * (what the relay's reader takes). A launched program is a grandchild in
  * its own session, with the arguments, folder and environment asked for,
@@ -18,11 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/launch.h"
-#include "runtime/mark.h"
+#include "home/launch.h"
+#include "home/mark.h"
+#include "proc/procfs.h"
 #include "util/fsutil.h"
 #include "util/paths.h"
-#include "util/procfs.h"
 #include "util/xmalloc.h"
 
 static char mt_home[PATH_MAX];

@@ -17,6 +17,7 @@
 #include "metrics/procmem.h"
 #include "metrics/prom.h"
 #include "metrics/window.h"
+#include "proc/procfs.h"
 #include "util/clock.h"
 
 #define SEC 1000000ull
@@ -337,17 +338,13 @@ Test(procmem, stat_fields_after_the_command_name)
 	const char *text = "1234 (a) b (c) S 1 77 88 0 -1 4194560 0 0 0 0 1 "
 			   "2 0 0 20 0 1 0 12345 1000000 321 "
 			   "18446744073709551615 1 1\n";
-	pid_t pgrp, sid;
-	uint64_t pages;
-	cr_assert_eq(
-		procmem_parse_stat(text, strlen(text), &pgrp, &sid, &pages), 0);
-	cr_assert_eq(pgrp, 77);
-	cr_assert_eq(sid, 88);
-	cr_assert_eq(pages, 321);
-	cr_assert_eq(procmem_parse_stat(text, 40, &pgrp, &sid, &pages), -EINVAL,
-		     "cut short");
-	cr_assert_eq(procmem_parse_stat("12 no paren", 11, &pgrp, &sid, &pages),
-		     -EINVAL);
+	struct procfs_stat st;
+	cr_assert_eq(procfs_parse_stat(text, strlen(text), &st), 0);
+	cr_assert_eq(st.pgrp, 77);
+	cr_assert_eq(st.sid, 88);
+	cr_assert_eq(st.rss_pages, 321);
+	cr_assert_eq(procfs_parse_stat(text, 40, &st), -EINVAL, "cut short");
+	cr_assert_eq(procfs_parse_stat("12 no paren", 11, &st), -EINVAL);
 }
 
 static uint64_t statm_rss(pid_t pid)

@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "transport/ports.h"
+#include "ports/ports.h"
 
 /* A socket bound (and listening) on the loopback, as another program
  * would hold it: the "squatter". port 0: any. */

@@ -14,7 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "util/procfs.h"
+#include "proc/procfs.h"
+#include "proc/snap.h"
 #include "util/xmalloc.h"
 
 #define TST_TAIL                                                               \
@@ -180,52 +181,64 @@ Test(procfs, environ_get_and_find_by_env)
 		-EPERM, "another uid's process was read");
 
 	const char *values[] = {"zzzz", "aaaa"};
-	struct procfs_owned *found = NULL;
+	struct proc_owned *found = NULL;
 	size_t n = 0;
-	cr_assert_eq(procfs_find_by_env(geteuid(), 0, "TST_OWNER", values, 2,
-					&found, &n),
-		     0);
+	struct proc_snap *snap = NULL;
+	cr_assert_eq(proc_snap_take(&snap), 0);
+	proc_snap_owned(snap, geteuid(), 0, "TST_OWNER", values, 2, &found, &n);
 	cr_assert_eq(n, 1, "found %zu", n);
 	cr_assert_eq(found[0].pid, a);
 	cr_assert_eq(found[0].which, 1);
 	cr_assert_eq(found[0].start_time, procfs_start_time(a));
 	free(found);
-	cr_assert_eq(procfs_find_by_env(geteuid() + 1, 0, "TST_OWNER", values,
-					2, &found, &n),
-		     0);
+	proc_snap_owned(snap, geteuid() + 1, 0, "TST_OWNER", values, 2, &found,
+			&n);
 	cr_assert_eq(n, 0, "another uid's processes matched");
 	free(found);
 	/* Below us (they are our children), and below no one else. */
-	cr_assert_eq(procfs_find_by_env(geteuid(), getpid(), "TST_OWNER",
-					values, 2, &found, &n),
-		     0);
+	proc_snap_owned(snap, geteuid(), getpid(), "TST_OWNER", values, 2,
+			&found, &n);
 	cr_assert_eq(n, 1);
 	free(found);
-	cr_assert_eq(procfs_find_by_env(geteuid(), getppid(), "TST_OWNER",
-					values, 2, &found, &n),
-		     0);
+	proc_snap_owned(snap, geteuid(), getppid(), "TST_OWNER", values, 2,
+			&found, &n);
 	cr_assert_eq(n, 1, "a grandchild of our parent");
 	free(found);
-	cr_assert_eq(procfs_find_by_env(geteuid(), a, "TST_OWNER", values, 2,
-					&found, &n),
-		     0);
+	proc_snap_owned(snap, geteuid(), a, "TST_OWNER", values, 2, &found, &n);
 	cr_assert_eq(n, 0, "found below a process with no children");
 	free(found);
+	/* A value read from a pid that changed hands is not its own. */
+	struct procfs_stat moved = *proc_snap_find(snap, a);
+	moved.start_time++;
+	cr_assert_eq(
+		proc_snap_environ(&moved, geteuid(), "TST_OWNER", v, sizeof v),
+		-ESRCH);
+	proc_snap_free(snap);
 	tst_end(a);
 	tst_end(b);
 	tst_end(c);
 }
 
-Test(procfs, list_pids_holds_this_process)
+Test(procfs, snapshot_holds_this_process_and_its_parent)
 {
-	pid_t *pids = NULL;
-	size_t n = 0;
-	cr_assert_eq(procfs_list_pids(&pids, &n), 0);
-	bool self = false;
-	for (size_t i = 0; i < n; i++)
-		self |= pids[i] == getpid();
-	cr_assert(self);
-	free(pids);
+	struct proc_snap *snap = NULL;
+	cr_assert_eq(proc_snap_take(&snap), 0);
+	const struct procfs_stat *self = proc_snap_find(snap, getpid());
+	cr_assert_not_null(self);
+	cr_assert_eq(self->ppid, getppid());
+	cr_assert_eq(self->pgrp, getpgrp());
+	cr_assert_eq(self->sid, getsid(0));
+	cr_assert_gt(self->rss_pages, 0);
+	cr_assert_eq(self->start_time, procfs_start_time(getpid()));
+	cr_assert(proc_snap_descends(snap, self, getppid()));
+	cr_assert_not(proc_snap_descends(snap, self, getpid()));
+	for (size_t i = 1; i < proc_snap_count(snap); i++)
+		cr_assert_lt(proc_snap_at(snap, i - 1)->pid,
+			     proc_snap_at(snap, i)->pid, "in pid order");
+	cr_assert_null(proc_snap_at(snap, proc_snap_count(snap)));
+	cr_assert_null(proc_snap_find(snap, 0x3fffffff));
+	proc_snap_free(snap);
+	proc_snap_free(NULL);
 }
 
 Test(procfs, signal_refuses_another_start_time)

@@ -11,8 +11,9 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "runtime/reaper.h"
-#include "util/procfs.h"
+#include "proc/procfs.h"
+#include "proc/reaper.h"
+#include "proc/snap.h"
 #include "util/xmalloc.h"
 
 static void reap_setup(void)
@@ -25,16 +26,15 @@ TestSuite(reaper, .init = reap_setup, .timeout = 20);
 /* How many zombie children this process has. */
 static size_t reap_zombies(void)
 {
-	pid_t *pids = NULL;
-	size_t n = 0, z = 0;
-	cr_assert_eq(procfs_list_pids(&pids, &n), 0);
-	for (size_t i = 0; i < n; i++) {
-		struct procfs_stat st;
-		if (procfs_read_stat(pids[i], &st) == 0 &&
-		    st.ppid == getpid() && st.state == 'Z')
+	struct proc_snap *snap = NULL;
+	size_t z = 0;
+	cr_assert_eq(proc_snap_take(&snap), 0);
+	for (size_t i = 0; i < proc_snap_count(snap); i++) {
+		const struct procfs_stat *st = proc_snap_at(snap, i);
+		if (st->ppid == getpid() && st->state == 'Z')
 			z++;
 	}
-	free(pids);
+	proc_snap_free(snap);
 	return z;
 }
 
@@ -93,15 +93,12 @@ Test(reaper, an_adopted_orphan_is_reaped_and_libuvs_child_is_not)
  * zombie). */
 static size_t reap_children(void)
 {
-	pid_t *pids = NULL;
-	size_t n = 0, c = 0;
-	cr_assert_eq(procfs_list_pids(&pids, &n), 0);
-	for (size_t i = 0; i < n; i++) {
-		struct procfs_stat st;
-		if (procfs_read_stat(pids[i], &st) == 0 && st.ppid == getpid())
-			c++;
-	}
-	free(pids);
+	struct proc_snap *snap = NULL;
+	size_t c = 0;
+	cr_assert_eq(proc_snap_take(&snap), 0);
+	for (size_t i = 0; i < proc_snap_count(snap); i++)
+		c += proc_snap_at(snap, i)->ppid == getpid();
+	proc_snap_free(snap);
 	return c;
 }
 

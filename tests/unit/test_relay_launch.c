@@ -16,9 +16,9 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "home/info.h"
+#include "home/mark.h"
 #include "relay/launch.h"
-#include "runtime/mark.h"
-#include "runtime/runtime.h"
 #include "util/paths.h"
 #include "util/xmalloc.h"
 
@@ -45,8 +45,29 @@ static void setup(void)
 	dones = 0;
 }
 
+/* Fake runtimes started and not yet ended: a failed test leaves none
+ * behind (each pauses until killed). */
+static pid_t live_rt[4];
+
+static void live_set(pid_t pid, pid_t to)
+{
+	for (size_t i = 0; i < sizeof live_rt / sizeof *live_rt; i++) {
+		if (live_rt[i] == pid) {
+			live_rt[i] = to;
+			return;
+		}
+	}
+}
+
 static void teardown(void)
 {
+	for (size_t i = 0; i < sizeof live_rt / sizeof *live_rt; i++) {
+		if (live_rt[i] > 0) {
+			kill(live_rt[i], SIGKILL);
+			waitpid(live_rt[i], NULL, 0);
+		}
+		live_rt[i] = 0;
+	}
 	uv_run(&loop, UV_RUN_DEFAULT);
 	uv_loop_close(&loop);
 	char *cmd = xasprintf("rm -rf %s", home);
@@ -85,6 +106,7 @@ static pid_t fake_runtime(void)
 	char c = 0;
 	cr_assert_eq(read(ready[0], &c, 1), 1);
 	close(ready[0]);
+	live_set(0, pid);
 	cr_assert_eq(c, 'y');
 	return pid;
 }
@@ -93,6 +115,7 @@ static void end_runtime(pid_t pid)
 {
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
+	live_set(pid, 0);
 }
 
 static void run_until(int want, int ms)
@@ -164,4 +187,42 @@ Test(relay_launch, describes_a_pid_by_its_command)
 	free(want);
 	cr_assert(ok, "%s", d);
 	free(d);
+}
+
+static pid_t later_rt;
+
+static void later_cb(uv_timer_t *t)
+{
+	later_rt = fake_runtime();
+}
+
+/* While a restart is under way nothing needs the relay but the new
+ * runtime's file: the loop wakes for the home's changes, not a poll. */
+Test(relay_launch, a_waited_start_wakes_the_loop_by_events_not_a_poll,
+     .timeout = 15)
+{
+	pid_t old = fake_runtime();
+	struct launch *l = launch_new(&loop, home, on_done, NULL);
+	launch_recover(l, RELAY_LOSS_NONE);
+	run_until(1, 2000);
+	cr_assert_eq(dones, 1);
+	cr_assert_eq(mark_write(home, old), 0);
+	end_runtime(old);
+	launch_recover(l, RELAY_LOSS_REFUSED);
+	uv_timer_t later;
+	uv_timer_init(&loop, &later);
+	uv_timer_start(&later, later_cb, 300, 0);
+	int turns = 0;
+	while (dones < 2) {
+		uv_run(&loop, UV_RUN_ONCE);
+		turns++;
+	}
+	cr_assert_null(fail_text, "%s", fail_text);
+	cr_assert_str_eq(launch_socket(l), P.socket_path);
+	/* A look every 10 ms through the wait would be about 30 turns. */
+	cr_assert_lt(turns, 10, "the loop turned %d times", turns);
+	mark_clear(home);
+	uv_close((uv_handle_t *)&later, NULL);
+	launch_free(l);
+	end_runtime(later_rt);
 }

@@ -1,5 +1,5 @@
 /*
- * Unit tests for finding the runtime of a home (runtime/info.c): the
+ * Unit tests for finding the runtime of a home (home/info.c): the
  * home's lock decides whether a runtime runs, never the pid in the runtime
  * file (which another program may have by now); the runtime file is
  * removed only while it names this process. A lock held through a second
@@ -18,7 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "runtime/runtime.h"
+#include "home/info.h"
 #include "util/fsutil.h"
 #include "util/paths.h"
 #include "util/xmalloc.h"

@@ -18,7 +18,8 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "transport/supervisor.h"
+#include "proc/procfs.h"
+#include "proc/supervisor.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
@@ -243,7 +244,7 @@ Test(stdio, echo_through_cat)
 	tst_init(&t);
 	cr_assert_eq(tst_spawn_full(&t, "cat", NULL, NULL, NULL), 0);
 	cr_assert_neq(sup_start_time(t.conn), 0);
-	cr_assert_eq(sup_start_time(t.conn), proc_start_time(t.pid));
+	cr_assert_eq(sup_start_time(t.conn), procfs_start_time(t.pid));
 	cr_assert_eq(getpgid(t.pid), t.pid, "not its own group leader");
 	cr_assert_eq(getsid(t.pid), t.pid, "not its own session");
 
@@ -646,10 +647,10 @@ Test(stdio, send_backpressure_and_cancel)
 
 Test(stdio, proc_start_time_values)
 {
-	cr_assert_neq(proc_start_time(getpid()), 0);
-	cr_assert_eq(proc_start_time(0), 0);
-	cr_assert_eq(proc_start_time(-1), 0);
-	cr_assert_eq(proc_start_time(INT_MAX), 0);
+	cr_assert_neq(procfs_start_time(getpid()), 0);
+	cr_assert_eq(procfs_start_time(0), 0);
+	cr_assert_eq(procfs_start_time(-1), 0);
+	cr_assert_eq(procfs_start_time(INT_MAX), 0);
 }
 
 Test(stdio, proc_start_time_survives_odd_comm)
@@ -670,10 +671,10 @@ Test(stdio, proc_start_time_survives_odd_comm)
 		pause();
 		_exit(0);
 	}
-	uint64_t before = proc_start_time(pid);
+	uint64_t before = procfs_start_time(pid);
 	cr_assert_eq(write(to_child[1], &c, 1), 1);
 	cr_assert_eq(read(to_parent[0], &c, 1), 1);
-	uint64_t after = proc_start_time(pid);
+	uint64_t after = procfs_start_time(pid);
 
 	char path[64], comm[64] = {0};
 	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
@@ -687,7 +688,7 @@ Test(stdio, proc_start_time_survives_odd_comm)
 	cr_assert_str_eq(comm, "a) 1 2 (3 4) 5\n");
 	cr_assert_neq(before, 0);
 	cr_assert_eq(after, before);
-	cr_assert_geq(before, proc_start_time(getpid()));
+	cr_assert_geq(before, procfs_start_time(getpid()));
 	close(to_child[0]);
 	close(to_child[1]);
 	close(to_parent[0]);

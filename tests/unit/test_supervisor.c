@@ -18,7 +18,8 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "transport/supervisor.h"
+#include "proc/supervisor.h"
+#include "transport/upstream.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 

@@ -22,7 +22,7 @@
 #include "instance/instance.h"
 #include "journal/journal.h"
 #include "pool/pool.h"
-#include "transport/ports.h"
+#include "ports/ports.h"
 #include "transport/upstream.h"
 #include "util/xmalloc.h"
 

@@ -18,8 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "transport/listener.h"
-#include "transport/ports.h"
+#include "ports/listener.h"
+#include "ports/ports.h"
 #include "transport/upstream.h"
 
 Test(listener, subst_replaces_every_template)
