@@ -12,7 +12,4 @@
 /* The longest token (no '=' or newline in it). */
 #define PROC_OWNER_TOKEN_MAX 64
 
-/* The name up_local.c still uses, until its rewrite takes the one above. */
-#define JOURNAL_OWNER_ENV PROC_OWNER_ENV
-
 #endif

@@ -36,9 +36,6 @@
 #define SUP_LOG_LINE_MAX 512		   /* longer log lines are cut */
 #define SUP_MAX_QUEUED (64 * 1024 * 1024)  /* bytes waiting for stdin */
 #define SUP_TOKEN_MAX PROC_OWNER_TOKEN_MAX /* longest owner token */
-/* The name up_container.c still uses for PROC_STOP_GRACE_MS, until its
- * rewrite takes that one. */
-#define SUP_STOP_GRACE_MS PROC_STOP_GRACE_MS
 
 struct supervisor;
 

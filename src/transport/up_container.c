@@ -674,7 +674,7 @@ static int upc_open(uv_loop_t *loop, const struct upstream_spec *spec,
 	snprintf(u->token, sizeof u->token, "%s", spec->token);
 	u->env = sup_env_from_config(s->env, s->nenv);
 	u->grace_ms =
-		spec->stop_grace_ms ? spec->stop_grace_ms : SUP_STOP_GRACE_MS;
+		spec->stop_grace_ms ? spec->stop_grace_ms : PROC_STOP_GRACE_MS;
 	uv_timer_init(loop, &u->grace);
 	u->grace.data = u;
 	u->timer_open = true;

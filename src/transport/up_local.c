@@ -374,7 +374,7 @@ static void upl_ready(struct upstream *u)
 static void upl_proof_work_cb(uv_work_t *w)
 {
 	struct upstream *u = w->data;
-	u->proof = listener_owner(u->port, getuid(), u->pid, JOURNAL_OWNER_ENV,
+	u->proof = listener_owner(u->port, getuid(), u->pid, PROC_OWNER_ENV,
 				  u->token[0] ? u->token : NULL);
 }
 

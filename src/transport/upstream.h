@@ -158,7 +158,7 @@ struct upstream_spec {
 	const struct server_config *server; /* borrowed for open only */
 	const char *cwd; /* resolved by scope; NULL: inherit */
 	/* Owner token, already on disk in the journal: in the environment
-	 * of every process (JOURNAL_OWNER_ENV), or a container's label. */
+	 * of every process (PROC_OWNER_ENV), or a container's label. */
 	const char *token;
 	struct httpc *http;	     /* the loop's HTTP client (http kinds) */
 	uint64_t startup_timeout_ms; /* local HTTP: how long to wait for
