@@ -25,28 +25,26 @@
 #include "util/log.h"
 #include "util/xmalloc.h"
 
-/* A request that may have changed something was lost with the server:
- * the client must not be led to run it twice. */
-static json_t *instance_lost_call_error(struct instance *inst)
+/* The error for a request lost after it was sent that is not sent again:
+ * one that may have changed something (the client must not be led to run
+ * it twice), or one that changes nothing lost for the second time (the
+ * server is likely killed by it). */
+static json_t *instance_lost_error(struct instance *inst, bool may_have_run)
 {
 	const char *reason = instance_lost_reason(inst);
 	char *msg = xasprintf(
-		"Server \"%s\" went away while handling this request (%s); "
-		"it may or may not have taken effect, so check before "
-		"retrying.",
-		inst->name, reason);
+		"Server \"%s\" went away while handling this request (%s)%s",
+		inst->name, reason,
+		may_have_run
+			? "; it may or may not have taken effect, so check "
+			  "before retrying."
+			: ", for the second time, so it is not sent "
+			  "again.");
 	json_t *data = json_pack("{s:s,s:s,s:b}", "server", inst->name,
-				 "reason", reason, "mayHaveRun", 1);
+				 "reason", reason, "mayHaveRun", may_have_run);
 	json_t *err = jr_error(NULL, JR_SERVER_UNAVAILABLE, msg, data);
 	free(msg);
 	return err;
-}
-
-/* The ids of the requests in flight, oldest first: walked by id so that
- * callbacks run on the way (which may settle others) do no harm. */
-static int64_t *instance_snapshot(struct instance *inst, size_t *n)
-{
-	return outbox_ids(inst->outbox, n);
 }
 
 bool instance_resent_in_flight(const struct instance *inst)
@@ -59,53 +57,43 @@ bool instance_resent_in_flight(const struct instance *inst)
 	return false;
 }
 
-/* Something that changes nothing was lost after it was sent, twice:
- * the server is likely killed by it, so it is not sent a third time. */
-static json_t *instance_lost_again_error(struct instance *inst)
-{
-	const char *reason = instance_lost_reason(inst);
-	char *msg = xasprintf("Server \"%s\" went away while handling this "
-			      "request (%s), for the second time, so it is not "
-			      "sent again.",
-			      inst->name, reason);
-	json_t *data = json_pack("{s:s,s:s,s:b}", "server", inst->name,
-				 "reason", reason, "mayHaveRun", 0);
-	json_t *err = jr_error(NULL, JR_SERVER_UNAVAILABLE, msg, data);
-	free(msg);
-	return err;
-}
-
 void instance_settle_lost(struct instance *inst, struct outbox_req *r,
 			  enum outbox_verdict v)
 {
 	unsigned reached = outbox_req_reached(r);
-	json_t *err = v == OUTBOX_FAIL_MAYBE ? instance_lost_call_error(inst)
-		      : reached > 1	     ? instance_lost_again_error(inst)
+	json_t *err = v == OUTBOX_FAIL_MAYBE ? instance_lost_error(inst, true)
+		      : reached > 1	     ? instance_lost_error(inst, false)
 				    : instance_unavailable_error(inst, reached);
 	outbox_settle(inst->outbox, r,
 		      reached ? OUTBOX_LOST_SENT : OUTBOX_LOST_UNSENT, err);
 	json_decref(err);
 }
 
+struct instance_walk {
+	struct instance *inst;
+	bool reconnects;
+	void (*fn)(struct instance *, struct outbox_req *);
+	uint64_t now, next; /* instance_expire: the clock, the next due */
+};
+
+static bool instance_pending_step(void *arg, struct outbox_req *r)
+{
+	struct instance_walk *w = arg;
+	bool written = outbox_req_state(r) == OUTBOX_WRITTEN;
+	/* A queued request waits for the next connection, if any. */
+	if (!written && w->reconnects)
+		return true;
+	enum outbox_verdict v = outbox_judge(
+		w->inst->outbox, r, w->reconnects ? OUTBOX_CUT : OUTBOX_ENDING);
+	if (v != OUTBOX_RESEND)
+		instance_settle_lost(w->inst, r, v);
+	return true;
+}
+
 void instance_fail_pending(struct instance *inst, bool reconnects)
 {
-	size_t n;
-	int64_t *ids = instance_snapshot(inst, &n);
-	for (size_t i = 0; i < n; i++) {
-		struct outbox_req *r = outbox_find(inst->outbox, ids[i]);
-		if (r == NULL)
-			continue;
-		bool written = outbox_req_state(r) == OUTBOX_WRITTEN;
-		/* A queued request waits for the next connection, if any. */
-		if (!written && reconnects)
-			continue;
-		enum outbox_verdict v =
-			outbox_judge(inst->outbox, r,
-				     reconnects ? OUTBOX_CUT : OUTBOX_ENDING);
-		if (v != OUTBOX_RESEND)
-			instance_settle_lost(inst, r, v);
-	}
-	free(ids);
+	struct instance_walk w = {.inst = inst, .reconnects = reconnects};
+	outbox_each(inst->outbox, instance_pending_step, &w);
 }
 
 /*
@@ -150,20 +138,22 @@ static void instance_lose_unsent(struct instance *inst, struct outbox_req *r)
 			     outbox_judge(inst->outbox, r, OUTBOX_ENDING));
 }
 
-/* Calls fn for each request still queued, walking a snapshot of ids, so
- * that fn may settle any request (a callback may end others). */
+static bool instance_queued_step(void *arg, struct outbox_req *r)
+{
+	struct instance_walk *w = arg;
+	if (outbox_req_state(r) == OUTBOX_QUEUED)
+		w->fn(w->inst, r);
+	return true;
+}
+
+/* Calls fn for each request still queued (fn may settle any request: a
+ * callback may end others). */
 static void instance_each_queued(struct instance *inst,
 				 void (*fn)(struct instance *,
 					    struct outbox_req *))
 {
-	size_t n;
-	int64_t *ids = instance_snapshot(inst, &n);
-	for (size_t i = 0; i < n; i++) {
-		struct outbox_req *r = outbox_find(inst->outbox, ids[i]);
-		if (r != NULL && outbox_req_state(r) == OUTBOX_QUEUED)
-			fn(inst, r);
-	}
-	free(ids);
+	struct instance_walk w = {.inst = inst, .fn = fn};
+	outbox_each(inst->outbox, instance_queued_step, &w);
 }
 
 void instance_fail_resend(struct instance *inst)
@@ -484,33 +474,36 @@ static json_t *instance_timeout_error(struct instance *inst,
 	return err;
 }
 
+static bool instance_expire_step(void *arg, struct outbox_req *r)
+{
+	struct instance_walk *w = arg;
+	struct instance *inst = w->inst;
+	uint64_t due = outbox_req_deadline(r);
+	if (due == 0)
+		return true;
+	if (due > w->now) {
+		if (w->next == 0 || due < w->next)
+			w->next = due;
+		return true;
+	}
+	log_warn("instance %s: %s (id %" PRId64 ") passed its toolTimeout; "
+		 "cancelled",
+		 inst->name, outbox_req_method(r), outbox_req_id(r));
+	json_t *err = instance_timeout_error(inst, r);
+	int64_t id = outbox_req_id(r);
+	bool tell = outbox_req_on(r, inst->gen) && inst->up != NULL;
+	outbox_settle(inst->outbox, r, OUTBOX_LOST_SENT, err);
+	json_decref(err);
+	if (tell)
+		instance_tell_cancelled(inst, id, "toolTimeout");
+	return true;
+}
+
 void instance_expire(struct instance *inst)
 {
-	uint64_t now = clock_now_ms();
-	uint64_t next = 0;
-	size_t n;
-	int64_t *ids = instance_snapshot(inst, &n);
-	for (size_t i = 0; i < n; i++) {
-		struct outbox_req *r = outbox_find(inst->outbox, ids[i]);
-		if (r == NULL || outbox_req_deadline(r) == 0)
-			continue;
-		if (outbox_req_deadline(r) > now) {
-			if (next == 0 || outbox_req_deadline(r) < next)
-				next = outbox_req_deadline(r);
-			continue;
-		}
-		log_warn("instance %s: %s (id %" PRId64
-			 ") passed its toolTimeout; cancelled",
-			 inst->name, outbox_req_method(r), outbox_req_id(r));
-		json_t *err = instance_timeout_error(inst, r);
-		int64_t id = outbox_req_id(r);
-		bool tell = outbox_req_on(r, inst->gen) && inst->up != NULL;
-		outbox_settle(inst->outbox, r, OUTBOX_LOST_SENT, err);
-		json_decref(err);
-		if (tell)
-			instance_tell_cancelled(inst, id, "toolTimeout");
-	}
-	free(ids);
+	struct instance_walk w = {.inst = inst, .now = clock_now_ms()};
+	outbox_each(inst->outbox, instance_expire_step, &w);
+	uint64_t now = w.now, next = w.next;
 	uv_timer_stop(&inst->deadline_timer);
 	if (next > 0 && !inst->freeing)
 		uv_timer_start(&inst->deadline_timer, instance_deadline_cb,

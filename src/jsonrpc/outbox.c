@@ -313,17 +313,23 @@ struct outbox_req *outbox_next(const struct outbox *ob,
 	return r->next == &ob->head ? NULL : r->next;
 }
 
-int64_t *outbox_ids(const struct outbox *ob, size_t *n)
+void outbox_each(struct outbox *ob, bool (*fn)(void *arg, struct outbox_req *r),
+		 void *arg)
 {
-	*n = ob->count;
-	if (ob->count == 0)
-		return NULL;
-	int64_t *ids = xcalloc(ob->count, sizeof *ids);
+	size_t n = ob->count;
+	if (n == 0)
+		return;
+	int64_t *ids = xcalloc(n, sizeof *ids);
 	size_t k = 0;
 	for (const struct outbox_req *r = ob->head.next; r != &ob->head;
 	     r = r->next)
 		ids[k++] = r->id;
-	return ids;
+	for (size_t i = 0; i < n; i++) {
+		struct outbox_req *r = outbox_find(ob, ids[i]);
+		if (r != NULL && !fn(arg, r))
+			break;
+	}
+	free(ids);
 }
 
 size_t outbox_count(const struct outbox *ob)

@@ -170,10 +170,12 @@ void outbox_req_set_text_cb(struct outbox_req *r, outbox_text_cb text_cb);
 /* Whether a successful answer may go to text_cb (outbox_settle_text). */
 bool outbox_req_has_text(const struct outbox_req *r);
 
-/* The ids in flight, oldest first, in a new array (*n of them; NULL when
- * none): for a walk whose steps may settle any request (find each by id
- * again). */
-int64_t *outbox_ids(const struct outbox *ob, size_t *n);
+/* Calls fn for each request in flight, oldest first, as it stood when
+ * the walk began (a snapshot of ids: fn may settle or add any request;
+ * one settled before its turn is skipped, one added is not visited). fn
+ * returns false to stop the walk. */
+void outbox_each(struct outbox *ob, bool (*fn)(void *arg, struct outbox_req *r),
+		 void *arg);
 
 size_t outbox_count(const struct outbox *ob);
 /* Requests not internal: a client's. */

@@ -217,36 +217,70 @@ static void relay_send_one(struct relay *r, struct outbox_req *o)
 
 /* Sends every queued host request, oldest first (after the initialize
  * when one is among them). */
+static bool relay_flush_step(void *arg, struct outbox_req *o)
+{
+	struct relay *r = arg;
+	if (r->state != RS_LIVE || r->hold)
+		return false;
+	if (outbox_req_state(o) == OUTBOX_QUEUED)
+		relay_send_one(r, o);
+	return true;
+}
+
 static void relay_flush(struct relay *r)
 {
-	size_t n;
-	int64_t *ids = outbox_ids(r->ob, &n);
-	for (size_t i = 0; i < n && r->state == RS_LIVE && !r->hold; i++) {
-		struct outbox_req *o = outbox_find(r->ob, ids[i]);
-		if (o && outbox_req_state(o) == OUTBOX_QUEUED)
-			relay_send_one(r, o);
-	}
-	free(ids);
+	outbox_each(r->ob, relay_flush_step, r);
 	relay_arm(r);
 }
 
 /* The answers owed to requests the rule gave up on at a loss, once
  * recovery ended: with its sentence when it failed (what to stop, which
  * port). */
+struct relay_walk {
+	struct relay *r;
+	const char *why; /* the sentence answers carry, or NULL */
+	uint64_t now;
+};
+
+static bool relay_owed_step(void *arg, struct outbox_req *o)
+{
+	struct relay_walk *w = arg;
+	struct rreq *q = outbox_req_arg(o);
+	if (q->owed != OUTBOX_RESEND)
+		relay_answer_verdict(w->r, o, q->owed, w->why);
+	return true;
+}
+
 static void relay_settle_owed(struct relay *r, const char *why)
 {
-	size_t n;
-	int64_t *ids = outbox_ids(r->ob, &n);
-	for (size_t i = 0; i < n; i++) {
-		struct outbox_req *o = outbox_find(r->ob, ids[i]);
-		struct rreq *q = o ? outbox_req_arg(o) : NULL;
-		if (q && q->owed != OUTBOX_RESEND)
-			relay_answer_verdict(r, o, q->owed, why);
-	}
-	free(ids);
+	struct relay_walk w = {.r = r, .why = why};
+	outbox_each(r->ob, relay_owed_step, &w);
 }
 
 /* ---- loss and recovery ---- */
+
+/* One request at the loss of the runtime: ours go with the session; the
+ * host's are judged now and answered when recovery says why it happened
+ * (the host hears what to stop along with it). */
+static bool relay_loss_step(void *arg, struct outbox_req *o)
+{
+	struct relay_walk *w = arg;
+	struct rreq *q = outbox_req_arg(o);
+	if (q->kind != RK_HOST) {
+		relay_cancel(w->r, o);
+		return true;
+	}
+	if (outbox_req_state(o) == OUTBOX_WRITTEN) {
+		enum outbox_verdict v = outbox_judge(w->r->ob, o, OUTBOX_CUT);
+		if (v != OUTBOX_RESEND) {
+			q->owed = v;
+			outbox_requeue(w->r->ob, o);
+		}
+	}
+	if (q->wait_from < w->now)
+		q->wait_from = w->now;
+	return true;
+}
 
 static void relay_loss(struct relay *r, enum relay_loss why)
 {
@@ -258,34 +292,22 @@ static void relay_loss(struct relay *r, enum relay_loss why)
 	r->ping_at = 0;
 	r->hold = false;
 	r->recoveries++;
-	uint64_t now = clock_now_ms();
-	size_t n;
-	int64_t *ids = outbox_ids(r->ob, &n);
-	for (size_t i = 0; i < n; i++) {
-		struct outbox_req *o = outbox_find(r->ob, ids[i]);
-		if (o == NULL)
-			continue;
-		struct rreq *q = outbox_req_arg(o);
-		if (q->kind != RK_HOST) {
-			relay_cancel(r, o);
-			continue;
-		}
-		/* Decided now, answered when recovery says why it happened:
-		 * the host hears what to stop along with it. */
-		if (outbox_req_state(o) == OUTBOX_WRITTEN) {
-			enum outbox_verdict v =
-				outbox_judge(r->ob, o, OUTBOX_CUT);
-			if (v != OUTBOX_RESEND) {
-				q->owed = v;
-				outbox_requeue(r->ob, o);
-			}
-		}
-		if (q->wait_from < now)
-			q->wait_from = now;
-	}
-	free(ids);
+	struct relay_walk w = {.r = r, .now = clock_now_ms()};
+	outbox_each(r->ob, relay_loss_step, &w);
 	r->ops->recover(r->ctx, why);
 	relay_arm(r);
+}
+
+static bool relay_fail_step(void *arg, struct outbox_req *o)
+{
+	struct relay_walk *w = arg;
+	/* One written now may have run: the rule says what to tell. */
+	if (outbox_req_state(o) == OUTBOX_WRITTEN &&
+	    outbox_rule(o, OUTBOX_ENDING) == OUTBOX_FAIL_MAYBE)
+		relay_answer_verdict(w->r, o, OUTBOX_FAIL_MAYBE, w->why);
+	else
+		relay_answer_error(w->r, o, JR_SERVER_UNAVAILABLE, w->why);
+	return true;
 }
 
 /* Every request of the host's is answered with text; the relay waits for
@@ -298,20 +320,8 @@ static void relay_fail_all(struct relay *r, const char *text)
 	r->ping_at = 0;
 	r->hold = false;
 	relay_settle_owed(r, text);
-	size_t n;
-	int64_t *ids = outbox_ids(r->ob, &n);
-	for (size_t i = 0; i < n; i++) {
-		struct outbox_req *o = outbox_find(r->ob, ids[i]);
-		if (o == NULL)
-			continue;
-		/* One written now may have run: the rule says what to tell. */
-		if (outbox_req_state(o) == OUTBOX_WRITTEN &&
-		    outbox_rule(o, OUTBOX_ENDING) == OUTBOX_FAIL_MAYBE)
-			relay_answer_verdict(r, o, OUTBOX_FAIL_MAYBE, text);
-		else
-			relay_answer_error(r, o, JR_SERVER_UNAVAILABLE, text);
-	}
-	free(ids);
+	struct relay_walk w = {.r = r, .why = text};
+	outbox_each(r->ob, relay_fail_step, &w);
 	relay_arm(r);
 }
 
@@ -493,6 +503,16 @@ static void relay_orphan(struct relay *r, struct outbox_req *o)
 		relay_send_one(r, o);
 }
 
+static bool relay_orphan_step(void *arg, struct outbox_req *o)
+{
+	struct relay *r = arg;
+	if (r->state == RS_RECOVERING)
+		return false;
+	if (((struct rreq *)outbox_req_arg(o))->orphan)
+		relay_orphan(r, o);
+	return true;
+}
+
 void relay_ping_done(struct relay *r, bool answered)
 {
 	if (r->ping_at == 0)
@@ -507,16 +527,26 @@ void relay_ping_done(struct relay *r, bool answered)
 		return;
 	}
 	relay_life(r);
-	size_t n;
-	int64_t *ids = outbox_ids(r->ob, &n);
-	for (size_t i = 0; i < n && r->state != RS_RECOVERING; i++) {
-		struct outbox_req *o = outbox_find(r->ob, ids[i]);
-		if (o && ((struct rreq *)outbox_req_arg(o))->orphan)
-			relay_orphan(r, o);
-	}
-	free(ids);
+	outbox_each(r->ob, relay_orphan_step, r);
 	relay_hold_check(r);
 	relay_arm(r);
+}
+
+/* A host request that waited for a recovery past the host's patience is
+ * answered: what is owed, or that the runtime is still coming. */
+static bool relay_cap_step(void *arg, struct outbox_req *o)
+{
+	struct relay_walk *w = arg;
+	struct rreq *q = outbox_req_arg(o);
+	if (q->kind != RK_HOST || w->now < q->wait_from + RELAY_RECOVERY_CAP_MS)
+		return true;
+	if (q->owed != OUTBOX_RESEND)
+		relay_answer_verdict(w->r, o, q->owed, NULL);
+	else
+		relay_answer_error(w->r, o, JR_SERVER_UNAVAILABLE,
+				   "The mcpvisor runtime is still starting "
+				   "again; retry in a few seconds");
+	return true;
 }
 
 void relay_tick(struct relay *r)
@@ -527,24 +557,8 @@ void relay_tick(struct relay *r)
 		now = clock_now_ms();
 	}
 	if (r->state == RS_RECOVERING || r->state == RS_DOWN) {
-		size_t n;
-		int64_t *ids = outbox_ids(r->ob, &n);
-		for (size_t i = 0; i < n; i++) {
-			struct outbox_req *o = outbox_find(r->ob, ids[i]);
-			struct rreq *q = o ? outbox_req_arg(o) : NULL;
-			if (q == NULL || q->kind != RK_HOST ||
-			    now < q->wait_from + RELAY_RECOVERY_CAP_MS)
-				continue;
-			if (q->owed != OUTBOX_RESEND)
-				relay_answer_verdict(r, o, q->owed, NULL);
-			else
-				relay_answer_error(
-					r, o, JR_SERVER_UNAVAILABLE,
-					"The mcpvisor runtime is "
-					"still starting again; retry "
-					"in a few seconds");
-		}
-		free(ids);
+		struct relay_walk w = {.r = r, .now = now};
+		outbox_each(r->ob, relay_cap_step, &w);
 	} else if (r->ping_at == 0) {
 		for (struct outbox_req *o = outbox_first(r->ob); o;
 		     o = outbox_next(r->ob, o)) {
