@@ -87,7 +87,8 @@ struct httpc_req {
 	 * on a fresh connection, which is refused (see httpc_prereq_cb). */
 	unsigned attempts;
 	bool replay_refused;
-	int err; /* our own reason, before curl's */
+	bool once; /* a POST: never sent twice by curl */
+	int err;   /* our own reason, before curl's */
 	const char *err_why;
 	char why[HTTPC_WHY_MAX];
 	char errbuf[CURL_ERROR_SIZE];
@@ -476,16 +477,18 @@ static size_t httpc_write_cb(char *p, size_t size, size_t n, void *ud)
  * connection closes before any byte of the answer (Curl_retry_request,
  * rewinding the body), up to five times. The server may have run it and
  * died, or a balancer reset it after the work: a tool call would run
- * twice. So every request is sent at most once by curl: its second
- * attempt is refused here, the transfer fails, and the owner hears that
- * it may have been sent; whether it goes again is the outbox's rule.
- * Keep-alive and connection reuse are untouched.
+ * twice. So a POST (every MCP message) is sent at most once by curl: its
+ * second attempt is refused here, the transfer fails, and the owner hears
+ * that it may have been sent; whether it goes again is the outbox's rule.
+ * A GET or DELETE changes nothing (a stream's opening, a ping, a session's
+ * end): curl may replay it, as on a cached connection the server closed
+ * just as it was reused. Keep-alive and connection reuse are untouched.
  */
 static int httpc_prereq_cb(void *ud, char *conn_primary_ip, char *conn_local_ip,
 			   int conn_primary_port, int conn_local_port)
 {
 	struct httpc_req *r = ud;
-	if (++r->attempts == 1)
+	if (++r->attempts == 1 || !r->once)
 		return CURL_PREREQFUNC_OK;
 	r->replay_refused = true;
 	r->err = -ECONNRESET;
@@ -656,6 +659,7 @@ static int httpc_setup(struct httpc_req *r, const struct httpc_opts *o)
 	} else {
 		SET(CURLOPT_CUSTOMREQUEST, m);
 	}
+	r->once = strcmp(m, "GET") != 0 && strcmp(m, "DELETE") != 0;
 	if (o->body || strcmp(m, "POST") == 0) {
 		/* The size first: COPYPOSTFIELDS copies that many bytes. */
 		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)o->body_len);

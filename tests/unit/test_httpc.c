@@ -960,6 +960,23 @@ Test(httpc, a_flood_yields_to_the_loop_every_turn)
 	rec_free(&x);
 }
 
+/* A GET changes nothing: curl may replay it on a fresh connection when a
+ * reused one closes first (a ping that meets a connection the server
+ * just closed is not a lost server). */
+Test(httpc, a_get_may_be_replayed_by_curl_on_a_dead_reused_connection)
+{
+	struct rec a = {0}, b = {0};
+	rec_start(&a, "/json", false, NULL);
+	RUN_UNTIL(a.done);
+	cr_assert_eq(a.err, 0);
+	rec_start(&b, "/die", false, NULL);
+	RUN_UNTIL(b.done);
+	cr_assert_eq(srv_die_requests, 2, "a GET went %d times",
+		     srv_die_requests);
+	rec_free(&a);
+	rec_free(&b);
+}
+
 /* The idempotent path keeps its keep-alive: POSTs reuse one connection. */
 Test(httpc, posts_reuse_one_connection)
 {
