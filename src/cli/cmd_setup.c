@@ -47,13 +47,15 @@ static void setup_usage(FILE *f)
 		"already has\n"
 		"under that name, or one it cannot represent, stays in "
 		"HOST's file and is\n"
-		"reported. --dry-run prints the diff of both files, secrets "
-		"masked, and\n"
-		"changes nothing. --undo restores the files of the latest "
-		"setup of HOST\n"
-		"(--file PATH: the latest that wrote PATH; --force: even "
-		"when they changed\n"
-		"since).\n",
+		"reported. The files are edited as text (JSONC: comments and "
+		"trailing\n"
+		"commas are kept, as is every byte setup does not change). "
+		"--dry-run prints\n"
+		"the diff of both files, secrets masked, and changes "
+		"nothing. --undo\n"
+		"restores the files of the latest setup of HOST (--file "
+		"PATH: the latest\n"
+		"that wrote PATH; --force: even when they changed since).\n",
 		hosts_names());
 }
 

@@ -172,7 +172,9 @@ char *hosts_mask_text(const char *text, size_t len, struct secrets *sec)
 		jsonc_free(j);
 	}
 	/* Not JSONC (never shown: setup refuses it): masked as text. */
-	char *masked = secrets_mask(sec, out ? out : text);
+	if (out == NULL)
+		out = xstrndup(text, len);
+	char *masked = secrets_mask(sec, out);
 	free(out);
 	return masked;
 }

@@ -208,7 +208,10 @@ char *jsonc_layout(const json_t *v, const char *like, const char *indent)
 struct jsonc_edit *jsonc_edit_new(const struct jsonc *j)
 {
 	struct jsonc_edit *e = xcalloc(1, sizeof *e);
-	e->s = jsonc_text(j, &e->len);
+	const char *text = jsonc_text(j, &e->len);
+	/* A copy ending in NUL (the reader's text need not; it has no NUL
+	 * inside), so the style is read with string functions. */
+	e->s = xstrndup(text, e->len);
 	je_style_of(e->s, &e->st);
 	return e;
 }
@@ -225,6 +228,7 @@ void jsonc_edit_free(struct jsonc_edit *e)
 		free(e->r[i].text);
 	free(e->ops);
 	free(e->r);
+	free((char *)e->s);
 	free(e);
 }
 

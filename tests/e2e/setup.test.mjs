@@ -307,6 +307,41 @@ test('setup vscode on a JSONC file (comments, trailing commas): every byte outsi
 	});
 });
 
+test('setup vscode: a server mcpvisor\'s config has but for "type": "stdio" is the same server, not a name clash', async (t) => {
+	const h = await hostHome(t, 'vscode');
+	fs.writeFileSync(h.config, FETCH_MINE, { mode: 0o600 });
+	const r = await h.run([]);
+	assert.equal(r.code, 0, r.stderr);
+	assert.match(r.stdout, /fetch\s+already in .* \(the same server\): removed from VS Code/);
+	assert.doesNotMatch(r.stdout, /clash/);
+	assert.deepEqual(Object.keys(readJson(h.file).servers), ['perplexity', 'mcpvisor']);
+	assert.deepEqual(readJson(h.config).mcpServers.fetch, { command: 'uvx', args: ['mcp-server-fetch'] });
+});
+
+test('setup vscode: ${env:DEBUG} that is not set stays empty, as in VS Code: the server passes check and starts', async (t) => {
+	const h = await hostHome(t, 'vscode');
+	fs.writeFileSync(
+		h.file,
+		JSON.stringify(
+			{ servers: { debug: { type: 'stdio', command: DEMO, args: ['--name', 'debug'], env: { DEBUG: '${env:DEBUG}' } } } },
+			null,
+			'\t',
+		),
+	);
+	const r = await runCli(['setup', 'vscode'], { home: h.mh, env: { ...h.env, DEBUG: undefined } });
+	assert.equal(r.code, 0, r.stderr);
+	assert.match(r.stdout, /\$\{env:DEBUG\} is written \$\{DEBUG:-\}: empty when not set, as VS Code has it/);
+	const c = await runCli(['check'], { home: h.mh, env: { DEBUG: undefined } });
+	assert.equal(c.code, 0, c.stdout + c.stderr);
+	assert.doesNotMatch(c.stdout + c.stderr, /is not set/);
+	await withRelayHome(t, async () => h.mh, async (ctx) => {
+		const host = await hostFromEntry({ ...readJson(h.file).servers.mcpvisor, env: { DEBUG: undefined } }, h.home);
+		ctx.hosts.push(host);
+		const { tools } = await host.client.listTools();
+		assert.ok(tools.some((x) => x.name === 'debug__echo'), `tools: ${tools.map((x) => x.name)}`);
+	});
+});
+
 // The relay entry in a JSONC host file, read by dropping its comments
 // and trailing commas as VS Code does.
 function jsoncRelay(file) {

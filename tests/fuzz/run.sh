@@ -32,6 +32,7 @@ for name in "$@"; do
 	config) opts="-max_len=69632 -dict=tests/fuzz/config.dict" ;;
 	expand) opts="-max_len=512 -dict=tests/fuzz/expand.dict" ;;
 	sse) opts="-max_len=4096 -dict=tests/fuzz/sse.dict" ;;
+	jsonc) opts="-max_len=4096 -dict=tests/fuzz/jsonc.dict" ;;
 	*) opts="" ;;
 	esac
 	if [ ! -x "$bin" ]; then
