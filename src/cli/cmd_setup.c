@@ -72,7 +72,8 @@ struct setup_file {
 	char *path;
 	char *before; /* NULL: no such file */
 	size_t before_len;
-	mode_t mode; /* of the file as it is; new files 0600 */
+	mode_t mode;	 /* of the file as it is; new files 0600 */
+	struct jsonc *j; /* before, read (NULL: no file) */
 	json_t *doc;
 	char *after;
 };
@@ -80,6 +81,7 @@ struct setup_file {
 static void setup_file_free(struct setup_file *f)
 {
 	free(f->path);
+	jsonc_free(f->j);
 	free(f->before);
 	json_decref(f->doc);
 	free(f->after);
@@ -105,10 +107,9 @@ static int setup_file_load(struct setup_file *f, size_t limit, bool strict)
 	}
 	struct stat st;
 	f->mode = stat(f->path, &st) == 0 ? (st.st_mode & 0777) : 0600;
-	struct jsonc *j = NULL;
 	struct jsonc_error e;
-	if (jsonc_parse(f->before, f->before_len, strict ? JSONC_STRICT : 0, &j,
-			&e) < 0) {
+	if (jsonc_parse(f->before, f->before_len, strict ? JSONC_STRICT : 0,
+			&f->j, &e) < 0) {
 		/* The position and what is wrong only: the text may hold a
 		 * secret. */
 		fprintf(stderr,
@@ -118,14 +119,12 @@ static int setup_file_load(struct setup_file *f, size_t limit, bool strict)
 			e.column, e.text);
 		return CLI_USAGE;
 	}
-	if (!json_is_object(jsonc_root(j)->value)) {
+	if (!json_is_object(jsonc_root(f->j)->value)) {
 		fprintf(stderr, "mcpvisor setup: %s: not a JSON object\n",
 			f->path);
-		jsonc_free(j);
 		return CLI_USAGE;
 	}
-	f->doc = json_incref(jsonc_root(j)->value);
-	jsonc_free(j);
+	f->doc = json_incref(jsonc_root(f->j)->value);
 	return 0;
 }
 
@@ -483,10 +482,9 @@ static int setup_run(const struct setup_opts *o, struct paths *pt)
 		goto out;
 	}
 	/* A new mcpvisor config is laid out as the host's file is. */
-	if (hosts_edit_host(o->host, &plan, host.before, host.before_len,
-			    &host.after, &err) < 0 ||
-	    hosts_edit_mcpv(&plan, mine.before, mine.before_len, host.before,
-			    &mine.after, &err) < 0) {
+	if (hosts_edit_host(o->host, &plan, host.j, &host.after, &err) < 0 ||
+	    hosts_edit_mcpv(&plan, mine.j, host.before, &mine.after, &err) <
+		    0) {
 		fprintf(stderr, "mcpvisor setup: %s: %s; nothing changed\n",
 			host.after ? mine.path : host.path, err);
 		rc = CLI_FAILED;

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "config/jsonc.h"
 #include "config/secrets.h"
 
 /* ~/.claude.json holds Claude Code's whole state, so a few MB is normal. */
@@ -117,18 +118,19 @@ char *hosts_mask_text(const char *text, size_t len, struct secrets *sec);
  * final newline; NULL: two spaces and a newline). Caller frees. */
 char *hosts_dump(const json_t *doc, const char *like);
 
-/* The plan p made on the text of a file (before, len bytes, as read;
- * NULL: there is no file yet): in the host's file the entries that move
- * go, the relay takes the first one's place (or comes last) and a relay
- * of another home is repointed; to mcpvisor's config the moved servers
- * are added last. Every other byte stays as it was (comments, trailing
+/* The plan p made on the text of a file (before, as read; NULL: there is
+ * no file yet): in the host's file the entries that move go, the relay
+ * takes the first one's place (or comes last) and a relay of another home
+ * is repointed; to mcpvisor's config (plain JSON) the moved servers are
+ * added last. Every other byte stays as it was (comments, trailing
  * commas, blanks, line breaks, escapes); what is new is laid out as the
- * file is (a new file like like). The text read back is p->host or
- * p->mcpv, or this fails. 0 with *out (to free), or -EINVAL with *err
- * (to free): before is not JSONC, or not the file p was made from. */
+ * file is (a new file like like). The text is read back and must be
+ * p->host or p->mcpv (plain JSON when the file was), or this fails. 0
+ * with *out (to free), or -EINVAL with *err (to free): before is not the
+ * file p was made from. */
 int hosts_edit_host(const struct host_info *h, const struct hosts_plan *p,
-		    const char *before, size_t len, char **out, char **err);
-int hosts_edit_mcpv(const struct hosts_plan *p, const char *before, size_t len,
+		    const struct jsonc *before, char **out, char **err);
+int hosts_edit_mcpv(const struct hosts_plan *p, const struct jsonc *before,
 		    const char *like, char **out, char **err);
 
 #endif

@@ -33,30 +33,9 @@ static const char *hosts_edit_action(const struct hosts_plan *p,
 	return "";
 }
 
-static int hosts_edit_parse(const char *text, size_t len, int flags,
-			    struct jsonc **j, char **err)
-{
-	struct jsonc_error e;
-	if (jsonc_parse(text, len, flags, j, &e) < 0) {
-		/* The position only: the text may hold a secret. */
-		*err = xasprintf("not %s (line %d, column %d: %s)",
-				 flags & JSONC_STRICT ? "JSON"
-						      : "JSON or JSONC",
-				 e.line, e.column, e.text);
-		return -EINVAL;
-	}
-	if (!json_is_object(jsonc_root(*j)->value)) {
-		jsonc_free(*j);
-		*j = NULL;
-		*err = xstrdup("not a JSON object");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* Makes the edits; *out is read back (flags as the file was) and must be
- * want. */
-static int hosts_edit_end(struct jsonc_edit *e, const json_t *want, int flags,
+/* Makes the edits; *out is read back (plain JSON if the file was) and
+ * must be want. */
+static int hosts_edit_end(struct jsonc_edit *e, const json_t *want, bool plain,
 			  char **out, char **err)
 {
 	size_t len = 0;
@@ -64,7 +43,8 @@ static int hosts_edit_end(struct jsonc_edit *e, const json_t *want, int flags,
 	struct jsonc_error je;
 	int rc = jsonc_edit_finish(e, out, &len);
 	if (rc == 0)
-		rc = jsonc_parse(*out, len, flags, &back, &je);
+		rc = jsonc_parse(*out, len, plain ? JSONC_STRICT : 0, &back,
+				 &je);
 	if (rc == 0 && !json_equal(jsonc_root(back)->value, want))
 		rc = -EINVAL;
 	jsonc_free(back);
@@ -77,18 +57,23 @@ static int hosts_edit_end(struct jsonc_edit *e, const json_t *want, int flags,
 	return -EINVAL;
 }
 
-/* The flags a file's text reads with: plain JSON stays plain. */
-static int hosts_edit_flags(const char *text, size_t len)
+/* The object of the servers under key in before's root (NULL: none), or
+ * -EINVAL with *err when that is no object. */
+static int hosts_edit_servers(const struct jsonc *before, const char *key,
+			      const struct jsonc_node **servers, char **err)
 {
-	struct jsonc *j = NULL;
-	struct jsonc_error e;
-	int rc = jsonc_parse(text, len, JSONC_STRICT, &j, &e);
-	jsonc_free(j);
-	return rc == 0 ? JSONC_STRICT : 0;
+	const struct jsonc_node *root = jsonc_root(before);
+	*servers = json_is_object(root->value) ? jsonc_member(root, key) : NULL;
+	if (!json_is_object(root->value) ||
+	    (*servers && !json_is_object((*servers)->value))) {
+		*err = xasprintf("\"%s\" is not in an object of its own", key);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int hosts_edit_host(const struct host_info *h, const struct hosts_plan *p,
-		    const char *before, size_t len, char **out, char **err)
+		    const struct jsonc *before, char **out, char **err)
 {
 	*out = NULL;
 	*err = NULL;
@@ -96,22 +81,15 @@ int hosts_edit_host(const struct host_info *h, const struct hosts_plan *p,
 		*out = hosts_dump(p->host, NULL);
 		return 0;
 	}
-	struct jsonc *j;
-	int rc = hosts_edit_parse(before, len, 0, &j, err);
+	const struct jsonc_node *servers;
+	int rc = hosts_edit_servers(before, h->servers_key, &servers, err);
 	if (rc < 0)
 		return rc;
-	const struct jsonc_node *root = jsonc_root(j);
-	const struct jsonc_node *servers = jsonc_member(root, h->servers_key);
-	if (servers && !json_is_object(servers->value)) {
-		*err = xasprintf("\"%s\" is not an object", h->servers_key);
-		jsonc_free(j);
-		return -EINVAL;
-	}
-	struct jsonc_edit *e = jsonc_edit_new(j);
+	struct jsonc_edit *e = jsonc_edit_new(before);
 	if (servers == NULL) {
 		json_t *obj = json_object();
 		json_object_set(obj, p->relay_name, p->relay);
-		jsonc_edit_add(e, root, h->servers_key, obj);
+		jsonc_edit_add(e, jsonc_root(before), h->servers_key, obj);
 		json_decref(obj);
 	}
 	for (size_t i = 0; servers && i < servers->nkids; i++) {
@@ -129,13 +107,10 @@ int hosts_edit_host(const struct host_info *h, const struct hosts_plan *p,
 	}
 	if (servers && p->relay_added && p->relay_at == NULL)
 		jsonc_edit_add(e, servers, p->relay_name, p->relay);
-	rc = hosts_edit_end(e, p->host, hosts_edit_flags(before, len), out,
-			    err);
-	jsonc_free(j);
-	return rc;
+	return hosts_edit_end(e, p->host, jsonc_is_plain(before), out, err);
 }
 
-int hosts_edit_mcpv(const struct hosts_plan *p, const char *before, size_t len,
+int hosts_edit_mcpv(const struct hosts_plan *p, const struct jsonc *before,
 		    const char *like, char **out, char **err)
 {
 	*out = NULL;
@@ -144,28 +119,19 @@ int hosts_edit_mcpv(const struct hosts_plan *p, const char *before, size_t len,
 		*out = hosts_dump(p->mcpv, like);
 		return 0;
 	}
-	/* mcpvisor reads its config as plain JSON. */
-	struct jsonc *j;
-	int rc = hosts_edit_parse(before, len, JSONC_STRICT, &j, err);
+	const struct jsonc_node *servers;
+	int rc = hosts_edit_servers(before, "mcpServers", &servers, err);
 	if (rc < 0)
 		return rc;
-	const struct jsonc_node *root = jsonc_root(j);
-	const struct jsonc_node *servers = jsonc_member(root, "mcpServers");
-	if (servers && !json_is_object(servers->value)) {
-		*err = xstrdup("\"mcpServers\" is not an object");
-		jsonc_free(j);
-		return -EINVAL;
-	}
-	struct jsonc_edit *e = jsonc_edit_new(j);
+	struct jsonc_edit *e = jsonc_edit_new(before);
 	if (servers == NULL)
-		jsonc_edit_add(e, root, "mcpServers", p->moved);
+		jsonc_edit_add(e, jsonc_root(before), "mcpServers", p->moved);
 	const char *name;
 	json_t *v;
 	json_object_foreach(servers ? p->moved : NULL, name, v)
 	{
 		jsonc_edit_add(e, servers, name, v);
 	}
-	rc = hosts_edit_end(e, p->mcpv, JSONC_STRICT, out, err);
-	jsonc_free(j);
-	return rc;
+	/* mcpvisor reads its config as plain JSON. */
+	return hosts_edit_end(e, p->mcpv, true, out, err);
 }

@@ -19,6 +19,7 @@
 struct jsonc {
 	const char *text;
 	size_t len;
+	bool plain;
 	struct jsonc_node *root;
 };
 
@@ -27,6 +28,7 @@ struct jc_parser {
 	size_t len, i;
 	int flags;
 	int depth;
+	bool plain; /* no comment, trailing comma or BOM met */
 	struct jsonc_error *err;
 	struct buf str; /* the string being decoded */
 };
@@ -72,6 +74,7 @@ static int jc_skip(struct jc_parser *p)
 			return jc_fail(p, p->i,
 				       "a comment, which plain JSON does not "
 				       "allow");
+		p->plain = false;
 		if (p->s[p->i + 1] == '/') {
 			while (p->i < p->len && p->s[p->i] != '\n' &&
 			       p->s[p->i] != '\r')
@@ -339,6 +342,8 @@ static int jc_container(struct jc_parser *p, struct jsonc_node *n)
 					       "a comma before %c, which plain "
 					       "JSON does not allow",
 					       close);
+			if (comma != JSONC_NONE)
+				p->plain = false;
 			p->i++;
 			break;
 		}
@@ -459,8 +464,11 @@ static void jc_position(const char *s, struct jsonc_error *err)
 int jsonc_parse(const char *text, size_t len, int flags, struct jsonc **out,
 		struct jsonc_error *err)
 {
-	struct jc_parser p = {
-		.s = text, .len = len, .flags = flags, .err = err};
+	struct jc_parser p = {.s = text,
+			      .len = len,
+			      .flags = flags,
+			      .plain = true,
+			      .err = err};
 	struct jsonc_node *root = NULL;
 	int rc;
 	*out = NULL;
@@ -473,8 +481,10 @@ int jsonc_parse(const char *text, size_t len, int flags, struct jsonc **out,
 	}
 	/* Editors on Windows may start a file with a byte order mark. */
 	if (!(flags & JSONC_STRICT) && len >= 3 &&
-	    memcmp(text, "\xEF\xBB\xBF", 3) == 0)
+	    memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
 		p.i = 3;
+		p.plain = false;
+	}
 	if ((rc = jc_skip(&p)) < 0)
 		goto fail;
 	if ((root = jc_value(&p, &rc)) == NULL)
@@ -488,6 +498,7 @@ int jsonc_parse(const char *text, size_t len, int flags, struct jsonc **out,
 	struct jsonc *j = xcalloc(1, sizeof *j);
 	j->text = text;
 	j->len = len;
+	j->plain = p.plain;
 	j->root = root;
 	*out = j;
 	buf_free(&p.str);
@@ -517,6 +528,11 @@ const char *jsonc_text(const struct jsonc *j, size_t *len)
 	if (len)
 		*len = j->len;
 	return j->text;
+}
+
+bool jsonc_is_plain(const struct jsonc *j)
+{
+	return j->plain;
 }
 
 const struct jsonc_node *jsonc_member(const struct jsonc_node *obj,

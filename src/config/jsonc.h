@@ -12,8 +12,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Objects and arrays nest at most this deep (the root is 1). */
-#define JSONC_MAX_DEPTH 64
+/* Objects and arrays nest at most this deep (the root is 1): far past any
+ * host's settings (Claude Code's whole state in ~/.claude.json included),
+ * and a bound on the reader's recursion. */
+#define JSONC_MAX_DEPTH 256
 /* Where no offset applies (a value with no ',' after it). */
 #define JSONC_NONE ((size_t)-1)
 
@@ -52,6 +54,9 @@ void jsonc_free(struct jsonc *j);
 const struct jsonc_node *jsonc_root(const struct jsonc *j);
 /* The text it was read from. */
 const char *jsonc_text(const struct jsonc *j, size_t *len);
+/* Whether the text is plain JSON: no comment, trailing comma or byte
+ * order mark (what JSONC_STRICT reads). */
+bool jsonc_is_plain(const struct jsonc *j);
 /* The member of obj named name, or NULL. */
 const struct jsonc_node *jsonc_member(const struct jsonc_node *obj,
 				      const char *name);

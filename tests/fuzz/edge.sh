@@ -70,7 +70,7 @@ done
 
 # jsonc: JSONC_MAX_DEPTH (src/config/jsonc.h), the root object is 1.
 mkdir -p "$out/jsonc"
-for n in 64 65; do
+for n in 256 257; do
 	{ rep '{"a":' $((n - 1)); printf '{}'; rep '}' $((n - 1)); } >"$out/jsonc/depth-$n"
 	{ printf '{"servers":'; rep '[' $((n - 1)); rep ']' $((n - 1)); printf '}'; } >"$out/jsonc/array-depth-$n"
 done

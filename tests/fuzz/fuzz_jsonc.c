@@ -244,7 +244,7 @@ static void fz_check_host(const char *s, size_t len, const struct jsonc *j,
 		free(err);
 		goto out;
 	}
-	if (hosts_edit_host(h, &p, s, len, &out, &err) < 0) {
+	if (hosts_edit_host(h, &p, j, &out, &err) < 0) {
 		fprintf(stderr, "fuzz_jsonc: %s: %s\n", hostname, err);
 		fz_fail("setup's text edit failed where its plan did not", s,
 			len);
@@ -304,7 +304,7 @@ static void fz_check_mcpv(const char *s, size_t len, const struct jsonc *j)
 	char *err = NULL, *out = NULL;
 	if (hosts_plan(h, host, jsonc_root(j)->value, relay, FZ_MCPV, &p,
 		       &err) == 0) {
-		if (hosts_edit_mcpv(&p, s, len, NULL, &out, &err) < 0) {
+		if (hosts_edit_mcpv(&p, j, NULL, &out, &err) < 0) {
 			fprintf(stderr, "fuzz_jsonc: mcpv: %s\n", err);
 			fz_fail("mcpvisor's config edit failed where the "
 				"plan did not",
@@ -354,6 +354,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	json_decref(sv);
 	free(stripped);
 
+	if (lax && jsonc_is_plain(lax) != (strict != NULL))
+		fz_fail("plain, or not, otherwise than strict reads it", s,
+			size);
 	if (lax) {
 		int budget = 64;
 		fz_check_spans(s, size, jsonc_root(lax), &budget);

@@ -562,6 +562,15 @@ Test(hosts, editor_env_variables_are_named_in_the_plan)
 	json_decref(relay);
 }
 
+static struct jsonc *th_jsonc(const char *text)
+{
+	struct jsonc *j;
+	struct jsonc_error e;
+	cr_assert_eq(jsonc_parse(text, strlen(text), 0, &j, &e), 0, "%s: %s",
+		     text, e.text);
+	return j;
+}
+
 static char *th_read(const char *path, size_t *len)
 {
 	char *text = NULL;
@@ -605,8 +614,8 @@ static char *th_edit_fixture(const char *host, const char *path,
 	cr_assert_eq(hosts_plan(h, jsonc_root(j)->value, mine, relay, TH_MCPV,
 				p, &err),
 		     0);
-	cr_assert_eq(hosts_edit_host(h, p, text, len, &out, &err), 0, "%s: %s",
-		     path, err);
+	cr_assert_eq(hosts_edit_host(h, p, j, &out, &err), 0, "%s: %s", path,
+		     err);
 	const struct jsonc_node *srv =
 		jsonc_member(jsonc_root(j), h->servers_key);
 	size_t tail = len - srv->end;
@@ -687,9 +696,9 @@ Test(hosts, setup_on_a_jsonc_file_cuts_the_moved_entries_only)
 		"{\n    \"fetch\": {\"command\": \"uvx\", \"args\": "
 		"[\"mcp-server-fetch\"]}\n  }\n}\n";
 	char *err = NULL;
-	cr_assert_eq(
-		hosts_edit_mcpv(&p, before, strlen(before), NULL, &out, &err),
-		0, "%s", err);
+	struct jsonc *bj = th_jsonc(before);
+	cr_assert_eq(hosts_edit_mcpv(&p, bj, NULL, &out, &err), 0, "%s", err);
+	jsonc_free(bj);
 	cr_assert_str_eq(
 		out,
 		"{\n  \"idleTimeout\": \"5m\",\n  \"mcpServers\": {\n    "
@@ -711,31 +720,33 @@ Test(hosts, setup_on_a_jsonc_file_cuts_the_moved_entries_only)
 	const char *mini =
 		"{\"idleTimeout\":\"5m\",\"mcpServers\":{\"fetch\":"
 		"{\"command\":\"uvx\",\"args\":[\"mcp-server-fetch\"]}}}";
-	cr_assert_eq(hosts_edit_mcpv(&p, mini, strlen(mini), NULL, &out, &err),
-		     0, "%s", err);
+	bj = th_jsonc(mini);
+	cr_assert_eq(hosts_edit_mcpv(&p, bj, NULL, &out, &err), 0, "%s", err);
+	jsonc_free(bj);
 	cr_assert(strncmp(out, mini, strlen(mini) - 2) == 0, "%s", out);
 	cr_assert(strstr(out, "]},\"memory\":{\"type\":\"stdio\","), "%s", out);
 	cr_assert_null(strchr(out, '\n'), "%s", out);
 	free(out);
 	/* A new file is laid out like the host's (tabs). */
-	(void)0;
 	raw = th_read(path, &len);
-	cr_assert_eq(hosts_edit_mcpv(&p, NULL, 0, raw, &out, &err), 0);
+	cr_assert_eq(hosts_edit_mcpv(&p, NULL, raw, &out, &err), 0);
 	cr_assert(
 		strstr(out, "\n\t\"mcpServers\": {\n\t\t\"fetch\": {\n\t\t\t"),
 		"%s", out);
 	free(out);
-	/* Not the file the plan was made from, or not plain JSON. */
-	cr_assert_eq(hosts_edit_mcpv(&p, "{\"mcpServers\": {}, // x\n}", 24,
-				     NULL, &out, &err),
+	/* Not the file the plan was made from: nothing comes out. */
+	bj = th_jsonc("{\"servers\": {}}");
+	cr_assert_eq(hosts_edit_host(th_host("vscode"), &p, bj, &out, &err),
 		     -EINVAL);
-	cr_assert(strstr(err, "line 1, column 20"), "%s", err);
-	free(err);
-	cr_assert_eq(hosts_edit_host(th_host("vscode"), &p, "{\"servers\": {}}",
-				     15, &out, &err),
-		     -EINVAL);
+	cr_assert_null(out);
 	cr_assert(strstr(err, "does not read back as planned"), "%s", err);
 	free(err);
+	jsonc_free(bj);
+	bj = th_jsonc("{\"mcpServers\": []}");
+	cr_assert_eq(hosts_edit_mcpv(&p, bj, NULL, &out, &err), -EINVAL);
+	cr_assert(strstr(err, "mcpServers"), "%s", err);
+	free(err);
+	jsonc_free(bj);
 	free(raw);
 	hosts_plan_free(&p);
 	json_decref(mine);

@@ -42,7 +42,11 @@ Test(jsonc, comments_and_trailing_commas)
 	json_t *want = tj_json("{\"a\": [1, 2], \"b\": {\"c\": \"//not a "
 			       "comment\"}}");
 	cr_assert(json_equal(jsonc_root(j)->value, want));
+	cr_assert_not(jsonc_is_plain(j));
 	json_decref(want);
+	jsonc_free(j);
+	j = tj_parse("[1,]", 0);
+	cr_assert_not(jsonc_is_plain(j), "a trailing comma");
 	jsonc_free(j);
 }
 
@@ -67,6 +71,7 @@ Test(jsonc, strict_is_plain_json)
 	tj_refused("{\"a\": 1,}", JSONC_STRICT, 1, 8, "comma before }");
 	tj_refused("\xEF\xBB\xBF{}", JSONC_STRICT, 1, 1, "value");
 	struct jsonc *j = tj_parse("\xEF\xBB\xBF{}", 0);
+	cr_assert_not(jsonc_is_plain(j), "a byte order mark");
 	jsonc_free(j);
 }
 
@@ -115,6 +120,10 @@ Test(jsonc, plain_json_reads_as_jansson_reads_it)
 	};
 	for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
 		struct jsonc *j = tj_parse(texts[i], JSONC_STRICT);
+		cr_assert(jsonc_is_plain(j));
+		jsonc_free(j);
+		j = tj_parse(texts[i], 0);
+		cr_assert(jsonc_is_plain(j), "%s", texts[i]);
 		json_t *want = tj_json(texts[i]);
 		cr_assert(json_equal(jsonc_root(j)->value, want), "%s",
 			  texts[i]);
