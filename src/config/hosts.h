@@ -110,9 +110,9 @@ const char *hosts_action_name(enum hosts_action a);
  * reference. */
 json_t *hosts_mask(const json_t *doc, struct secrets *sec);
 /* text (JSONC, as in a file) with what hosts_mask hides in its values
- * replaced there, and every value hosts_mask gathered into sec (both
- * files' before text is shown) masked wherever else it appears (a
- * comment, say). Other bytes as they are. Caller frees. */
+ * replaced there, the quoted values of what is commented out ("// \"K\":
+ * \"v\"") as "***", and every value hosts_mask gathered into sec masked
+ * wherever else it appears. Other bytes as they are. Caller frees. */
 char *hosts_mask_text(const char *text, size_t len, struct secrets *sec);
 /* doc as text laid out like like (its indent unit, tab or spaces, and its
  * final newline; NULL: two spaces and a newline). Caller frees. */

@@ -156,6 +156,57 @@ static void hosts_mask_node(struct jsonc_edit *e, const struct jsonc_node *n,
 	}
 }
 
+/* The comment [p, end) into b, each quoted value after a ':' in it as
+ * "***". */
+static void hosts_mask_comment(struct buf *b, const char *p, const char *end)
+{
+	while (p < end) {
+		const char *q = p + 1;
+		while (*p == ':' && q < end && (*q == ' ' || *q == '\t'))
+			q++;
+		const char *r = q + 1;
+		while (*p == ':' && q < end && *q == '"' && r < end &&
+		       *r != '"')
+			r += *r == '\\' && r + 1 < end ? 2 : 1;
+		if (*p == ':' && q < end && *q == '"' && r < end) {
+			buf_append(b, p, (size_t)(q + 1 - p));
+			buf_puts(b, "***\"");
+			p = r + 1;
+			continue;
+		}
+		buf_append(b, p++, 1);
+	}
+}
+
+/* t (JSONC) with the values of what is commented out shown as "***": a
+ * commented-out entry ("// \"KEY\": \"sk-...\"") is config kept for later,
+ * its values as secret as those in use, and nothing says which are not.
+ * Caller frees. */
+static char *hosts_mask_comments(const char *t)
+{
+	struct buf b;
+	buf_init(&b);
+	for (const char *p = t; *p;) {
+		const char *q = p + 1;
+		if (*p == '"') {
+			while (*q && *q != '"')
+				q += *q == '\\' && q[1] ? 2 : 1;
+			q += *q ? 1 : 0;
+		} else if (p[0] == '/' && p[1] == '/') {
+			q = p + strcspn(p, "\r\n");
+		} else if (p[0] == '/' && p[1] == '*') {
+			q = strstr(p + 2, "*/");
+			q = q ? q + 2 : p + strlen(p);
+		}
+		if (*p == '/' && (p[1] == '/' || p[1] == '*'))
+			hosts_mask_comment(&b, p, q);
+		else
+			buf_append(&b, p, (size_t)(q - p));
+		p = q;
+	}
+	return buf_steal(&b);
+}
+
 char *hosts_mask_text(const char *text, size_t len, struct secrets *sec)
 {
 	struct jsonc *j = NULL;
@@ -174,7 +225,9 @@ char *hosts_mask_text(const char *text, size_t len, struct secrets *sec)
 	/* Not JSONC (never shown: setup refuses it): masked as text. */
 	if (out == NULL)
 		out = xstrndup(text, len);
-	char *masked = secrets_mask(sec, out);
+	char *bare = hosts_mask_comments(out);
+	char *masked = secrets_mask(sec, bare);
+	free(bare);
 	free(out);
 	return masked;
 }

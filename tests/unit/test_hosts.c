@@ -755,16 +755,21 @@ Test(hosts, setup_on_a_jsonc_file_cuts_the_moved_entries_only)
 Test(hosts, mask_text_masks_the_files_own_bytes)
 {
 	const char *t =
-		"{\n\t// was: Bearer ghp_SECRET1\n\t\"servers\": {\"g\": "
+		"{\n\t// was: Bearer ghp_SECRET1\n\t/* \"env\": {\"K\": "
+		"\"sk-SECRET3\", \"L\":\"a\\\"b\"}, see https://x */\n"
+		"\t\"servers\": {\"g\": "
 		"{\"url\": \"https://u:pw_SECRET2@h/mcp\", \"headers\": "
 		"{\"A\": \"Bearer \\u0067hp_SECRET1\"},},},\n}";
 	struct secrets *sec = secrets_new();
 	char *m = hosts_mask_text(t, strlen(t), sec);
 	/* The header's value is known by its value, escapes decoded, and
-	 * masked in the comment too; other bytes as they were. */
-	cr_assert_str_eq(m, "{\n\t// was: ***\n\t\"servers\": {\"g\": "
-			    "{\"url\": \"https://***@h/mcp\", \"headers\": "
-			    "{\"A\": \"***\"},},},\n}");
+	 * masked in the comment too; what is commented out has its values
+	 * masked; other bytes as they were. */
+	cr_assert_str_eq(
+		m, "{\n\t// was: ***\n\t/* \"env\": {\"K\": \"***\", "
+		   "\"L\":\"***\"}, see https://x */\n\t\"servers\": {\"g\": "
+		   "{\"url\": \"https://***@h/mcp\", \"headers\": "
+		   "{\"A\": \"***\"},},},\n}");
 	free(m);
 	secrets_free(sec);
 }
