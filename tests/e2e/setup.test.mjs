@@ -219,6 +219,21 @@ test('setup of two hosts, then --undo of the first: only its servers leave mcpvi
 	assert.equal(sha(vfile), vscodeAfter, 'VS Code\'s file untouched');
 });
 
+test('setup --undo after mcpvisor\'s config was edited: the moved servers are cut from its text, every other byte kept', async (t) => {
+	const h = await hostHome(t, 'cursor');
+	const mine = `{"mcpServers": {"own":  {"command": "${DEMO}"}},   "idleTimeout": "5m"}`;
+	fs.writeFileSync(h.config, mine, { mode: 0o600 });
+	assert.equal((await h.run([])).code, 0);
+	const added = fs.readFileSync(h.config, 'utf8');
+	assert.ok(added.startsWith(`{"mcpServers": {"own":  {"command": "${DEMO}"}, "web-search": {`), added);
+	// An edit since: undo takes back only what setup added.
+	fs.writeFileSync(h.config, added.replace('"5m"', '"10m"'));
+	const u = await h.run(['--undo']);
+	assert.equal(u.code, 0, u.stderr);
+	assert.match(u.stdout, /removed server web-search from /);
+	assert.equal(fs.readFileSync(h.config, 'utf8'), mine.replace('"5m"', '"10m"'));
+});
+
 test('setup: bad input changes nothing: unknown host, a file that is not JSON', async (t) => {
 	const h = await hostHome(t, 'claude-desktop');
 	const r = await runCli(['setup', 'notepad'], { home: h.mh, env: h.env });
