@@ -113,10 +113,9 @@ static int setup_file_load(struct setup_file *f, size_t limit, bool strict)
 		/* The position and what is wrong only: the text may hold a
 		 * secret. */
 		fprintf(stderr,
-			"mcpvisor setup: %s: not %s (line %d, column %d: "
-			"%s); nothing changed\n",
-			f->path, strict ? "JSON" : "JSON or JSONC", e.line,
-			e.column, e.text);
+			"mcpvisor setup: %s: line %d, column %d: %s; nothing "
+			"changed\n",
+			f->path, e.line, e.column, e.text);
 		return CLI_USAGE;
 	}
 	if (!json_is_object(jsonc_root(f->j)->value)) {
