@@ -21,6 +21,7 @@
 #include "cli/setup_backup.h"
 #include "config/config.h"
 #include "config/hosts.h"
+#include "config/jsonc.h"
 #include "config/secrets.h"
 #include "home/info.h"
 #include "util/fsutil.h"
@@ -46,13 +47,15 @@ static void setup_usage(FILE *f)
 		"already has\n"
 		"under that name, or one it cannot represent, stays in "
 		"HOST's file and is\n"
-		"reported. --dry-run prints the diff of both files, secrets "
-		"masked, and\n"
-		"changes nothing. --undo restores the files of the latest "
-		"setup of HOST\n"
-		"(--file PATH: the latest that wrote PATH; --force: even "
-		"when they changed\n"
-		"since).\n",
+		"reported. The files are edited as text (JSONC: comments and "
+		"trailing\n"
+		"commas are kept, as is every byte setup does not change). "
+		"--dry-run prints\n"
+		"the diff of both files, secrets masked, and changes "
+		"nothing. --undo\n"
+		"restores the files of the latest setup of HOST (--file "
+		"PATH: the latest\n"
+		"that wrote PATH; --force: even when they changed since).\n",
 		hosts_names());
 }
 
@@ -69,37 +72,25 @@ struct setup_file {
 	char *path;
 	char *before; /* NULL: no such file */
 	size_t before_len;
-	mode_t mode; /* of the file as it is; new files 0600 */
+	mode_t mode;	 /* of the file as it is; new files 0600 */
+	struct jsonc *j; /* before, read (NULL: no file) */
 	json_t *doc;
 	char *after;
-	/* Whose layout the new text takes: the file's own, else (a new
-	 * mcpvisor config) the host file's. */
-	const char *like;
 };
 
 static void setup_file_free(struct setup_file *f)
 {
 	free(f->path);
+	jsonc_free(f->j);
 	free(f->before);
 	json_decref(f->doc);
 	free(f->after);
 }
 
-/* Whether text has a line that starts a comment (JSONC, as VS Code allows):
- * jansson reads none, and a rewrite could not keep them. */
-static bool setup_has_comment(const char *text)
-{
-	for (const char *p = text; p; p = strchr(p, '\n')) {
-		p += strspn(p, " \t\r\n");
-		if (p[0] == '/' && (p[1] == '/' || p[1] == '*'))
-			return true;
-	}
-	return false;
-}
-
-/* Reads and parses f->path; a missing file is an empty object. 0 or a
- * CLI code with the message printed. */
-static int setup_file_load(struct setup_file *f, size_t limit)
+/* Reads and parses f->path (plain JSON when strict, else JSONC); a
+ * missing file is an empty object. 0 or a CLI code with the message
+ * printed. */
+static int setup_file_load(struct setup_file *f, size_t limit, bool strict)
 {
 	int rc = fsutil_read_user_file(f->path, limit, &f->before,
 				       &f->before_len);
@@ -116,25 +107,23 @@ static int setup_file_load(struct setup_file *f, size_t limit)
 	}
 	struct stat st;
 	f->mode = stat(f->path, &st) == 0 ? (st.st_mode & 0777) : 0600;
-	json_error_t e;
-	f->doc = json_loadb(f->before, f->before_len, 0, &e);
-	if (f->doc == NULL || !json_is_object(f->doc)) {
-		/* The position only: the text may be a secret. */
-		if (f->doc)
-			fprintf(stderr,
-				"mcpvisor setup: %s: not a JSON object\n",
-				f->path);
-		else
-			fprintf(stderr,
-				"mcpvisor setup: %s: not JSON (line %d, column "
-				"%d)%s; nothing changed\n",
-				f->path, e.line, e.column,
-				setup_has_comment(f->before)
-					? "; it has comments, which setup "
-					  "cannot keep: remove them first"
-					: "");
+	struct jsonc_error e;
+	if (jsonc_parse(f->before, f->before_len, strict ? JSONC_STRICT : 0,
+			&f->j, &e) < 0) {
+		/* The position and what is wrong only: the text may hold a
+		 * secret. */
+		fprintf(stderr,
+			"mcpvisor setup: %s: line %d, column %d: %s; nothing "
+			"changed\n",
+			f->path, e.line, e.column, e.text);
 		return CLI_USAGE;
 	}
+	if (!json_is_object(jsonc_root(f->j)->value)) {
+		fprintf(stderr, "mcpvisor setup: %s: not a JSON object\n",
+			f->path);
+		return CLI_USAGE;
+	}
+	f->doc = json_incref(jsonc_root(f->j)->value);
 	return 0;
 }
 
@@ -181,6 +170,21 @@ static char *setup_relay_command(const struct host_info *h)
 	return xstrdup(found ? "mcpvisor" : self);
 }
 
+/* The editor's ${env:NAME} of a moved entry (vars, names) and how they
+ * are written now. */
+static void setup_print_vars(const struct setup_opts *o, const json_t *vars)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(vars, i, v)
+	{
+		const char *n = json_string_value(v);
+		printf("  %-20s ${env:%s} is written ${%s:-}: empty when not "
+		       "set, as %s has it\n",
+		       "", n, n, o->host->title);
+	}
+}
+
 /* Prints what becomes of each entry, reasons masked. */
 static void setup_print_plan(const struct setup_opts *o,
 			     const struct hosts_plan *p,
@@ -200,12 +204,13 @@ static void setup_print_plan(const struct setup_opts *o,
 		const char *raw = json_string_value(json_object_get(it, "why"));
 		char *why = secrets_mask(sec, raw ? raw : "");
 		bool off = json_is_true(json_object_get(it, "disabled"));
-		if (strcmp(act, "moved") == 0)
+		if (strcmp(act, "moved") == 0) {
 			printf("  %-20s moves to %s%s\n", name, mine->path,
 			       off ? " (disabled, stays disabled)" : "");
-		else if (strcmp(act, "same") == 0)
-			printf("  %-20s already in %s (identical): removed "
-			       "from %s\n",
+			setup_print_vars(o, json_object_get(it, "vars"));
+		} else if (strcmp(act, "same") == 0)
+			printf("  %-20s already in %s (the same server): "
+			       "removed from %s\n",
 			       name, mine->path, o->host->title);
 		else if (strcmp(act, "relay") == 0)
 			printf("  %-20s already the mcpvisor relay\n", name);
@@ -283,32 +288,20 @@ static int setup_diff(const char *label, const char *a, const char *b)
 	return rc;
 }
 
-/* Shows one file's change, masked: both sides laid out the same way, so
- * the diff holds the change only (a note says when the file's own layout
- * changes as well). */
-static void setup_show(const struct setup_file *f, json_t *after,
-		       struct secrets *sec)
+/* Shows one file's change as diff -u of its bytes as they are and as
+ * they will be, masked. */
+static void setup_show(const struct setup_file *f, struct secrets *sec)
 {
-	json_t *mb = hosts_mask(f->doc, sec), *ma = hosts_mask(after, sec);
-	char *tb = f->before ? hosts_dump(mb, f->like) : xstrdup("");
-	char *ta = hosts_dump(ma, f->like);
-	char *sb = secrets_mask(sec, tb), *sa = secrets_mask(sec, ta);
-	char *plain = f->before ? hosts_dump(f->doc, f->like) : NULL;
+	char *sb = f->before ? hosts_mask_text(f->before, f->before_len, sec)
+			     : xstrdup("");
+	char *sa = hosts_mask_text(f->after, strlen(f->after), sec);
 	printf("\n%s (%s)%s:\n", f->path, f->what,
 	       f->before ? "" : ", a new file");
-	if (plain && strcmp(plain, f->before) != 0)
-		printf("(its layout is rewritten too: jansson's spacing "
-		       "and escapes)\n");
 	if (setup_diff(f->path, sb, sa) < 0)
 		printf("(diff could not run; the new file:)\n%s", sa);
 	fflush(stdout);
-	free(plain);
 	free(sb);
 	free(sa);
-	free(tb);
-	free(ta);
-	json_decref(mb);
-	json_decref(ma);
 }
 
 static int setup_parse(int argc, char **argv, struct setup_opts *o)
@@ -427,27 +420,6 @@ static int setup_unchanged(const struct setup_file *f)
 	return CLI_FAILED;
 }
 
-/* The servers the plan adds to mcpvisor's config, as it adds them. New
- * reference. */
-static json_t *setup_moved(const struct hosts_plan *p)
-{
-	json_t *out = json_object();
-	json_t *servers = json_object_get(p->mcpv, "mcpServers");
-	size_t i;
-	json_t *it;
-	json_array_foreach(p->items, i, it)
-	{
-		const char *name =
-			json_string_value(json_object_get(it, "name"));
-		const char *act =
-			json_string_value(json_object_get(it, "action"));
-		if (strcmp(act, "moved") == 0)
-			json_object_set(out, name,
-					json_object_get(servers, name));
-	}
-	return out;
-}
-
 static int setup_run(const struct setup_opts *o, struct paths *pt)
 {
 	struct setup_file host = {.what = o->host->title};
@@ -455,7 +427,7 @@ static int setup_run(const struct setup_opts *o, struct paths *pt)
 	struct hosts_plan plan = {0};
 	struct secrets *sec = secrets_new();
 	char *err = NULL, *cmd = NULL, *rhome = NULL;
-	json_t *relay = NULL, *moved = NULL;
+	json_t *relay = NULL;
 	int rc;
 	if (o->file == NULL && getenv("HOME") == NULL) {
 		fprintf(stderr, "mcpvisor setup: HOME is not set; name the "
@@ -483,11 +455,9 @@ static int setup_run(const struct setup_opts *o, struct paths *pt)
 		rc = CLI_USAGE;
 		goto out;
 	}
-	if ((rc = setup_file_load(&host, HOSTS_MAX_FILE_BYTES)) ||
-	    (rc = setup_file_load(&mine, CONFIG_MAX_FILE_BYTES)))
+	if ((rc = setup_file_load(&host, HOSTS_MAX_FILE_BYTES, false)) ||
+	    (rc = setup_file_load(&mine, CONFIG_MAX_FILE_BYTES, true)))
 		goto out;
-	host.like = host.before;
-	mine.like = mine.before ? mine.before : host.before;
 	cmd = setup_relay_command(o->host);
 	rhome = setup_relay_home(o);
 	relay = hosts_relay_entry(o->host, cmd, rhome);
@@ -510,19 +480,25 @@ static int setup_run(const struct setup_opts *o, struct paths *pt)
 		rc = CLI_OK;
 		goto out;
 	}
+	/* A new mcpvisor config is laid out as the host's file is. */
+	if (hosts_edit_host(o->host, &plan, host.j, &host.after, &err) < 0 ||
+	    hosts_edit_mcpv(&plan, mine.j, host.before, &mine.after, &err) <
+		    0) {
+		fprintf(stderr, "mcpvisor setup: %s: %s; nothing changed\n",
+			host.after ? mine.path : host.path, err);
+		rc = CLI_FAILED;
+		goto out;
+	}
 	if (o->dry_run) {
-		setup_show(&mine, plan.mcpv, sec);
-		setup_show(&host, plan.host, sec);
+		setup_show(&mine, sec);
+		setup_show(&host, sec);
 		printf("\n(dry run: nothing changed)\n");
 		rc = CLI_OK;
 		goto out;
 	}
-	host.after = hosts_dump(plan.host, host.like);
-	mine.after = hosts_dump(plan.mcpv, mine.like);
-	moved = setup_moved(&plan);
 	struct backup_file files[2] = {
 		{mine.path, mine.before, mine.before_len, 0600, mine.after,
-		 moved},
+		 plan.moved},
 		{host.path, host.before, host.before_len, host.mode, host.after,
 		 NULL},
 	};
@@ -558,7 +534,6 @@ out:
 	hosts_plan_free(&plan);
 	secrets_free(sec);
 	json_decref(relay);
-	json_decref(moved);
 	free(err);
 	free(cmd);
 	free(rhome);

@@ -15,7 +15,8 @@
 
 #include "cli/cli.h"
 #include "config/config.h"
-#include "config/hosts.h"
+#include "config/jsonc.h"
+#include "config/jsonc_edit.h"
 #include "util/fsutil.h"
 #include "util/sha256.h"
 #include "util/xmalloc.h"
@@ -259,20 +260,22 @@ static int backup_restore(const char *dir, json_t *f)
 }
 
 /* mcpvisor's config changed since the run: out with the servers the run
- * added that are still as it added them; everything else stays. */
+ * added that are still as it added them, cut from its text; every other
+ * byte stays. */
 static int backup_take_back(json_t *f)
 {
 	const char *path = json_string_value(json_object_get(f, "path"));
 	json_t *moved = json_object_get(f, "moved");
 	char *text = NULL, *err = NULL, *out = NULL;
-	size_t len = 0;
-	json_t *doc = NULL;
+	size_t len = 0, olen = 0;
+	struct jsonc *j = NULL;
+	struct jsonc_error je;
+	const struct jsonc_node *servers = NULL;
 	int rc =
 		fsutil_read_user_file(path, CONFIG_MAX_FILE_BYTES, &text, &len);
-	if (rc == 0)
-		doc = json_loadb(text, len, 0, NULL);
-	json_t *servers = json_object_get(doc, "mcpServers");
-	if (!json_is_object(servers)) {
+	if (rc == 0 && jsonc_parse(text, len, JSONC_STRICT, &j, &je) == 0)
+		servers = jsonc_member(jsonc_root(j), "mcpServers");
+	if (servers == NULL || !json_is_object(servers->value)) {
 		fprintf(stderr,
 			"mcpvisor setup: %s is no longer a config with "
 			"\"mcpServers\"; left as it is\n",
@@ -280,13 +283,14 @@ static int backup_take_back(json_t *f)
 		rc = -EINVAL;
 		goto out;
 	}
+	struct jsonc_edit *e = jsonc_edit_new(j);
 	const char *name;
-	json_t *e;
-	json_object_foreach(moved, name, e)
+	json_t *was;
+	json_object_foreach(moved, name, was)
 	{
-		json_t *now = json_object_get(servers, name);
-		if (now && json_equal(now, e)) {
-			json_object_del(servers, name);
+		const struct jsonc_node *now = jsonc_member(servers, name);
+		if (now && json_equal(now->value, was)) {
+			jsonc_edit_drop(e, now);
 			printf("removed server %s from %s\n", name, path);
 		} else if (now) {
 			printf("kept server %s in %s: changed since setup "
@@ -294,12 +298,18 @@ static int backup_take_back(json_t *f)
 			       name, path);
 		}
 	}
-	out = hosts_dump(doc, text);
-	rc = backup_write_at(path, out, strlen(out), 0600, &err);
+	if ((rc = jsonc_edit_finish(e, &out, &olen)) < 0) {
+		fprintf(stderr,
+			"mcpvisor setup: %s: cannot take the servers "
+			"out; left as it is\n",
+			path);
+		goto out;
+	}
+	rc = backup_write_at(path, out, olen, 0600, &err);
 	if (rc < 0)
 		fprintf(stderr, "mcpvisor setup: %s\n", err);
 out:
-	json_decref(doc);
+	jsonc_free(j);
 	free(text);
 	free(out);
 	free(err);

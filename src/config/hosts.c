@@ -207,9 +207,12 @@ static char *hosts_rewrite_vars(const struct host_info *h, const char *in,
 		p = close + 1;
 		if (h->editor_vars && n > 4 && strncmp(v, "env:", 4) == 0 &&
 		    hosts_var_name(v + 4, n - 4)) {
+			/* The editor gives a variable that is not set as
+			 * empty; mcpvisor refuses ${X} then, so the default
+			 * keeps the editor's meaning. */
 			buf_append(&b, "${", 2);
 			buf_append(&b, v + 4, n - 4);
-			buf_append(&b, "}", 1);
+			buf_append(&b, ":-}", 3);
 			continue;
 		}
 		if (h->editor_vars && n == 8 &&
@@ -281,6 +284,52 @@ static int hosts_rewrite_cb(json_t *str, void *arg)
 	json_string_set(str, out);
 	free(out);
 	return 0;
+}
+
+/* Adds to arg (an array) the name of each ${env:NAME} in str, once. */
+static int hosts_env_ref_cb(json_t *str, void *arg)
+{
+	json_t *names = arg;
+	const char *p = json_string_value(str);
+	while ((p = strstr(p, "${env:")) != NULL) {
+		const char *v = p + 6;
+		const char *close = strchr(v, '}');
+		if (close == NULL)
+			break;
+		p = close + 1;
+		if (!hosts_var_name(v, (size_t)(close - v)))
+			continue;
+		json_t *name = json_stringn(v, (size_t)(close - v));
+		bool seen = false;
+		size_t i;
+		json_t *x;
+		json_array_foreach(names, i, x)
+		{
+			seen = seen || json_equal(x, name);
+		}
+		if (seen)
+			json_decref(name);
+		else
+			json_array_append_new(names, name);
+	}
+	return 0;
+}
+
+/* The names of the editor's ${env:NAME} in entry's values, in order; NULL
+ * when there are none. New reference. */
+static json_t *hosts_env_refs(const struct host_info *h, const json_t *entry)
+{
+	if (!h->editor_vars)
+		return NULL;
+	json_t *copy = json_deep_copy(entry);
+	json_t *names = json_array();
+	hosts_each_value(copy, hosts_env_ref_cb, names);
+	json_decref(copy);
+	if (json_array_size(names) == 0) {
+		json_decref(names);
+		return NULL;
+	}
+	return names;
 }
 
 /* For validation only: each ${NAME} and ${NAME:-d} becomes "x" (a url's
@@ -404,8 +453,9 @@ json_t *hosts_convert(const struct host_info *h, const char *name,
 
 /* ---- the plan ---- */
 
-static void hosts_item(json_t *items, const char *name, enum hosts_action a,
-		       const char *why, const json_t *entry)
+/* The item of one host entry, added to items. Borrowed. */
+static json_t *hosts_item(json_t *items, const char *name, enum hosts_action a,
+			  const char *why, const json_t *entry)
 {
 	json_t *it = json_pack("{s:s,s:s}", "name", name, "action",
 			       hosts_action_name(a));
@@ -414,6 +464,42 @@ static void hosts_item(json_t *items, const char *name, enum hosts_action a,
 	if (json_is_true(json_object_get(entry, "disabled")))
 		json_object_set_new(it, "disabled", json_true());
 	json_array_append_new(items, it);
+	return it;
+}
+
+/* entry without what means the same as its absence to mcpvisor's config:
+ * "type": "stdio" beside a command (VS Code and Claude Code write it, the
+ * others leave it out), empty "args", "env" and "headers", "disabled":
+ * false. New reference. */
+static json_t *hosts_plain(const json_t *entry)
+{
+	static const char *const maybe_empty[] = {"args", "env", "headers",
+						  NULL};
+	json_t *c = json_deep_copy(entry);
+	if (!json_is_object(c))
+		return c;
+	const char *type = json_string_value(json_object_get(c, "type"));
+	if (type && strcmp(type, "stdio") == 0 && !json_object_get(c, "url"))
+		json_object_del(c, "type");
+	for (size_t i = 0; maybe_empty[i]; i++) {
+		json_t *v = json_object_get(c, maybe_empty[i]);
+		if ((json_is_array(v) && json_array_size(v) == 0) ||
+		    (json_is_object(v) && json_object_size(v) == 0))
+			json_object_del(c, maybe_empty[i]);
+	}
+	if (json_is_false(json_object_get(c, "disabled")))
+		json_object_del(c, "disabled");
+	return c;
+}
+
+/* Whether two entries start the same server. */
+static bool hosts_same(const json_t *a, const json_t *b)
+{
+	json_t *pa = hosts_plain(a), *pb = hosts_plain(b);
+	bool same = json_equal(pa, pb);
+	json_decref(pa);
+	json_decref(pb);
+	return same;
 }
 
 /* Claude Code's per-project servers ("projects": {PATH: {"mcpServers"}})
@@ -440,6 +526,39 @@ static void hosts_projects(const json_t *doc, json_t *items)
 	}
 }
 
+/* What becomes of one host entry (name, e); *conv: the entry as mcpvisor
+ * holds it, when it can. */
+static enum hosts_action hosts_verdict(const struct host_info *h,
+				       const char *name, const json_t *e,
+				       const json_t *to, const json_t *relay,
+				       const char *mcpv_path, json_t **conv,
+				       char **why)
+{
+	*conv = NULL;
+	*why = NULL;
+	if (hosts_is_relay(e)) {
+		/* A relay of another home would serve none of what moves
+		 * now: it becomes this home's. */
+		const char *a = hosts_relay_home(e);
+		const char *b = hosts_relay_home(relay);
+		if (a == b || (a && b && strcmp(a, b) == 0))
+			return HOSTS_RELAY;
+		*why = xasprintf("it ran the relay of %s",
+				 a ? a : "the default home");
+		return HOSTS_REPOINT;
+	}
+	if ((*conv = hosts_convert(h, name, e, mcpv_path, why)) == NULL)
+		return HOSTS_CANNOT;
+	json_t *have = json_object_get(to, name);
+	if (have == NULL)
+		return HOSTS_MOVED;
+	if (hosts_same(have, *conv))
+		return HOSTS_SAME;
+	*why = xstrdup("mcpvisor's config already has another server of "
+		       "that name; rename one");
+	return HOSTS_CLASH;
+}
+
 int hosts_plan(const struct host_info *h, const json_t *host_doc,
 	       const json_t *mcpv_doc, const json_t *relay,
 	       const char *mcpv_path, struct hosts_plan *p, char **err)
@@ -460,6 +579,8 @@ int hosts_plan(const struct host_info *h, const json_t *host_doc,
 	p->host = json_deep_copy(host_doc);
 	p->mcpv = json_deep_copy(mcpv_doc);
 	p->items = json_array();
+	p->moved = json_object();
+	p->relay = json_deep_copy(relay);
 	json_t *to = json_object_get(p->mcpv, "mcpServers");
 	if (to == NULL) {
 		to = json_object();
@@ -476,36 +597,19 @@ int hosts_plan(const struct host_info *h, const json_t *host_doc,
 	json_object_foreach(servers, name, e)
 	{
 		char *why = NULL;
-		if (hosts_is_relay(e)) {
-			/* A relay of another home would serve none of
-			 * what moves now: it becomes this home's. */
-			const char *a = hosts_relay_home(e);
-			const char *b = hosts_relay_home(relay);
-			bool same = a == b || (a && b && strcmp(a, b) == 0);
-			act[i] = same ? HOSTS_RELAY : HOSTS_REPOINT;
-			if (!same)
-				why = xasprintf("it ran the relay of %s",
-						a ? a : "the default home");
-			has_relay = true;
-		} else if ((conv[i] = hosts_convert(h, name, e, mcpv_path,
-						    &why)) == NULL) {
-			act[i] = HOSTS_CANNOT;
-		} else if (json_object_get(to, name)) {
-			act[i] = json_equal(json_object_get(to, name), conv[i])
-					 ? HOSTS_SAME
-					 : HOSTS_CLASH;
-			if (act[i] == HOSTS_CLASH)
-				why = xstrdup("mcpvisor's config already has "
-					      "another server of that name; "
-					      "rename one");
-		} else {
-			act[i] = HOSTS_MOVED;
-		}
+		act[i] = hosts_verdict(h, name, e, to, relay, mcpv_path,
+				       &conv[i], &why);
+		has_relay = has_relay || act[i] == HOSTS_RELAY ||
+			    act[i] == HOSTS_REPOINT;
 		if ((act[i] == HOSTS_CANNOT || act[i] == HOSTS_CLASH ||
 		     act[i] == HOSTS_RELAY || act[i] == HOSTS_REPOINT) &&
 		    strcmp(name, HOSTS_RELAY_NAME) == 0)
 			keeps_name = true;
-		hosts_item(p->items, name, act[i], why, e);
+		json_t *it = hosts_item(p->items, name, act[i], why, e);
+		json_t *vars =
+			act[i] == HOSTS_MOVED ? hosts_env_refs(h, e) : NULL;
+		if (vars)
+			json_object_set_new(it, "vars", vars);
 		free(why);
 		i++;
 	}
@@ -522,11 +626,15 @@ int hosts_plan(const struct host_info *h, const json_t *host_doc,
 			json_object_set_new(left, name, json_deep_copy(relay));
 			p->changed = true;
 		} else if (act[i] == HOSTS_MOVED || act[i] == HOSTS_SAME) {
-			if (act[i] == HOSTS_MOVED)
+			if (act[i] == HOSTS_MOVED) {
 				json_object_set(to, name, conv[i]);
-			if (!placed)
+				json_object_set(p->moved, name, conv[i]);
+			}
+			if (!placed) {
 				json_object_set_new(left, p->relay_name,
 						    json_deep_copy(relay));
+				p->relay_at = xstrdup(name);
+			}
 			placed = true;
 			p->changed = true;
 		} else {
@@ -553,6 +661,9 @@ void hosts_plan_free(struct hosts_plan *p)
 	json_decref(p->host);
 	json_decref(p->mcpv);
 	json_decref(p->items);
+	json_decref(p->moved);
+	json_decref(p->relay);
 	free(p->relay_name);
+	free(p->relay_at);
 	memset(p, 0, sizeof *p);
 }

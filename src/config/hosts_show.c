@@ -1,13 +1,16 @@
 /*
- * Host and mcpvisor config files shown and written: a masked copy for the
- * dry run's diff, and the text laid out the way the file already was (its
- * indent, inline arrays, final newline), so a diff shows the change only.
+ * Host and mcpvisor config files shown and written: what of them is
+ * masked, the masked text of a file for the dry run's diff (its bytes
+ * otherwise), and a new file laid out the way the other file already is
+ * (its indent, inline arrays, final newline).
  */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config/hosts.h"
+#include "config/jsonc.h"
+#include "config/jsonc_edit.h"
 #include "util/buf.h"
 #include "util/xmalloc.h"
 
@@ -135,102 +138,113 @@ json_t *hosts_mask(const json_t *doc, struct secrets *sec)
 	return c;
 }
 
-/* Whether like writes arrays of plain values on one line ("args": ["-y",
- * "x"]), as people do by hand and Prettier does. */
-static bool hosts_inline_arrays(const char *like)
+/* Replaces in e each string of n (as read) that masked (hosts_mask's
+ * copy of it) shows otherwise. */
+static void hosts_mask_node(struct jsonc_edit *e, const struct jsonc_node *n,
+			    const json_t *masked)
 {
-	for (const char *p = strchr(like, '['); p; p = strchr(p + 1, '[')) {
-		size_t gap = strspn(p + 1, " \t");
-		if (p[1 + gap] && p[1 + gap] != '\n' && p[1 + gap] != '\r' &&
-		    p[1 + gap] != '{' && p[1 + gap] != '[')
-			return true;
+	if (json_is_string(n->value)) {
+		if (masked && !json_equal(n->value, masked))
+			jsonc_edit_set(e, n, NULL, masked);
+		return;
 	}
-	return false;
+	for (size_t i = 0; i < n->nkids; i++) {
+		const struct jsonc_node *k = n->kids[i];
+		hosts_mask_node(e, k,
+				k->name ? json_object_get(masked, k->name)
+					: json_array_get(masked, i));
+	}
 }
 
-/* With lines at *pos an array opened at the end of line (JSON_INDENT(1)
- * text, one value a line): when its items are plain values, appends them
- * on one line ("[a, b]") and moves *pos past it. */
-static bool hosts_collapse(struct buf *b, const char **pos)
+/* The comment [p, end) into b, each quoted value after a ':' in it as
+ * "***". */
+static void hosts_mask_comment(struct buf *b, const char *p, const char *end)
 {
-	const char *p = *pos;
-	struct buf one;
-	buf_init(&one);
-	buf_append(&one, "[", 1);
-	for (bool first = true;; first = false) {
-		p += strspn(p, " ");
-		size_t len = strcspn(p, "\n");
-		if (*p == ']') {
-			buf_append(&one, p, len);
-			p += len;
-			break;
+	while (p < end) {
+		const char *q = p + 1;
+		while (*p == ':' && q < end && (*q == ' ' || *q == '\t'))
+			q++;
+		const char *r = q + 1;
+		while (*p == ':' && q < end && *q == '"' && r < end &&
+		       *r != '"')
+			r += *r == '\\' && r + 1 < end ? 2 : 1;
+		if (*p == ':' && q < end && *q == '"' && r < end) {
+			buf_append(b, p, (size_t)(q + 1 - p));
+			buf_puts(b, "***\"");
+			p = r + 1;
+			continue;
 		}
-		if (len == 0 || *p == '{' || *p == '[') {
-			buf_free(&one);
-			return false;
-		}
-		if (!first)
-			buf_append(&one, " ", 1);
-		buf_append(&one, p, len);
-		p += len;
-		if (*p == '\n')
-			p++;
+		buf_append(b, p++, 1);
 	}
-	buf_append(b, one.data, one.len);
-	buf_free(&one);
-	*pos = p;
-	return true;
+}
+
+/* t (JSONC) with the values of what is commented out shown as "***": a
+ * commented-out entry ("// \"KEY\": \"sk-...\"") is config kept for later,
+ * its values as secret as those in use, and nothing says which are not.
+ * Caller frees. */
+static char *hosts_mask_comments(const char *t)
+{
+	struct buf b;
+	buf_init(&b);
+	for (const char *p = t; *p;) {
+		const char *q = p + 1;
+		if (*p == '"') {
+			while (*q && *q != '"')
+				q += *q == '\\' && q[1] ? 2 : 1;
+			q += *q ? 1 : 0;
+		} else if (p[0] == '/' && p[1] == '/') {
+			q = p + strcspn(p, "\r\n");
+		} else if (p[0] == '/' && p[1] == '*') {
+			q = strstr(p + 2, "*/");
+			q = q ? q + 2 : p + strlen(p);
+		}
+		if (*p == '/' && (p[1] == '/' || p[1] == '*'))
+			hosts_mask_comment(&b, p, q);
+		else
+			buf_append(&b, p, (size_t)(q - p));
+		p = q;
+	}
+	return buf_steal(&b);
+}
+
+char *hosts_mask_text(const char *text, size_t len, struct secrets *sec)
+{
+	struct jsonc *j = NULL;
+	struct jsonc_error err;
+	char *out = NULL;
+	size_t olen;
+	if (jsonc_parse(text, len, 0, &j, &err) == 0) {
+		json_t *m = hosts_mask(jsonc_root(j)->value, sec);
+		struct jsonc_edit *e = jsonc_edit_new(j);
+		hosts_mask_node(e, jsonc_root(j), m);
+		if (jsonc_edit_finish(e, &out, &olen) < 0)
+			out = NULL;
+		json_decref(m);
+		jsonc_free(j);
+	}
+	/* Not JSONC (never shown: setup refuses it): masked as text. */
+	if (out == NULL)
+		out = xstrndup(text, len);
+	char *bare = hosts_mask_comments(out);
+	char *masked = secrets_mask(sec, bare);
+	free(bare);
+	free(out);
+	return masked;
 }
 
 char *hosts_dump(const json_t *doc, const char *like)
 {
-	/* The unit of like's indent: the first indented line's. */
-	const char *unit = "  ";
-	size_t ulen = 2;
-	bool newline = true, inline_arrays = false;
+	char *t = jsonc_layout(doc, like, "");
+	bool newline = true;
 	if (like) {
-		const char *nl = strchr(like, '\n');
-		if (nl && (nl[1] == '\t' || nl[1] == ' ')) {
-			unit = nl + 1;
-			ulen = nl[1] == '\t' ? 1 : strspn(nl + 1, " ");
-			if (ulen > 8)
-				ulen = 8;
-		}
 		size_t n = strlen(like);
 		while (n && (like[n - 1] == ' ' || like[n - 1] == '\r'))
 			n--;
 		newline = n && like[n - 1] == '\n';
-		inline_arrays = hosts_inline_arrays(like);
 	}
-	/* Indent 1 makes every leading space one level deep; strings hold
-	 * no raw newline, so leading spaces are indent only. */
-	char *one = json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-	struct buf b;
-	buf_init(&b);
-	for (const char *line = one; *line;) {
-		size_t depth = strspn(line, " ");
-		for (size_t d = 0; d < depth; d++)
-			buf_append(&b, unit, ulen);
-		size_t len = strcspn(line + depth, "\n");
-		const char *next = line + depth + len;
-		if (inline_arrays && len && line[depth + len - 1] == '[') {
-			buf_append(&b, line + depth, len - 1);
-			const char *after = *next ? next + 1 : next;
-			if (hosts_collapse(&b, &after))
-				next = after;
-			else
-				buf_append(&b, "[", 1);
-		} else {
-			buf_append(&b, line + depth, len);
-		}
-		line = next;
-		if (*line == '\n') {
-			buf_append(&b, "\n", 1);
-			line++;
-		}
-	}
-	if (newline)
-		buf_append(&b, "\n", 1);
-	free(one);
-	return buf_steal(&b);
+	if (!newline)
+		return t;
+	char *out = xasprintf("%s%s", t, jsonc_eol(like));
+	free(t);
+	return out;
 }

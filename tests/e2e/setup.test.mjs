@@ -1,10 +1,14 @@
 // `mcpvisor setup HOST` on copies of each host's config file in its
 // documented shape and place (tests/e2e/fixtures/hosts/), under a test
-// HOME: the dry run's diff changes nothing, setup moves the servers and
-// writes backups, a name clash is kept, secrets never printed, the config
-// is 0600, --undo restores byte-identical files, a second run is a no-op,
-// and the relay entry setup writes really serves the moved server to a
-// host (the official SDK's stdio client).
+// HOME: the dry run's diff (of the bytes on disk) changes nothing, setup
+// moves the servers and writes backups, a name clash is kept (the same
+// server but for "type": "stdio" is none), secrets never printed, the
+// config is 0600, a JSONC file (comments, trailing commas) and a plain one
+// laid out by hand keep every byte outside the moved entries, an unset
+// ${env:X} stays empty rather than an error, --undo restores
+// byte-identical files, a second run is a no-op, and the relay entry setup
+// writes really serves the moved servers to a host (the official SDK's
+// stdio client).
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -160,8 +164,10 @@ test('setup cursor: twice is a no-op; --undo restores byte-identical files, refu
 	noSecrets(r1);
 	assert.match(r1.stdout, /local-script\s+kept.*relative path/);
 	assert.match(r1.stdout, /with-env-file\s+kept.*envFile/);
-	// Cursor's ${env:X} is written the way mcpvisor expands it.
-	assert.equal(readJson(h.config).mcpServers['web-search'].env.SEARCH_API_KEY, '${SEARCH_API_KEY}');
+	// Cursor's ${env:X} is empty when X is not set: so is mcpvisor's
+	// ${X:-}, and setup says so.
+	assert.equal(readJson(h.config).mcpServers['web-search'].env.SEARCH_API_KEY, '${SEARCH_API_KEY:-}');
+	assert.match(r1.stdout, /\$\{env:SEARCH_API_KEY\} is written \$\{SEARCH_API_KEY:-\}: empty when not set, as Cursor has it/);
 	const mid = [sha(h.file), sha(h.config)];
 
 	const r2 = await h.run([]);
@@ -213,19 +219,42 @@ test('setup of two hosts, then --undo of the first: only its servers leave mcpvi
 	assert.equal(sha(vfile), vscodeAfter, 'VS Code\'s file untouched');
 });
 
+test('setup --undo after mcpvisor\'s config was edited: the moved servers are cut from its text, every other byte kept', async (t) => {
+	const h = await hostHome(t, 'cursor');
+	const mine = `{"mcpServers": {"own":  {"command": "${DEMO}"}},   "idleTimeout": "5m"}`;
+	fs.writeFileSync(h.config, mine, { mode: 0o600 });
+	assert.equal((await h.run([])).code, 0);
+	const added = fs.readFileSync(h.config, 'utf8');
+	assert.ok(added.startsWith(`{"mcpServers": {"own":  {"command": "${DEMO}"}, "web-search": {`), added);
+	// An edit since: undo takes back only what setup added.
+	fs.writeFileSync(h.config, added.replace('"5m"', '"10m"'));
+	const u = await h.run(['--undo']);
+	assert.equal(u.code, 0, u.stderr);
+	assert.match(u.stdout, /removed server web-search from /);
+	assert.equal(fs.readFileSync(h.config, 'utf8'), mine.replace('"5m"', '"10m"'));
+});
+
 test('setup: bad input changes nothing: unknown host, a file that is not JSON', async (t) => {
 	const h = await hostHome(t, 'claude-desktop');
 	const r = await runCli(['setup', 'notepad'], { home: h.mh, env: h.env });
 	assert.equal(r.code, 2);
 	assert.match(r.stderr, /unknown host "notepad" \(known: claude-desktop, claude-code, cursor, vscode\)/);
-	fs.writeFileSync(h.file, '{"mcpServers": {"x": {"env": {"K": "FIXTURESECRET9"}}},}');
+	fs.writeFileSync(h.file, '{"mcpServers": {"x": {"env": {"K": "FIXTURESECRET9"}}},,}');
 	const before = sha(h.file);
 	const r2 = await h.run([]);
 	assert.equal(r2.code, 2);
 	noSecrets(r2);
-	assert.match(r2.stderr, /not JSON \(line 1, column \d+\)/);
+	assert.match(r2.stderr, /: line 1, column 56: expected a name in quotes or \}; nothing changed/);
 	assert.equal(sha(h.file), before);
 	assert.equal(fs.existsSync(h.config), false, 'no config written');
+	// mcpvisor reads its own config as plain JSON: a comment there is
+	// refused, before anything is written.
+	fs.writeFileSync(h.file, '{"mcpServers": {"a": {"command": "/bin/true"}}}');
+	fs.writeFileSync(h.config, '{\n  // mine\n  "mcpServers": {}\n}\n');
+	const r4 = await h.run([]);
+	assert.equal(r4.code, 2);
+	assert.match(r4.stderr, new RegExp(`${h.config}: line 2, column 3: a comment, which plain JSON does not allow; nothing changed`));
+	fs.rmSync(h.config);
 	// mcpvisor's own config named as the host's file.
 	fs.writeFileSync(h.config, '{"mcpServers": {"a": {"command": "/bin/true"}}}');
 	const mineBefore = sha(h.config);
@@ -235,13 +264,167 @@ test('setup: bad input changes nothing: unknown host, a file that is not JSON', 
 	assert.equal(sha(h.config), mineBefore);
 });
 
-test('setup: a VS Code file with comments is refused, untouched', async (t) => {
+// mcpvisor's config with a server VS Code also has, but without the
+// "type": "stdio" VS Code requires: the same server.
+const FETCH_MINE = '{\n  "mcpServers": {\n    "fetch": {\n      "command": "uvx",\n      "args": ["mcp-server-fetch"]\n    }\n  }\n}\n';
+
+// vscode-jsonc.setup.json: the JSONC fixture after setup, the relay's
+// command and home filled in.
+function jsoncAfter(mh) {
+	return fs
+		.readFileSync(path.join(FIXTURES, 'vscode-jsonc.setup.json'), 'utf8')
+		.replaceAll('@MCPVISOR@', fs.realpathSync(MCPVISOR))
+		.replaceAll('@MH@', mh);
+}
+
+test('setup vscode on a JSONC file (comments, trailing commas): every byte outside the moved entries kept; undo restores both byte for byte', async (t) => {
 	const h = await hostHome(t, 'vscode');
-	const text = fs.readFileSync(h.file, 'utf8').replace('{\n', '{\n\t// my servers\n');
+	const text = fs
+		.readFileSync(path.join(FIXTURES, 'vscode-jsonc.json'), 'utf8')
+		.replaceAll('@DEMO@', DEMO);
+	fs.writeFileSync(h.file, text);
+	fs.writeFileSync(h.config, FETCH_MINE, { mode: 0o600 });
+	const r = await runCli(['setup', 'vscode'], { home: h.mh, env: { ...h.env, DEBUG: undefined } });
+	assert.equal(r.code, 0, r.stderr);
+	noSecrets(r);
+	assert.match(r.stdout, /perplexity\s+kept .*\$\{input:perplexity-key\}/);
+	assert.match(r.stdout, /debug\s+moves to/);
+	assert.match(r.stdout, /\$\{env:DEBUG\} is written \$\{DEBUG:-\}: empty when not set, as VS Code has it/);
+	assert.match(r.stdout, /fetch\s+already in .* \(the same server\): removed from VS Code/);
+	assert.doesNotMatch(r.stdout, /clash/);
+	assert.equal(fs.readFileSync(h.file, 'utf8'), jsoncAfter(h.mh), 'the host file: the moved entries out, the relay in, nothing else');
+
+	// mcpvisor's config: its own bytes, then the moved servers.
+	const mine = fs.readFileSync(h.config, 'utf8');
+	assert.ok(mine.startsWith(FETCH_MINE.slice(0, FETCH_MINE.indexOf(']') + 2)), mine);
+	const servers = readJson(h.config).mcpServers;
+	assert.deepEqual(Object.keys(servers), ['fetch', 'memory', 'debug', 'github']);
+	assert.deepEqual(servers.fetch, { command: 'uvx', args: ['mcp-server-fetch'] }, 'never overwritten');
+	assert.equal(servers.debug.env.DEBUG, '${DEBUG:-}');
+
+	// Where VS Code gives an unset DEBUG as empty, so does mcpvisor now:
+	// the server passes check and starts.
+	const c = await runCli(['check'], { home: h.mh, env: { DEBUG: undefined } });
+	assert.equal(c.code, 0, c.stdout + c.stderr);
+	assert.doesNotMatch(c.stdout + c.stderr, /is not set/);
+	// And a host that runs the relay entry gets both servers' tools.
+	await withRelayHome(t, async () => h.mh, async (ctx) => {
+		const host = await hostFromEntry({ ...jsoncRelay(h.file), env: { DEBUG: undefined } }, h.home);
+		ctx.hosts.push(host);
+		const { tools } = await host.client.listTools();
+		const names = tools.map((x) => x.name);
+		assert.ok(names.includes('debug__echo') && names.includes('memory__echo'), `tools: ${names}`);
+
+		const u = await h.run(['--undo']);
+		assert.equal(u.code, 0, u.stderr);
+		assert.equal(fs.readFileSync(h.file, 'utf8'), text, 'the host file byte for byte');
+		assert.equal(fs.readFileSync(h.config, 'utf8'), FETCH_MINE, "mcpvisor's config byte for byte");
+	});
+});
+
+test('setup vscode: a server mcpvisor\'s config has but for "type": "stdio" is the same server, not a name clash', async (t) => {
+	const h = await hostHome(t, 'vscode');
+	fs.writeFileSync(h.config, FETCH_MINE, { mode: 0o600 });
+	const r = await h.run([]);
+	assert.equal(r.code, 0, r.stderr);
+	assert.match(r.stdout, /fetch\s+already in .* \(the same server\): removed from VS Code/);
+	assert.doesNotMatch(r.stdout, /clash/);
+	assert.deepEqual(Object.keys(readJson(h.file).servers), ['perplexity', 'mcpvisor']);
+	assert.deepEqual(readJson(h.config).mcpServers.fetch, { command: 'uvx', args: ['mcp-server-fetch'] });
+});
+
+test('setup vscode: ${env:DEBUG} that is not set stays empty, as in VS Code: the server passes check and starts', async (t) => {
+	const h = await hostHome(t, 'vscode');
+	fs.writeFileSync(
+		h.file,
+		JSON.stringify(
+			{ servers: { debug: { type: 'stdio', command: DEMO, args: ['--name', 'debug'], env: { DEBUG: '${env:DEBUG}' } } } },
+			null,
+			'\t',
+		),
+	);
+	const r = await runCli(['setup', 'vscode'], { home: h.mh, env: { ...h.env, DEBUG: undefined } });
+	assert.equal(r.code, 0, r.stderr);
+	assert.match(r.stdout, /\$\{env:DEBUG\} is written \$\{DEBUG:-\}: empty when not set, as VS Code has it/);
+	const c = await runCli(['check'], { home: h.mh, env: { DEBUG: undefined } });
+	assert.equal(c.code, 0, c.stdout + c.stderr);
+	assert.doesNotMatch(c.stdout + c.stderr, /is not set/);
+	await withRelayHome(t, async () => h.mh, async (ctx) => {
+		const host = await hostFromEntry({ ...readJson(h.file).servers.mcpvisor, env: { DEBUG: undefined } }, h.home);
+		ctx.hosts.push(host);
+		const { tools } = await host.client.listTools();
+		assert.ok(tools.some((x) => x.name === 'debug__echo'), `tools: ${tools.map((x) => x.name)}`);
+	});
+});
+
+// The relay entry in a JSONC host file, read by dropping its comments
+// and trailing commas as VS Code does.
+function jsoncRelay(file) {
+	const text = fs.readFileSync(file, 'utf8');
+	const m = text.match(/"mcpvisor": (\{[^}]*\})/);
+	assert.ok(m, text);
+	return JSON.parse(m[1]);
+}
+
+test('setup vscode --dry-run on a JSONC file: the diff is of the bytes on disk', async (t) => {
+	const h = await hostHome(t, 'vscode');
+	const text = fs
+		.readFileSync(path.join(FIXTURES, 'vscode-jsonc.json'), 'utf8')
+		.replaceAll('@DEMO@', DEMO);
+	fs.writeFileSync(h.file, text);
+	fs.writeFileSync(h.config, FETCH_MINE);
+	const r = await h.run(['--dry-run']);
+	assert.equal(r.code, 0, r.stderr);
+	noSecrets(r);
+	assert.doesNotMatch(r.stdout, /layout is rewritten/);
+	const diff = r.stdout.slice(r.stdout.indexOf(`--- a${h.file}`));
+	const removed = diff.split('\n').filter((l) => /^-[^-]/.test(l)).map((l) => l.slice(1));
+	const added = diff.split('\n').filter((l) => /^\+[^+]/.test(l)).map((l) => l.slice(1));
+	// Removed: the moved entries' lines exactly as the file has them
+	// (trailing commas and all), secrets masked.
+	assert.deepEqual(removed, [
+		'\t\t"memory": {',
+		`\t\t\t"command": "${DEMO}",`,
+		'\t\t\t"args": ["--name", "memory",],',
+		'\t\t"debug": {',
+		'\t\t\t"type": "stdio",',
+		`\t\t\t"command": "${DEMO}",`,
+		'\t\t\t"args": ["--name", "debug"],',
+		'\t\t\t"env": {"DEBUG": "***"},',
+		'\t\t}, // DEBUG is set only while I chase a bug',
+		'\t\t"github": {',
+		'\t\t\t"type": "http",',
+		'\t\t\t"url": "https://api.githubcopilot.com/mcp/",',
+		'\t\t\t"headers": {"Authorization": "***"},',
+		'\t\t},',
+		'\t\t"fetch": {"type": "stdio", "command": "uvx", "args": ["mcp-server-fetch"]},',
+	]);
+	// Added: the relay where memory was, and the comment that stood on
+	// a moved entry's line, on its own.
+	assert.deepEqual(added, [
+		'\t\t"mcpvisor": {',
+		`\t\t\t"command": "${fs.realpathSync(MCPVISOR)}",`,
+		`\t\t\t"args": ["relay", "--home", "${h.mh}"]`,
+		'\t\t// DEBUG is set only while I chase a bug',
+	]);
+	// The other comments are context, untouched.
+	assert.match(diff, /^ \t\t\/\/ Notes kept across chats\.$/m);
+	assert.equal(fs.readFileSync(h.file, 'utf8'), text, 'nothing changed');
+});
+
+test('setup claude-desktop on plain JSON laid out by hand: its spacing, escapes and missing final newline kept', async (t) => {
+	const h = await hostHome(t, 'claude-desktop');
+	const head = '{"globalShortcut":"Ctrl+Space",   "note": "caf\\u00e9 \\/ tea",\n    "mcpServers": {\n';
+	const kept = '        "my notes":  { "command": "npx", "args": [ "-y",  "notes-mcp" ] }';
+	const tail = '\n    }}';
+	const text = `${head}        "demo":  { "command": "${DEMO}",  "args": [ "--name",  "demo" ] },\n${kept}${tail}`;
 	fs.writeFileSync(h.file, text);
 	const r = await h.run([]);
-	assert.equal(r.code, 2);
-	assert.match(r.stderr, /it has comments, which setup cannot keep/);
+	assert.equal(r.code, 0, r.stderr);
+	const relay = `        "mcpvisor": {\n            "command": "${fs.realpathSync(MCPVISOR)}",\n            "args": ["relay", "--home", "${h.mh}"]\n        },\n`;
+	assert.equal(fs.readFileSync(h.file, 'utf8'), head + relay + kept + tail);
+	const u = await h.run(['--undo']);
+	assert.equal(u.code, 0, u.stderr);
 	assert.equal(fs.readFileSync(h.file, 'utf8'), text);
 });
 

@@ -2,8 +2,8 @@
 # Writes inputs at the parsers' size limits (too big to keep as files) into
 # DIR/NAME/, one folder per harness; run.sh adds them to the seed corpora.
 # The numbers are the limits in src/http/httpparse.h, src/config/config.h,
-# src/config/filter.h and src/util/jsonscan.h; each limit gets one input on
-# it and one past it.
+# src/config/filter.h, src/util/jsonscan.h and src/config/jsonc.h; each
+# limit gets one input on it and one past it.
 # Usage: tests/fuzz/edge.sh DIR
 set -eu
 out=${1:?usage: edge.sh DIR}
@@ -66,6 +66,13 @@ j=$out/jsonscan
 for n in 64 65; do
 	{ rep '{"a":' $((n - 1)); printf '1'; rep '}' $((n - 1)); } >"$j/depth-$n"
 	{ printf '{"params":'; rep '[' $((n - 1)); rep ']' $((n - 1)); printf '}'; } >"$j/array-depth-$n"
+done
+
+# jsonc: JSONC_MAX_DEPTH (src/config/jsonc.h), the root object is 1.
+mkdir -p "$out/jsonc"
+for n in 256 257; do
+	{ rep '{"a":' $((n - 1)); printf '{}'; rep '}' $((n - 1)); } >"$out/jsonc/depth-$n"
+	{ printf '{"servers":'; rep '[' $((n - 1)); rep ']' $((n - 1)); printf '}'; } >"$out/jsonc/array-depth-$n"
 done
 
 # framer: long mode (byte 0 = 0xc1) tiles a line past 64 KiB.

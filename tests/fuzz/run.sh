@@ -33,6 +33,7 @@ for name in "$@"; do
 	expand) opts="-max_len=512 -dict=tests/fuzz/expand.dict" ;;
 	sse) opts="-max_len=4096 -dict=tests/fuzz/sse.dict" ;;
 	escape) opts="-max_len=1024" ;;
+	jsonc) opts="-max_len=4096 -dict=tests/fuzz/jsonc.dict" ;;
 	*) opts="" ;;
 	esac
 	if [ ! -x "$bin" ]; then

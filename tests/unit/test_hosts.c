@@ -1,11 +1,13 @@
 /*
- * Unit tests for the hosts' config files (config/hosts.c, hosts_show.c):
- * where each host's file is found under a test HOME, which entries move
- * and how (the editors' variables, fields mcpvisor has no equivalent for,
- * relative paths, unset variables), the plan (moved, clash, identical,
- * relay placed where the first moved entry was, other keys and order
- * kept, a second run changes nothing), masking for display, and the
- * layout of the text written (indent unit, inline arrays, final newline).
+ * Unit tests for the hosts' config files (config/hosts.c, hosts_show.c,
+ * hosts_edit.c): where each host's file is found under a test HOME, which
+ * entries move and how (the editors' variables, ${env:X} kept empty when
+ * not set, fields mcpvisor has no equivalent for, relative paths, unset
+ * variables), the plan (moved, clash, the same server but for "type":
+ * "stdio", relay placed where the first moved entry was, other keys and
+ * order kept, a second run changes nothing), masking for display (of a
+ * file's own bytes too), the layout of a new file, and the plan made on
+ * each fixture's text: every byte outside the moved entries kept.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include "config/hosts.h"
+#include "config/jsonc.h"
 #include "config/secrets.h"
 #include "util/fsutil.h"
 #include "util/xmalloc.h"
@@ -150,8 +153,9 @@ Test(hosts, editor_variables_rewritten_or_refused)
 			     "{\"command\": \"npx\", \"env\": {\"K\": "
 			     "\"${env:API_KEY}\", \"H\": \"${userHome}/x\"}}",
 			     &why);
+	/* Not set, the editor gives it empty: so does ${X:-}. */
 	cr_assert_str_eq(t, "{\"command\":\"npx\",\"env\":{\"K\":\"${API_"
-			    "KEY}\",\"H\":\"${HOME}/x\"}}");
+			    "KEY:-}\",\"H\":\"${HOME}/x\"}}");
 	free(t);
 	cr_assert_null(th_convert("vscode",
 				  "{\"type\": \"stdio\", \"command\": \"npx\", "
@@ -495,4 +499,277 @@ Test(hosts, a_relay_of_another_home_becomes_this_homes)
 	json_decref(host);
 	json_decref(mine);
 	json_decref(relay);
+}
+
+Test(hosts, the_same_server_but_for_type_stdio_is_no_clash)
+{
+	/* VS Code requires "type"; the same server moved from Claude
+	 * Desktop before has none. */
+	json_t *host = th_json(
+		"{\"servers\": {\"fetch\": {\"type\": \"stdio\", \"command\": "
+		"\"uvx\", \"args\": [\"mcp-server-fetch\"], \"env\": {}},"
+		"\"other\": {\"type\": \"stdio\", \"command\": \"uvx\"},"
+		"\"web\": {\"type\": \"http\", \"url\": \"https://x/mcp\"}}}");
+	json_t *mine = th_json(
+		"{\"mcpServers\": {\"fetch\": {\"command\": \"uvx\", \"args\": "
+		"[\"mcp-server-fetch\"]}, \"other\": {\"command\": \"uvx\", "
+		"\"args\": [\"x\"]}, \"web\": {\"url\": \"https://x/mcp\"}}}");
+	json_t *relay = th_relay("vscode");
+	struct hosts_plan p;
+	char *err = NULL;
+	cr_assert_eq(hosts_plan(th_host("vscode"), host, mine, relay, TH_MCPV,
+				&p, &err),
+		     0);
+	cr_assert_str_eq(th_action(&p, "fetch"), "same");
+	cr_assert_str_eq(th_action(&p, "other"), "clash", "other args");
+	/* "http" is not what a url alone means (mcpvisor tries both). */
+	cr_assert_str_eq(th_action(&p, "web"), "clash");
+	cr_assert(json_equal(p.mcpv, mine), "mcpvisor's entry untouched");
+	cr_assert_eq(json_object_size(p.moved), 0);
+	hosts_plan_free(&p);
+	json_decref(host);
+	json_decref(mine);
+	json_decref(relay);
+}
+
+Test(hosts, editor_env_variables_are_named_in_the_plan)
+{
+	json_t *host = th_json(
+		"{\"servers\": {\"d\": {\"type\": \"stdio\", \"command\": "
+		"\"/bin/d\", \"args\": [\"${env:LEVEL}\"], \"env\": "
+		"{\"DEBUG\": "
+		"\"${env:DEBUG}\", \"B\": \"${env:LEVEL}/${env:DEBUG}\"}},"
+		"\"plain\": {\"type\": \"stdio\", \"command\": \"/bin/p\"}}}");
+	json_t *mine = json_object();
+	json_t *relay = th_relay("vscode");
+	struct hosts_plan p;
+	char *err = NULL;
+	cr_assert_eq(hosts_plan(th_host("vscode"), host, mine, relay, TH_MCPV,
+				&p, &err),
+		     0);
+	json_t *vars = json_object_get(json_array_get(p.items, 0), "vars");
+	char *t = json_dumps(vars, JSON_COMPACT);
+	cr_assert_str_eq(t, "[\"LEVEL\",\"DEBUG\"]");
+	free(t);
+	cr_assert_null(json_object_get(json_array_get(p.items, 1), "vars"));
+	json_t *d = json_object_get(p.moved, "d");
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(d, "env"), "B")),
+			 "${LEVEL:-}/${DEBUG:-}");
+	hosts_plan_free(&p);
+	json_decref(host);
+	json_decref(mine);
+	json_decref(relay);
+}
+
+static struct jsonc *th_jsonc(const char *text)
+{
+	struct jsonc *j;
+	struct jsonc_error e;
+	cr_assert_eq(jsonc_parse(text, strlen(text), 0, &j, &e), 0, "%s: %s",
+		     text, e.text);
+	return j;
+}
+
+static char *th_read(const char *path, size_t *len)
+{
+	char *text = NULL;
+	cr_assert_eq(fsutil_read_user_file(path, 1 << 20, &text, len), 0, "%s",
+		     path);
+	return text;
+}
+
+/* s with each from replaced by to. Caller frees. */
+static char *th_replace(const char *s, const char *from, const char *to)
+{
+	char *out = xstrdup("");
+	for (const char *p = s;;) {
+		const char *hit = strstr(p, from);
+		char *n = xasprintf("%s%.*s%s", out,
+				    (int)(hit ? (size_t)(hit - p) : strlen(p)),
+				    p, hit ? to : "");
+		free(out);
+		out = n;
+		if (hit == NULL)
+			return out;
+		p = hit + strlen(from);
+	}
+}
+
+/* The plan for the host file at path made on its text: every byte
+ * before and after the servers' object kept, and each entry that stays
+ * there byte for byte; the text reads as the plan's JSON. */
+static char *th_edit_fixture(const char *host, const char *path,
+			     const json_t *mine, struct hosts_plan *p)
+{
+	size_t len;
+	char *text = th_read(path, &len);
+	const struct host_info *h = th_host(host);
+	struct jsonc *j;
+	struct jsonc_error je;
+	cr_assert_eq(jsonc_parse(text, len, 0, &j, &je), 0, "%s: %s", path,
+		     je.text);
+	json_t *relay = hosts_relay_entry(h, "mcpvisor", "/h");
+	char *err = NULL, *out = NULL;
+	cr_assert_eq(hosts_plan(h, jsonc_root(j)->value, mine, relay, TH_MCPV,
+				p, &err),
+		     0);
+	cr_assert_eq(hosts_edit_host(h, p, j, &out, &err), 0, "%s: %s", path,
+		     err);
+	const struct jsonc_node *srv =
+		jsonc_member(jsonc_root(j), h->servers_key);
+	size_t tail = len - srv->end;
+	cr_assert_eq(strncmp(out, text, srv->start + 1), 0, "%s: head", path);
+	cr_assert_str_eq(out + strlen(out) - tail, text + srv->end, "%s: tail",
+			 path);
+	const char *at = out + srv->start;
+	for (size_t i = 0; i < srv->nkids; i++) {
+		const struct jsonc_node *k = srv->kids[i];
+		const char *act = th_action(p, k->name);
+		if (strcmp(act, "moved") == 0 || strcmp(act, "same") == 0)
+			continue;
+		char *bytes =
+			xstrndup(text + k->name_start, k->end - k->name_start);
+		const char *hit = strstr(at, bytes);
+		cr_assert_not_null(hit, "%s: %s is not kept as it was", path,
+				   k->name);
+		at = hit + strlen(bytes);
+		free(bytes);
+	}
+	json_decref(relay);
+	jsonc_free(j);
+	free(text);
+	return out;
+}
+
+Test(hosts, setup_on_each_fixture_keeps_every_byte_outside_the_moved)
+{
+	static const char *const hosts[] = {"claude-desktop", "claude-code",
+					    "cursor", "vscode"};
+	for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++) {
+		char *path =
+			xasprintf("tests/e2e/fixtures/hosts/%s.json", hosts[i]);
+		json_t *mine = json_object();
+		struct hosts_plan p;
+		char *out = th_edit_fixture(hosts[i], path, mine, &p);
+		/* A plain JSON file stays plain JSON. */
+		struct jsonc *j;
+		struct jsonc_error je;
+		cr_assert_eq(
+			jsonc_parse(out, strlen(out), JSONC_STRICT, &j, &je), 0,
+			"%s: %s", path, je.text);
+		jsonc_free(j);
+		free(out);
+		hosts_plan_free(&p);
+		json_decref(mine);
+		free(path);
+	}
+}
+
+Test(hosts, setup_on_a_jsonc_file_cuts_the_moved_entries_only)
+{
+	const char *path = "tests/e2e/fixtures/hosts/vscode-jsonc.json";
+	json_t *mine = th_json("{\"idleTimeout\": \"5m\", \"mcpServers\": "
+			       "{\"fetch\": {\"command\": \"uvx\", \"args\": "
+			       "[\"mcp-server-fetch\"]}}}");
+	struct hosts_plan p;
+	char *out = th_edit_fixture("vscode", path, mine, &p);
+	cr_assert_str_eq(th_action(&p, "memory"), "moved");
+	cr_assert_str_eq(th_action(&p, "debug"), "moved");
+	cr_assert_str_eq(th_action(&p, "github"), "moved");
+	cr_assert_str_eq(th_action(&p, "fetch"), "same");
+	cr_assert_str_eq(th_action(&p, "perplexity"), "cannot");
+	size_t len;
+	char *raw = th_read("tests/e2e/fixtures/hosts/vscode-jsonc.setup.json",
+			    &len);
+	char *a = th_replace(raw, "@MCPVISOR@", "mcpvisor");
+	char *want = th_replace(a, "@MH@", "/h");
+	cr_assert_str_eq(out, want);
+	free(raw);
+	free(a);
+	free(want);
+	free(out);
+	/* mcpvisor's config: the moved servers added after its own, its
+	 * bytes kept. */
+	const char *before =
+		"{\n  \"idleTimeout\": \"5m\",\n  \"mcpServers\": "
+		"{\n    \"fetch\": {\"command\": \"uvx\", \"args\": "
+		"[\"mcp-server-fetch\"]}\n  }\n}\n";
+	char *err = NULL;
+	struct jsonc *bj = th_jsonc(before);
+	cr_assert_eq(hosts_edit_mcpv(&p, bj, NULL, &out, &err), 0, "%s", err);
+	jsonc_free(bj);
+	cr_assert_str_eq(
+		out,
+		"{\n  \"idleTimeout\": \"5m\",\n  \"mcpServers\": {\n    "
+		"\"fetch\": {\"command\": \"uvx\", \"args\": "
+		"[\"mcp-server-fetch\"]},\n    \"memory\": {\n      \"type\": "
+		"\"stdio\",\n      \"command\": \"@DEMO@\",\n      \"args\": "
+		"[\"--name\", \"memory\"]\n    },\n    \"debug\": {\n      "
+		"\"type\": \"stdio\",\n      \"command\": \"@DEMO@\",\n      "
+		"\"args\": [\"--name\", \"debug\"],\n      \"env\": {\n        "
+		"\"DEBUG\": \"${DEBUG:-}\"\n      }\n    },\n    \"github\": "
+		"{\n "
+		"     \"type\": \"http\",\n      \"url\": "
+		"\"https://api.githubcopilot.com/mcp/\",\n      \"headers\": "
+		"{\n "
+		"       \"Authorization\": \"Bearer ghp_FIXTURESECRET0007\"\n "
+		"     }\n    }\n  }\n}\n");
+	free(out);
+	/* A minified config gets minified entries. */
+	const char *mini =
+		"{\"idleTimeout\":\"5m\",\"mcpServers\":{\"fetch\":"
+		"{\"command\":\"uvx\",\"args\":[\"mcp-server-fetch\"]}}}";
+	bj = th_jsonc(mini);
+	cr_assert_eq(hosts_edit_mcpv(&p, bj, NULL, &out, &err), 0, "%s", err);
+	jsonc_free(bj);
+	cr_assert(strncmp(out, mini, strlen(mini) - 2) == 0, "%s", out);
+	cr_assert(strstr(out, "]},\"memory\":{\"type\":\"stdio\","), "%s", out);
+	cr_assert_null(strchr(out, '\n'), "%s", out);
+	free(out);
+	/* A new file is laid out like the host's (tabs). */
+	raw = th_read(path, &len);
+	cr_assert_eq(hosts_edit_mcpv(&p, NULL, raw, &out, &err), 0);
+	cr_assert(
+		strstr(out, "\n\t\"mcpServers\": {\n\t\t\"fetch\": {\n\t\t\t"),
+		"%s", out);
+	free(out);
+	/* Not the file the plan was made from: nothing comes out. */
+	bj = th_jsonc("{\"servers\": {}}");
+	cr_assert_eq(hosts_edit_host(th_host("vscode"), &p, bj, &out, &err),
+		     -EINVAL);
+	cr_assert_null(out);
+	cr_assert(strstr(err, "does not read back as planned"), "%s", err);
+	free(err);
+	jsonc_free(bj);
+	bj = th_jsonc("{\"mcpServers\": []}");
+	cr_assert_eq(hosts_edit_mcpv(&p, bj, NULL, &out, &err), -EINVAL);
+	cr_assert(strstr(err, "mcpServers"), "%s", err);
+	free(err);
+	jsonc_free(bj);
+	free(raw);
+	hosts_plan_free(&p);
+	json_decref(mine);
+}
+
+Test(hosts, mask_text_masks_the_files_own_bytes)
+{
+	const char *t =
+		"{\n\t// was: Bearer ghp_SECRET1\n\t/* \"env\": {\"K\": "
+		"\"sk-SECRET3\", \"L\":\"a\\\"b\"}, see https://x */\n"
+		"\t\"servers\": {\"g\": "
+		"{\"url\": \"https://u:pw_SECRET2@h/mcp\", \"headers\": "
+		"{\"A\": \"Bearer \\u0067hp_SECRET1\"},},},\n}";
+	struct secrets *sec = secrets_new();
+	char *m = hosts_mask_text(t, strlen(t), sec);
+	/* The header's value is known by its value, escapes decoded, and
+	 * masked in the comment too; what is commented out has its values
+	 * masked; other bytes as they were. */
+	cr_assert_str_eq(
+		m, "{\n\t// was: ***\n\t/* \"env\": {\"K\": \"***\", "
+		   "\"L\":\"***\"}, see https://x */\n\t\"servers\": {\"g\": "
+		   "{\"url\": \"https://***@h/mcp\", \"headers\": "
+		   "{\"A\": \"***\"},},},\n}");
+	free(m);
+	secrets_free(sec);
 }
