@@ -412,6 +412,7 @@ static void cfg_free_kv(struct config_kv *kv, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		free(kv[i].key);
 		free(kv[i].value);
+		free(kv[i].tpl);
 	}
 	free(kv);
 }

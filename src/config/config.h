@@ -53,6 +53,10 @@ enum server_exposure { EXPOSE_DIRECT, EXPOSE_HIDDEN, EXPOSE_DEFERRED };
 struct config_kv {
 	char *key;
 	char *value; /* expanded; may hold a secret */
+	/* The value as written when it holds a ${VAR} (which variables made
+	 * it decides whether it is a secret: config/secrets.h); NULL for a
+	 * plain one. */
+	char *tpl;
 };
 
 /* A container server (config/container.c). mcpvisor adds its labels and

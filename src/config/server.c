@@ -200,6 +200,8 @@ void config_srv_parse_map(struct config_srv *c, const json_t *obj,
 					where, CONFIG_MAX_STRING);
 		} else {
 			kv[i].key = xstrdup(key);
+			if (strstr(json_string_value(v), "${"))
+				kv[i].tpl = xstrdup(json_string_value(v));
 			config_srv_expand(c, field, where, json_string_value(v),
 					  &kv[i].value);
 			/* A line break would let a value add headers of its

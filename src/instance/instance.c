@@ -98,6 +98,7 @@ static struct config_kv *instance_copy_kv(const struct config_kv *kv, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		out[i].key = xstrdup(kv[i].key);
 		out[i].value = xstrdup(kv[i].value);
+		out[i].tpl = kv[i].tpl ? xstrdup(kv[i].tpl) : NULL;
 	}
 	return out;
 }
