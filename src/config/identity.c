@@ -44,8 +44,8 @@ enum cfg_kv_view {
 	CFG_KV_SHOWN
 };
 
-static json_t *cfg_kv_json(const struct config_kv *kv, size_t n,
-			   enum cfg_kv_view view, const char *salt)
+static json_t *cfg_kv_json(const struct config_kv *kv, char *const *tpl,
+			   size_t n, enum cfg_kv_view view, const char *salt)
 {
 	json_t *o = json_object();
 	for (size_t i = 0; i < n; i++) {
@@ -53,7 +53,8 @@ static json_t *cfg_kv_json(const struct config_kv *kv, size_t n,
 		if (view == CFG_KV_MASKED) {
 			v = json_string("***");
 		} else if (view == CFG_KV_SHOWN) {
-			char *shown = secrets_env_shown(&kv[i]);
+			char *shown = secrets_env_shown(kv[i].key, kv[i].value,
+							tpl ? tpl[i] : NULL);
 			v = cfg_json_str(shown);
 			free(shown);
 		} else if (view == CFG_KV_FINGERPRINT) {
@@ -177,7 +178,8 @@ json_t *config_server_identity(const struct server_config *s, bool fingerprint,
 						      : CFG_ARGS_PLAIN,
 					  salt));
 	enum cfg_kv_view view = fingerprint ? CFG_KV_FINGERPRINT : CFG_KV_PLAIN;
-	json_object_set_new(o, "env", cfg_kv_json(s->env, s->nenv, view, salt));
+	json_object_set_new(
+		o, "env", cfg_kv_json(s->env, s->env_tpl, s->nenv, view, salt));
 	json_object_set_new(o, "cwd", cfg_json_str(s->cwd));
 	if (s->url && fingerprint &&
 	    (cfg_url_has_secrets(s->url) || s->url_vars != NULL)) {
@@ -187,8 +189,9 @@ json_t *config_server_identity(const struct server_config *s, bool fingerprint,
 	} else {
 		json_object_set_new(o, "url", cfg_json_str(s->url));
 	}
-	json_object_set_new(o, "headers",
-			    cfg_kv_json(s->headers, s->nheaders, view, salt));
+	json_object_set_new(
+		o, "headers",
+		cfg_kv_json(s->headers, NULL, s->nheaders, view, salt));
 	/* Only url servers have a transport to choose: a stdio server's
 	 * identity (its instance key, its tool cache's name) stays what it
 	 * was before there were url servers. */
@@ -234,8 +237,9 @@ json_t *config_server_describe(const struct server_config *s)
 	json_object_set_new(o, "command", cfg_json_str(s->command));
 	json_object_set_new(o, "args",
 			    cfg_args_json(s, CFG_ARGS_TEMPLATE, NULL));
-	json_object_set_new(o, "env",
-			    cfg_kv_json(s->env, s->nenv, CFG_KV_SHOWN, NULL));
+	json_object_set_new(
+		o, "env",
+		cfg_kv_json(s->env, s->env_tpl, s->nenv, CFG_KV_SHOWN, NULL));
 	json_object_set_new(o, "cwd", cfg_json_str(s->cwd));
 	if (s->url) {
 		char *masked = secrets_server_url(s);
@@ -244,9 +248,9 @@ json_t *config_server_describe(const struct server_config *s)
 	} else {
 		json_object_set_new(o, "url", json_null());
 	}
-	json_object_set_new(
-		o, "headers",
-		cfg_kv_json(s->headers, s->nheaders, CFG_KV_MASKED, NULL));
+	json_object_set_new(o, "headers",
+			    cfg_kv_json(s->headers, NULL, s->nheaders,
+					CFG_KV_MASKED, NULL));
 	json_object_set_new(o, "startupTimeout",
 			    json_integer(s->startup_timeout_ms));
 	json_object_set_new(o, "idleTimeout", json_integer(s->idle_timeout_ms));

@@ -264,15 +264,14 @@ bool secrets_is_url(const char *v)
 		       (size_t)(p - v);
 }
 
-bool secrets_env_is_secret(const struct config_kv *kv)
+bool secrets_env_is_secret(const char *name, const char *v, const char *tpl)
 {
-	const char *v = kv->value;
 	if (v == NULL || strlen(v) < SECRETS_MIN_LEN || secrets_switch(v) ||
 	    secrets_plain_path(v))
 		return false;
-	if (kv->tpl && secrets_tpl_scan(kv->tpl, NULL))
+	if (tpl && secrets_tpl_scan(tpl, NULL))
 		return true;
-	if (secrets_name_is_secret(kv->key))
+	if (secrets_name_is_secret(name))
 		return true;
 	/* A url's secrets are its credentials, not where it points. */
 	if (secrets_is_url(v))

@@ -35,10 +35,12 @@ bool secrets_value_is_secret(const char *value);
  * is a common one (HOME, USER, PWD, PATH, LANG, XDG_*, ...) or its value
  * is plainly a path (or a list of paths); name may be NULL (unknown). */
 bool secrets_var_is_secret(const char *name, const char *value);
-/* Whether the env variable kv holds a secret (its name or shape, or a
- * ${VAR} in kv->tpl that is one); a url in it is not secret whole, its
- * credentials are (secrets_mask_url). */
-bool secrets_env_is_secret(const struct config_kv *kv);
+/* Whether env variable name's value holds a secret (its name or shape,
+ * or a ${VAR} in tpl, its template when it came from one, that is one);
+ * a url in it is not secret whole, its credentials are
+ * (secrets_mask_url). */
+bool secrets_env_is_secret(const char *name, const char *value,
+			   const char *tpl);
 /* Whether args[i] (of n; tpl: its template when it came from ${VAR},
  * else NULL) holds a secret: from a secret variable, after an option
  * named like one ("--token X", "--api-key=X"), or shaped like one. */
@@ -68,10 +70,10 @@ char *secrets_mask_url(const char *url, struct secrets *sec);
 /* s's url as shown: secrets_mask_url, then each secret value a ${VAR}
  * put anywhere in it (a token in its path). Caller frees. */
 char *secrets_server_url(const struct server_config *s);
-/* The value of env variable kv as shown: its template when it came from
- * ${VAR} (a template holds no secret), "***" when it is a secret, a url
- * with its credentials masked, else the value. Caller frees. */
-char *secrets_env_shown(const struct config_kv *kv);
+/* The value of env variable name as shown: its template tpl when it came
+ * from ${VAR} (a template holds no secret), "***" when it is a secret, a
+ * url with its credentials masked, else the value. Caller frees. */
+char *secrets_env_shown(const char *name, const char *value, const char *tpl);
 /* args[i] as shown: its template when it came from ${VAR} (tpl), else
  * with the part that is a secret as "***" ("--token=***"). Caller
  * frees. */

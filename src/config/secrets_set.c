@@ -97,18 +97,19 @@ void secrets_add_server(struct secrets *sec, const struct server_config *s)
 		if (secrets_var_is_secret(NULL, s->url_vars[i]))
 			secrets_add(sec, s->url_vars[i]);
 	for (size_t i = 0; i < s->nenv; i++) {
-		const struct config_kv *kv = &s->env[i];
-		if (kv->tpl)
-			secrets_tpl_scan(kv->tpl, sec);
-		if (secrets_env_is_secret(kv))
-			secrets_add_credential(sec, kv->value);
-		else if (secrets_is_url(kv->value))
-			free(secrets_mask_url(kv->value, sec));
+		const char *v = s->env[i].value;
+		const char *tpl = s->env_tpl ? s->env_tpl[i] : NULL;
+		if (tpl)
+			secrets_tpl_scan(tpl, sec);
+		if (secrets_env_is_secret(s->env[i].key, v, tpl))
+			secrets_add_credential(sec, v);
+		else if (secrets_is_url(v))
+			free(secrets_mask_url(v, sec));
 	}
 	/* Every header value: what a server is sent to let us in. */
 	for (size_t i = 0; i < s->nheaders; i++) {
-		if (s->headers[i].tpl)
-			secrets_tpl_scan(s->headers[i].tpl, sec);
+		if (s->headers_tpl && s->headers_tpl[i])
+			secrets_tpl_scan(s->headers_tpl[i], sec);
 		secrets_add_credential(sec, s->headers[i].value);
 	}
 	secrets_add_args(sec, s->args, s->args_tpl, s->nargs);

@@ -141,16 +141,16 @@ static bool secrets_tpl_default_secret(const char *tpl, bool named)
 	return false;
 }
 
-char *secrets_env_shown(const struct config_kv *kv)
+char *secrets_env_shown(const char *name, const char *value, const char *tpl)
 {
-	if (kv->tpl && !secrets_tpl_default_secret(
-			       kv->tpl, secrets_name_is_secret(kv->key)))
-		return xstrdup(kv->tpl);
-	if (secrets_env_is_secret(kv))
+	if (tpl &&
+	    !secrets_tpl_default_secret(tpl, secrets_name_is_secret(name)))
+		return xstrdup(tpl);
+	if (secrets_env_is_secret(name, value, tpl))
 		return xstrdup("***");
-	if (secrets_is_url(kv->value))
-		return secrets_mask_url(kv->value, NULL);
-	return xstrdup(kv->value);
+	if (secrets_is_url(value))
+		return secrets_mask_url(value, NULL);
+	return xstrdup(value);
 }
 
 char *secrets_arg_shown(char *const *args, size_t n, size_t i, const char *tpl)
@@ -269,9 +269,8 @@ static void secrets_json_entry(json_t *e, struct secrets *sec)
 				}
 				if (secrets_only_reference(s))
 					continue;
-				struct config_kv kv = {(char *)name, (char *)s,
-						       NULL};
-				if (!env || secrets_env_is_secret(&kv))
+				if (!env ||
+				    secrets_env_is_secret(name, s, NULL))
 					secrets_json_hide(v, sec);
 				else if (secrets_is_url(s))
 					secrets_json_url(v, sec);
