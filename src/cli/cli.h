@@ -33,6 +33,7 @@ int cmd_top(int argc, char **argv);
 #define CLI_OPT_JSON 1u	   /* --json */
 #define CLI_OPT_VERBOSE 2u /* -v, --verbose */
 #define CLI_OPT_FORCE 4u   /* --force */
+#define CLI_OPT_START 8u   /* --start (check) */
 
 struct cli_spec {
 	const char *name; /* for messages: "tools" */
@@ -43,7 +44,7 @@ struct cli_spec {
 
 struct cli_common {
 	const char *home; /* --home DIR; NULL: MCPVISOR_HOME or XDG */
-	int json, verbose, force;
+	int json, verbose, force, start;
 	char **args; /* the positional arguments */
 	int nargs;
 };

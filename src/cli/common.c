@@ -1,6 +1,6 @@
-/* The options every subcommand shares: --home, --help, --json, -v and
- * --force, with one check of the positional arguments; and what makes the
- * runtime's answers safe to print. */
+/* The options every subcommand shares: --home, --help, --json, -v,
+ * --force and check's --start, with one check of the positional
+ * arguments; and what makes the runtime's answers safe to print. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +44,7 @@ int cli_parse_common(int argc, char **argv, const struct cli_spec *spec,
 		{"json", no_argument, NULL, 'j'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"force", no_argument, NULL, 'f'},
+		{"start", no_argument, NULL, 's'},
 		{NULL, 0, NULL, 0},
 	};
 	/* Only the options this command takes: another is a usage error. */
@@ -54,6 +55,7 @@ int cli_parse_common(int argc, char **argv, const struct cli_spec *spec,
 		unsigned bit = all[i].val == 'j'   ? CLI_OPT_JSON
 			       : all[i].val == 'v' ? CLI_OPT_VERBOSE
 			       : all[i].val == 'f' ? CLI_OPT_FORCE
+			       : all[i].val == 's' ? CLI_OPT_START
 						   : 0;
 		if (bit && !(spec->opts & bit))
 			continue;
@@ -79,6 +81,9 @@ int cli_parse_common(int argc, char **argv, const struct cli_spec *spec,
 			break;
 		case 'f':
 			o->force = 1;
+			break;
+		case 's':
+			o->start = 1;
 			break;
 		case 'h':
 			spec->usage(stdout);
