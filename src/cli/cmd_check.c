@@ -145,17 +145,9 @@ static void check_notes(const struct server_config *sv, json_t *notes)
 /* One argument as a shell would need it written. */
 static void check_print_arg(const char *a)
 {
-	if (a[0] && strpbrk(a, " \t\"'\\$`") == NULL) {
-		printf(" %s", a);
-		return;
-	}
-	printf(" '");
-	for (const char *p = a; *p; p++)
-		if (*p == '\'')
-			printf("'\\''");
-		else
-			putchar(*p);
-	printf("'");
+	char *w = cli_shell_word(a);
+	printf(" %s", w);
+	free(w);
 }
 
 /* A container server's line: the image, the engine (or how it is

@@ -2,12 +2,16 @@
  * --force and check's --start, with one check of the positional
  * arguments; and what makes the runtime's answers safe to print. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "util/buf.h"
 #include "util/escape.h"
+#include "util/xmalloc.h"
 
 /* key: the member v is the value of (NULL in an array or at the top). */
 static void cli_escape_value(json_t *v, const char *key)
@@ -33,6 +37,38 @@ static void cli_escape_value(json_t *v, const char *key)
 void cli_escape_json(json_t *v)
 {
 	cli_escape_value(v, NULL);
+}
+
+char *cli_shell_word(const char *s)
+{
+	if (s[0] && strpbrk(s, " \t\n\"'\\$`*?[]{}()<>|&;#~!") == NULL)
+		return xstrdup(s);
+	struct buf b;
+	buf_init(&b);
+	buf_puts(&b, "'");
+	for (const char *p = s; *p; p++)
+		if (*p == '\'')
+			buf_puts(&b, "'\\''");
+		else
+			buf_append(&b, p, 1);
+	buf_puts(&b, "'");
+	return buf_steal(&b);
+}
+
+char *cli_serve_command(const char *home)
+{
+	if (home == NULL)
+		return xstrdup("mcpvisor serve");
+	/* Absolute: the command is run from wherever the user is. */
+	char cwd[PATH_MAX];
+	char *abs = home[0] == '/' || getcwd(cwd, sizeof cwd) == NULL
+			    ? xstrdup(home)
+			    : xasprintf("%s/%s", cwd, home);
+	char *word = cli_shell_word(abs);
+	char *cmd = xasprintf("mcpvisor serve --home %s", word);
+	free(word);
+	free(abs);
+	return cmd;
 }
 
 int cli_parse_common(int argc, char **argv, const struct cli_spec *spec,
