@@ -299,11 +299,18 @@ const char *secrets_arg_part(char *const *args, size_t n, size_t i)
 		return NULL;
 	const char *eq = strchr(a, '=');
 	if (eq && eq > a && !secrets_is_url(a)) {
+		/* "--api-key=X", "token=X": a name, not any text with a
+		 * '=' in it. */
 		const char *name = a + strspn(a, "-");
 		char *nm = xstrndup(name, (size_t)(eq - name));
-		bool named = nm[0] && secrets_name_is_secret(nm) &&
-			     strlen(eq + 1) >= SECRETS_MIN_LEN &&
-			     !secrets_plain_path(eq + 1);
+		bool named =
+			nm[0] &&
+			strspn(nm, "abcdefghijklmnopqrstuvwxyz"
+				   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") ==
+				strlen(nm) &&
+			secrets_name_is_secret(nm) &&
+			strlen(eq + 1) >= SECRETS_MIN_LEN &&
+			!secrets_plain_path(eq + 1);
 		free(nm);
 		if (named)
 			return eq + 1;

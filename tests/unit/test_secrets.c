@@ -84,15 +84,33 @@ Test(secrets, variables_that_are_paths_or_common_are_not_secret)
 
 Test(secrets, options_that_carry_a_secret)
 {
-	char *args[] = {"--token",    "abc123def", "--api-key=sk-value-1",
-			"--verbose",  "--out",	   "result.txt",
-			"--password", "/run/pw",   "plain",
+	char *args[] = {"--token",
+			"abc123def",
+			"--api-key=sk-value-1",
+			"--verbose",
+			"--out",
+			"result.txt",
+			"--password",
+			"/run/pw",
+			"plain",
+			"--say",
+			"boom: no key (token=abc-9)",
 			NULL};
-	size_t n = 9;
+	size_t n = 11;
+	/* A path is where a secret is kept, not one; text with a '=' in it
+	 * is no option. */
 	static const char *const shown[] = {
-		"--token",    "***",	 "--api-key=***",
-		"--verbose",  "--out",	 "result.txt",
-		"--password", "/run/pw", "plain",
+		"--token",
+		"***",
+		"--api-key=***",
+		"--verbose",
+		"--out",
+		"result.txt",
+		"--password",
+		"/run/pw",
+		"plain",
+		"--say",
+		"boom: no key (token=abc-9)",
 	};
 	for (size_t i = 0; i < n; i++) {
 		char *s = secrets_arg_shown(args, n, i, NULL);
