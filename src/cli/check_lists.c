@@ -294,10 +294,10 @@ int check_lists_warn_collisions(json_t *collisions)
 	return (int)json_array_size(collisions);
 }
 
-static void check_print_names(const char *what, json_t *names)
+static void check_print_names(int w, const char *what, json_t *names)
 {
 	size_t n = json_array_size(names);
-	printf("%-16s   %s %zu", "", what, n);
+	printf("%-*s   %s %zu", w, "", what, n);
 	size_t i;
 	json_t *v;
 	json_array_foreach(names, i, v)
@@ -321,18 +321,18 @@ static void check_print_patterns(const char *what, json_t *pats)
 }
 
 /* What one filter kept and dropped of a list, when known. */
-static void check_print_filtered(const char *list, json_t *r)
+static void check_print_filtered(int w, const char *list, json_t *r)
 {
 	if (r == NULL)
 		return;
 	char what[64];
 	snprintf(what, sizeof what, "%s kept", list);
-	check_print_names(what, json_object_get(r, "kept"));
+	check_print_names(w, what, json_object_get(r, "kept"));
 	snprintf(what, sizeof what, "%s dropped", list);
-	check_print_names(what, json_object_get(r, "dropped"));
+	check_print_names(w, what, json_object_get(r, "dropped"));
 }
 
-void check_lists_print(json_t *d)
+void check_lists_print(json_t *d, int w)
 {
 	/* An invalid server is said to be so, and nothing more. */
 	if (json_object_get(d, "error"))
@@ -345,7 +345,7 @@ void check_lists_print(json_t *d)
 		json_t *f = json_object_get(filters, own[k]);
 		if (f == NULL)
 			continue;
-		printf("%-16s %s:", "", own[k]);
+		printf("%-*s %s:", w, "", own[k]);
 		json_t *allow = json_object_get(f, "allow");
 		json_t *deny = json_object_get(f, "deny");
 		if (allow)
@@ -355,24 +355,25 @@ void check_lists_print(json_t *d)
 		if (deny)
 			check_print_patterns("deny", deny);
 		printf("\n");
-		check_print_filtered(own[k], json_object_get(filtered, own[k]));
+		check_print_filtered(w, own[k],
+				     json_object_get(filtered, own[k]));
 		/* Templates are resources to be: the same filter. */
 		if (k == 2)
 			check_print_filtered(
-				"templates",
+				w, "templates",
 				json_object_get(filtered, "resourceTemplates"));
 		json_t *none = json_object_get(json_object_get(d, "unmatched"),
 					       own[k]);
 		if (none)
-			check_print_names("patterns matching nothing offered",
-					  none);
+			check_print_names(
+				w, "patterns matching nothing offered", none);
 		unknown = unknown || filtered == NULL;
 	}
 	if (unknown)
-		printf("%-16s (what the filters keep shows by name once a "
-		       "running runtime of\n%-16s  this config file has "
+		printf("%-*s (what the filters keep shows by name once a "
+		       "running runtime of\n%-*s  this config file has "
 		       "listed the server)\n",
-		       "", "");
+		       w, "", w, "");
 }
 
 int check_lists_warn(json_t *d)

@@ -22,9 +22,10 @@ json_t *check_lists_fetch(const char *home, const char *file);
  * known (sv's status object from check_lists_fetch; NULL: unknown). */
 void check_lists_add(json_t *d, const struct server_config *sv, json_t *known);
 
-/* The lines under a server's in the text output: each filter's patterns
- * and, when known, what it keeps and drops. */
-void check_lists_print(json_t *d);
+/* The lines under a server's in the text output (under a name column w
+ * wide): each filter's patterns and, when known, what it keeps and
+ * drops. */
+void check_lists_print(json_t *d, int w);
 
 /* The warning (stderr) for tool names too long for hosts; 1 when there
  * was one. */

@@ -33,6 +33,7 @@ int cmd_top(int argc, char **argv);
 #define CLI_OPT_JSON 1u	   /* --json */
 #define CLI_OPT_VERBOSE 2u /* -v, --verbose */
 #define CLI_OPT_FORCE 4u   /* --force */
+#define CLI_OPT_START 8u   /* --start (check) */
 
 struct cli_spec {
 	const char *name; /* for messages: "tools" */
@@ -43,7 +44,7 @@ struct cli_spec {
 
 struct cli_common {
 	const char *home; /* --home DIR; NULL: MCPVISOR_HOME or XDG */
-	int json, verbose, force;
+	int json, verbose, force, start;
 	char **args; /* the positional arguments */
 	int nargs;
 };
@@ -61,6 +62,14 @@ int cli_parse_common(int argc, char **argv, const struct cli_spec *spec,
  * line breaks (they are shown as lines). For the text views: --json
  * prints JSON, which carries its own escapes. */
 void cli_escape_json(json_t *v);
+
+/* s as one word of a shell command line: as it is when it needs no
+ * quotes, else in single quotes. Caller frees. */
+char *cli_shell_word(const char *s);
+/* The command that starts a runtime on home (NULL: MCPVISOR_HOME or XDG,
+ * which `mcpvisor serve` finds by itself), as the user would type it:
+ * "mcpvisor serve --home /abs/home". Caller frees. */
+char *cli_serve_command(const char *home);
 
 struct client;
 

@@ -132,16 +132,21 @@ int client_open(const char *home, struct client **out)
 		return CLI_FAILED;
 	}
 	if (rc < 0) {
+		/* With the home it was given: plain `mcpvisor serve` would
+		 * start a runtime on another home. */
+		char *serve = cli_serve_command(home);
 		if (rc == -ESRCH)
 			fprintf(stderr,
 				"mcpvisor: no runtime is running (the "
 				"runtime file of pid %ld is stale); start "
-				"one with `mcpvisor serve`\n",
-				info.pid);
+				"one with `%s`\n",
+				info.pid, serve);
 		else
 			fprintf(stderr,
 				"mcpvisor: no runtime is running; start one "
-				"with `mcpvisor serve`\n");
+				"with `%s`\n",
+				serve);
+		free(serve);
 		runtime_info_free(&info);
 		return CLI_NO_RUNTIME;
 	}

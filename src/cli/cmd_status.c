@@ -3,9 +3,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "util/buf.h"
+
+/* The name column is as wide as the longest name, at least this: a long
+ * name does not push a server's columns out of line with the others'. */
+#define STATUS_NAME_MIN 16
 
 static void status_usage(FILE *f)
 {
@@ -71,11 +76,46 @@ static void status_reach_lines(struct buf *b, json_t *o)
 		buf_printf(b, "    needs auth: %s\n", hint);
 }
 
+/* When, as a reader wants it: the time of day (with the date when not
+ * today) and how long ago. at_ms: ms since the epoch. */
+static void status_when(struct buf *b, long long at_ms)
+{
+	time_t at = (time_t)(at_ms / 1000), now = time(NULL);
+	struct tm tm_at, tm_now;
+	localtime_r(&at, &tm_at);
+	localtime_r(&now, &tm_now);
+	char day[64];
+	bool today = tm_at.tm_year == tm_now.tm_year &&
+		     tm_at.tm_yday == tm_now.tm_yday;
+	strftime(day, sizeof day, today ? "%H:%M:%S" : "%Y-%m-%d %H:%M:%S",
+		 &tm_at);
+	long long ago = now > at ? (long long)(now - at) : 0;
+	if (ago < 60)
+		buf_printf(b, "at %s, %lld s ago", day, ago);
+	else if (ago < 3600)
+		buf_printf(b, "at %s, %lld min ago", day, ago / 60);
+	else if (ago < 86400)
+		buf_printf(b, "at %s, %lld h ago", day, ago / 3600);
+	else
+		buf_printf(b, "at %s, %lld d ago", day, ago / 86400);
+}
+
+/* A last failure as one phrase: what it was and when, and whether a start
+ * went well since (recovered: the failure is history). */
+static void status_failure_text(struct buf *b, json_t *lf, bool recovered)
+{
+	buf_printf(b, "last failed: %s, ",
+		   json_string_value(json_object_get(lf, "reason")));
+	status_when(b, json_integer_value(json_object_get(lf, "at")));
+	if (recovered)
+		buf_puts(b, "; recovered since");
+}
+
 /* The lines of a server with no instance: why it is not running (its
- * last failure, kept after its instance is gone), else that it is not
- * running now. */
-static void status_print_idle_server(const char *name, const char *scope,
-				     json_t *sv)
+ * last failure, kept after its instance is gone, with when and whether it
+ * recovered since), else that it is not running now. */
+static void status_print_idle_server(int w, const char *name, const char *scope,
+				     json_t *sv, int verbose)
 {
 	json_t *lf = json_object_get(sv, "lastFailure");
 	/* Not "failed": the failure may be old, and a later start may have
@@ -83,22 +123,26 @@ static void status_print_idle_server(const char *name, const char *scope,
 	const char *state = json_is_true(json_object_get(sv, "disabled"))
 				    ? "disabled"
 				    : "not running";
+	bool recovered = json_object_get(lf, "recoveredAt") != NULL;
 	struct buf b;
 	buf_init(&b);
 	status_reach_text(&b, sv);
-	printf("%-16s %-12s scope %s%s", name, state, scope,
+	printf("%-*s %-12s scope %s%s", w, name, state, scope,
 	       b.len ? b.data : "");
-	if (lf)
-		printf(" (last failed: %s)",
-		       json_string_value(json_object_get(lf, "reason")));
+	if (lf) {
+		buf_reset(&b);
+		status_failure_text(&b, lf, recovered);
+		printf(" (%s)", b.data);
+	}
 	printf("\n");
 	buf_reset(&b);
 	status_reach_lines(&b, sv);
 	fputs(b.len ? b.data : "", stdout);
 	buf_free(&b);
-	/* Its stderr (secrets masked) is only in the verbose view. */
+	/* What it printed then (secrets masked): why it is not running; once
+	 * it recovered, history for the verbose view. */
 	const char *err = json_string_value(json_object_get(lf, "stderr"));
-	if (err && err[0]) {
+	if (err && err[0] && (!recovered || verbose)) {
 		printf("    stderr:\n");
 		for (const char *p = err; *p;) {
 			size_t n = strcspn(p, "\n");
@@ -109,7 +153,7 @@ static void status_print_idle_server(const char *name, const char *scope,
 }
 
 /* One instance as text: its line, then reason, backoff and stderr. */
-static void status_instance_text(struct buf *b, const char *name,
+static void status_instance_text(struct buf *b, int w, const char *name,
 				 const char *scope, json_t *in, int verbose)
 {
 	const char *state = json_string_value(json_object_get(in, "state"));
@@ -124,7 +168,7 @@ static void status_instance_text(struct buf *b, const char *name,
 		state = "?";
 	bool idle = strcmp(state, "running") == 0 && holders_n == 0 &&
 		    inflight == 0;
-	buf_printf(b, "%-16s %-12s scope %s", name, idle ? "idle" : state,
+	buf_printf(b, "%-*s %-12s scope %s", w, name, idle ? "idle" : state,
 		   scope);
 	status_reach_text(b, in);
 	buf_printf(b, ", %lld tool(s), %zu session(s), %lld call(s) in flight",
@@ -148,6 +192,15 @@ static void status_instance_text(struct buf *b, const char *name,
 	if (next)
 		buf_printf(b, "    next attempt in %.1f s\n",
 			   (double)json_integer_value(next) / 1000.0);
+	/* A failure it came back from: when, so it reads as history. A
+	 * failed instance's own reason is above. */
+	json_t *lf = json_object_get(in, "lastFailure");
+	if (lf && err == NULL && strcmp(state, "failed") != 0 &&
+	    strcmp(state, "needs_auth") != 0) {
+		buf_puts(b, "    ");
+		status_failure_text(b, lf, strcmp(state, "running") == 0);
+		buf_puts(b, "\n");
+	}
 	/* A list that failed offers nothing: why. */
 	const char *lk;
 	json_t *lv;
@@ -173,7 +226,7 @@ static void status_instance_text(struct buf *b, const char *name,
 /* A server's instances, identical ones once with their count: hosts that
  * never end their sessions (the Inspector, mcp-remote) leave many
  * instances that read the same. The JSON keeps every one. */
-static void status_print_instances(const char *name, const char *scope,
+static void status_print_instances(int w, const char *name, const char *scope,
 				   json_t *insts, int verbose)
 {
 	json_t *texts = json_array();	/* distinct texts, first seen first */
@@ -184,7 +237,7 @@ static void status_print_instances(const char *name, const char *scope,
 	{
 		struct buf b;
 		buf_init(&b);
-		status_instance_text(&b, name, scope, in, verbose);
+		status_instance_text(&b, w, name, scope, in, verbose);
 		char *text = buf_steal(&b);
 		json_t *n = json_object_get(counts, text);
 		if (n) {
@@ -294,6 +347,14 @@ static void status_print_text(json_t *st, const struct client *c, int verbose)
 		       rerr);
 	size_t i;
 	json_t *sv;
+	int w = STATUS_NAME_MIN;
+	json_array_foreach(json_object_get(st, "servers"), i, sv)
+	{
+		const char *name =
+			json_string_value(json_object_get(sv, "name"));
+		if (name && strlen(name) > (size_t)w)
+			w = (int)strlen(name);
+	}
 	json_array_foreach(json_object_get(st, "servers"), i, sv)
 	{
 		const char *name =
@@ -308,27 +369,28 @@ static void status_print_text(json_t *st, const struct client *c, int verbose)
 		const char *untrusted =
 			json_string_value(json_object_get(sv, "untrusted"));
 		if (untrusted) {
-			printf("%-16s %-10s from %s/.mcp.json: run `%s`\n",
+			printf("%-*s %-10s from %s/.mcp.json: run `%s`\n", w,
 			       name, "untrusted",
 			       json_string_value(json_object_get(sv, "space")),
 			       untrusted);
 			continue;
 		}
 		if (cerr) {
-			printf("%-16s config error: %s\n", name, cerr);
+			printf("%-*s config error: %s\n", w, name, cerr);
 			continue;
 		}
 		bool held = json_is_true(json_object_get(sv, "stoppedByUser"));
 		if (held)
-			printf("%-16s stopped by `mcpvisor stop`; `mcpvisor "
+			printf("%-*s stopped by `mcpvisor stop`; `mcpvisor "
 			       "restart %s` starts it again\n",
-			       name, name);
+			       w, name, name);
 		if (json_array_size(insts) == 0) {
 			if (!held)
-				status_print_idle_server(name, scope, sv);
+				status_print_idle_server(w, name, scope, sv,
+							 verbose);
 			continue;
 		}
-		status_print_instances(name, scope, insts, verbose);
+		status_print_instances(w, name, scope, insts, verbose);
 	}
 	/* Under the table, where it is not lost among a server's lines. */
 	json_array_foreach(json_object_get(st, "servers"), i, sv)

@@ -29,7 +29,8 @@ static void call_usage(FILE *f)
 		   "Calls TOOL (the name clients see, e.g. demo__echo) with "
 		   "the JSON object\n"
 		   "of arguments. Exits 1 when the call fails or the tool "
-		   "reports an error.\n");
+		   "reports an error\n"
+		   "(then shown on stderr, as the other errors are).\n");
 }
 
 /* The stderr lines of a failure, indented, at most a few. */
@@ -315,21 +316,33 @@ int cmd_call(int argc, char **argv)
 		printf("%s\n", s);
 		free(s);
 	} else {
-		/* The tool's output is shown as lines, never sent raw. */
+		/* The tool's output is shown as lines, never sent raw. A
+		 * tool's error (arguments it refused, say) reads as every
+		 * other error does: on stderr, "mcpvisor: " first. */
 		cli_escape_json(result);
+		FILE *out = is_error ? stderr : stdout;
 		size_t i;
 		json_t *item;
 		json_array_foreach(json_object_get(result, "content"), i, item)
 		{
 			const char *type = json_string_value(
 				json_object_get(item, "type"));
+			if (is_error && i == 0)
+				fprintf(out, "mcpvisor: %s failed: ", tool);
 			if (type && strcmp(type, "text") == 0)
-				printf("%s\n",
-				       json_string_value(
-					       json_object_get(item, "text")));
+				fprintf(out, "%s\n",
+					json_string_value(
+						json_object_get(item, "text")));
 			else
-				printf("[%s content]\n", type ? type : "?");
+				fprintf(out, "[%s content]\n",
+					type ? type : "?");
 		}
+		if (is_error &&
+		    json_array_size(json_object_get(result, "content")) == 0)
+			fprintf(out,
+				"mcpvisor: %s failed (the tool gave no "
+				"message)\n",
+				tool);
 	}
 	json_decref(resp);
 	return is_error ? CLI_FAILED : CLI_OK;

@@ -1,13 +1,17 @@
-/* The options every subcommand shares: --home, --help, --json, -v and
- * --force, with one check of the positional arguments; and what makes the
- * runtime's answers safe to print. */
+/* The options every subcommand shares: --home, --help, --json, -v,
+ * --force and check's --start, with one check of the positional
+ * arguments; and what makes the runtime's answers safe to print. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "util/buf.h"
 #include "util/escape.h"
+#include "util/xmalloc.h"
 
 /* key: the member v is the value of (NULL in an array or at the top). */
 static void cli_escape_value(json_t *v, const char *key)
@@ -35,6 +39,38 @@ void cli_escape_json(json_t *v)
 	cli_escape_value(v, NULL);
 }
 
+char *cli_shell_word(const char *s)
+{
+	if (s[0] && strpbrk(s, " \t\n\"'\\$`*?[]{}()<>|&;#~!") == NULL)
+		return xstrdup(s);
+	struct buf b;
+	buf_init(&b);
+	buf_puts(&b, "'");
+	for (const char *p = s; *p; p++)
+		if (*p == '\'')
+			buf_puts(&b, "'\\''");
+		else
+			buf_append(&b, p, 1);
+	buf_puts(&b, "'");
+	return buf_steal(&b);
+}
+
+char *cli_serve_command(const char *home)
+{
+	if (home == NULL)
+		return xstrdup("mcpvisor serve");
+	/* Absolute: the command is run from wherever the user is. */
+	char cwd[PATH_MAX];
+	char *abs = home[0] == '/' || getcwd(cwd, sizeof cwd) == NULL
+			    ? xstrdup(home)
+			    : xasprintf("%s/%s", cwd, home);
+	char *word = cli_shell_word(abs);
+	char *cmd = xasprintf("mcpvisor serve --home %s", word);
+	free(word);
+	free(abs);
+	return cmd;
+}
+
 int cli_parse_common(int argc, char **argv, const struct cli_spec *spec,
 		     struct cli_common *o)
 {
@@ -44,6 +80,7 @@ int cli_parse_common(int argc, char **argv, const struct cli_spec *spec,
 		{"json", no_argument, NULL, 'j'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"force", no_argument, NULL, 'f'},
+		{"start", no_argument, NULL, 's'},
 		{NULL, 0, NULL, 0},
 	};
 	/* Only the options this command takes: another is a usage error. */
@@ -54,6 +91,7 @@ int cli_parse_common(int argc, char **argv, const struct cli_spec *spec,
 		unsigned bit = all[i].val == 'j'   ? CLI_OPT_JSON
 			       : all[i].val == 'v' ? CLI_OPT_VERBOSE
 			       : all[i].val == 'f' ? CLI_OPT_FORCE
+			       : all[i].val == 's' ? CLI_OPT_START
 						   : 0;
 		if (bit && !(spec->opts & bit))
 			continue;
@@ -79,6 +117,9 @@ int cli_parse_common(int argc, char **argv, const struct cli_spec *spec,
 			break;
 		case 'f':
 			o->force = 1;
+			break;
+		case 's':
+			o->start = 1;
 			break;
 		case 'h':
 			spec->usage(stdout);

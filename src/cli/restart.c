@@ -165,8 +165,12 @@ int restart_runtime(const char *home)
 		return CLI_FAILED;
 	}
 	if (rc < 0) {
-		fprintf(stderr, "mcpvisor: no runtime is running (start one "
-				"with `mcpvisor serve`)\n");
+		char *serve = cli_serve_command(home);
+		fprintf(stderr,
+			"mcpvisor: no runtime is running (start one with "
+			"`%s`)\n",
+			serve);
+		free(serve);
 		return CLI_NO_RUNTIME;
 	}
 	struct old_runtime old;

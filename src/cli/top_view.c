@@ -6,9 +6,11 @@
 #include "cli/top_view.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/escape.h"
+#include "util/xmalloc.h"
 
 void top_view_line(struct buf *out, const char *line, int cols)
 {
@@ -103,6 +105,20 @@ void top_view_render(const json_t *figures, int cols, int rows, struct buf *out)
 		 top_view_int(rt, "pid"), rss, top_view_int(rt, "connections"),
 		 top_view_int(rt, "sessions"), json_array_size(servers));
 	top_view_line(out, line, cols);
+	int used = 2;
+	/* The file on disk is not what runs, as status says. */
+	const char *rerr = json_string_value(json_object_get(
+		json_object_get(figures, "reloadError"), "message"));
+	if (rerr) {
+		char *shown = escape_str(rerr, 0);
+		char *l = xasprintf("config not reloaded (the previous config "
+				    "runs): %s",
+				    shown);
+		top_view_line(out, l, cols);
+		free(l);
+		free(shown);
+		used++;
+	}
 	int width = 6;
 	size_t i;
 	const json_t *sv;
@@ -117,7 +133,6 @@ void top_view_render(const json_t *figures, int cols, int rows, struct buf *out)
 		 "SCOPE", "INST", "SESS", "INFL", "CALLS", "CALLS/S", "P50 ms",
 		 "P99 ms", "ERRORS", "RESTARTS", "MEM");
 	top_view_line(out, line, cols);
-	int used = 2;
 	size_t n = json_array_size(servers);
 	json_array_foreach(servers, i, sv)
 	{

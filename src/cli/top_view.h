@@ -13,8 +13,9 @@
 /* Longest server name shown in full; longer ones end in "~". */
 #define TOP_VIEW_NAME_MAX 24
 
-/* Appends the table to out: a line about the runtime, the column heads,
- * one line per server. Each line ends in '\n' and holds at most cols
+/* Appends the table to out: a line about the runtime, one about a config
+ * that did not reload (as status says it), the column heads, one line
+ * per server. Each line ends in '\n' and holds at most cols
  * characters (0: no limit); at most rows lines (0: no limit), the last of
  * them saying how many servers did not fit. */
 void top_view_render(const json_t *figures, int cols, int rows,

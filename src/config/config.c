@@ -416,6 +416,13 @@ static void cfg_free_kv(struct config_kv *kv, size_t n)
 	free(kv);
 }
 
+static void cfg_free_tpl(char **tpl, size_t n)
+{
+	for (size_t i = 0; tpl && i < n; i++)
+		free(tpl[i]);
+	free(tpl);
+}
+
 void config_server_clear(struct server_config *s)
 {
 	free(s->name);
@@ -428,6 +435,7 @@ void config_server_clear(struct server_config *s)
 	free(s->args);
 	free(s->args_tpl);
 	cfg_free_kv(s->env, s->nenv);
+	cfg_free_tpl(s->env_tpl, s->nenv);
 	free(s->cwd);
 	config_filter_clear(&s->tools);
 	config_filter_clear(&s->prompts);
@@ -437,6 +445,7 @@ void config_server_clear(struct server_config *s)
 		free(s->url_vars[i]);
 	free(s->url_vars);
 	cfg_free_kv(s->headers, s->nheaders);
+	cfg_free_tpl(s->headers_tpl, s->nheaders);
 	free(s->prefix);
 	config_container_free(s->container);
 	free(s->error);

@@ -113,10 +113,16 @@ struct server_config {
 	size_t nargs;
 	struct config_kv *env;
 	size_t nenv;
+	/* For each env value that came from ${VAR}: its template as written
+	 * (which variables made it decides whether it is a secret:
+	 * config/secrets.h); NULL for plain ones, and NULL when none is.
+	 * Same length as env. */
+	char **env_tpl;
 	char *cwd; /* NULL: decided by scope */
 	char *url;
 	struct config_kv *headers;
 	size_t nheaders;
+	char **headers_tpl;		 /* the same for headers */
 	enum server_http_type http_type; /* url servers */
 	/* The values that ${VAR}s put into url (from the environment),
 	 * NULL-terminated, NULL when none: secrets wherever they sit in it

@@ -46,10 +46,12 @@ char *config_path_join(const char *dir, const char *rel);
 void config_srv_parse(struct config_srv *c, const json_t *obj);
 
 /* env (headers false) or headers: field of obj, an object of strings
- * whose values are expanded, into *out and *nout. */
+ * whose values are expanded, into *out and *nout; *tpl gets the template
+ * of each value that holds a ${VAR} (NULL for the others; *tpl stays
+ * NULL when none does). */
 void config_srv_parse_map(struct config_srv *c, const json_t *obj,
 			  const char *field, bool headers,
-			  struct config_kv **out, size_t *nout);
+			  struct config_kv **out, char ***tpl, size_t *nout);
 
 /* ---- container.c ---- */
 

@@ -507,7 +507,8 @@ static void ctr_explicit_form(struct config_srv *c, const json_t *obj,
 			config_srv_fail(c, "container.volumes",
 					"item %zu: empty or starts with \"-\"",
 					i);
-	config_srv_parse_map(c, o, "env", false, &s->env, &s->nenv);
+	config_srv_parse_map(c, o, "env", false, &s->env, &s->env_tpl,
+			     &s->nenv);
 	for (size_t i = 0; i < s->nenv; i++)
 		if (ctr_has_port(s->env[i].value))
 			config_srv_fail(c, "container.env",

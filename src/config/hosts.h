@@ -103,10 +103,9 @@ int hosts_plan(const struct host_info *h, const json_t *host_doc,
 void hosts_plan_free(struct hosts_plan *p);
 const char *hosts_action_name(enum hosts_action a);
 
-/* A copy of doc for showing: env and header values, url user info and
- * query values, and every string under a key that names a secret (token,
- * password, apiKey...) replaced by "***"; each value replaced also goes to
- * sec (may be NULL) so text built from it can be masked again. New
+/* A copy of doc for showing, its secrets as "***" (secrets_mask_json:
+ * what is secret is decided there); each value replaced also goes to sec
+ * (may be NULL) so text built from it can be masked again. New
  * reference. */
 json_t *hosts_mask(const json_t *doc, struct secrets *sec);
 /* text (JSONC, as in a file) with what hosts_mask hides in its values

@@ -1,8 +1,8 @@
 /*
- * Host and mcpvisor config files shown and written: what of them is
- * masked, the masked text of a file for the dry run's diff (its bytes
- * otherwise), and a new file laid out the way the other file already is
- * (its indent, inline arrays, final newline).
+ * Host and mcpvisor config files shown and written: the masked text of a
+ * file for the dry run's diff (config/secrets.h decides what is masked;
+ * its bytes otherwise), and a new file laid out the way the other file
+ * already is (its indent, inline arrays, final newline).
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -14,128 +14,11 @@
 #include "util/buf.h"
 #include "util/xmalloc.h"
 
-static bool hosts_secret_key(const char *k)
-{
-	static const char *const words[] = {
-		"token",  "secret", "passw", "apikey",	"api_key", "credential",
-		"cookie", "oauth",  "auth",  "private", "session", NULL,
-	};
-	for (size_t i = 0; words[i]; i++)
-		if (strcasestr(k, words[i]))
-			return true;
-	return false;
-}
-
-/* "${NAME}" alone (or an editor's "${input:id}") names where a secret
- * comes from, and is no secret itself: masking it in text would hide the
- * reason an entry stays. */
-static bool hosts_only_reference(const char *s)
-{
-	size_t n = strlen(s);
-	return n > 3 && strncmp(s, "${", 2) == 0 && s[n - 1] == '}' &&
-	       strchr(s + 2, '$') == NULL && strchr(s, '}') == s + n - 1;
-}
-
-static void hosts_mask_all(json_t *v, struct secrets *sec)
-{
-	if (json_is_string(v)) {
-		if (sec && !hosts_only_reference(json_string_value(v)))
-			secrets_add(sec, json_string_value(v));
-		json_string_set(v, "***");
-		return;
-	}
-	size_t i;
-	json_t *x;
-	const char *k;
-	if (json_is_array(v))
-		json_array_foreach(v, i, x) hosts_mask_all(x, sec);
-	else if (json_is_object(v))
-		json_object_foreach(v, k, x) hosts_mask_all(x, sec);
-}
-
-/* url with its user info and query values as "***". */
-static void hosts_mask_url(json_t *v, struct secrets *sec)
-{
-	const char *url = json_string_value(v);
-	struct buf b;
-	buf_init(&b);
-	const char *auth = strstr(url, "://");
-	auth = auth ? auth + 3 : url;
-	size_t alen = strcspn(auth, "/?#");
-	const char *at = memchr(auth, '@', alen);
-	if (at) {
-		char *ui = xstrndup(auth, (size_t)(at - auth));
-		if (sec)
-			secrets_add(sec, ui);
-		free(ui);
-		buf_append(&b, url, (size_t)(auth - url));
-		buf_append(&b, "***", 3);
-		buf_append(&b, at, strlen(at));
-	} else {
-		buf_append(&b, url, strlen(url));
-	}
-	char *t = buf_steal(&b);
-	char *q = strchr(t, '?');
-	if (q) {
-		struct buf o;
-		buf_init(&o);
-		buf_append(&o, t, (size_t)(q + 1 - t));
-		for (char *s = q + 1; *s;) {
-			size_t plen = strcspn(s, "&#");
-			char *eq = memchr(s, '=', plen);
-			if (eq) {
-				char *val = xstrndup(
-					eq + 1, plen - (size_t)(eq + 1 - s));
-				if (sec)
-					secrets_add(sec, val);
-				free(val);
-				buf_append(&o, s, (size_t)(eq + 1 - s));
-				buf_append(&o, "***", 3);
-			} else {
-				buf_append(&o, s, plen);
-			}
-			s += plen;
-			if (*s == '#') {
-				buf_append(&o, s, strlen(s));
-				break;
-			}
-			if (*s == '&')
-				buf_append(&o, s++, 1);
-		}
-		free(t);
-		t = buf_steal(&o);
-	}
-	json_string_set(v, t);
-	free(t);
-}
-
-static void hosts_mask_walk(json_t *v, struct secrets *sec)
-{
-	const char *k;
-	json_t *x;
-	size_t i;
-	if (json_is_array(v)) {
-		json_array_foreach(v, i, x) hosts_mask_walk(x, sec);
-		return;
-	}
-	json_object_foreach(v, k, x)
-	{
-		if (((strcmp(k, "env") == 0 || strcmp(k, "headers") == 0) &&
-		     json_is_object(x)) ||
-		    hosts_secret_key(k))
-			hosts_mask_all(x, sec);
-		else if (strcmp(k, "url") == 0 && json_is_string(x))
-			hosts_mask_url(x, sec);
-		else
-			hosts_mask_walk(x, sec);
-	}
-}
-
+/* What is secret is decided by config/secrets.c, for the dry run as for
+ * status and logs. */
 json_t *hosts_mask(const json_t *doc, struct secrets *sec)
 {
-	json_t *c = json_deep_copy(doc);
-	hosts_mask_walk(c, sec);
-	return c;
+	return secrets_mask_json(doc, sec);
 }
 
 /* Replaces in e each string of n (as read) that masked (hosts_mask's

@@ -1,7 +1,8 @@
 /*
  * Views of one server: its connection identity (plain or with secrets
  * fingerprinted, for instance keys), the masked description `mcpvisor
- * check` prints, and the names of its kind, scope and exposure.
+ * check` prints (what is masked decided by config/secrets.h), and the
+ * names of its kind, scope and exposure.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -9,7 +10,7 @@
 
 #include "config/config.h"
 #include "config/filter.h"
-#include "util/buf.h"
+#include "config/secrets.h"
 #include "util/sha256.h"
 #include "util/xmalloc.h"
 
@@ -34,16 +35,28 @@ static char *cfg_fingerprint(const char *salt, const char *key,
 	return xasprintf("fp:%s", hex);
 }
 
-enum cfg_kv_view { CFG_KV_PLAIN, CFG_KV_FINGERPRINT, CFG_KV_MASKED };
+/* MASKED: every value "***" (headers); SHOWN: as secrets.h shows an env
+ * value (its template, "***" for a secret, else the value). */
+enum cfg_kv_view {
+	CFG_KV_PLAIN,
+	CFG_KV_FINGERPRINT,
+	CFG_KV_MASKED,
+	CFG_KV_SHOWN
+};
 
-static json_t *cfg_kv_json(const struct config_kv *kv, size_t n,
-			   enum cfg_kv_view view, const char *salt)
+static json_t *cfg_kv_json(const struct config_kv *kv, char *const *tpl,
+			   size_t n, enum cfg_kv_view view, const char *salt)
 {
 	json_t *o = json_object();
 	for (size_t i = 0; i < n; i++) {
 		json_t *v;
 		if (view == CFG_KV_MASKED) {
 			v = json_string("***");
+		} else if (view == CFG_KV_SHOWN) {
+			char *shown = secrets_env_shown(kv[i].key, kv[i].value,
+							tpl ? tpl[i] : NULL);
+			v = cfg_json_str(shown);
+			free(shown);
 		} else if (view == CFG_KV_FINGERPRINT) {
 			char *fp =
 				cfg_fingerprint(salt, kv[i].key, kv[i].value);
@@ -59,16 +72,20 @@ static json_t *cfg_kv_json(const struct config_kv *kv, size_t n,
 
 enum cfg_args_view { CFG_ARGS_PLAIN, CFG_ARGS_FINGERPRINT, CFG_ARGS_TEMPLATE };
 
-/* Args that came from ${VAR} may hold secrets: shown as their template,
- * or as a fingerprint where they must still tell settings apart. */
+/* Args that came from ${VAR} may hold secrets: shown as their template
+ * (and a literal one with its secret masked: secrets_arg_shown), or as a
+ * fingerprint where they must still tell settings apart. */
 static json_t *cfg_args_json(const struct server_config *s,
 			     enum cfg_args_view view, const char *salt)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; i < s->nargs; i++) {
 		const char *tpl = s->args_tpl ? s->args_tpl[i] : NULL;
-		if (tpl && view == CFG_ARGS_TEMPLATE) {
-			json_array_append_new(a, cfg_json_str(tpl));
+		if (view == CFG_ARGS_TEMPLATE) {
+			char *shown =
+				secrets_arg_shown(s->args, s->nargs, i, tpl);
+			json_array_append_new(a, cfg_json_str(shown));
+			free(shown);
 		} else if (tpl && view == CFG_ARGS_FINGERPRINT) {
 			char *fp = cfg_fingerprint(salt, "arg", s->args[i]);
 			json_array_append_new(a, json_string(fp));
@@ -94,69 +111,6 @@ static bool cfg_url_has_secrets(const char *url)
 	size_t alen;
 	const char *auth = cfg_url_authority(url, &alen);
 	return memchr(auth, '@', alen) != NULL || strpbrk(url, "?#") != NULL;
-}
-
-/* text with every occurrence of value replaced by "***"; new string. */
-static char *cfg_mask_value(const char *text, const char *value)
-{
-	struct buf b;
-	buf_init(&b);
-	size_t vlen = strlen(value);
-	const char *p = text;
-	for (const char *hit; vlen && (hit = strstr(p, value)) != NULL;
-	     p = hit + vlen) {
-		buf_append(&b, p, (size_t)(hit - p));
-		buf_puts(&b, "***");
-	}
-	buf_puts(&b, p);
-	return buf_steal(&b);
-}
-
-/* Userinfo may be a password or a token used as user name: drop it all.
- * Query values and fragments are where API keys travel: mask them. */
-static char *cfg_url_mask(const char *url)
-{
-	struct buf b;
-	size_t alen;
-	const char *auth = cfg_url_authority(url, &alen);
-	buf_init(&b);
-	buf_append(&b, url, (size_t)(auth - url));
-	const char *at = memrchr(auth, '@', alen);
-	if (at) {
-		buf_puts(&b, "***@");
-		buf_append(&b, at + 1, (size_t)(auth + alen - at - 1));
-	} else {
-		buf_append(&b, auth, alen);
-	}
-	const char *rest = auth + alen;
-	size_t plen = strcspn(rest, "?#");
-	buf_append(&b, rest, plen);
-	rest += plen;
-	if (*rest == '?') {
-		rest++;
-		size_t qlen = strcspn(rest, "#");
-		buf_puts(&b, "?");
-		const char *q = rest;
-		while (q < rest + qlen) {
-			size_t seg = strcspn(q, "&#");
-			const char *eq = memchr(q, '=', seg);
-			if (eq) {
-				buf_append(&b, q, (size_t)(eq - q) + 1);
-				buf_puts(&b, "***");
-			} else if (seg > 0) {
-				buf_puts(&b, "***");
-			}
-			q += seg;
-			if (*q == '&') {
-				buf_puts(&b, "&");
-				q++;
-			}
-		}
-		rest += qlen;
-	}
-	if (*rest == '#')
-		buf_puts(&b, rest[1] ? "#***" : "#");
-	return buf_steal(&b);
 }
 
 static json_t *cfg_strings_json(char *const *v, size_t n)
@@ -191,8 +145,11 @@ static json_t *cfg_container_json(const struct container_config *cc,
 	json_t *a = json_array();
 	for (size_t i = 0; i < cc->nargs; i++) {
 		const char *tpl = cc->args_tpl ? cc->args_tpl[i] : NULL;
-		if (tpl && view == CFG_ARGS_TEMPLATE) {
-			json_array_append_new(a, cfg_json_str(tpl));
+		if (view == CFG_ARGS_TEMPLATE) {
+			char *shown =
+				secrets_arg_shown(cc->args, cc->nargs, i, tpl);
+			json_array_append_new(a, cfg_json_str(shown));
+			free(shown);
 		} else if (tpl && view == CFG_ARGS_FINGERPRINT) {
 			char *fp = cfg_fingerprint(salt, "arg", cc->args[i]);
 			json_array_append_new(a, json_string(fp));
@@ -221,7 +178,8 @@ json_t *config_server_identity(const struct server_config *s, bool fingerprint,
 						      : CFG_ARGS_PLAIN,
 					  salt));
 	enum cfg_kv_view view = fingerprint ? CFG_KV_FINGERPRINT : CFG_KV_PLAIN;
-	json_object_set_new(o, "env", cfg_kv_json(s->env, s->nenv, view, salt));
+	json_object_set_new(
+		o, "env", cfg_kv_json(s->env, s->env_tpl, s->nenv, view, salt));
 	json_object_set_new(o, "cwd", cfg_json_str(s->cwd));
 	if (s->url && fingerprint &&
 	    (cfg_url_has_secrets(s->url) || s->url_vars != NULL)) {
@@ -231,8 +189,9 @@ json_t *config_server_identity(const struct server_config *s, bool fingerprint,
 	} else {
 		json_object_set_new(o, "url", cfg_json_str(s->url));
 	}
-	json_object_set_new(o, "headers",
-			    cfg_kv_json(s->headers, s->nheaders, view, salt));
+	json_object_set_new(
+		o, "headers",
+		cfg_kv_json(s->headers, NULL, s->nheaders, view, salt));
 	/* Only url servers have a transport to choose: a stdio server's
 	 * identity (its instance key, its tool cache's name) stays what it
 	 * was before there were url servers. */
@@ -278,26 +237,20 @@ json_t *config_server_describe(const struct server_config *s)
 	json_object_set_new(o, "command", cfg_json_str(s->command));
 	json_object_set_new(o, "args",
 			    cfg_args_json(s, CFG_ARGS_TEMPLATE, NULL));
-	json_object_set_new(o, "env",
-			    cfg_kv_json(s->env, s->nenv, CFG_KV_MASKED, NULL));
+	json_object_set_new(
+		o, "env",
+		cfg_kv_json(s->env, s->env_tpl, s->nenv, CFG_KV_SHOWN, NULL));
 	json_object_set_new(o, "cwd", cfg_json_str(s->cwd));
 	if (s->url) {
-		char *masked = cfg_url_mask(s->url);
-		/* A ${VAR} anywhere else (a token in the path) is masked
-		 * by its value. */
-		for (size_t i = 0; s->url_vars && s->url_vars[i]; i++) {
-			char *m = cfg_mask_value(masked, s->url_vars[i]);
-			free(masked);
-			masked = m;
-		}
+		char *masked = secrets_server_url(s);
 		json_object_set_new(o, "url", cfg_json_str(masked));
 		free(masked);
 	} else {
 		json_object_set_new(o, "url", json_null());
 	}
-	json_object_set_new(
-		o, "headers",
-		cfg_kv_json(s->headers, s->nheaders, CFG_KV_MASKED, NULL));
+	json_object_set_new(o, "headers",
+			    cfg_kv_json(s->headers, NULL, s->nheaders,
+					CFG_KV_MASKED, NULL));
 	json_object_set_new(o, "startupTimeout",
 			    json_integer(s->startup_timeout_ms));
 	json_object_set_new(o, "idleTimeout", json_integer(s->idle_timeout_ms));

@@ -156,7 +156,7 @@ static bool cfg_env_name_ok(const char *k)
 /* env or headers: an object of strings whose values are expanded. */
 void config_srv_parse_map(struct config_srv *c, const json_t *obj,
 			  const char *field, bool headers,
-			  struct config_kv **out, size_t *nout)
+			  struct config_kv **out, char ***tpl, size_t *nout)
 {
 	json_t *m = json_object_get(obj, field);
 	if (m == NULL || json_is_null(m))
@@ -200,6 +200,11 @@ void config_srv_parse_map(struct config_srv *c, const json_t *obj,
 					where, CONFIG_MAX_STRING);
 		} else {
 			kv[i].key = xstrdup(key);
+			if (strstr(json_string_value(v), "${")) {
+				if (*tpl == NULL)
+					*tpl = xcalloc(n + 1, sizeof **tpl);
+				(*tpl)[i] = xstrdup(json_string_value(v));
+			}
 			config_srv_expand(c, field, where, json_string_value(v),
 					  &kv[i].value);
 			/* A line break would let a value add headers of its
@@ -502,11 +507,12 @@ void config_srv_parse(struct config_srv *c, const json_t *obj)
 	}
 	s->command = srv_parse_path(c, obj, "command", false);
 	srv_parse_args(c, obj);
-	config_srv_parse_map(c, obj, "env", false, &s->env, &s->nenv);
+	config_srv_parse_map(c, obj, "env", false, &s->env, &s->env_tpl,
+			     &s->nenv);
 	s->cwd = srv_parse_path(c, obj, "cwd", true);
 	srv_parse_url(c, obj);
 	config_srv_parse_map(c, obj, "headers", true, &s->headers,
-			     &s->nheaders);
+			     &s->headers_tpl, &s->nheaders);
 	int type = srv_get_enum(c, obj, "type", types,
 				"\"stdio\", \"http\", \"streamable-http\" or "
 				"\"sse\"");

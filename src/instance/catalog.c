@@ -55,6 +55,7 @@ static void instance_lists_done(struct instance *inst)
 	inst->lists_cached = false;
 	inst->lists_known = true;
 	instance_set_state(inst, INSTANCE_READY, why);
+	instance_record_ready(inst);
 	free(why);
 	if (inst->cbs.on_lists)
 		inst->cbs.on_lists(inst->ctx, inst);

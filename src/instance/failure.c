@@ -3,8 +3,8 @@
  * logged under its name and kept as a tail, with every configured secret
  * value masked; the caps on how much of its noise (stderr, warnings about
  * what it sends) reaches the log; the first stderr line for the error a
- * failed start gives; the last failure (reason, time, stderr) kept for
- * status.
+ * failed start gives; the last failure (reason, time, stderr, and when a
+ * start went well since) kept for status.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -65,6 +65,9 @@ struct failure_rec {
 	struct failure_rec *next;
 	char *server;
 	json_t *failure;
+	/* When a start of the server went well after that failure (wall
+	 * clock, ms since the epoch); 0: not since. */
+	uint64_t recovered_at;
 };
 
 static struct failure_rec *failures;
@@ -82,14 +85,37 @@ static void instance_failure_keep(const struct instance *inst)
 	}
 	json_decref(f->failure);
 	f->failure = instance_last_failure(inst);
+	f->recovered_at = 0;
+}
+
+/* Wall clock ms: what status shows as a time of day, not a deadline. */
+static uint64_t instance_wall_ms(void)
+{
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
 }
 
 json_t *instance_failure_of(const char *server)
 {
-	for (struct failure_rec *f = failures; f; f = f->next)
-		if (strcmp(f->server, server) == 0)
-			return json_incref(f->failure);
+	for (struct failure_rec *f = failures; f; f = f->next) {
+		if (strcmp(f->server, server) != 0)
+			continue;
+		json_t *o = json_deep_copy(f->failure);
+		if (f->recovered_at)
+			json_object_set_new(
+				o, "recoveredAt",
+				json_integer((json_int_t)f->recovered_at));
+		return o;
+	}
 	return NULL;
+}
+
+void instance_record_ready(const struct instance *inst)
+{
+	for (struct failure_rec *f = failures; f; f = f->next)
+		if (strcmp(f->server, inst->name) == 0 && !f->recovered_at)
+			f->recovered_at = instance_wall_ms();
 }
 
 void instance_record_failure(struct instance *inst)
@@ -101,10 +127,7 @@ void instance_record_failure(struct instance *inst)
 	inst->fail_stderr = inst->stderr_tail && inst->stderr_tail[0]
 				    ? xstrdup(inst->stderr_tail)
 				    : NULL;
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	inst->fail_at_ms =
-		(uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+	inst->fail_at_ms = instance_wall_ms();
 	instance_failure_keep(inst);
 }
 

@@ -112,6 +112,7 @@ static void instance_copy_server(struct server_config *d,
 	d->args_tpl = xstrvdup(s->args_tpl, s->nargs);
 	d->nargs = s->nargs;
 	d->env = instance_copy_kv(s->env, s->nenv);
+	d->env_tpl = xstrvdup(s->env_tpl, s->nenv);
 	d->nenv = s->nenv;
 	d->cwd = s->cwd ? xstrdup(s->cwd) : NULL;
 	d->url = s->url ? xstrdup(s->url) : NULL;
@@ -120,6 +121,7 @@ static void instance_copy_server(struct server_config *d,
 		nvars++;
 	d->url_vars = nvars ? xstrvdup(s->url_vars, nvars) : NULL;
 	d->headers = instance_copy_kv(s->headers, s->nheaders);
+	d->headers_tpl = xstrvdup(s->headers_tpl, s->nheaders);
 	d->nheaders = s->nheaders;
 	d->http_type = s->http_type;
 	d->scope = s->scope;

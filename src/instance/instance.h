@@ -183,8 +183,9 @@ const char *instance_failure_line(const struct instance *inst);
  * it never failed. For status to keep after the instance is gone. */
 json_t *instance_last_failure(const struct instance *inst);
 /* The same for the server's most recent failure across its instances
- * (its "stderr" is for the verbose view only),
- * also after they are gone (NULL: it never failed in this runtime). */
+ * (its "stderr" is for the verbose view only), with "recoveredAt" (ms
+ * since the epoch) once a start went well after it; also after they are
+ * gone (NULL: it never failed in this runtime). */
 json_t *instance_failure_of(const char *server);
 pid_t instance_pid(const struct instance *inst);
 /* How often it started (1 for its first start, more after a failure,

@@ -189,6 +189,8 @@ void instance_save_stderr(struct instance *inst);
 char *instance_first_line(const char *tail);
 /* last_error and the stderr tail become the last failure, timed. */
 void instance_record_failure(struct instance *inst);
+/* A start went well: the server's last failure is history since. */
+void instance_record_ready(const struct instance *inst);
 /* The upstream's on_log: the line, masked, to the log (capped). */
 void instance_stderr_cb(void *ctx, const char *line, size_t len);
 /* A warning about what the server sent, "instance NAME: " first, within

@@ -200,12 +200,14 @@ void mc_legacy_event(struct mc_stream *s, const char *event, const char *data,
 void mc_legacy_get_done(struct mc_stream *s, int err)
 {
 	struct mcpc *m = s->m;
-	if (!s->got_head)
+	if (!s->got_head) {
+		char *text = mc_unreachable_text(m, err);
 		mc_fault(m,
 			 err == -ETIMEDOUT ? MCPC_FAULT_TIMEOUT
 					   : MCPC_FAULT_CLOSED,
-			 0, "the server cannot be reached", NULL);
-	else if (!m->endpoint)
+			 0, text, NULL);
+		free(text);
+	} else if (!m->endpoint)
 		mc_fault(m, MCPC_FAULT_PROTOCOL, 0,
 			 "the server's legacy event stream ended without an "
 			 "endpoint",

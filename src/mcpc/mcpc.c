@@ -20,6 +20,46 @@
 
 /* ---- faults and losses ------------------------------------------------ */
 
+char *mc_unreachable_text(const struct mcpc *m, int err)
+{
+	/* The address only: user info, path and query may hold a secret
+	 * (status masks the configured ones, not the server's own). */
+	const char *u = m->url ? m->url : "";
+	const char *p = strstr(u, "://");
+	const char *auth = p ? p + 3 : u;
+	size_t alen = strcspn(auth, "/?#");
+	const char *at = memrchr(auth, '@', alen);
+	if (at) {
+		alen -= (size_t)(at + 1 - auth);
+		auth = at + 1;
+	}
+	int n = (int)alen;
+	switch (err) {
+	case -ECONNREFUSED:
+		return xasprintf("the server at %.*s refused the connection", n,
+				 auth);
+	case -EHOSTUNREACH:
+		return xasprintf("the host name of %.*s did not resolve", n,
+				 auth);
+	case -ETIMEDOUT:
+		return xasprintf("the server at %.*s did not answer in time", n,
+				 auth);
+	case -ECONNRESET:
+		return xasprintf("the server at %.*s closed the connection "
+				 "without an answer",
+				 n, auth);
+	case -EPROTO:
+		return xasprintf("the connection to %.*s failed (TLS or "
+				 "protocol)",
+				 n, auth);
+	case 0:
+		return xasprintf("the server at %.*s did not answer", n, auth);
+	default:
+		return xasprintf("the server at %.*s cannot be reached (%s)", n,
+				 auth, strerror(-err));
+	}
+}
+
 static void mc_fault_with(struct mcpc *m, enum mcpc_fault f, int status,
 			  const char *text, const char *resource_metadata,
 			  int64_t refused_id)
@@ -137,15 +177,12 @@ static void mc_no_response(struct mc_stream *s, int err, bool sent)
 {
 	struct mcpc *m = s->m;
 	if (!sent && !m->ever_ok) {
+		char *text = mc_unreachable_text(m, err);
 		mc_fault(m,
 			 err == -ETIMEDOUT ? MCPC_FAULT_TIMEOUT
 					   : MCPC_FAULT_CLOSED,
-			 0,
-			 err == -ETIMEDOUT ? "the server did not answer in time"
-			 : err == -EPROTO  ? "the connection to the server "
-					     "failed (TLS or protocol)"
-					   : "the server cannot be reached",
-			 NULL);
+			 0, text, NULL);
+		free(text);
 		return;
 	}
 	mc_lost(m, s->id, sent ? OUTBOX_CUT : OUTBOX_UNWRITTEN);
@@ -273,11 +310,12 @@ void mc_post_done(struct mc_stream *s, int status, int err, bool sent)
 		mc_ungate(m);
 	if (!s->got_head && m->transport == MC_DECIDING) {
 		/* Auto mode cannot tell the transport: nothing can go. */
+		char *text = mc_unreachable_text(m, err);
 		mc_fault(m,
 			 err == -ETIMEDOUT ? MCPC_FAULT_TIMEOUT
 					   : MCPC_FAULT_CLOSED,
-			 0, "the server did not answer the first request",
-			 NULL);
+			 0, text, NULL);
+		free(text);
 		mc_stream_drop(s);
 		return;
 	}
@@ -362,9 +400,11 @@ void mc_get_done(struct mc_stream *s, int status, int err, bool sent)
 	else
 		s->tries++;
 	if (s->tries >= MCPC_GET_TRIES) {
-		if (!s->got_head)
-			mc_fault(m, MCPC_FAULT_CLOSED, 0,
-				 "the server cannot be reached", NULL);
+		if (!s->got_head) {
+			char *text = mc_unreachable_text(m, err);
+			mc_fault(m, MCPC_FAULT_CLOSED, 0, text, NULL);
+			free(text);
+		}
 		mc_stream_drop(s);
 		return;
 	}

@@ -169,6 +169,10 @@ void mc_resume_done(struct mc_stream *s, int status, int err, bool sent);
 void mc_get_done(struct mc_stream *s, int status, int err, bool sent);
 void mc_fault(struct mcpc *m, enum mcpc_fault f, int status, const char *text,
 	      const char *resource_metadata);
+/* Why a request got no answer (err: the HTTP client's -errno, 0 when it
+ * gave none), naming the server's address ("localhost:3001") and the
+ * cause. Caller frees. */
+char *mc_unreachable_text(const struct mcpc *m, int err);
 /* The same, with the request whose POST the server refused unprocessed
  * (a 404 for the session), 0 when none. */
 void mc_fault_refused(struct mcpc *m, enum mcpc_fault f, int status,

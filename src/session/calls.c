@@ -443,6 +443,34 @@ static void session_route_free(struct route_req *rr)
 
 static void session_route(struct session *s, void *arg);
 
+/* A name whose prefix is that of a server the runtime does not serve
+ * (its config has an error, or it is disabled): what to say instead of
+ * "Unknown", which sends the user looking for a typo. NULL when the name
+ * is no such server's. */
+static char *session_unserved_text(struct session *s, const char *what,
+				   const char *name)
+{
+	for (size_t i = 0; name && i < s->nsrv; i++) {
+		const struct server_config *sv = s->srv[i];
+		size_t pl = strlen(sv->prefix);
+		if (pl == 0 || sv->untrusted || strncmp(name, sv->prefix, pl) ||
+		    strncmp(name + pl, ROUTER_SEP, strlen(ROUTER_SEP)))
+			continue;
+		if (sv->error)
+			return xasprintf("%c%s \"%s\" cannot be called: server "
+					 "\"%s\" is not served because of an "
+					 "error in its config: %s",
+					 toupper((unsigned char)what[0]),
+					 what + 1, name, sv->name, sv->error);
+		if (sv->disabled)
+			return xasprintf("%c%s \"%s\" cannot be called: server "
+					 "\"%s\" is disabled in the config",
+					 toupper((unsigned char)what[0]),
+					 what + 1, name, sv->name);
+	}
+	return NULL;
+}
+
 static void session_route_unknown(struct session *s, struct route_req *rr,
 				  const char *what, const char *name)
 {
@@ -450,6 +478,13 @@ static void session_route_unknown(struct session *s, struct route_req *rr,
 	if (untrusted) {
 		session_reply_error(rr->ex, rr->id, JR_INVALID_PARAMS,
 				    untrusted, NULL);
+		return;
+	}
+	char *unserved = session_unserved_text(s, what, name);
+	if (unserved) {
+		session_reply_error(rr->ex, rr->id, JR_INVALID_PARAMS, unserved,
+				    NULL);
+		free(unserved);
 		return;
 	}
 	json_t *all = session_aggregate(s, rr->which);

@@ -177,10 +177,17 @@ json_t *hub_metrics(struct hub *hub, const json_t *rss, uint64_t self_rss)
 	}
 	json_decref(nm.seen);
 	json_decref(nm.order);
-	return json_pack("{s:{s:I,s:I,s:I},s:o}", "runtime", "pid",
-			 (json_int_t)getpid(), "rssBytes", (json_int_t)self_rss,
-			 "sessions", (json_int_t)hub->nsessions, "servers",
-			 servers);
+	json_t *fig = json_pack("{s:{s:I,s:I,s:I},s:o}", "runtime", "pid",
+				(json_int_t)getpid(), "rssBytes",
+				(json_int_t)self_rss, "sessions",
+				(json_int_t)hub->nsessions, "servers", servers);
+	/* As status says it: top shows it too. */
+	if (hub->reload_error)
+		json_object_set_new(
+			fig, "reloadError",
+			json_pack("{s:s,s:I}", "message", hub->reload_error,
+				  "at", (json_int_t)hub->reload_error_at));
+	return fig;
 }
 
 /* ---- the memory read, off the loop ---- */

@@ -69,7 +69,9 @@ test('cli: tools, call, status and an unknown tool against one runtime', {
 
 		const fail = await rt.cli(['call', 'demo__fail', '{}']);
 		assert.equal(fail.code, 1, 'a tool error exits 1');
-		assert.match(fail.stdout, /always fails/);
+		// An error, as the others read: on stderr, "mcpvisor:" first.
+		assert.match(fail.stderr, /^mcpvisor: demo__fail failed: .*always fails/m);
+		assert.equal(fail.stdout, '');
 
 		for (const name of ['demo__nope', 'nope__echo']) {
 			const unknown = await rt.cli(['call', name, '{}']);

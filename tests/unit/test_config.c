@@ -1262,18 +1262,21 @@ Test(config, describe_masks_secrets)
 	struct config *c = cf_one(
 		"{\"command\": \"srv\", \"args\": [\"a\"], \"env\": "
 		"{\"TOKEN\": "
-		"\"${MCPV_T_SECRET}\", \"PLAIN\": \"visible?\"}, \"scope\": "
+		"\"${MCPV_T_SECRET}\", \"PLAIN\": \"visible?\", \"API_KEY\": "
+		"\"lit-9f2c-key\"}, \"scope\": "
 		"\"space\", \"exposure\": \"codemode\", \"prefix\": \"p\", "
 		"\"startupTimeout\": \"3s\", \"disabled\": true}");
 	char *dump = cf_dump(config_server_describe(&c->servers[0]));
 	cr_assert_str_eq(
-		dump, "{\"args\":[\"a\"],\"command\":\"srv\",\"cwd\":null,"
-		      "\"disabled\":true,\"env\":{\"PLAIN\":\"***\",\"TOKEN\":"
-		      "\"***\"},\"exposure\":\"deferred\",\"headers\":{},"
-		      "\"idleTimeout\":-1,\"kind\":\"stdio\",\"name\":\"s\","
-		      "\"prefix\":\"p\",\"scope\":\"space\",\"startupTimeout\":"
-		      "3000,\"toolTimeout\":0,\"transport\":\"stdio\","
-		      "\"url\":null}");
+		dump,
+		"{\"args\":[\"a\"],\"command\":\"srv\",\"cwd\":null,"
+		"\"disabled\":true,\"env\":{\"API_KEY\":\"***\",\"PLAIN\":"
+		"\"visible?\",\"TOKEN\":\"${MCPV_T_SECRET}\"},\"exposure\":"
+		"\"deferred\",\"headers\":{},"
+		"\"idleTimeout\":-1,\"kind\":\"stdio\",\"name\":\"s\","
+		"\"prefix\":\"p\",\"scope\":\"space\",\"startupTimeout\":"
+		"3000,\"toolTimeout\":0,\"transport\":\"stdio\","
+		"\"url\":null}");
 	free(dump);
 	config_free(c);
 

@@ -333,6 +333,38 @@ Test(instance, failed_start_carries_stderr_and_is_kept_after_recovery)
 	finish(inst);
 }
 
+/* Status says when the last failure was and that a start went well
+ * since: the issue's "last failed: exited with code 137" kept, untimed,
+ * after the server recovered. */
+Test(instance, a_good_start_after_a_failure_marks_it_recovered)
+{
+	struct instance *inst = make(0);
+	int err = 1;
+	instance_ensure(inst, ready_cb, &err);
+	fake_exit(conns[0], 137);
+	cr_assert_eq(err, -EIO);
+	json_t *f = instance_failure_of("fx");
+	cr_assert_not_null(f);
+	cr_assert_null(json_object_get(f, "recoveredAt"));
+	json_int_t at = json_integer_value(json_object_get(f, "at"));
+	json_decref(f);
+	fake_now += 60000;
+	instance_ensure(inst, ready_cb, &err);
+	fake_handshake(conns[1]);
+	cr_assert_eq(err, 0);
+	f = instance_failure_of("fx");
+	json_int_t rec = json_integer_value(json_object_get(f, "recoveredAt"));
+	cr_assert_geq(rec, at, "recovered at %lld, failed at %lld",
+		      (long long)rec, (long long)at);
+	json_decref(f);
+	/* A new failure is not recovered from until the next good start. */
+	fake_exit(conns[1], 1);
+	f = instance_failure_of("fx");
+	cr_assert_null(json_object_get(f, "recoveredAt"));
+	json_decref(f);
+	finish(inst);
+}
+
 Test(instance, stderr_lines_are_masked)
 {
 	struct instance *inst = make(0);

@@ -244,7 +244,13 @@ Test(mcpc, refused_first_request_is_a_closed_fault)
 	cr_assert_eq(t.fault, MCPC_FAULT_CLOSED);
 	cr_assert_eq(t.fault_status, 0);
 	cr_assert_null(strstr(t.fault_text, "s3cr3t"));
-	cr_assert_null(strstr(t.fault_text, "127.0.0.1"));
+	/* It names where and why ("the server cannot be reached" named
+	 * neither), and no more of the url than the address. */
+	char *want = xasprintf("the server at 127.0.0.1:%d refused the "
+			       "connection",
+			       t.port);
+	cr_assert_str_eq(t.fault_text, want);
+	free(want);
 	cr_assert_eq(mcpc_send(t.m, TM_CALL(2), strlen(TM_CALL(2)), 2), -EPIPE);
 	tm_stop(&t);
 }
@@ -791,4 +797,35 @@ Test(mcpc, a_get_stream_without_headers_holds_requests_a_bounded_time)
 		  "answered after %llu ms", (unsigned long long)waited);
 	cr_assert_eq(t.faults, 0);
 	tm_stop(&t);
+}
+
+/* Each cause as the HTTP client reports it, with the server's address
+ * and nothing else of its url (user info, path and query may hold a
+ * secret). */
+Test(mcpc, an_unreachable_server_is_named_with_the_cause)
+{
+	struct mcpc m = {.url = "https://u:s3cr3t@api.example.com:8443/mcp"
+				"?key=s3cr3t"};
+	static const struct {
+		int err;
+		const char *text;
+	} v[] = {
+		{-ECONNREFUSED,
+		 "the server at api.example.com:8443 refused the "
+		 "connection"},
+		{-EHOSTUNREACH, "the host name of api.example.com:8443 did not "
+				"resolve"},
+		{-ETIMEDOUT,
+		 "the server at api.example.com:8443 did not answer "
+		 "in time"},
+		{-ECONNRESET, "the server at api.example.com:8443 closed the "
+			      "connection without an answer"},
+		{-EPROTO, "the connection to api.example.com:8443 failed (TLS "
+			  "or protocol)"},
+	};
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		char *t = mc_unreachable_text(&m, v[i].err);
+		cr_assert_str_eq(t, v[i].text);
+		free(t);
+	}
 }
