@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "runtime/runtime.h"
+#include "home/info.h"
 #include "util/clock.h"
 #include "util/escape.h"
 #include "util/xmalloc.h"
