@@ -86,14 +86,19 @@ function paused(t, body) {
 		const grew = rssMB(rt.child.pid) - before;
 		console.log(`paused: RSS +${grew.toFixed(1)} MB, ${inst.inflight} calls waiting`);
 		assert.ok(grew < 20, `RSS grew ${grew.toFixed(1)} MB for ${7 * SLOW} MB of answers`);
-		// Another server is served as usual.
+		// Another server is served as usual: answered, where a runtime
+		// stalled behind big would answer nothing until its clients
+		// read (a bound against that hang, not a measure of speed).
+		const times = [];
 		for (let i = 0; i < 5; i++) {
 			const t0 = performance.now();
 			const r = await c.call('other__echo', { text: `o${i}` });
 			assert.equal(r.content[0].text, `o${i}`);
 			const ms = performance.now() - t0;
-			assert.ok(ms < 1000, `other__echo took ${ms.toFixed(0)} ms`);
+			times.push(ms.toFixed(0));
+			assert.ok(ms < 10_000, `other__echo took ${ms.toFixed(0)} ms`);
 		}
+		console.log(`other__echo while big is paused: ${times.join(', ')} ms`);
 		await body(rt, c, slow);
 	});
 }
