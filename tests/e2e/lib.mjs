@@ -355,7 +355,7 @@ export class Runtime {
 		const alive = () =>
 			[...this.pids].filter(([pid, st]) => pidAlive(pid, st));
 		try {
-			await waitFor(() => alive().length === 0, 2000, 'learned pids gone');
+			await waitFor(() => alive().length === 0, 10_000, 'learned pids gone');
 		} catch {
 			for (const [pid] of alive()) {
 				problems.push(`pid ${pid} outlived the runtime`);
