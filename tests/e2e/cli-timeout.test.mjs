@@ -10,7 +10,8 @@ import { demo, withRuntime } from './lib.mjs';
 test('cli: a frozen runtime is reported by status (10 s) and call (5 s of silence); after SIGCONT both work', {
 	timeout: 40_000,
 }, async (t) => {
-	await withRuntime(t, { demo: demo() }, async (rt) => {
+	// Stopped below: in a process group of its own (Runtime.start).
+	await withRuntime(t, { demo: demo() }, { ownGroup: true }, async (rt) => {
 		const pid = rt.info.pid;
 		// No MCPVISOR_TIMEOUT: the defaults are what is tested.
 		const env = { MCPVISOR_TIMEOUT: '' };

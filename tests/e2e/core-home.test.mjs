@@ -219,7 +219,8 @@ test('home: a runtime folder of another user is refused, naming owner and mode',
 test('home: the CLI gives up on a frozen runtime, and the runtime lives on', {
 	timeout: 30_000,
 }, async (t) => {
-	await withRuntime(t, { demo: demo() }, async (rt) => {
+	// Stopped below: in a process group of its own (Runtime.start).
+	await withRuntime(t, { demo: demo() }, { ownGroup: true }, async (rt) => {
 		const env = { MCPVISOR_TIMEOUT: '1s' };
 		// A call longer than the timeout still works: the runtime answers.
 		const slow = await rt.cli(['call', 'demo__sleep', '{"ms":2500}'], { env });

@@ -93,7 +93,8 @@ test('relay recovery: a runtime it did not start freezes: told what to stop, nev
 }, async (t) => {
 	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
 		const rt = new Runtime(ctx.home, path.join(ctx.home, 'mcp.json'));
-		await rt.start();
+		// Stopped below: in a process group of its own (Runtime.start).
+		await rt.start({ ownGroup: true });
 		const pid = rt.child.pid;
 		try {
 			const h = await hostConnect(ctx.home);
