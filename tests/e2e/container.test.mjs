@@ -281,7 +281,7 @@ test('two sessions share one app container; one detaching leaves it serving the 
 
 test('idle expiry: the container is stopped and removed about the idle timeout after the last call; the next call starts another', {
 	skip: SKIP,
-	timeout: 30_000,
+	timeout: 45_000,
 }, async (t) => {
 	const name = srv('idle');
 	await removeOwn(t, [name]);
@@ -292,8 +292,12 @@ test('idle expiry: the container is stopped and removed about the idle timeout a
 	};
 	await withConfig(t, config, RT, async (rt) => {
 		const c = await sdkConnect(rt);
-		await echo(c.client, `${name}__echo`, 'one');
+		// The engine is asked for the container while a call holds it:
+		// asked after a quick call, a busy machine's engine answered
+		// after the idle close.
+		const hold = c.client.callTool({ name: `${name}__sleep`, arguments: { ms: 4000 } });
 		const [box] = await awaitRunning(name);
+		assert.ok(!(await hold).isError);
 		const last = Date.now();
 		await echo(c.client, `${name}__echo`, 'last');
 		const goneMs = await awaitNone(name, 10_000, last);
@@ -301,9 +305,11 @@ test('idle expiry: the container is stopped and removed about the idle timeout a
 		// long the engine then takes on a busy machine is not.
 		assert.ok(goneMs >= 1400, `gone ${goneMs} ms after the last call, before the idle timeout`);
 		console.log(`# container idle expiry (1500 ms): gone from podman ps -a ${goneMs} ms after the last call`);
-		// The session stays; the next call starts a new container.
-		await echo(c.client, `${name}__echo`, 'again');
+		// The session stays; the next call starts a new container (held
+		// by that call while the engine is asked).
+		const again = c.client.callTool({ name: `${name}__sleep`, arguments: { ms: 4000 } });
 		const [box2] = await awaitRunning(name);
+		assert.ok(!(await again).isError);
 		assert.notEqual(box2.id, box.id);
 		await sdkClose(c);
 	});
@@ -312,7 +318,7 @@ test('idle expiry: the container is stopped and removed about the idle timeout a
 
 test('a call in flight keeps its container past the idle timeout; it closes after the call', {
 	skip: SKIP,
-	timeout: 30_000,
+	timeout: 45_000,
 }, async (t) => {
 	const name = srv('busy');
 	await removeOwn(t, [name]);
@@ -323,18 +329,21 @@ test('a call in flight keeps its container past the idle timeout; it closes afte
 	};
 	await withConfig(t, config, RT, async (rt) => {
 		const c = await sdkConnect(rt);
-		await echo(c.client, `${name}__echo`, 'warm');
+		// The call starts the container and holds it from the start: a
+		// warm-up call first left the container idle while the engine
+		// was asked for its id, which a busy machine made longer than
+		// the idle timeout. Long enough for the engine's slow answers.
+		const call = c.client.callTool({ name: `${name}__sleep`, arguments: { ms: 8000 } });
 		const [box] = await awaitRunning(name);
-		const call = c.client.callTool({ name: `${name}__sleep`, arguments: { ms: 3500 } });
 		// Well past the idle timeout, the call still runs in its container.
-		await sleep(2500);
+		await sleep(1500);
 		assert.equal(await stateOf(box.id), 'running', 'closed for idle during a call');
 		const r = await call;
 		assert.ok(!r.isError, JSON.stringify(r));
 		const end = Date.now();
 		const goneMs = await awaitNone(name, 10_000, end);
 		assert.ok(goneMs >= 900, `closed ${goneMs} ms after the call ended`);
-		console.log(`# container with a 3.5 s call and a 1 s idle timeout: gone ${goneMs} ms after the call`);
+		console.log(`# container with an 8 s call and a 1 s idle timeout: gone ${goneMs} ms after the call`);
 		await sdkClose(c);
 	});
 });
