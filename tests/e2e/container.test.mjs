@@ -82,7 +82,7 @@ const published = (c) => c.ports ?? [];
 
 test('podman run -i --rm: a stdio container server, owned (labels, a --name), its limits kept; stop removes it', {
 	skip: SKIP,
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const name = srv('pod');
 	await removeOwn(t, [name]);
@@ -171,7 +171,7 @@ test('docker that is podman (as podman-docker gives): recognised by its name, se
 
 test('HTTP container: published only on 127.0.0.1 on an owned port; a squatter on the port it used last time is left alone', {
 	skip: SKIP,
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	const name = srv('web');
 	await removeOwn(t, [name]);
@@ -350,7 +350,7 @@ test('a call in flight keeps its container past the idle timeout; it closes afte
 
 test('listing the catalogue and reading status start no container (the tool cache answers)', {
 	skip: SKIP,
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	const name = srv('lazy');
 	await removeOwn(t, [name]);

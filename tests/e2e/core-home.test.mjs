@@ -73,7 +73,7 @@ async function withHome(fn) {
 }
 
 test('home: two serve started at once, 10 times: exactly one runs', {
-	timeout: 60_000,
+	timeout: 120_000,
 }, async () => {
 	await withHome(async (home) => {
 		const config = await writeConfig(home, { demo: demo() });
@@ -247,7 +247,7 @@ test('home: the CLI gives up on a frozen runtime, and the runtime lives on', {
 });
 
 test('home: tools reports failed servers; tools NOSUCH, check, status, help', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const crashy = {
 		command: 'sh',
