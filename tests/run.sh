@@ -5,9 +5,13 @@
 # Usage: tests/run.sh [all|unit|e2e|conformance|smoke|fuzz]
 cd "$(dirname "$0")/.." || exit 2
 what=${1:-all}
-# Unit binaries run at once, and the bound on each (a hang fails it).
+# Unit binaries run at once, and the bound on each (a hang fails it);
+# end-to-end files run at once. Both mostly wait on processes and timers:
+# on two busy CPUs the suite keeps within 10 minutes this way.
 UNIT_JOBS=${UNIT_JOBS:-4}
 UNIT_TIMEOUT=${UNIT_TIMEOUT:-600}
+E2E_JOBS=${E2E_JOBS:-4}
+CONF_JOBS=${CONF_JOBS:-3}
 pass=0
 fail=0
 logdir=build/test-logs
@@ -19,13 +23,39 @@ add() { # suite passed failed
 	printf '%-28s %s passed, %s failed\n' "$1" "$2" "$3"
 }
 
+# Runs each command line of stdin as `sh -c`, at most $1 at a time, and
+# waits for them all: a token per free slot in a FIFO, each job takes one
+# and gives it back when done (POSIX sh has no `wait -n`). Jobs see
+# neither the FIFO nor the list (stdin is /dev/null).
+run_slots() { # n < command lines
+	fifo=$logdir/slots.$$
+	rm -f "$fifo"
+	mkfifo "$fifo" || return 1
+	exec 3<>"$fifo"
+	rm -f "$fifo"
+	i=0
+	while [ "$i" -lt "$1" ]; do
+		echo >&3
+		i=$((i + 1))
+	done
+	while IFS= read -r job; do
+		read -r _ <&3
+		(
+			sh -c "$job" 3>&- </dev/null
+			echo >&3
+		) &
+	done
+	wait
+	exec 3>&-
+}
+
 # One unit binary: its log, and "PASSING FAILED" in its .result file.
 unit_one() { # binary
 	bin=$1
 	name=$(basename "$bin")
 	log="$logdir/$name.log"
 	# A hang is a failure, not a suite that never ends.
-	timeout -k 10 "$UNIT_TIMEOUT" "$bin" --jobs 2 >"$log" 2>&1 3>&-
+	timeout -k 10 "$UNIT_TIMEOUT" "$bin" --jobs 2 >"$log" 2>&1
 	line=$(grep 'Synthesis:' "$log" | tail -n 1)
 	tested=$(echo "$line" | sed -n 's/.*Tested: \([0-9]*\).*/\1/p')
 	passing=$(echo "$line" | sed -n 's/.*Passing: \([0-9]*\).*/\1/p')
@@ -50,28 +80,10 @@ run_unit() {
 	for bin in build/san/unit/test_*; do
 		[ -x "$bin" ] && bins="$bins $bin"
 	done
-	# A token per free slot in a FIFO: each binary takes one and gives
-	# it back when done (POSIX sh has no `wait -n`).
-	fifo=$logdir/unit.slots
-	rm -f "$fifo"
-	mkfifo "$fifo" || return 1
-	exec 3<>"$fifo"
-	rm -f "$fifo"
-	i=0
-	while [ "$i" -lt "$UNIT_JOBS" ]; do
-		echo >&3
-		i=$((i + 1))
-	done
 	for bin in $bins; do
 		rm -f "$logdir/$(basename "$bin").log.result"
-		read -r _ <&3
-		(
-			unit_one "$bin"
-			echo >&3
-		) &
-	done
-	wait
-	exec 3>&-
+		echo "sh tests/run.sh unit-one $bin"
+	done | run_slots "$UNIT_JOBS"
 	for bin in $bins; do
 		name=$(basename "$bin")
 		log="$logdir/$name.log"
@@ -96,7 +108,7 @@ run_e2e() {
 	log="$logdir/e2e.log"
 	MCPVISOR_BIN=${MCPVISOR_BIN:-build/san/mcpvisor} \
 		DEMO_SERVER=${DEMO_SERVER:-build/san/demo-server} \
-		node --test --test-reporter=tap --test-concurrency=2 tests/e2e/ \
+		node --test --test-reporter=tap --test-concurrency="$E2E_JOBS" tests/e2e/ \
 		>"$log" 2>&1
 	p=$(grep -E '^# pass ' "$log" | tail -n 1 | awk '{print $3}')
 	f=$(grep -E '^# fail ' "$log" | tail -n 1 | awk '{print $3}')
@@ -112,13 +124,20 @@ run_e2e() {
 	add e2e "$p" "${f:-0}"
 }
 
-# One conformance part: its log ends with "[Total: ]N passed, M failed".
-conf_part() { # name command...
+# One conformance part: its log ends with "[Total: ]N passed, M failed";
+# its exit status goes to the .rc file beside it.
+conf_run() { # name command...
 	name=$1
 	shift
+	"$@" >"$logdir/$name.log" 2>&1
+	echo $? >"$logdir/$name.log.rc"
+}
+
+conf_report() { # name
+	name=$1
 	log="$logdir/$name.log"
-	"$@" >"$log" 2>&1
-	rc=$?
+	rc=$(cat "$log.rc" 2>/dev/null || echo 1)
+	rm -f "$log.rc"
 	line=$(grep -E '^(Total: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
 	p=$(echo "$line" | sed -n 's/^[^0-9]*\([0-9]*\) passed.*/\1/p')
 	f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
@@ -135,15 +154,34 @@ conf_part() { # name command...
 # The official suite both ways (mcpvisor in front of the C fixture over
 # stdio, and over HTTP on a port it owns), the fixture alone over HTTP, the
 # suite's client scenarios with mcpvisor as the client, and the fixtures'
-# own checks over stdio and HTTP.
+# own checks over stdio and HTTP. Each part has its own runtime, home and
+# ports (all port 0): CONF_JOBS of them run at once.
 run_conformance() {
 	c=tests/conformance
-	conf_part conformance sh $c/run-against-runtime.sh
-	conf_part conformance-http sh $c/run-against-runtime.sh --http
-	conf_part conformance-fixture-http sh $c/run-fixture-http.sh
-	conf_part conformance-client sh $c/run-client.sh
-	conf_part fixture-stdio-check node $c/stdio-check.mjs build/san/conformance-server
-	conf_part fixture-http-check node $c/http-check.mjs build/san
+	parts="conformance conformance-http conformance-fixture-http
+		conformance-client fixture-stdio-check fixture-http-check"
+	for name in $parts; do
+		rm -f "$logdir/$name.log.rc"
+		echo "sh tests/run.sh conf-one $name"
+	done | run_slots "$CONF_JOBS"
+	for name in $parts; do
+		conf_report "$name"
+	done
+}
+
+# The command of one conformance part.
+conf_one() { # name
+	c=tests/conformance
+	case $1 in
+	conformance) conf_run "$1" sh $c/run-against-runtime.sh ;;
+	conformance-http) conf_run "$1" sh $c/run-against-runtime.sh --http ;;
+	conformance-fixture-http) conf_run "$1" sh $c/run-fixture-http.sh ;;
+	conformance-client) conf_run "$1" sh $c/run-client.sh ;;
+	fixture-stdio-check)
+		conf_run "$1" node $c/stdio-check.mjs build/san/conformance-server
+		;;
+	fixture-http-check) conf_run "$1" node $c/http-check.mjs build/san ;;
+	esac
 }
 
 run_smoke() {
@@ -186,6 +224,14 @@ run_fuzz() {
 
 start=$(date +%s)
 case $what in
+unit-one) # (internal) one unit binary, for run_unit's slots
+	unit_one "$2"
+	exit 0
+	;;
+conf-one) # (internal) one conformance part, for run_conformance's slots
+	conf_one "$2"
+	exit 0
+	;;
 unit) run_unit ;;
 e2e) run_e2e ;;
 conformance) run_conformance ;;

@@ -19,7 +19,8 @@ const DIR = path.resolve(process.argv[2] ??
   path.join(here, "..", "..", "build", "san"));
 const DEMO = path.join(DIR, "demo-server");
 const CONF = path.join(DIR, "conformance-server");
-const WAIT_MS = 4000;
+// A bound against a hang, not a measure: a busy machine takes its time.
+const WAIT_MS = 15_000;
 const ACCEPT = "application/json, text/event-stream";
 const INIT = {
   protocolVersion: "2025-11-25",

@@ -11,7 +11,8 @@ import path from "node:path";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const BIN = process.argv[2] ??
   path.join(here, "..", "..", "build", "conformance-server");
-const WAIT_MS = 3000;
+// A bound against a hang, not a measure: a busy machine takes its time.
+const WAIT_MS = 10_000;
 const stdoutErrors = [];
 
 const SUITE_TOOLS = [
