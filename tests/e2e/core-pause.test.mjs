@@ -153,7 +153,11 @@ test('slow readers that never read are set aside after a stall, and the server i
 		const r = await c.call('big__echo', { text: 'late' });
 		assert.equal(r.content[0].text, 'late'.repeat(REPEAT));
 		const ms = performance.now() - t0;
-		assert.ok(ms < 15_000, `answered after ${ms.toFixed(0)} ms`);
+		// Set aside by the stall rule (its line), well before the
+		// connection's 60 s idle timeout; the transfers of the others'
+		// 35 MB took a busy machine 16 s of the 15 once allowed.
+		console.log(`the late call answered after ${ms.toFixed(0)} ms`);
+		assert.ok(ms < 45_000, `answered after ${ms.toFixed(0)} ms`);
 		assert.match(rt.stderr(), /client reads nothing/);
 		await waitFor(
 			() => slow.slice(1).every((x) => x.got > 2048 * REPEAT),
