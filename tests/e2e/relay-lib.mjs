@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
-import { MCPVISOR, demo, makeHome, procStat, waitFor, writeConfig } from './lib.mjs';
+import { MCPVISOR, demo, makeHome, procStat, runCli, waitFor, writeConfig } from './lib.mjs';
 
 export const SAN_ENV = {
 	ASAN_OPTIONS:
@@ -34,6 +34,23 @@ export function figure(name, ms, { target, reference }) {
 			process.env.MCPVISOR_FIGURES,
 			`${JSON.stringify({ name, ms, target, reference })}\n`,
 		);
+}
+
+// Resolves once the runtime of home has a call in flight (its status), so
+// that what comes next meets it running: a fixed pause before was a bet a
+// busy machine lost.
+export async function awaitInflight(home, ms = 10_000) {
+	await waitFor(
+		async () => {
+			const r = await runCli(['status', '--json'], { home });
+			if (r.code !== 0)
+				return false;
+			const st = JSON.parse(r.stdout);
+			return (st.servers ?? []).some((s) => (s.instances ?? []).some((i) => i.inflight > 0));
+		},
+		ms,
+		'a call in flight',
+	);
 }
 
 // The runtime file of a home, or null.
