@@ -21,7 +21,7 @@ const BOTH = [
 ];
 
 test('cli: tools, call, status and an unknown tool against one runtime', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, { demo: demo(), other: demo(['--name', 'other']) }, async (rt) => {
 		// Nothing started before the first request that needs a server.

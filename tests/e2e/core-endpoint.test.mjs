@@ -72,7 +72,8 @@ async function statusWorks(rt) {
 test('R1: resets after Connection: close (and a CLI killed while the runtime was stopped) do not crash it', {
 	timeout: 30_000,
 }, async (t) => {
-	await withRuntime(t, SERVERS, async (rt) => {
+	// Stopped below: in a process group of its own (Runtime.start).
+	await withRuntime(t, SERVERS, { ownGroup: true }, async (rt) => {
 		const init = JSON.stringify({
 			jsonrpc: '2.0',
 			id: 1,

@@ -76,7 +76,7 @@ async function withHome(fn) {
 }
 
 test('home: two serve started at once, 10 times: exactly one runs', {
-	timeout: 60_000,
+	timeout: 120_000,
 }, async () => {
 	await withHome(async (home) => {
 		const config = await writeConfig(home, { demo: demo() });
@@ -222,7 +222,8 @@ test('home: a runtime folder of another user is refused, naming owner and mode',
 test('home: the CLI gives up on a frozen runtime, and the runtime lives on', {
 	timeout: 30_000,
 }, async (t) => {
-	await withRuntime(t, { demo: demo() }, async (rt) => {
+	// Stopped below: in a process group of its own (Runtime.start).
+	await withRuntime(t, { demo: demo() }, { ownGroup: true }, async (rt) => {
 		const env = { MCPVISOR_TIMEOUT: '1s' };
 		// A call longer than the timeout still works: the runtime answers.
 		const slow = await rt.cli(['call', 'demo__sleep', '{"ms":2500}'], { env });
@@ -249,7 +250,7 @@ test('home: the CLI gives up on a frozen runtime, and the runtime lives on', {
 });
 
 test('home: tools reports failed servers; tools NOSUCH, check, status, help', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const crashy = {
 		command: 'sh',

@@ -103,7 +103,7 @@ test('mcpvisor stop: a child that called setsid() is stopped; strangers are not'
 		const ex = await rt.waitExit();
 		assert.equal(ex.code, 0, 'runtime exit code');
 		// The runtime waited for it: gone when the runtime is.
-		await awaitGone(d.child, 2000, 'the setsid child after stop');
+		await awaitGone(d.child, 10_000, 'the setsid child after stop');
 		assertStrangersUntouched(strangers);
 		// A clean end leaves nothing for the next start to look for.
 		const j = JSON.parse(

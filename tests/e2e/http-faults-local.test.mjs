@@ -77,8 +77,10 @@ test('a squatter takes the port before the server binds it: another port, not a 
 		assert.equal(server.lastFailure, undefined, `counted as a failure: ${JSON.stringify(server)}`);
 		assert.equal(inst.nextAttemptInMs, undefined, 'a backoff');
 		assert.match(JSON.stringify(inst), new RegExp(`\\b${port2}\\b`), 'status -v shows the actual port');
-		// No backoff between the two starts (it would be 1 s at least).
-		assert.ok(ms < 700 * 2 + 900, `the list took ${ms} ms`);
+		// No backoff between the two starts: a backoff follows only a
+		// failed state, which the instance never entered (the list's
+		// time, two slow starts and a busy machine's share, is printed).
+		assert.doesNotMatch(rt.stderr(), /instance web: \S+ -> failed/, 'a failed start');
 		assert.equal(received, 0, 'mcpvisor sent the squatter a request');
 		assert.ok(squatter.listening, 'the squatter is still there');
 		t.diagnostic(

@@ -162,13 +162,13 @@ test('failed servers: exit at start and missing command show the reason; good se
 		{
 			good: demo(['--name', 'good']),
 			early: demo(['--name', 'early', '--exit-at-start', '7', '--stderr-lines', '3'], {
-				startupTimeout: '5s',
+				startupTimeout: '30s',
 			}),
 			missing: {
 				command: '/nonexistent/mcpvisor-e2e/no-such-server',
 				args: [],
 				scope: 'app',
-				startupTimeout: '5s',
+				startupTimeout: '30s',
 			},
 		},
 		async (rt) => {
@@ -181,8 +181,9 @@ test('failed servers: exit at start and missing command show the reason; good se
 				DEMO_TOOLS.map((n) => `good__${n}`),
 			);
 			// Failing fast: neither bad server holds the list up to its
-			// startup timeout.
-			assert.ok(took < 4000, `tools/list took ${took} ms`);
+			// startup timeout (30 s: half of it is a margin a busy
+			// machine keeps).
+			assert.ok(took < 15_000, `tools/list took ${took} ms`);
 
 			const echo = await c.call('good__echo', { text: 'still here' });
 			assert.equal(echo.content[0].text, 'still here');
