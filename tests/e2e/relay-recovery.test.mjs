@@ -5,8 +5,8 @@
 // or a program on the port, that never answers; told of a credential; and
 // at most once when the runtime dies in the middle of a tool call. Each
 // time is a figure (relay-lib's figure(): `make bench` holds the SPEC's
-// targets); a test holds the outcome and the reference time, which a busy
-// machine keeps.
+// targets); a test holds the outcome, and a bound that tells it from the
+// failure (the reference time where a busy machine keeps it with room).
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -173,7 +173,10 @@ test('relay recovery: the runtime asks for a credential (401): told, never resta
 			console.log(`scenario 4 (credential): ${text}`);
 			figure('the runtime asks for a credential: told', ms, { target: 500, reference: 2000 });
 			assert.ok(text, 'the host is told');
-			assert.ok(ms < 2000, `told after ${ms} ms`);
+			// Told rather than left to the host's patience (45 s): the
+			// 2 s reference is make bench's too, as a busy machine's
+			// sanitized relay took 1.3 s to start and connect alone.
+			assert.ok(ms < 10_000, `told after ${ms} ms`);
 			assert.match(text, /MCPVISOR_API_KEY/, 'says what to set');
 			assert.ok(procStat(fx.child.pid), 'the program still runs');
 			assert.doesNotMatch(fx.out(), /signalled/, 'never signalled');
