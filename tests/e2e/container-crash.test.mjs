@@ -51,7 +51,7 @@ function listenersOn(ports) {
 
 test('drain on quit: SIGTERM removes every owned container (stdio and HTTP) and their ports, never the image or a named volume; exit 0', {
 	skip: SKIP,
-	timeout: 60_000,
+	timeout: 120_000,
 }, async (t) => {
 	const pod = `drain${RUN}`;
 	const web = `drainweb${RUN}`;
@@ -99,7 +99,7 @@ test('drain on quit: SIGTERM removes every owned container (stdio and HTTP) and 
 
 test('runtime SIGKILL, then restart: the owned container is stopped; three decoys stay running; nothing left', {
 	skip: SKIP,
-	timeout: 120_000,
+	timeout: 240_000,
 }, async (t) => {
 	const name = `crash${RUN}`;
 	const decoyIds = [];

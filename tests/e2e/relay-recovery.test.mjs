@@ -31,7 +31,7 @@ import {
 } from './relay-lib.mjs';
 
 test('relay recovery: a runtime started in a terminal stops; the next call is answered by one the relay starts', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
 		const rt = new Runtime(ctx.home, path.join(ctx.home, 'mcp.json'));
@@ -57,7 +57,7 @@ test('relay recovery: a runtime started in a terminal stops; the next call is an
 });
 
 test('relay recovery: the runtime it started freezes (SIGSTOP): stopped, replaced, answered', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
 		const h = await hostConnect(ctx.home);
@@ -89,7 +89,7 @@ test('relay recovery: the runtime it started freezes (SIGSTOP): stopped, replace
 });
 
 test('relay recovery: a runtime it did not start freezes: told what to stop, never signalled', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
 		const rt = new Runtime(ctx.home, path.join(ctx.home, 'mcp.json'));
@@ -127,7 +127,7 @@ test('relay recovery: a runtime it did not start freezes: told what to stop, nev
 });
 
 test('relay recovery: a program on the port that never answers: told, the program untouched', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	const fx = await startFixture('silent');
 	try {
@@ -156,7 +156,7 @@ test('relay recovery: a program on the port that never answers: told, the progra
 });
 
 test('relay recovery: the runtime asks for a credential (401): told, never restarted', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	const fx = await startFixture('auth');
 	try {
@@ -188,7 +188,7 @@ test('relay recovery: the runtime asks for a credential (401): told, never resta
 });
 
 test('relay recovery: at most once: the runtime dies in the middle of a tool call; the call is not sent again', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	const dir = await makeHome('mcpvisor-relay-count-');
 	const count = path.join(dir, 'count');
