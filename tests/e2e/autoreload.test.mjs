@@ -37,7 +37,7 @@ function toolsSoon(c, cond, what) {
 }
 
 test('autoreload: an edit applies without a command, in place or by rename; unchanged servers keep their pid', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const a = demo(['--name', 'a']);
 	await withRuntime(t, { a }, WATCH, async (rt) => {
@@ -70,7 +70,7 @@ test('autoreload: an edit applies without a command, in place or by rename; unch
 });
 
 test('autoreload: a burst of 20 writes is one reload, and a write without change is none', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const a = demo(['--name', 'a']);
 	await withRuntime(t, { a }, WATCH, async (rt) => {
@@ -107,7 +107,7 @@ test('autoreload: a burst of 20 writes is one reload, and a write without change
 });
 
 test('autoreload: an invalid edit keeps the running servers and shows in status until fixed', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const a = demo(['--name', 'a']);
 	await withRuntime(t, { a }, WATCH, async (rt) => {
@@ -158,7 +158,7 @@ test('autoreload: an invalid edit keeps the running servers and shows in status 
 });
 
 test('autoreload: a space\'s .mcp.json is watched; an edit needs allowing again, and `allow` applies at once', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const space = await makeHome('mcpvisor-space-watch-');
 	t.after(() => fsp.rm(space, { recursive: true, force: true }));
@@ -189,7 +189,7 @@ test('autoreload: a space\'s .mcp.json is watched; an edit needs allowing again,
 });
 
 test('autoreload: a config that is a symlink is seen when its target is edited', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const home = await makeHome('mcpvisor-autoreload-');
 	t.after(() => fsp.rm(home, { recursive: true, force: true }));

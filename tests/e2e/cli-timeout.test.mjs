@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { demo, withRuntime } from './lib.mjs';
 
 test('cli: a frozen runtime is reported by status (10 s) and call (5 s of silence); after SIGCONT both work', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	// Stopped below: in a process group of its own (Runtime.start).
 	await withRuntime(t, { demo: demo() }, { ownGroup: true }, async (rt) => {
@@ -52,7 +52,7 @@ test('cli: a frozen runtime is reported by status (10 s) and call (5 s of silenc
 });
 
 test('cli: a call longer than the silence timeout succeeds (heartbeats keep its answer alive)', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, { demo: demo() }, async (rt) => {
 		const env = { MCPVISOR_TIMEOUT: '' };

@@ -82,7 +82,7 @@ const published = (c) => c.ports ?? [];
 
 test('podman run -i --rm: a stdio container server, owned (labels, a --name), its limits kept; stop removes it', {
 	skip: SKIP,
-	timeout: 60_000,
+	timeout: 120_000,
 }, async (t) => {
 	const name = srv('pod');
 	await removeOwn(t, [name]);
@@ -144,7 +144,7 @@ test('podman run -i --rm: a stdio container server, owned (labels, a --name), it
 
 test('docker that is podman (as podman-docker gives): recognised by its name, served, removed at quit', {
 	skip: SKIP,
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const name = srv('dock');
 	await removeOwn(t, [name]);
@@ -171,7 +171,7 @@ test('docker that is podman (as podman-docker gives): recognised by its name, se
 
 test('HTTP container: published only on 127.0.0.1 on an owned port; a squatter on the port it used last time is left alone', {
 	skip: SKIP,
-	timeout: 80_000,
+	timeout: 160_000,
 }, async (t) => {
 	const name = srv('web');
 	await removeOwn(t, [name]);
@@ -244,7 +244,7 @@ test('HTTP container: published only on 127.0.0.1 on an owned port; a squatter o
 
 test('two sessions share one app container; one detaching leaves it serving the other', {
 	skip: SKIP,
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const name = srv('shared');
 	await removeOwn(t, [name]);
@@ -281,7 +281,7 @@ test('two sessions share one app container; one detaching leaves it serving the 
 
 test('idle expiry: the container is stopped and removed about the idle timeout after the last call; the next call starts another', {
 	skip: SKIP,
-	timeout: 45_000,
+	timeout: 90_000,
 }, async (t) => {
 	const name = srv('idle');
 	await removeOwn(t, [name]);
@@ -318,7 +318,7 @@ test('idle expiry: the container is stopped and removed about the idle timeout a
 
 test('a call in flight keeps its container past the idle timeout; it closes after the call', {
 	skip: SKIP,
-	timeout: 45_000,
+	timeout: 90_000,
 }, async (t) => {
 	const name = srv('busy');
 	await removeOwn(t, [name]);
@@ -350,7 +350,7 @@ test('a call in flight keeps its container past the idle timeout; it closes afte
 
 test('listing the catalogue and reading status start no container (the tool cache answers)', {
 	skip: SKIP,
-	timeout: 80_000,
+	timeout: 160_000,
 }, async (t) => {
 	const name = srv('lazy');
 	await removeOwn(t, [name]);
@@ -414,7 +414,7 @@ const DOCKER_DOWN = DOCKER_CLI && !fs.existsSync('/var/run/docker.sock');
 
 test('image not found, engine not running, engine missing: the reason in status; the other servers keep serving', {
 	skip: SKIP,
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const missing = srv('missing');
 	const down = srv('down');
@@ -469,7 +469,7 @@ test('image not found, engine not running, engine missing: the reason in status;
 
 test('the user\'s --name is used as given; a foreign container holding that name is never removed', {
 	skip: SKIP,
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const name = srv('named');
 	const cname = `mcpvisor-e2e-named-${RUN}`;
@@ -509,7 +509,7 @@ test('the user\'s --name is used as given; a foreign container holding that name
 
 test('session scope: a container per session, removed when its session ends', {
 	skip: SKIP,
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const name = srv('sess');
 	await removeOwn(t, [name]);

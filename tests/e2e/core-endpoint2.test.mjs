@@ -38,7 +38,7 @@ async function openGet(port, sid) {
 }
 
 test('a quiet GET stream gets an SSE comment about once a second', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, SERVERS, async (rt) => {
 		const c = await connect(rt);
@@ -77,7 +77,7 @@ test('a quiet GET stream gets an SSE comment about once a second', {
 });
 
 test('get_flood: GET streams fed junk are closed once their client is gone', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, SERVERS, async (rt) => {
 		const pid = rt.child.pid;

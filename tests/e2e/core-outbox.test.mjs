@@ -46,7 +46,7 @@ const noSanitizer = (rt) =>
 	assert.doesNotMatch(rt.stderr(), /AddressSanitizer|runtime error:/);
 
 test('a cancel after the re-send settles the request once (R2)', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	const home = await scratchDir(t, 'mcpvisor-e2e-uaf-');
 	const marker = path.join(home, 'died');
@@ -90,7 +90,7 @@ test('a cancel after the re-send settles the request once (R2)', {
 });
 
 test('a request that kills its server is re-sent once, then fails and backs off (R3)', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	const home = await scratchDir(t, 'mcpvisor-e2e-poison-');
 	const count = path.join(home, 'starts');
@@ -134,7 +134,7 @@ test('a request that kills its server is re-sent once, then fails and backs off 
 });
 
 test('toolTimeout fails the call, names it, and cancels it on the server (R11)', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	const home = await scratchDir(t, 'mcpvisor-e2e-tt-');
 	const count = path.join(home, 'count');
@@ -169,7 +169,7 @@ test('toolTimeout fails the call, names it, and cancels it on the server (R11)',
 });
 
 test('an answer over 16 MiB and an error with id null answer their calls (x3, 5)', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, { fx: fixture() }, async (rt) => {
 		const c = await connect(rt);
@@ -198,7 +198,7 @@ test('an answer over 16 MiB and an error with id null answer their calls (x3, 5)
 });
 
 test('a failed start shows its stderr; stderr is logged with secrets masked (P1)', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(
 		t,
@@ -237,7 +237,7 @@ test('a failed start shows its stderr; stderr is logged with secrets masked (P1)
 });
 
 test('restart --force during a call is not a failure (x4)', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	const home = await scratchDir(t, 'mcpvisor-e2e-x4-');
 	const count = path.join(home, 'count');
@@ -288,7 +288,7 @@ function sseReader(res) {
 }
 
 test('an answer to a server request never reaches the process that replaced the asker (R10)', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	const home = await scratchDir(t, 'mcpvisor-e2e-r10-');
 	const count = path.join(home, 'count');

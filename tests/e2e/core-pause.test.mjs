@@ -104,7 +104,7 @@ function paused(t, body) {
 }
 
 test('slow readers pause a server; when they read, it is read again and nothing is lost', {
-	timeout: 90_000,
+	timeout: 180_000,
 }, async (t) => {
 	await paused(t, async (rt, c, slow) => {
 		// A call to the paused server waits behind the slow answers.
@@ -126,7 +126,7 @@ test('slow readers pause a server; when they read, it is read again and nothing 
 });
 
 test('slow readers pause a server; when they close, it is read again', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	await paused(t, async (rt, c, slow) => {
 		const late = c.call('big__echo', { text: 'late' });
@@ -139,7 +139,7 @@ test('slow readers pause a server; when they close, it is read again', {
 });
 
 test('slow readers that never read are set aside after a stall, and the server is read again', {
-	timeout: 80_000,
+	timeout: 160_000,
 }, async (t) => {
 	await paused(t, async (rt, c, slow) => {
 		// Holding a paused server, a connection that makes no progress

@@ -93,7 +93,7 @@ function assertStrangersUntouched({ plain, other }) {
 }
 
 test('mcpvisor stop: a child that called setsid() is stopped; strangers are not', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withConfig(t, config, async (rt, ctx) => {
 		const { strangers, d } = await arrangeOursAndStrangers(rt, ctx);
@@ -114,7 +114,7 @@ test('mcpvisor stop: a child that called setsid() is stopped; strangers are not'
 });
 
 test('SIGKILL of the runtime: the next start stops the setsid child and nothing else', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withConfig(t, config, async (rt, ctx) => {
 		const { strangers, d } = await arrangeOursAndStrangers(rt, ctx);

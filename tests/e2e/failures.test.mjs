@@ -47,7 +47,7 @@ function callReq(c, name, args = {}) {
 }
 
 test('a dropped server keeps its tools, shows why, and reconnects on the next call', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	const home = await makeHome('mcpvisor-e2e-drop-');
 	const cf = path.join(home, 'count');
@@ -139,7 +139,7 @@ test('a dropped server keeps its tools, shows why, and reconnects on the next ca
 });
 
 test('a server that dies at every start: the real error, then backoff 1, 2, 4 s', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	const home = await makeHome('mcpvisor-e2e-backoff-');
 	const cf = path.join(home, 'count');
@@ -241,7 +241,7 @@ test('a server that dies at every start: the real error, then backoff 1, 2, 4 s'
 });
 
 test('an auth failure: needs_auth, tools dropped, never retried', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const home = await makeHome('mcpvisor-e2e-auth-');
 	const cf = path.join(home, 'count');
@@ -287,7 +287,7 @@ test('an auth failure: needs_auth, tools dropped, never retried', {
 });
 
 test('warm tool cache: a slow server lists at once, no secret on disk; config change and corrupt cache', {
-	timeout: 80_000,
+	timeout: 160_000,
 }, async (t) => {
 	const SECRET = 'sekret-value-123';
 	const home = await makeHome('mcpvisor-e2e-cache-');
@@ -401,7 +401,7 @@ test('warm tool cache: a slow server lists at once, no secret on disk; config ch
 });
 
 test('an env secret never reaches status, the files under the home, or the log (debug level)', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const SECRET = 'sekret-value-123';
 	await withRuntime(
@@ -446,7 +446,7 @@ test('an env secret never reaches status, the files under the home, or the log (
 });
 
 test('at most once: a call lost in a crash is not re-sent; a lost read is', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const home = await makeHome('mcpvisor-e2e-once-');
 	const cf = path.join(home, 'count');
@@ -499,7 +499,7 @@ test('at most once: a call lost in a crash is not re-sent; a lost read is', {
 });
 
 test('explicit stop drops the tools at once; stop/restart refuse during a call without --force', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	const home = await makeHome('mcpvisor-e2e-stop-');
 	const cf = path.join(home, 'count');
@@ -607,7 +607,7 @@ test('explicit stop drops the tools at once; stop/restart refuse during a call w
 });
 
 test('stop/restart refuse while a call waits for its server to start', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const home = await makeHome('mcpvisor-e2e-waitstart-');
 	const cf = path.join(home, 'count');
@@ -673,7 +673,7 @@ test('stop/restart refuse while a call waits for its server to start', {
 });
 
 test('a request that arrives while a restart is stopping the old process waits for the new one', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	const home = await makeHome('mcpvisor-e2e-restart-');
 	const cf = path.join(home, 'count');

@@ -27,7 +27,7 @@ function local(args = [], extra = {}) {
 }
 
 test('a squatter takes the port before the server binds it: another port, not a failed start, the squatter untouched', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const dir = await scratchDir(t);
 	const cf = path.join(dir, 'count');
@@ -92,7 +92,7 @@ test('a squatter takes the port before the server binds it: another port, not a 
 });
 
 test('SIGKILL of the runtime with a local HTTP server: the next serve stops what the journal names; nothing left', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	const config = {
 		idleTimeout: '60s',
@@ -134,7 +134,7 @@ test('SIGKILL of the runtime with a local HTTP server: the next serve stops what
 });
 
 test('progress, sampling and elicitation through an HTTP server reach exactly the session whose call caused them', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, { web: local() }, async (rt) => {
 		const caps = { capabilities: { sampling: {}, elicitation: {} } };
@@ -190,7 +190,7 @@ test('progress, sampling and elicitation through an HTTP server reach exactly th
 });
 
 test('config: a local url that is not loopback, or {port} in a remote url, is refused naming the field; serve runs the others', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const servers = {
 		lan: local([], { url: 'http://192.168.1.20:{port}/mcp' }),

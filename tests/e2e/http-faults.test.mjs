@@ -33,7 +33,7 @@ function callReq(c, name, args = {}) {
 const names = (tools) => tools.map((x) => x.name).sort();
 
 test('401: needs_auth with the resource metadata URL, tools dropped, no retry storm; header secrets stay in the config', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const GOOD = 'good-tok-81f2a9';
 	const BAD = 'bad-tok-c07d15';
@@ -134,7 +134,7 @@ test('401: needs_auth with the resource metadata URL, tools dropped, no retry st
 });
 
 test('404 on the session: re-initialized at once, a read re-sent, a call in flight answered "may or may not" and run once', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const dir = await scratchDir(t);
 	const cf = path.join(dir, 'count');
@@ -179,7 +179,7 @@ test('404 on the session: re-initialized at once, a read re-sent, a call in flig
 });
 
 test('an SSE stream dropped mid-call is resumed with Last-Event-ID and the call answered once', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const dir = await scratchDir(t);
 	const cf = path.join(dir, 'count');
@@ -204,7 +204,7 @@ test('an SSE stream dropped mid-call is resumed with Last-Event-ID and the call 
 });
 
 test('an SSE stream dropped mid-call that cannot be resumed: lost-after-sent, never re-sent', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const dir = await scratchDir(t);
 	const cf = path.join(dir, 'count');
@@ -225,7 +225,7 @@ test('an SSE stream dropped mid-call that cannot be resumed: lost-after-sent, ne
 });
 
 test('a server that hangs: the call answers at its toolTimeout, status stays responsive', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const fx = await startFixture(t);
 	const px = await FaultProxy.start(t, fx.url);
@@ -254,7 +254,7 @@ test('a server that hangs: the call answers at its toolTimeout, status stays res
 });
 
 test('legacy HTTP+SSE: type "sse" and a server with no type (fallback) both work', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const dir = await scratchDir(t);
 	const cf = path.join(dir, 'count');
@@ -287,7 +287,7 @@ test('legacy HTTP+SSE: type "sse" and a server with no type (fallback) both work
 });
 
 test('a session the server itself expires (--expire-after): reads go on unbroken, one re-initialize, no backoff', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const dir = await scratchDir(t);
 	const cf = path.join(dir, 'count');
@@ -318,7 +318,7 @@ test('a session the server itself expires (--expire-after): reads go on unbroken
 });
 
 test('a server that stops answering (--hang-after): calls fail at toolTimeout, status answers, the runtime still stops at once', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	// Past the start (initialize and the lists): the hang comes within
 	// the calls below.

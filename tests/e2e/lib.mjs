@@ -75,9 +75,17 @@ export async function scratchDir(t, prefix = 'mcpvisor-e2e-') {
 	return dir;
 }
 
+// The bounds of waitFor and protocol-lib's within are hang guards, not
+// measures: they are stretched this many times (MCPVISOR_E2E_WAIT_SCALE),
+// since what a quiet machine does in 5 s a machine whose two CPUs run
+// fifteen things at once may take three times over. A wait that ends as
+// it should is no longer for it.
+export const WAIT_SCALE = Number(process.env.MCPVISOR_E2E_WAIT_SCALE) || 3;
+
 // Resolves when cond() is truthy, polling at a short interval, and throws
-// with what() when the bound passes first.
-export async function waitFor(cond, ms, what) {
+// with what() when the bound (times WAIT_SCALE) passes first.
+export async function waitFor(cond, bound, what) {
+	const ms = bound * WAIT_SCALE;
 	const end = Date.now() + ms;
 	let last;
 	for (;;) {

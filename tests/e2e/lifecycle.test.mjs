@@ -47,7 +47,7 @@ function waitInflight(rt, server) {
 }
 
 test('SIGTERM: exit 0, no server, grandchild or SIGTERM-ignoring server left', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	await withRuntime(
 		t,
@@ -89,7 +89,7 @@ test('SIGTERM: exit 0, no server, grandchild or SIGTERM-ignoring server left', {
 });
 
 test('SIGINT stops the runtime like SIGTERM: exit 0, servers gone', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, { gc: demo(['--name', 'gc', '--grandchild']) }, async (rt) => {
 		const c = await connect(rt);
@@ -102,7 +102,7 @@ test('SIGINT stops the runtime like SIGTERM: exit 0, servers gone', {
 });
 
 test('SIGTERM with a call in flight: the call is answered, then exit 0', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	// A grace longer than the call, so that the call must finish.
 	const opts = { args: ['--grace', '5s'] };
@@ -130,7 +130,7 @@ test('SIGTERM with a call in flight: the call is answered, then exit 0', {
 });
 
 test('a second SIGTERM while draining still stops every process and exits 0', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, STUBBORN, async (rt) => {
 		const c = await connect(rt);
@@ -155,7 +155,7 @@ test('a second SIGTERM while draining still stops every process and exits 0', {
 });
 
 test('failed servers: exit at start and missing command show the reason; good server serves', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(
 		t,

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { makeHome, readMessages, waitFor } from './lib.mjs';
+import { WAIT_SCALE, makeHome, readMessages, waitFor } from './lib.mjs';
 
 // The events of an SSE response as they come, read from a copy of it:
 // [{id, data}] in rec.events; rec.read resolves when the stream ends.
@@ -156,8 +156,10 @@ export function latch() {
 	return { open, wait: () => p };
 }
 
-// Rejects after ms with what; for promises that must settle in a bound.
-export function within(promise, ms, what) {
+// Rejects after ms (times WAIT_SCALE: a hang guard) with what; for
+// promises that must settle.
+export function within(promise, bound, what) {
+	const ms = bound * WAIT_SCALE;
 	let timer;
 	const limit = new Promise((_, reject) => {
 		timer = setTimeout(

@@ -55,7 +55,7 @@ function sleepCall(ms) {
 }
 
 test('progress: a sleep reports increasing progress, then its result', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withDemo(t, {}, async (rt) => {
 		const c = await sdkClient(rt);
@@ -84,7 +84,7 @@ test('progress: a sleep reports increasing progress, then its result', {
 });
 
 test('cancel: an aborted call sends notifications/cancelled that reaches the server', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withDemo(t, {}, async (rt, file) => {
 		const c = await sdkClient(rt);
@@ -127,7 +127,7 @@ test('cancel: an aborted call sends notifications/cancelled that reaches the ser
 });
 
 test('cancel: a client that disconnects mid-call cancels it upstream', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withDemo(t, {}, async (rt, file) => {
 		const a = await sdkClient(rt, { name: 'A' });
@@ -178,7 +178,7 @@ async function samplingClient(rt, name, state) {
 }
 
 test('sampling: one at a time, the session whose call asks answers', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withDemo(t, {}, async (rt) => {
 		const a = await samplingClient(rt, 'A', {});
@@ -208,7 +208,7 @@ test('sampling: one at a time, the session whose call asks answers', {
 });
 
 test('sampling: two sessions ask at once through one shared instance', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	// The slow start holds both calls until the instance is ready, so
 	// both are in flight upstream before either question comes back.
@@ -261,7 +261,7 @@ test('sampling: two sessions ask at once through one shared instance', {
 });
 
 test('elicitation: the client accepts and the server gets its answer', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withDemo(t, {}, async (rt) => {
 		const c = await sdkClient(rt, { capabilities: { elicitation: {} } });
@@ -332,7 +332,7 @@ function assertOneGet(c) {
 }
 
 test('list_changed: a reload that removes a server reaches a connected client on its GET stream', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const { dir, file } = await countFile();
 	const servers = {
@@ -367,7 +367,7 @@ test('list_changed: a reload that removes a server reaches a connected client on
 });
 
 test('list_changed: a reload that adds a server reaches a connected client on its GET stream', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const servers = {
 		demo: demo(['--name', 'demo']),
@@ -414,7 +414,7 @@ test('list_changed: a reload that adds a server reaches a connected client on it
 });
 
 test('resumption: a stream closed on purpose resumes with Last-Event-ID and loses nothing', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withDemo(t, { args: ['--sse-close-after', '300'] }, async (rt) => {
 		const c = await sdkClient(rt, { events: true });
@@ -470,7 +470,7 @@ test('resumption: a stream closed on purpose resumes with Last-Event-ID and lose
 });
 
 test('resumption: a stream resumed after its call ended gets the whole rest replayed', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const opts = { args: ['--sse-close-after', '300'] };
 	await withDemo(t, opts, async (rt, file) => {
@@ -502,7 +502,7 @@ test('resumption: a stream resumed after its call ended gets the whole rest repl
 });
 
 test('versions: 2024-11-05 and 2025-03-26 clients; a 2025-03-26 batch', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withDemo(t, {}, async (rt) => {
 		const old = new OldClient(rt.url, '2024-11-05');
@@ -563,7 +563,7 @@ test('versions: 2024-11-05 and 2025-03-26 clients; a 2025-03-26 batch', {
 });
 
 test('pagination: cursors stay valid across servers, every tool once in config order', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(
 		t,

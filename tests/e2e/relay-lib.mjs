@@ -24,9 +24,10 @@ export const SAN_ENV = {
 
 // One of the SPEC's relay timings, measured by a test: printed, and added
 // as a JSON line to the file MCPVISOR_FIGURES names, which `make bench`
-// reports beside the target (the SPEC's column for mcpvisor). A sanitized
+// reports beside the target (the SPEC's column for mcpvisor) and the
+// reference (another host's relay, which ours must beat). A sanitized
 // build on a busy machine does not keep the target; the tests hold the
-// reference (another host's relay, which ours must beat) and the outcome.
+// outcome and a bound that tells it from the failure.
 export function figure(name, ms, { target, reference }) {
 	console.log(`${name}: ${ms.toFixed(0)} ms (target ${target} ms, reference ${reference} ms)`);
 	if (process.env.MCPVISOR_FIGURES)

@@ -23,7 +23,7 @@ import {
 } from './relay-lib.mjs';
 
 test('relay: a call in flight when `mcpvisor restart` drains the runtime is answered, though another call is asked meanwhile', {
-	timeout: 60_000,
+	timeout: 120_000,
 }, async (t) => {
 	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
 		const h = await hostConnect(ctx.home);
@@ -57,7 +57,7 @@ test('relay: a call in flight when `mcpvisor restart` drains the runtime is answ
 });
 
 test('relay: waits through `mcpvisor restart` (the mark) instead of starting a runtime; one runtime after', {
-	timeout: 60_000,
+	timeout: 120_000,
 }, async (t) => {
 	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
 		const h = await hostConnect(ctx.home);

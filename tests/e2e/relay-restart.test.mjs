@@ -75,7 +75,7 @@ async function restartOnce(home, url, oldPid) {
 }
 
 test('restart without a server: drained, same home, servers and options; mark during, gone after; twice', {
-	timeout: 60_000,
+	timeout: 120_000,
 }, async (t) => {
 	const home = await makeHome();
 	const servers = { demo: demo(['--name', 'demo']), other: demo(['--name', 'other']) };
@@ -116,7 +116,7 @@ test('restart without a server: drained, same home, servers and options; mark du
 });
 
 test('restart without a runtime: exit 3, no mark; restart NAME still restarts one server', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	const home = await makeHome();
 	await writeConfig(home, { demo: demo(['--name', 'demo']) });

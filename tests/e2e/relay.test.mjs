@@ -25,7 +25,7 @@ import {
 // sanitized build on a busy machine keeps no such bound. Here: what the
 // host gets, and from which runtime.
 test('relay: no runtime: starts one and answers through it; with one running, answers through that one', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
 		const h = await hostConnect(ctx.home);
@@ -53,7 +53,7 @@ test('relay: no runtime: starts one and answers through it; with one running, an
 });
 
 test('relay: the host closes stdin: the relay exits 0 on its own; the runtime it started serves on', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
 		const h = await hostConnect(ctx.home);
@@ -75,7 +75,7 @@ test('relay: the host closes stdin: the relay exits 0 on its own; the runtime it
 });
 
 test('relay: several relays starting at once share one runtime', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
 		const results = await Promise.allSettled(
@@ -97,7 +97,7 @@ test('relay: several relays starting at once share one runtime', {
 });
 
 test('relay: a long call on a healthy runtime (longer than the silence watch) is not cut off', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
 		const h = await hostConnect(ctx.home);
