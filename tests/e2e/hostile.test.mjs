@@ -112,7 +112,7 @@ test('hostile: a list past its total bound fails alone, with its reason in statu
 		// And `tools`, whose list is short of that server's.
 		const cli = await rt.cli(['tools']);
 		assert.equal(cli.code, 1, cli.stderr);
-		assert.match(cli.stdout, /^ok__hello /m);
+		assert.match(cli.stdout, /^ok__hello /m, cli.stderr);
 		assert.match(cli.stderr, /server "pages": tools\/list came to more than 16 MiB/, cli.stderr);
 		assert.match(cli.stderr, /server "many": tools\/list listed more than 10000 items/, cli.stderr);
 		await c.close();
