@@ -162,6 +162,13 @@ test('hostile: a silent server and unreadable answers do not hold a session\'s l
 		assert.deepEqual(again, ['ok__hello', 'slow__late']);
 		st = await rt.status();
 		assert.equal(inst(st, 'silent').state, 'starting');
+		// The terminal's list waits the same patience for the silent
+		// server (its own session, its own instance): a body that
+		// takes that long is not a frozen runtime (the CLI gave up on
+		// silence at 5 s, the list's own patience, and printed none).
+		const cli = await rt.cli(['tools']);
+		assert.match(cli.stdout, /^ok__hello /m, cli.stderr);
+		assert.doesNotMatch(cli.stderr, /did not answer/, cli.stderr);
 		await c.close();
 	});
 });
