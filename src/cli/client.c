@@ -178,17 +178,15 @@ const char *client_socket(const struct client *c)
 	return c->socket;
 }
 
-/* Runs one exchange with the runtime. streams: an MCP request whose
- * answer is a stream that stays open while a call runs
- * (mcp_method_streams); it is bounded by silence (the runtime writes a
- * heartbeat on every open answer stream about once a second), never by
- * its length. Anything else, a list among them, is one body bounded as a
- * whole by MCPVISOR_TIMEOUT: a list may wait up to the runtime's patience
- * for a slow server (5 s) with nothing to say meanwhile. Errors are
+/* Runs one exchange with the runtime. by_silence: an MCP answer, which
+ * the runtime gives at once or as a stream that stays open while a call
+ * runs; it is bounded by silence (the runtime writes a heartbeat on
+ * every open answer stream about once a second), never by its length.
+ * Anything else is bounded as a whole by MCPVISOR_TIMEOUT. Errors are
  * printed; CLI_OK or CLI_FAILED. */
 static int client_http_ex(struct client *c, const char *method,
 			  const char *path, const char *body, long *status,
-			  bool streams, struct client_sse *sse)
+			  bool by_silence, struct client_sse *sse)
 {
 	buf_reset(&c->body);
 	buf_reset(&c->headers);
@@ -205,7 +203,7 @@ static int client_http_ex(struct client *c, const char *method,
 		NULL,
 	};
 	uint64_t wait_ms = (uint64_t)c->timeout_ms;
-	if (streams)
+	if (by_silence)
 		wait_ms = client_silence_ms(c->timeout_ms);
 	struct httpc_opts o = {
 		.method = method,
@@ -217,8 +215,8 @@ static int client_http_ex(struct client *c, const char *method,
 		.connect_timeout_ms = CLIENT_CONNECT_MS < wait_ms
 					      ? CLIENT_CONNECT_MS
 					      : wait_ms,
-		.silence_timeout_ms = streams ? wait_ms : 0,
-		.total_timeout_ms = streams ? 0 : wait_ms,
+		.silence_timeout_ms = by_silence ? wait_ms : 0,
+		.total_timeout_ms = by_silence ? 0 : wait_ms,
 	};
 	int st = 0;
 	const char *why = "";
@@ -309,8 +307,13 @@ static int client_rpc(struct client *c, const char *method, json_t *params,
 	json_decref(req);
 	long status = 0;
 	struct client_sse sse = {.id = id};
-	int rc = client_http_ex(c, "POST", "/mcp", text, &status,
-				mcp_method_streams(method), &sse);
+	/* A list may wait the runtime's patience for a slow server (5 s)
+	 * as one JSON body, with no heartbeat meanwhile: it is bounded as a
+	 * whole. Every other answer comes at once or streams with
+	 * heartbeats: silence bounds it. */
+	size_t ml = strlen(method);
+	bool list = ml > 5 && strcmp(method + ml - 5, "/list") == 0;
+	int rc = client_http_ex(c, "POST", "/mcp", text, &status, !list, &sse);
 	free(text);
 	if (rc != CLI_OK) {
 		json_decref(sse.found);
@@ -359,7 +362,7 @@ int client_request(struct client *c, const char *method, json_t *params,
 		char *text = json_dumps(note, JSON_COMPACT);
 		json_decref(note);
 		long status;
-		rc = client_http_ex(c, "POST", "/mcp", text, &status, false,
+		rc = client_http_ex(c, "POST", "/mcp", text, &status, true,
 				    NULL);
 		free(text);
 		if (rc != CLI_OK)

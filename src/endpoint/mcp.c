@@ -180,6 +180,15 @@ static bool ep_accepts(const char *accept, const char *type)
 	       strstr(accept, "*/*") != NULL;
 }
 
+/* The forwarded methods: answered as a stream, so progress can flow. */
+static bool ep_method_streams(const char *method)
+{
+	return method && (strcmp(method, "tools/call") == 0 ||
+			  strcmp(method, "prompts/get") == 0 ||
+			  strcmp(method, "resources/read") == 0 ||
+			  strcmp(method, "completion/complete") == 0);
+}
+
 /* ---- MCP requests ---- */
 
 static void ep_initialized(void *arg, json_t *result, struct session *s)
@@ -399,7 +408,7 @@ static bool ep_post_classify(struct conn *c, struct ep_post *p)
 		p->nrequests++;
 		if (strcmp(jr_method(m), "initialize") == 0)
 			p->init = m;
-		if (mcp_method_streams(jr_method(m)))
+		if (ep_method_streams(jr_method(m)))
 			p->streams = true;
 	}
 	return true;

@@ -158,11 +158,3 @@ const char *mcp_version_negotiate(const char *requested)
 			return mcp_versions[i];
 	return MCP_LATEST_VERSION;
 }
-
-bool mcp_method_streams(const char *method)
-{
-	return method && (strcmp(method, "tools/call") == 0 ||
-			  strcmp(method, "prompts/get") == 0 ||
-			  strcmp(method, "resources/read") == 0 ||
-			  strcmp(method, "completion/complete") == 0);
-}

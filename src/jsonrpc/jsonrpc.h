@@ -52,12 +52,6 @@ json_t *jr_error(const json_t *id, int code, const char *message, json_t *data);
  * is safe (initialize, the lists, reads, ping). */
 bool jr_method_is_idempotent(const char *method);
 
-/* The forwarded requests whose answer is a stream, so progress can flow
- * and a quiet one hears a heartbeat (tools/call, prompts/get,
- * resources/read, completion/complete); every other answer is one JSON
- * body, which may wait (a list waits up to its patience). */
-bool mcp_method_streams(const char *method);
-
 /* The MCP revisions spoken, newest first. */
 extern const char *const mcp_versions[];
 #define MCP_LATEST_VERSION "2025-11-25"
