@@ -100,6 +100,23 @@ struct config_filter {
 	size_t ndeny;
 };
 
+/* A url server's "oauth" (all optional): what `mcpvisor login` and the
+ * runtime's sign-in use (src/auth/). */
+struct config_oauth {
+	char *client_id;     /* "clientId": a pre-registered client */
+	char *client_secret; /* "clientSecret", expanded: a secret */
+	/* Its template as written when it came from ${VAR}; NULL
+	 * otherwise. */
+	char *client_secret_tpl;
+	/* "clientMetadataUrl": this client's Client ID Metadata Document
+	 * (an https URL with a path), used where the authorization server
+	 * supports them. */
+	char *client_metadata_url;
+	char **scopes; /* "scopes": asked for on top of what the server
+			  names */
+	size_t nscopes;
+};
+
 struct server_config {
 	char *name;
 	enum server_kind kind;
@@ -137,6 +154,8 @@ struct server_config {
 	bool disabled;
 	/* Container kinds; NULL for the others. */
 	struct container_config *container;
+	/* url servers: "oauth"; NULL when not given. */
+	struct config_oauth *oauth;
 	/* What the server's lists keep (and what can be called). */
 	struct config_filter tools, prompts, resources;
 	/* Set when the server comes from a space's .mcp.json that the user
