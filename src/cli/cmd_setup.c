@@ -208,6 +208,13 @@ static void setup_print_plan(const struct setup_opts *o,
 			printf("  %-20s moves to %s%s\n", name, mine->path,
 			       off ? " (disabled, stays disabled)" : "");
 			setup_print_vars(o, json_object_get(it, "vars"));
+			if (json_is_true(json_object_get(it, "signIn")))
+				printf("  %-20s signs in with OAuth (%s kept "
+				       "its own sign-in): run `mcpvisor login "
+				       "%s%s%s` once\n",
+				       "", o->host->title, name,
+				       o->home ? " --home " : "",
+				       o->home ? o->home : "");
 		} else if (strcmp(act, "same") == 0)
 			printf("  %-20s already in %s (the same server): "
 			       "removed from %s\n",
@@ -230,6 +237,27 @@ static void setup_print_plan(const struct setup_opts *o,
 	}
 	if (p->relay_added)
 		printf("  %-20s adds `mcpvisor relay`\n", p->relay_name);
+}
+
+/* The servers that need a sign-in in mcpvisor, last, as commands. */
+static void setup_print_logins(const struct setup_opts *o,
+			       const struct hosts_plan *p)
+{
+	size_t i;
+	json_t *it;
+	bool first = true;
+	json_array_foreach(p->items, i, it)
+	{
+		if (!json_is_true(json_object_get(it, "signIn")))
+			continue;
+		if (first)
+			printf("sign in to what %s had signed in to:\n",
+			       o->host->title);
+		first = false;
+		printf("  mcpvisor login %s%s%s\n",
+		       json_string_value(json_object_get(it, "name")),
+		       o->home ? " --home " : "", o->home ? o->home : "");
+	}
 }
 
 /* A runtime of this home serves its config as it was: have it read the
@@ -526,6 +554,7 @@ static int setup_run(const struct setup_opts *o, struct paths *pt)
 	       "--undo)\n",
 	       where, o->host->name);
 	printf("restart %s to use it\n", o->host->title);
+	setup_print_logins(o, &plan);
 	free(where);
 	rc = setup_reload(o->home);
 out:
