@@ -77,9 +77,14 @@ char *instance_signin_needs_text(const struct instance *inst, int status,
 				 "entry, then it is tried again (or run "
 				 "`mcpvisor restart %s`)",
 				 st, text, inst->name);
-	return xasprintf("the server needs a sign-in%s: %s; run `mcpvisor "
-			 "login %s`",
-			 st, text, inst->name);
+	if (status == 403)
+		return xasprintf("the server refused the access token (HTTP "
+				 "403: %s); run `mcpvisor login %s` to ask for "
+				 "the access it needs",
+				 text, inst->name);
+	return xasprintf("the server needs a sign-in%s; run `mcpvisor login "
+			 "%s`",
+			 st, inst->name);
 }
 
 /* ---- refresh ------------------------------------------------------------ */
