@@ -224,7 +224,7 @@ int auth_flow_start(struct auth *a, const struct auth_flow_opts *o,
 int auth_flow_redirect(struct auth_flow *f, const char *redirect_url,
 		       const char **why);
 /* Ends the flow: no callback after this; the listener closes. NULL does
- * nothing. */
+ * nothing; not after on_done (the flow is gone then). */
 void auth_flow_cancel(struct auth_flow *f);
 
 #endif

@@ -190,6 +190,15 @@ void config_free(struct config *cfg);
  * takes the entry out of cfg->servers). */
 void config_server_clear(struct server_config *s);
 
+/* A deep copy of a server's "oauth" (NULL for NULL), for whoever keeps
+ * it past its config's life; config_oauth_free frees it. */
+struct config_oauth *config_oauth_dup(const struct config_oauth *o);
+/* Frees a server's "oauth" (NULL does nothing). */
+void config_oauth_free(struct config_oauth *o);
+/* "oauth" as `check` shows it: the client secret masked (or its ${VAR}
+ * template). New reference. */
+json_t *config_oauth_describe(const struct config_oauth *o);
+
 /* A deep copy of a container's config (NULL for NULL), for whoever keeps
  * a server past its config's life; config_server_clear frees it. */
 struct container_config *
