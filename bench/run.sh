@@ -33,6 +33,8 @@ RAW=$WORK/raw.jsonl
 PIDS=""
 HOST=""
 LGPID=""
+# Runtime files of runtimes a relay started (not our children).
+RTFILES=""
 
 cleanup() {
 	for p in $LGPID $PIDS; do
@@ -42,6 +44,10 @@ cleanup() {
 		wait "$p" 2>/dev/null
 	done
 	PIDS=""
+	for f in $RTFILES; do
+		stop_runtime "$f"
+	done
+	RTFILES=""
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -81,6 +87,21 @@ run_lg() {
 
 json_field() { # line key: a string or number field of a flat JSON line
 	printf '%s\n' "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p"
+}
+
+# stop_runtime FILE: stops the runtime a relay started, by the pid in its
+# runtime file: SIGTERM, and SIGKILL if it is still there 10 s later.
+stop_runtime() {
+	[ -f "$1" ] || return 0
+	rtpid=$(json_field "$(cat "$1")" pid)
+	[ -n "$rtpid" ] && kill -TERM "$rtpid" 2>/dev/null || return 0
+	i=0
+	while kill -0 "$rtpid" 2>/dev/null && [ "$i" -lt 200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	kill -KILL "$rtpid" 2>/dev/null
+	return 0
 }
 
 # host_start NAME TARGET ROUND LOADGEN-HOST-ARGS... -- CMD...: starts the
@@ -194,6 +215,23 @@ relay_runs() { # round home
 		-- "$MCPVISOR" relay --home "$2"
 	run_lg mcpvisor_relay "$r" first_call 0 --stdio first-call \
 		-- "$MCPVISOR" relay --home "$2"
+	relay_cold_run "$r"
+}
+
+# The relay with no runtime running, on a home of its own: it starts one
+# (in the background, its own session) and answers through it. 'start' is
+# spawn to the first answered tools/call, the SPEC's "within a second";
+# the runtime is stopped by its pid after.
+relay_cold_run() { # round
+	r=$1
+	chome=$WORK/relay-cold-home-$r
+	mkdir -p "$chome"
+	cp "$WORK/mcpvisor.json" "$chome/mcp.json"
+	RTFILES="$RTFILES $chome/run/runtime.json"
+	run_lg mcpvisor_relay "$r" first_call_cold 0 --stdio first-call \
+		-- "$MCPVISOR" relay --home "$chome"
+	stop_runtime "$chome/run/runtime.json"
+	RTFILES=$(echo "$RTFILES" | sed "s# $chome/run/runtime.json##")
 }
 
 peer_round() { # name round command...
@@ -303,6 +341,33 @@ floor_round() { # round
 			--stdio-per-session throughput --sessions "$n" \
 			--seconds "$SECS" -- "$ECHO"
 	done
+}
+
+# The SPEC's relay timings (its table: the runtime stopped, the runtime
+# the relay started frozen, one it did not start frozen, a program on the
+# port that never answers, a credential asked for), measured by the
+# scenarios of tests/e2e/relay-recovery.test.mjs on this build: each
+# writes its figure to FIGURES, which the report sets beside the target.
+relay_recovery() {
+	FIGURES=$WORK/figures.jsonl
+	: >"$FIGURES"
+	if [ ! -x "$MCPVISOR" ] || [ ! -x "$DEMO" ] ||
+		! command -v node >/dev/null 2>&1; then
+		echo "bench: relay recovery skipped (no mcpvisor, demo-server" \
+			"or node)" >&2
+		return
+	fi
+	sh "$ROOT/scripts/npm-deps.sh" || return
+	MCPVISOR_BIN=$MCPVISOR DEMO_SERVER=$DEMO MCPVISOR_FIGURES=$FIGURES \
+		node --test --test-concurrency=1 \
+		"$ROOT/tests/e2e/relay-recovery.test.mjs" \
+		>"$WORK/relay-recovery.log" 2>&1 &
+	LGPID=$!
+	if ! wait "$LGPID"; then
+		echo "bench: a relay recovery scenario failed:" >&2
+		grep -E '^not ok|error:' "$WORK/relay-recovery.log" | head -n 10 >&2
+	fi
+	LGPID=""
 }
 
 # RSS idle and with open sessions, time to answer, first tools/list.
@@ -532,6 +597,7 @@ bench() {
 		r=$((r + 1))
 	done
 	mcpvisor_extras
+	relay_recovery
 	machine_info "$WORK/after.json"
 	# CPU of everything we ran (children, waited for): the rest is others'.
 	# Not in a pipeline: that would be a subshell's times.
@@ -541,7 +607,7 @@ bench() {
 	python3 "$BENCH/report.py" --raw "$RAW" --before "$WORK/before.json" \
 		--after "$WORK/after.json" --seconds "$(($(now_s) - start))" \
 		--calls "$CALLS" --window "$SECS" --package "$BENCH/package.json" \
-		--own-cpu "$own" \
+		--own-cpu "$own" --figures "$WORK/figures.jsonl" \
 		--out "$BENCH/results/latest.json"
 }
 

@@ -5,6 +5,7 @@
 // why until a good one; a space's .mcp.json is watched under the trust
 // rules (an edit needs allowing again, and `allow` applies at once).
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -36,7 +37,7 @@ function toolsSoon(c, cond, what) {
 }
 
 test('autoreload: an edit applies without a command, in place or by rename; unchanged servers keep their pid', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const a = demo(['--name', 'a']);
 	await withRuntime(t, { a }, WATCH, async (rt) => {
@@ -69,16 +70,22 @@ test('autoreload: an edit applies without a command, in place or by rename; unch
 });
 
 test('autoreload: a burst of 20 writes is one reload, and a write without change is none', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const a = demo(['--name', 'a']);
 	await withRuntime(t, { a }, WATCH, async (rt) => {
 		const c = await connect(rt);
 		const a1 = await rt.demoPids(c, 'a__pid');
 		// Each write a different valid config: any reload in the middle
-		// of the burst would be a reload of its own.
-		for (let i = 0; i < 20; i++)
-			await fsp.writeFile(rt.configPath, cfgText({ a, [`x${i}`]: demo(['--name', `x${i}`]) }));
+		// of the burst would be a reload of its own. Written without
+		// yielding to the loop, so that the burst is a few ms long
+		// however busy the machine: twenty awaited writes took longer
+		// than the watch's 200 ms of quiet, and were two reloads.
+		const texts = Array.from({ length: 20 }, (_, i) =>
+			cfgText({ a, [`x${i}`]: demo(['--name', `x${i}`]) }),
+		);
+		for (const text of texts)
+			fs.writeFileSync(rt.configPath, text);
 		await toolsSoon(c, (n) => n.includes('x19__echo') && !n.some((x) => /^x\d+__/.test(x) && !x.startsWith('x19__')),
 			'the last config of the burst');
 		// The same bytes written again: seen, and nothing to do. It comes
@@ -100,7 +107,7 @@ test('autoreload: a burst of 20 writes is one reload, and a write without change
 });
 
 test('autoreload: an invalid edit keeps the running servers and shows in status until fixed', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const a = demo(['--name', 'a']);
 	await withRuntime(t, { a }, WATCH, async (rt) => {
@@ -151,7 +158,7 @@ test('autoreload: an invalid edit keeps the running servers and shows in status 
 });
 
 test('autoreload: a space\'s .mcp.json is watched; an edit needs allowing again, and `allow` applies at once', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const space = await makeHome('mcpvisor-space-watch-');
 	t.after(() => fsp.rm(space, { recursive: true, force: true }));
@@ -182,7 +189,7 @@ test('autoreload: a space\'s .mcp.json is watched; an edit needs allowing again,
 });
 
 test('autoreload: a config that is a symlink is seen when its target is edited', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const home = await makeHome('mcpvisor-autoreload-');
 	t.after(() => fsp.rm(home, { recursive: true, force: true }));

@@ -8,9 +8,10 @@ import { test } from 'node:test';
 import { demo, withRuntime } from './lib.mjs';
 
 test('cli: a frozen runtime is reported by status (10 s) and call (5 s of silence); after SIGCONT both work', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
-	await withRuntime(t, { demo: demo() }, async (rt) => {
+	// Stopped below: in a process group of its own (Runtime.start).
+	await withRuntime(t, { demo: demo() }, { ownGroup: true }, async (rt) => {
 		const pid = rt.info.pid;
 		// No MCPVISOR_TIMEOUT: the defaults are what is tested.
 		const env = { MCPVISOR_TIMEOUT: '' };
@@ -30,11 +31,14 @@ test('cli: a frozen runtime is reported by status (10 s) and call (5 s of silenc
 		assert.equal(st.signal, null, 'status was not killed by the test');
 		assert.equal(st.code, 1, st.stderr);
 		assert.match(st.stderr, new RegExp(`runtime at pid ${pid} did not answer within 10 s; it may be frozen`));
-		assert.ok(st.ms >= 9_500 && st.ms < 12_500, `status gave up after ${st.ms} ms`);
+		// Its own 10 s, not the test's 20 s (no signal): how much later a
+		// busy machine lets it exit is no part of the promise.
+		assert.ok(st.ms >= 9_500, `status gave up after ${st.ms} ms`);
 		assert.equal(call.signal, null, 'call was not killed by the test');
 		assert.equal(call.code, 1, call.stderr);
 		assert.match(call.stderr, new RegExp(`runtime at pid ${pid} did not answer within 5 s; it may be frozen`));
-		assert.ok(call.ms >= 4_500 && call.ms < 7_500, `call gave up after ${call.ms} ms`);
+		assert.ok(call.ms >= 4_500, `call gave up after ${call.ms} ms`);
+		console.log(`gave up: status after ${st.ms} ms, call after ${call.ms} ms`);
 		assert.equal(st.stderr.split('\n').filter(Boolean).length, 1, 'one sentence');
 
 		const again = await rt.cli(['status']);
@@ -48,7 +52,7 @@ test('cli: a frozen runtime is reported by status (10 s) and call (5 s of silenc
 });
 
 test('cli: a call longer than the silence timeout succeeds (heartbeats keep its answer alive)', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, { demo: demo() }, async (rt) => {
 		const env = { MCPVISOR_TIMEOUT: '' };

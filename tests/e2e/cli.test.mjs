@@ -21,7 +21,7 @@ const BOTH = [
 ];
 
 test('cli: tools, call, status and an unknown tool against one runtime', {
-	timeout: 30_000,
+	timeout: 120_000,
 }, async (t) => {
 	await withRuntime(t, { demo: demo(), other: demo(['--name', 'other']) }, async (rt) => {
 		// Nothing started before the first request that needs a server.
@@ -110,7 +110,7 @@ test('cli: tools, call, status and an unknown tool against one runtime', {
 });
 
 test('cli: call of an unknown tool names the available ones with no session open', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, { demo: demo() }, async (rt) => {
 		// The plain terminal case: no client holds the server, so its
@@ -127,7 +127,7 @@ test('cli: call of an unknown tool names the available ones with no session open
 });
 
 test('cli: no runtime exits 3; check validates a config', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	const home = await makeHome();
 	try {

@@ -51,7 +51,7 @@ function listenersOn(ports) {
 
 test('drain on quit: SIGTERM removes every owned container (stdio and HTTP) and their ports, never the image or a named volume; exit 0', {
 	skip: SKIP,
-	timeout: 30_000,
+	timeout: 120_000,
 }, async (t) => {
 	const pod = `drain${RUN}`;
 	const web = `drainweb${RUN}`;
@@ -75,9 +75,15 @@ test('drain on quit: SIGTERM removes every owned container (stdio and HTTP) and 
 		boxes = [...(await awaitRunning(pod)), ...(await awaitRunning(web))];
 		port = boxes[1].ports[0].host_port;
 		console.log(`# drain: before SIGTERM\n${describe(boxes)}\n# listeners\n${listenersOn([port])}`);
-		// A call in flight at quit is answered before the containers go.
-		const call = c.client.callTool({ name: `${pod}__sleep`, arguments: { ms: 800 } });
-		await new Promise((r) => setTimeout(r, 200));
+		// A call in flight at quit is answered before the containers go:
+		// seen in flight (a fixed 200 ms pause was a bet a busy machine
+		// could lose), and long enough to still be then.
+		const call = c.client.callTool({ name: `${pod}__sleep`, arguments: { ms: 3000 } });
+		await waitFor(
+			async () => (await rt.status()).servers.find((s) => s.name === pod)?.instances?.[0]?.inflight > 0,
+			5000,
+			'the call in flight',
+		);
 		const t0 = Date.now();
 		rt.terminate();
 		const r = await call;
@@ -91,7 +97,7 @@ test('drain on quit: SIGTERM removes every owned container (stdio and HTTP) and 
 		assert.ok(!(await listening(port)), 'the published port still answers');
 		assert.equal((await podman(['volume', 'exists', volume])).code, 0, 'the named volume was removed');
 		assert.equal((await podman(['image', 'exists', IMAGE])).code, 0, 'the image was removed');
-		console.log(`# drain: runtime exited ${exitMs} ms after SIGTERM (an 800 ms call in flight), ` +
+		console.log(`# drain: runtime exited ${exitMs} ms after SIGTERM (a 3 s call in flight), ` +
 			`both containers removed\n# after\n${describe([...(await ofServer(pod)), ...(await ofServer(web))])}` +
 			`\n# listeners\n${listenersOn([port])}`);
 	});
@@ -99,7 +105,7 @@ test('drain on quit: SIGTERM removes every owned container (stdio and HTTP) and 
 
 test('runtime SIGKILL, then restart: the owned container is stopped; three decoys stay running; nothing left', {
 	skip: SKIP,
-	timeout: 40_000,
+	timeout: 240_000,
 }, async (t) => {
 	const name = `crash${RUN}`;
 	const decoyIds = [];

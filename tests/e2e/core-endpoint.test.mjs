@@ -70,9 +70,10 @@ async function statusWorks(rt) {
 }
 
 test('R1: resets after Connection: close (and a CLI killed while the runtime was stopped) do not crash it', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
-	await withRuntime(t, SERVERS, async (rt) => {
+	// Stopped below: in a process group of its own (Runtime.start).
+	await withRuntime(t, SERVERS, { ownGroup: true }, async (rt) => {
 		const init = JSON.stringify({
 			jsonrpc: '2.0',
 			id: 1,
@@ -108,7 +109,7 @@ test('R1: resets after Connection: close (and a CLI killed while the runtime was
 });
 
 test('finding 15: a second Host or Origin, a Host with more than a port, a bare CR and bad chunk framing are refused, however split', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, SERVERS, async (rt) => {
 		const p = rt.port;
@@ -162,7 +163,7 @@ test('finding 15: a second Host or Origin, a Host with more than a port, a bare 
 });
 
 test('finding 4: status answers and a new client gets in while 4,100 TCP connections are held', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	await withRuntime(t, SERVERS, async (rt) => {
 		const held = [];
@@ -215,7 +216,7 @@ async function stalls(s, ms) {
 }
 
 test('finding 8: a connection whose GET stream is open reads no more than one request ahead', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, SERVERS, LEAN, async (rt) => {
 		const c = await connect(rt);
@@ -238,7 +239,7 @@ test('finding 8: a connection whose GET stream is open reads no more than one re
 });
 
 test('R4: a client that pipelines large calls and never reads does not grow the runtime', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	await withRuntime(t, SERVERS, LEAN, async (rt) => {
 		const c = await connect(rt);
@@ -307,7 +308,7 @@ async function readRest(reader) {
 }
 
 test('R12: a Last-Event-ID resume does not take a stream another connection holds', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, SERVERS, async (rt) => {
 		const c = await connect(rt);
@@ -348,7 +349,7 @@ test('R12: a Last-Event-ID resume does not take a stream another connection hold
 });
 
 test('R22: a sampling request asked during a batched call (2025-03-26) reaches the client', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, SERVERS, async (rt) => {
 		const c = await connect(rt, {
@@ -392,7 +393,7 @@ test('R22: a sampling request asked during a batched call (2025-03-26) reaches t
 });
 
 test('R16: an answer over the replay bound is replayed as an error, not kept whole', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, SERVERS, async (rt) => {
 		const c = await connect(rt);

@@ -38,7 +38,7 @@ async function openGet(port, sid) {
 }
 
 test('a quiet GET stream gets an SSE comment about once a second', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, SERVERS, async (rt) => {
 		const c = await connect(rt);
@@ -55,7 +55,7 @@ test('a quiet GET stream gets an SSE comment about once a second', {
 		let text = '';
 		const seen = [];
 		const t0 = Date.now();
-		while (seen.length < 3 && Date.now() - t0 < 8000) {
+		while (seen.length < 5 && Date.now() - t0 < 12_000) {
 			const { value, done } = await reader.read();
 			if (done)
 				break;
@@ -65,17 +65,19 @@ test('a quiet GET stream gets an SSE comment about once a second', {
 				seen.push(Date.now());
 		}
 		await reader.cancel();
-		assert.equal(seen.length, 3, `comments seen: ${JSON.stringify(text)}`);
-		for (let i = 1; i < seen.length; i++) {
-			const gap = seen[i] - seen[i - 1];
-			assert.ok(gap > 600 && gap < 1800, `heartbeat gap ${gap} ms`);
-		}
+		assert.equal(seen.length, 5, `comments seen: ${JSON.stringify(text)}`);
+		// The mean of four gaps: one read that a busy machine delays
+		// moves it by a quarter of the delay, where a single gap could
+		// be halved or doubled.
+		const gap = (seen[4] - seen[0]) / 4;
+		console.log(`heartbeat gaps: ${seen.slice(1).map((x, i) => x - seen[i]).join(', ')} ms`);
+		assert.ok(gap > 500 && gap < 2000, `mean heartbeat gap ${gap} ms`);
 		await c.close();
 	});
 });
 
 test('get_flood: GET streams fed junk are closed once their client is gone', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, SERVERS, async (rt) => {
 		const pid = rt.child.pid;

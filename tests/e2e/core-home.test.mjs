@@ -76,7 +76,7 @@ async function withHome(fn) {
 }
 
 test('home: two serve started at once, 10 times: exactly one runs', {
-	timeout: 60_000,
+	timeout: 240_000,
 }, async () => {
 	await withHome(async (home) => {
 		const config = await writeConfig(home, { demo: demo() });
@@ -121,7 +121,7 @@ test('home: two serve started at once, 10 times: exactly one runs', {
 // unreaped (a zombie) or belong to another program by now. Neither may
 // look like a running runtime, and `stop` clears what it left.
 test('home: a stale runtime file (dead, zombie or reused pid) is no runtime', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async () => {
 	await withHome(async (home) => {
 		const config = await writeConfig(home, { demo: demo() });
@@ -198,7 +198,7 @@ test('home: a stale runtime file (dead, zombie or reused pid) is no runtime', {
 });
 
 test('home: a runtime folder of another user is refused, naming owner and mode', {
-	timeout: 20_000,
+	timeout: 60_000,
 	skip: process.getuid() !== 0 && 'needs root to chown to nobody',
 }, async () => {
 	await withHome(async (home) => {
@@ -220,9 +220,10 @@ test('home: a runtime folder of another user is refused, naming owner and mode',
 });
 
 test('home: the CLI gives up on a frozen runtime, and the runtime lives on', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
-	await withRuntime(t, { demo: demo() }, async (rt) => {
+	// Stopped below: in a process group of its own (Runtime.start).
+	await withRuntime(t, { demo: demo() }, { ownGroup: true }, async (rt) => {
 		const env = { MCPVISOR_TIMEOUT: '1s' };
 		// A call longer than the timeout still works: the runtime answers.
 		const slow = await rt.cli(['call', 'demo__sleep', '{"ms":2500}'], { env });
@@ -249,7 +250,7 @@ test('home: the CLI gives up on a frozen runtime, and the runtime lives on', {
 });
 
 test('home: tools reports failed servers; tools NOSUCH, check, status, help', {
-	timeout: 30_000,
+	timeout: 120_000,
 }, async (t) => {
 	const crashy = {
 		command: 'sh',
@@ -349,7 +350,7 @@ test('home: status says when port 7345 was taken', { timeout: 20_000 }, async ()
 // Own files are read without following symlinks, but a space's .mcp.json
 // may be a link (dotfiles): it is read through it and still needs allowing.
 test('home: a symlinked .mcp.json in a space is untrusted until allowed', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	const space = await makeHome('mcpvisor-space-link-');
 	const ran = path.join(space, 'ran.txt');

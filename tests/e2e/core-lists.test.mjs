@@ -5,6 +5,7 @@
 // make no instance per session; servers' instructions reach clients;
 // identical status lines are grouped.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { test } from 'node:test';
 
@@ -22,7 +23,7 @@ const names = async (c, prefix) =>
 	(await c.listAll()).map((t) => t.name).filter((n) => n.startsWith(prefix));
 
 test('P4: three `mcpvisor call` of an app tool reach one process; a reload that changes it closes it at once', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const config = {
 		idleTimeout: '60s',
@@ -66,7 +67,7 @@ test('P4: three `mcpvisor call` of an app tool reach one process; a reload that 
 });
 
 test('P5 and R19: lists are cached per capability set, and listing them makes no instance per session', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	// evs lists sample and elicit only to a client that can answer them.
 	const config = {
@@ -118,7 +119,7 @@ test('P5 and R19: lists are cached per capability set, and listing them makes no
 });
 
 test("x6: servers' instructions reach clients, prefixed by the server's name", {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const config = {
 		idleTimeout: '60s',
@@ -145,7 +146,7 @@ test("x6: servers' instructions reach clients, prefixed by the server's name", {
 });
 
 test('status groups identical instance lines and shows sessions by client and space', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const config = {
 		idleTimeout: '60s',
@@ -160,10 +161,22 @@ test('status groups identical instance lines and shows sessions by client and sp
 		}
 		const st = await rt.status();
 		assert.equal(instancesOf(st, 'solo').length, 4, 'the JSON keeps every instance');
-		const r = await rt.cli(['status']);
-		assert.equal(r.code, 0, r.stderr);
-		const lines = r.stdout.split('\n').filter((l) => l.startsWith('solo'));
-		console.log(`# status text: ${JSON.stringify(lines)}`);
+		// The lines read the same when their idle closes fall in the same
+		// whole second, which a busy machine's four sequential starts may
+		// straddle: the four are used at once first, and again if the
+		// status straddled a second all the same. Lines that never group
+		// fail every time.
+		let r;
+		let lines;
+		for (let i = 0; i < 5; i++) {
+			await Promise.all(clients.map((c) => c.call('solo__echo', { text: 'now' })));
+			r = await rt.cli(['status']);
+			assert.equal(r.code, 0, r.stderr);
+			lines = r.stdout.split('\n').filter((l) => l.startsWith('solo'));
+			console.log(`# status text: ${JSON.stringify(lines)}`);
+			if (lines.length === 1)
+				break;
+		}
 		assert.equal(lines.length, 1, r.stdout);
 		assert.match(lines[0], /^solo\s+idle\s+scope session, \d+ tool\(s\), 1 session\(s\), 0 call\(s\) in flight.* \(x4\)$/);
 		if (st.sessionList) {
@@ -178,25 +191,33 @@ test('status groups identical instance lines and shows sessions by client and sp
 	});
 });
 
-// The p50 cost in ms of one server notification on client c: demo__log
-// (one notifications/message, then its answer) less demo__echo (the
-// answer alone), interleaved so that both see the same load.
-async function notificationCost(c, n = 80) {
+// The runtime's loop thread's time on a CPU, in ns (schedstat's first
+// field): unlike the time a call takes, a busy machine hardly moves it.
+function cpuNs(pid) {
+	return Number(fs.readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
+}
+
+// The cost in ms of the runtime's CPU for one server notification on
+// client c: a batch of demo__log (one notifications/message, then its
+// answer) less one of demo__echo (the answer alone), the median of five
+// pairs of batches of n calls each.
+async function notificationCost(c, pid, n = 40) {
+	const batch = async (tool, args) => {
+		const t0 = cpuNs(pid);
+		for (let i = 0; i < n; i++)
+			await c.call(tool, args);
+		return (cpuNs(pid) - t0) / n / 1e6;
+	};
+	await batch('demo__log', { message: 'warm' });
 	const echo = [];
 	const log = [];
-	const time = async (tool, args, into) => {
-		const t0 = process.hrtime.bigint();
-		await c.call(tool, args);
-		into.push(Number(process.hrtime.bigint() - t0) / 1e6);
-	};
-	for (let i = 0; i < 20; i++)
-		await time('demo__log', { message: 'warm' }, []);
-	for (let i = 0; i < n; i++) {
-		await time('demo__echo', { text: 'hi' }, echo);
-		await time('demo__log', { message: 'hi' }, log);
+	for (let r = 0; r < 5; r++) {
+		echo.push(await batch('demo__echo', { text: 'hi' }));
+		log.push(await batch('demo__log', { message: 'hi' }));
 	}
-	const median = (a) => a.sort((x, y) => x - y)[Math.floor(a.length / 2)];
-	return { echo: median(echo), log: median(log), cost: median(log) - median(echo) };
+	const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+	const cost = median(log.map((x, i) => x - echo[i]));
+	return { echo: median(echo), log: median(log), cost };
 }
 
 // R8 (review repro scale/run.py): a server's notification goes to the
@@ -205,7 +226,7 @@ async function notificationCost(c, n = 80) {
 // no entries. One notification cost 0.26 ms with one session and 2.2 ms
 // with 400.
 test('R8: a notification costs the same with 300 sessions as with one', {
-	timeout: 60_000,
+	timeout: 240_000,
 }, async (t) => {
 	const N = 300;
 	const config = {
@@ -216,22 +237,32 @@ test('R8: a notification costs the same with 300 sessions as with one', {
 		const first = await connectWith(rt, {});
 		await first.listAll();
 		rt.track((await rt.demoPids(first)).pid);
-		const one = await notificationCost(first);
+		const pid = rt.info.pid;
+		const one = await notificationCost(first, pid);
+		// Opened 25 at a time: one by one, 300 took a busy machine two
+		// minutes.
 		let last;
-		for (let i = 0; i < N; i++) {
-			last = await connectWith(rt, {});
-			await last.request('tools/list');
+		for (let i = 0; i < N; i += 25) {
+			const batch = await Promise.all(
+				Array.from({ length: Math.min(25, N - i) }, async () => {
+					const c = await connectWith(rt, {});
+					await c.request('tools/list');
+					return c;
+				}),
+			);
+			last = batch.at(-1);
 		}
 		rt.track((await rt.demoPids(last)).pid);
-		const many = await notificationCost(last);
+		const many = await notificationCost(last, pid);
 		const f = (x) => x.toFixed(3);
 		console.log(
-			`# p50 demo__echo ${f(one.echo)} -> ${f(many.echo)} ms, demo__log ` +
+			`# runtime CPU per call: demo__echo ${f(one.echo)} -> ${f(many.echo)} ms, demo__log ` +
 				`${f(one.log)} -> ${f(many.log)} ms: one notification ` +
 				`${f(one.cost)} -> ${f(many.cost)} ms, 1 -> ${N + 1} sessions`,
 		);
-		// Generous for a shared machine: the old fan-out added about 1 ms
-		// at 300 sessions in a release build, several in this one.
+		// The old fan-out added about 1 ms at 300 sessions in a release
+		// build, several in this one; the CPU it takes does not depend on
+		// how busy the machine is, as the time a call takes did.
 		assert.ok(many.cost < one.cost + 0.4, `notification ${f(one.cost)} -> ${f(many.cost)} ms`);
 		assert.equal(instancesOf(await rt.status(), 'demo').length, 2, 'only the callers have instances');
 	});

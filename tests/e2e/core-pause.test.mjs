@@ -86,20 +86,25 @@ function paused(t, body) {
 		const grew = rssMB(rt.child.pid) - before;
 		console.log(`paused: RSS +${grew.toFixed(1)} MB, ${inst.inflight} calls waiting`);
 		assert.ok(grew < 20, `RSS grew ${grew.toFixed(1)} MB for ${7 * SLOW} MB of answers`);
-		// Another server is served as usual.
+		// Another server is served as usual: answered, where a runtime
+		// stalled behind big would answer nothing until its clients
+		// read (a bound against that hang, not a measure of speed).
+		const times = [];
 		for (let i = 0; i < 5; i++) {
 			const t0 = performance.now();
 			const r = await c.call('other__echo', { text: `o${i}` });
 			assert.equal(r.content[0].text, `o${i}`);
 			const ms = performance.now() - t0;
-			assert.ok(ms < 1000, `other__echo took ${ms.toFixed(0)} ms`);
+			times.push(ms.toFixed(0));
+			assert.ok(ms < 10_000, `other__echo took ${ms.toFixed(0)} ms`);
 		}
+		console.log(`other__echo while big is paused: ${times.join(', ')} ms`);
 		await body(rt, c, slow);
 	});
 }
 
 test('slow readers pause a server; when they read, it is read again and nothing is lost', {
-	timeout: 40_000,
+	timeout: 180_000,
 }, async (t) => {
 	await paused(t, async (rt, c, slow) => {
 		// A call to the paused server waits behind the slow answers.
@@ -121,7 +126,7 @@ test('slow readers pause a server; when they read, it is read again and nothing 
 });
 
 test('slow readers pause a server; when they close, it is read again', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	await paused(t, async (rt, c, slow) => {
 		const late = c.call('big__echo', { text: 'late' });
@@ -134,7 +139,7 @@ test('slow readers pause a server; when they close, it is read again', {
 });
 
 test('slow readers that never read are set aside after a stall, and the server is read again', {
-	timeout: 40_000,
+	timeout: 160_000,
 }, async (t) => {
 	await paused(t, async (rt, c, slow) => {
 		// Holding a paused server, a connection that makes no progress
@@ -148,7 +153,11 @@ test('slow readers that never read are set aside after a stall, and the server i
 		const r = await c.call('big__echo', { text: 'late' });
 		assert.equal(r.content[0].text, 'late'.repeat(REPEAT));
 		const ms = performance.now() - t0;
-		assert.ok(ms < 15_000, `answered after ${ms.toFixed(0)} ms`);
+		// Set aside by the stall rule (its line), well before the
+		// connection's 60 s idle timeout; the transfers of the others'
+		// 35 MB took a busy machine 16 s of the 15 once allowed.
+		console.log(`the late call answered after ${ms.toFixed(0)} ms`);
+		assert.ok(ms < 45_000, `answered after ${ms.toFixed(0)} ms`);
 		assert.match(rt.stderr(), /client reads nothing/);
 		await waitFor(
 			() => slow.slice(1).every((x) => x.got > 2048 * REPEAT),

@@ -93,7 +93,7 @@ function assertStrangersUntouched({ plain, other }) {
 }
 
 test('mcpvisor stop: a child that called setsid() is stopped; strangers are not', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withConfig(t, config, async (rt, ctx) => {
 		const { strangers, d } = await arrangeOursAndStrangers(rt, ctx);
@@ -103,7 +103,7 @@ test('mcpvisor stop: a child that called setsid() is stopped; strangers are not'
 		const ex = await rt.waitExit();
 		assert.equal(ex.code, 0, 'runtime exit code');
 		// The runtime waited for it: gone when the runtime is.
-		await awaitGone(d.child, 2000, 'the setsid child after stop');
+		await awaitGone(d.child, 10_000, 'the setsid child after stop');
 		assertStrangersUntouched(strangers);
 		// A clean end leaves nothing for the next start to look for.
 		const j = JSON.parse(
@@ -114,7 +114,7 @@ test('mcpvisor stop: a child that called setsid() is stopped; strangers are not'
 });
 
 test('SIGKILL of the runtime: the next start stops the setsid child and nothing else', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withConfig(t, config, async (rt, ctx) => {
 		const { strangers, d } = await arrangeOursAndStrangers(rt, ctx);

@@ -86,7 +86,7 @@ function assertDropped(msgs, id) {
 }
 
 test('a call whose answer overflows a client that stopped reading: the resume gets an error answer, not a hang', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	// echo answers 2400 times its text: 4 KiB in, about 9.4 MiB out,
 	// over the 8 MiB a connection may hold and over the 512 KiB ring.
@@ -104,7 +104,7 @@ test('a call whose answer overflows a client that stopped reading: the resume ge
 });
 
 test('an answer that came while its stream was set aside, then left the ring: the resume gets an error answer', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const servers = { demo: demo() };
 	const opts = { args: ['--sse-close-after', '1000'] };
@@ -147,7 +147,7 @@ async function connectBatching(rt) {
 }
 
 test('answers that piled up past 8 MiB and out of the ring: the resume answers every request, then ends', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	// 60 answers of 300 KiB each (18 MiB): more than the connection may
 	// hold unread plus what the kernel buffers, and each fits the ring,

@@ -120,7 +120,7 @@ function unixGet(socketPath, p) {
 }
 
 test('TCP serves only the runtime\'s user: nobody gets 403 everywhere, the owner 200', {
-	timeout: 30_000,
+	timeout: 60_000,
 	skip: otherUserSkip() ?? false,
 }, async (t) => {
 	await withRuntime(t, { demo: demo() }, async (rt) => {
@@ -163,7 +163,7 @@ test('TCP serves only the runtime\'s user: nobody gets 403 everywhere, the owner
 });
 
 test('API keys: another uid with a valid bearer key is served, without one 401 + WWW-Authenticate', {
-	timeout: 30_000,
+	timeout: 60_000,
 	skip: otherUserSkip() ?? false,
 }, async (t) => {
 	const home = await scratchDir(t);
@@ -214,7 +214,7 @@ test('API keys: another uid with a valid bearer key is served, without one 401 +
 });
 
 test('status shows session labels, never ids; verbose status and control only on the Unix socket', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, { demo: demo() }, async (rt) => {
 		const victim = await connect(rt);
@@ -252,7 +252,7 @@ test('status shows session labels, never ids; verbose status and control only on
 });
 
 test('server stderr in status is shown with every configured secret masked', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const servers = {
 		leaky: {
@@ -285,7 +285,7 @@ test('server stderr in status is shown with every configured secret masked', {
 });
 
 test('a space\'s .mcp.json runs nothing until `mcpvisor allow`; a changed file needs it again', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	const space = await fsp.mkdtemp(path.join(os.tmpdir(), 'mcpvisor-space-'));
 	const pwned = path.join(space, 'pwned.txt');
@@ -352,7 +352,7 @@ test('a space\'s .mcp.json runs nothing until `mcpvisor allow`; a changed file n
 });
 
 test('a ?space= folder that does not exist is refused at initialize', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, { demo: demo() }, async (rt) => {
 		const res = await fetch(`${rt.url}?space=/nonexistent/dir`, {

@@ -36,7 +36,7 @@ function unblockFifo(fifo) {
 }
 
 test('spaceio: a FIFO as .mcp.json stalls nobody and is refused clearly', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	const space = await makeHome('mcpvisor-space-fifo-');
 	const fifo = path.join(space, '.mcp.json');

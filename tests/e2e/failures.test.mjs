@@ -8,6 +8,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 
 import {
+	DEMO,
 	DEMO_TOOLS,
 	connect,
 	demo,
@@ -46,7 +47,7 @@ function callReq(c, name, args = {}) {
 }
 
 test('a dropped server keeps its tools, shows why, and reconnects on the next call', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	const home = await makeHome('mcpvisor-e2e-drop-');
 	const cf = path.join(home, 'count');
@@ -138,7 +139,7 @@ test('a dropped server keeps its tools, shows why, and reconnects on the next ca
 });
 
 test('a server that dies at every start: the real error, then backoff 1, 2, 4 s', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	const home = await makeHome('mcpvisor-e2e-backoff-');
 	const cf = path.join(home, 'count');
@@ -240,7 +241,7 @@ test('a server that dies at every start: the real error, then backoff 1, 2, 4 s'
 });
 
 test('an auth failure: needs_auth, tools dropped, never retried', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const home = await makeHome('mcpvisor-e2e-auth-');
 	const cf = path.join(home, 'count');
@@ -286,7 +287,7 @@ test('an auth failure: needs_auth, tools dropped, never retried', {
 });
 
 test('warm tool cache: a slow server lists at once, no secret on disk; config change and corrupt cache', {
-	timeout: 80_000,
+	timeout: 160_000,
 }, async (t) => {
 	const SECRET = 'sekret-value-123';
 	const home = await makeHome('mcpvisor-e2e-cache-');
@@ -332,7 +333,8 @@ test('warm tool cache: a slow server lists at once, no secret on disk; config ch
 			const { value: tools, ms } = await timed(c.listAll());
 			console.log(`tools/list from a warm cache: ${ms.toFixed(1)} ms`);
 			assert.deepEqual(tools, cold, 'the cached tools');
-			assert.ok(ms < 100, `the cached list took ${ms} ms`);
+			// Without waiting for the 5 s start (that start is below).
+			assert.ok(ms < 2500, `the cached list took ${ms} ms`);
 			assert.equal(startCount(cf), 1, 'the cached list started it');
 			let inst = instanceOf(await rt.status(), 'demo').inst;
 			assert.equal(inst.listsFromCache, true, JSON.stringify(inst));
@@ -399,7 +401,7 @@ test('warm tool cache: a slow server lists at once, no secret on disk; config ch
 });
 
 test('an env secret never reaches status, the files under the home, or the log (debug level)', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const SECRET = 'sekret-value-123';
 	await withRuntime(
@@ -444,7 +446,7 @@ test('an env secret never reaches status, the files under the home, or the log (
 });
 
 test('at most once: a call lost in a crash is not re-sent; a lost read is', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const home = await makeHome('mcpvisor-e2e-once-');
 	const cf = path.join(home, 'count');
@@ -497,7 +499,7 @@ test('at most once: a call lost in a crash is not re-sent; a lost read is', {
 });
 
 test('explicit stop drops the tools at once; stop/restart refuse during a call without --force', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	const home = await makeHome('mcpvisor-e2e-stop-');
 	const cf = path.join(home, 'count');
@@ -543,8 +545,9 @@ test('explicit stop drops the tools at once; stop/restart refuse during a call w
 
 				// A call running at the server: refused without --force,
 				// naming it (one still waiting for a start: next test).
+				// Longer than the test: only --force ends it.
 				const sleeps0 = callCount(cf, 'sleep');
-				const running = callReq(c, 'demo__sleep', { ms: 3000 });
+				const running = callReq(c, 'demo__sleep', { ms: 60_000 });
 				await waitFor(
 					() => callCount(cf, 'sleep') > sleeps0,
 					5000,
@@ -557,13 +560,10 @@ test('explicit stop drops the tools at once; stop/restart refuse during a call w
 				}
 				const stillRunning = instanceOf(await rt.status(), 'demo').inst;
 				assert.equal(stillRunning.inflight, 1, 'a refused stop ended the call');
-				const { value: forced, ms } = await timed(
-					rt.cli(['stop', 'demo', '--force']),
-				);
+				const forced = await rt.cli(['stop', 'demo', '--force']);
 				assert.equal(forced.code, 0, forced.stderr);
 				const lost = await running;
 				assert.ok(lost.error, `the forced-out call: ${JSON.stringify(lost)}`);
-				assert.ok(ms < 2500, `stop --force took ${ms} ms`);
 				assert.deepEqual(
 					(await c.listAll()).map((x) => x.name),
 					demoNames('other'),
@@ -572,7 +572,7 @@ test('explicit stop drops the tools at once; stop/restart refuse during a call w
 				// restart --force ends a running call and serves again.
 				assert.equal((await rt.cli(['restart', 'demo'])).code, 0);
 				const sleeps = callCount(cf, 'sleep');
-				const running2 = callReq(c, 'demo__sleep', { ms: 3000 });
+				const running2 = callReq(c, 'demo__sleep', { ms: 60_000 });
 				// At the server, not only leased: a call still waiting for
 				// the restarted process is not lost by the next restart.
 				await waitFor(
@@ -607,16 +607,32 @@ test('explicit stop drops the tools at once; stop/restart refuse during a call w
 });
 
 test('stop/restart refuse while a call waits for its server to start', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const home = await makeHome('mcpvisor-e2e-waitstart-');
 	const cf = path.join(home, 'count');
-	// Reads nothing for a while after each start: a call sent then waits.
-	const SLOW = 2500;
+	// Each start reads nothing until the test opens its gate (a file the
+	// start takes away): a call sent meanwhile waits for the start however
+	// long a busy machine takes to refuse the stops.
+	const gate = path.join(home, 'gate');
+	const open = () => fsp.writeFile(gate, '');
+	const gated = {
+		command: 'sh',
+		args: [
+			'-c',
+			'while [ ! -e "$1" ]; do sleep 0.02; done; rm -f "$1"; shift; exec "$@"',
+			'sh',
+			gate,
+			DEMO,
+			'--count-file',
+			cf,
+		],
+		scope: 'app',
+	};
 	try {
 		await withRuntime(
 			t,
-			{ demo: demo(['--slow-start', String(SLOW), '--count-file', cf]) },
+			{ demo: gated },
 			async (rt) => {
 				const c = await connect(rt);
 				const refused = async (what, echoes) => {
@@ -636,6 +652,7 @@ test('stop/restart refuse while a call waits for its server to start', {
 				// start that lists them.
 				const first = c.call('demo__echo', { text: 'one' });
 				await refused('while the start learns its tools', 0);
+				await open();
 				assert.equal((await first).content[0].text, 'one');
 
 				// Its tools known: the call waits for a restart's start.
@@ -643,6 +660,7 @@ test('stop/restart refuse while a call waits for its server to start', {
 				assert.equal(re.code, 0, re.stderr);
 				const second = c.call('demo__echo', { text: 'two' });
 				await refused('while a restart starts it', 1);
+				await open();
 				assert.equal((await second).content[0].text, 'two');
 				trackStarts(rt, cf);
 				assert.equal(startCount(cf), 2, 'no start lost or added by a refusal');
@@ -655,7 +673,7 @@ test('stop/restart refuse while a call waits for its server to start', {
 });
 
 test('a request that arrives while a restart is stopping the old process waits for the new one', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	const home = await makeHome('mcpvisor-e2e-restart-');
 	const cf = path.join(home, 'count');

@@ -74,7 +74,7 @@ const FILTERED = {
 };
 
 test('filters: lists keep only what passes; filtered tools, prompts and resources answer like missing ones', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, { demo: demo(['--name', 'demo'], FILTERED) }, async (rt) => {
 		const sdk = await sdkClient(rt);
@@ -131,7 +131,7 @@ test('filters: lists keep only what passes; filtered tools, prompts and resource
 });
 
 test('filters: deferred search never finds a filtered tool, and mcpvisor__call_tool refuses it like a missing one', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const servers = {
 		demo: demo(['--name', 'demo'], {
@@ -167,7 +167,7 @@ test('filters: deferred search never finds a filtered tool, and mcpvisor__call_t
 });
 
 test('filters: a reload that changes only a filter applies at once, tells the client, and keeps the server process', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const { dir, file } = await countFile();
 	t.after(() => fsp.rm(dir, { recursive: true, force: true }));
@@ -220,7 +220,7 @@ test('filters: a reload that changes only a filter applies at once, tells the cl
 });
 
 test('filters: check shows patterns, then what each keeps by name; names over 64 characters are reported with the prefix that fits', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const long = 'p'.repeat(50);
 	const servers = {
@@ -281,7 +281,7 @@ test('filters: check shows patterns, then what each keeps by name; names over 64
 });
 
 test('filters: a space whose server differs only in filters shares the instance and sees only what its filter keeps', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const space = await makeHome('mcpvisor-space-filter-');
 	t.after(() => fsp.rm(space, { recursive: true, force: true }));
@@ -338,7 +338,7 @@ test('filters: a space whose server differs only in filters shares the instance 
 });
 
 test('filters: check names what a filter keeps from the runtime\'s tool cache, with nothing started', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const home = await makeHome();
 	t.after(() => fsp.rm(home, { recursive: true, force: true }));

@@ -27,7 +27,7 @@ function local(args = [], extra = {}) {
 }
 
 test('a squatter takes the port before the server binds it: another port, not a failed start, the squatter untouched', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const dir = await scratchDir(t);
 	const cf = path.join(dir, 'count');
@@ -77,8 +77,10 @@ test('a squatter takes the port before the server binds it: another port, not a 
 		assert.equal(server.lastFailure, undefined, `counted as a failure: ${JSON.stringify(server)}`);
 		assert.equal(inst.nextAttemptInMs, undefined, 'a backoff');
 		assert.match(JSON.stringify(inst), new RegExp(`\\b${port2}\\b`), 'status -v shows the actual port');
-		// No backoff between the two starts (it would be 1 s at least).
-		assert.ok(ms < 700 * 2 + 900, `the list took ${ms} ms`);
+		// No backoff between the two starts: a backoff follows only a
+		// failed state, which the instance never entered (the list's
+		// time, two slow starts and a busy machine's share, is printed).
+		assert.doesNotMatch(rt.stderr(), /instance web: \S+ -> failed/, 'a failed start');
 		assert.equal(received, 0, 'mcpvisor sent the squatter a request');
 		assert.ok(squatter.listening, 'the squatter is still there');
 		t.diagnostic(
@@ -90,7 +92,7 @@ test('a squatter takes the port before the server binds it: another port, not a 
 });
 
 test('SIGKILL of the runtime with a local HTTP server: the next serve stops what the journal names; nothing left', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	const config = {
 		idleTimeout: '60s',
@@ -132,7 +134,7 @@ test('SIGKILL of the runtime with a local HTTP server: the next serve stops what
 });
 
 test('progress, sampling and elicitation through an HTTP server reach exactly the session whose call caused them', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, { web: local() }, async (rt) => {
 		const caps = { capabilities: { sampling: {}, elicitation: {} } };
@@ -188,7 +190,7 @@ test('progress, sampling and elicitation through an HTTP server reach exactly th
 });
 
 test('config: a local url that is not loopback, or {port} in a remote url, is refused naming the field; serve runs the others', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const servers = {
 		lan: local([], { url: 'http://192.168.1.20:{port}/mcp' }),

@@ -33,7 +33,7 @@ function callReq(c, name, args = {}) {
 const names = (tools) => tools.map((x) => x.name).sort();
 
 test('401: needs_auth with the resource metadata URL, tools dropped, no retry storm; header secrets stay in the config', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const GOOD = 'good-tok-81f2a9';
 	const BAD = 'bad-tok-c07d15';
@@ -80,7 +80,9 @@ test('401: needs_auth with the resource metadata URL, tools dropped, no retry st
 			for (let i = 0; i < 5; i++) {
 				const { value: r, ms } = await timed(callReq(c, 'locked__echo', { text: 'x' }));
 				assert.ok(r.error, JSON.stringify(r));
-				assert.ok(ms < 1000, `a call to a needs_auth server took ${ms} ms`);
+				// At once (sending nothing: the count below), with a
+				// margin for a busy machine's runtime.
+				assert.ok(ms < 3000, `a call to a needs_auth server took ${ms} ms`);
 				await c.listAll();
 			}
 			// Nor does a new session try the refused credentials again.
@@ -132,7 +134,7 @@ test('401: needs_auth with the resource metadata URL, tools dropped, no retry st
 });
 
 test('404 on the session: re-initialized at once, a read re-sent, a call in flight answered "may or may not" and run once', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const dir = await scratchDir(t);
 	const cf = path.join(dir, 'count');
@@ -177,7 +179,7 @@ test('404 on the session: re-initialized at once, a read re-sent, a call in flig
 });
 
 test('an SSE stream dropped mid-call is resumed with Last-Event-ID and the call answered once', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const dir = await scratchDir(t);
 	const cf = path.join(dir, 'count');
@@ -202,7 +204,7 @@ test('an SSE stream dropped mid-call is resumed with Last-Event-ID and the call 
 });
 
 test('an SSE stream dropped mid-call that cannot be resumed: lost-after-sent, never re-sent', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const dir = await scratchDir(t);
 	const cf = path.join(dir, 'count');
@@ -223,7 +225,7 @@ test('an SSE stream dropped mid-call that cannot be resumed: lost-after-sent, ne
 });
 
 test('a server that hangs: the call answers at its toolTimeout, status stays responsive', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const fx = await startFixture(t);
 	const px = await FaultProxy.start(t, fx.url);
@@ -236,21 +238,23 @@ test('a server that hangs: the call answers at its toolTimeout, status stays res
 		const call = timed(callReq(c, 'x__echo', { text: 'hangs' }));
 		const st = await timed(rt.cli(['status', '--json']));
 		assert.equal(st.value.code, 0, st.value.stderr);
-		assert.ok(st.ms < 2000, `status took ${st.ms} ms during the hang`);
+		// Not held by the hung server (the CLI would give up at 10 s);
+		// a busy machine's share is the rest.
+		assert.ok(st.ms < 5000, `status took ${st.ms} ms during the hang`);
 		const { value: r, ms } = await call;
 		assert.ok(r.error, JSON.stringify(r));
 		assert.match(r.error.message, /time|timed out/i, r.error.message);
-		assert.ok(ms >= 900 && ms < 3000, `the call answered after ${ms} ms`);
+		assert.ok(ms >= 900 && ms < 8000, `the call answered after ${ms} ms`);
 		const after = await timed(rt.cli(['status', '--json']));
 		assert.equal(after.value.code, 0);
-		assert.ok(after.ms < 2000, `status took ${after.ms} ms after the timeout`);
+		assert.ok(after.ms < 5000, `status took ${after.ms} ms after the timeout`);
 		px.hang(false);
 		await c.close();
 	});
 });
 
 test('legacy HTTP+SSE: type "sse" and a server with no type (fallback) both work', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const dir = await scratchDir(t);
 	const cf = path.join(dir, 'count');
@@ -283,7 +287,7 @@ test('legacy HTTP+SSE: type "sse" and a server with no type (fallback) both work
 });
 
 test('a session the server itself expires (--expire-after): reads go on unbroken, one re-initialize, no backoff', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const dir = await scratchDir(t);
 	const cf = path.join(dir, 'count');
@@ -314,7 +318,7 @@ test('a session the server itself expires (--expire-after): reads go on unbroken
 });
 
 test('a server that stops answering (--hang-after): calls fail at toolTimeout, status answers, the runtime still stops at once', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	// Past the start (initialize and the lists): the hang comes within
 	// the calls below.
@@ -333,16 +337,17 @@ test('a server that stops answering (--hang-after): calls fail at toolTimeout, s
 		}
 		assert.ok(failed, 'no call met the hang');
 		assert.match(failed.r.error.message, /time|timed out/i, failed.r.error.message);
-		assert.ok(failed.ms >= 900 && failed.ms < 3000, `answered after ${failed.ms} ms`);
+		assert.ok(failed.ms >= 900 && failed.ms < 8000, `answered after ${failed.ms} ms`);
 		assert.match(fx.stderr(), /hanging: 9 POSTs answered/);
 		const st = await timed(rt.cli(['status', '--json']));
 		assert.equal(st.value.code, 0, st.value.stderr);
-		assert.ok(st.ms < 2000, `status took ${st.ms} ms`);
+		assert.ok(st.ms < 5000, `status took ${st.ms} ms`);
 		stopAt = performance.now();
 		rt.terminate();
 		await rt.waitExit();
 		const stopMs = performance.now() - stopAt;
-		assert.ok(stopMs < 5000, `the runtime took ${stopMs} ms to stop`);
+		// Without waiting its 10 s grace for the hung server.
+		assert.ok(stopMs < 8000, `the runtime took ${stopMs} ms to stop`);
 		t.diagnostic(`hung server: call failed ${failed.ms.toFixed(0)} ms after it was sent; runtime stopped in ${stopMs.toFixed(0)} ms`);
 	});
 });

@@ -92,7 +92,7 @@ async function squatter(t, port) {
 }
 
 test('local server-everything on an owned port: tools, a call, status -v shows the port, stop leaves nothing', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, { everything: localEverything() }, async (rt) => {
 		const c = await connect(rt);
@@ -127,7 +127,7 @@ test('local server-everything on an owned port: tools, a call, status -v shows t
 });
 
 test('a restart of a local server gets a new port; its client never sees it', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, { everything: localEverything() }, async (rt) => {
 		const c = await connect(rt);
@@ -147,7 +147,7 @@ test('a restart of a local server gets a new port; its client never sees it', {
 });
 
 test('remote server-everything: url + headers with a ${VAR} token that never shows', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const port = await freePort();
 	const server = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
@@ -201,7 +201,7 @@ test('remote server-everything: url + headers with a ${VAR} token that never sho
 });
 
 test('a squatter on the port the last run used: a new owned instance still starts, the squatter is left alone', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	const home = await makeHome();
 	t.after(() => fsp.rm(home, { recursive: true, force: true }));
@@ -232,7 +232,7 @@ test('a squatter on the port the last run used: a new owned instance still start
 });
 
 test('two local servers started at once get different ports and both serve', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(
 		t,
@@ -302,7 +302,7 @@ PORT=$port exec ${process.execPath} ${EVERYTHING} streamableHttp
 }
 
 test('a port taken between allocation and bind: picked again, the squatters never spoken to nor signalled', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const dir = await makeHome('mcpvisor-squat-');
 	// The squatters are stopped by pid whatever happened, then the

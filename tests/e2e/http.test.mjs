@@ -352,7 +352,7 @@ async function openGet(rt, c, ac) {
 const isToolsChanged = (m) => m.method === 'notifications/tools/list_changed';
 
 test('HTTP: GET opens an SSE stream; a list_changed that changes nothing is not passed on', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	// Clients are told when the list they see changes (the next test), not
 	// each time a server says so: the demo's notify_changed announces a
@@ -382,7 +382,7 @@ test('HTTP: GET opens an SSE stream; a list_changed that changes nothing is not 
 });
 
 test('HTTP: a server that comes back with other tools brings tools/list_changed on the GET stream', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const home = await makeHome('mcpvisor-e2e-ntools-');
 	const ntools = path.join(home, 'ntools');
@@ -433,7 +433,7 @@ test('HTTP: a server that comes back with other tools brings tools/list_changed 
 });
 
 test('HTTP: Expect: 100-continue on a large POST is answered without a stall', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, { demo: demo() }, async (rt) => {
 		const c = await connect(rt);
@@ -482,7 +482,7 @@ test('HTTP: Expect: 100-continue on a large POST is answered without a stall', {
 });
 
 test('HTTP: keep-alive carries several requests on one connection', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, { demo: demo() }, async (rt) => {
 		const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
@@ -590,7 +590,7 @@ test('Unix socket: the same endpoint, private to the user', { timeout: 30_000 },
 });
 
 test('HTTP: a method the runtime does not know reaches the server its params name', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(
 		t,
@@ -628,7 +628,7 @@ async function readToEnd(res, ms) {
 }
 
 test('HTTP: a GET stream ends when a newer one takes its place and when its session ends', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, { demo: demo() }, async (rt) => {
 		const c = await connect(rt);

@@ -75,9 +75,17 @@ export async function scratchDir(t, prefix = 'mcpvisor-e2e-') {
 	return dir;
 }
 
+// The bounds of waitFor and protocol-lib's within are hang guards, not
+// measures: they are stretched this many times (MCPVISOR_E2E_WAIT_SCALE),
+// since what a quiet machine does in 5 s a machine whose two CPUs run
+// fifteen things at once may take three times over. A wait that ends as
+// it should is no longer for it.
+export const WAIT_SCALE = Number(process.env.MCPVISOR_E2E_WAIT_SCALE) || 3;
+
 // Resolves when cond() is truthy, polling at a short interval, and throws
-// with what() when the bound passes first.
-export async function waitFor(cond, ms, what) {
+// with what() when the bound (times WAIT_SCALE) passes first.
+export async function waitFor(cond, bound, what) {
+	const ms = bound * WAIT_SCALE;
 	const end = Date.now() + ms;
 	let last;
 	for (;;) {
@@ -186,8 +194,13 @@ export class Runtime {
 
 	// The config file's watch is off unless watch is true: a test that
 	// rewrites the config and reloads by hand must see its own reload
-	// alone (autoreload.test.mjs tests the watch).
-	async start({ env = {}, args = [], watch = false } = {}) {
+	// alone (autoreload.test.mjs tests the watch). ownGroup: its own
+	// session and process group, for a test that stops it with SIGSTOP.
+	// In the runner's group, a stopped runtime makes the kernel send the
+	// whole group SIGHUP and SIGCONT at the next exit in it once the group
+	// is orphaned (as a runner started in the background leaves it): the
+	// runtime reloads and runs on, and the runner itself is hung up.
+	async start({ env = {}, args = [], watch = false, ownGroup = false } = {}) {
 		const child = spawn(
 			MCPVISOR,
 			[
@@ -204,6 +217,7 @@ export class Runtime {
 			{
 				env: { ...process.env, ...SAN_ENV, ...env },
 				stdio: ['ignore', 'pipe', 'pipe'],
+				detached: ownGroup,
 			},
 		);
 		this.child = child;
@@ -355,7 +369,7 @@ export class Runtime {
 		const alive = () =>
 			[...this.pids].filter(([pid, st]) => pidAlive(pid, st));
 		try {
-			await waitFor(() => alive().length === 0, 2000, 'learned pids gone');
+			await waitFor(() => alive().length === 0, 10_000, 'learned pids gone');
 		} catch {
 			for (const [pid] of alive()) {
 				problems.push(`pid ${pid} outlived the runtime`);

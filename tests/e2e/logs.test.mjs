@@ -130,7 +130,7 @@ function follow(t, home, args) {
 }
 
 test('logs: servers\' stderr under their names, secrets masked; SERVER keeps one server; an unknown name is refused', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const servers = {
 		tok: {
@@ -176,7 +176,7 @@ test('logs: servers\' stderr under their names, secrets masked; SERVER keeps one
 });
 
 test('logs: the file stays readable with no runtime, and holds no secret', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const servers = {
 		tok: {
@@ -212,7 +212,7 @@ test('logs: the file stays readable with no runtime, and holds no secret', {
 });
 
 test('logs -f: sees new lines, follows across the runtime\'s own rotation, and SERVER filters it', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	const MAX = 4096;
 	const servers = { a: demo(['--name', 'a']) };
@@ -264,7 +264,7 @@ test('logs -f: sees new lines, follows across the runtime\'s own rotation, and S
 });
 
 test('logs: a runtime started by `mcpvisor restart` runs in the background and writes the log', {
-	timeout: 40_000,
+	timeout: 80_000,
 }, async (t) => {
 	const home = await makeHome('mcpvisor-logs-');
 	const rt = new Runtime(home, await writeConfig(home, { a: demo(['--name', 'a', '--stderr-lines', '1']) }));
@@ -300,7 +300,7 @@ test('logs: a runtime started by `mcpvisor restart` runs in the background and w
 });
 
 test('logs: a runtime in the foreground logs to its terminal, and `logs` says so', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, { a: demo(['--name', 'a']) }, async (rt) => {
 		assert.equal(rt.info.log, undefined, 'runtime.json names no log file');

@@ -34,7 +34,7 @@ function sample(text, prefix) {
 const SECRET = 'sekret-VALUE-42';
 
 test('metrics: Prometheus text on the Unix socket after real calls; refused over TCP; no secrets', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const servers = {
 		demo: demo(['--die-in-call', 'pid'], { env: { API_KEY: '${E2E_SECRET}' } }),
@@ -111,7 +111,7 @@ test('metrics: Prometheus text on the Unix socket after real calls; refused over
 });
 
 test('top off a terminal: one table and exit 0; --json; exit 3 without a runtime', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(t, { demo: demo(), notes: demo() }, async (rt) => {
 		const c = await connect(rt);

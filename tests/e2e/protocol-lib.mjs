@@ -8,14 +8,49 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { makeHome, readMessages, waitFor } from './lib.mjs';
+import { WAIT_SCALE, makeHome, readMessages, waitFor } from './lib.mjs';
+
+// The events of an SSE response as they come, read from a copy of it:
+// [{id, data}] in rec.events; rec.read resolves when the stream ends.
+function tapEvents(rec, res) {
+	rec.events = [];
+	const reader = res.clone().body.getReader();
+	const dec = new TextDecoder();
+	let buf = '';
+	rec.read = (async () => {
+		try {
+			for (;;) {
+				const { value, done } = await reader.read();
+				if (done)
+					break;
+				buf += dec.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
+				let i;
+				while ((i = buf.indexOf('\n\n')) >= 0) {
+					const ev = buf.slice(0, i);
+					buf = buf.slice(i + 2);
+					const field = (f) =>
+						ev
+							.split('\n')
+							.filter((l) => l.startsWith(`${f}:`))
+							.map((l) => l.slice(f.length + 1).replace(/^ /, ''));
+					const data = field('data');
+					if (data.length)
+						rec.events.push({ id: field('id')[0] ?? null, data: data.join('\n') });
+				}
+			}
+		} catch {
+			// aborted with the client
+		}
+	})();
+}
 
 // An SDK client connected to rt. Every HTTP request its transport makes is
 // kept in `requests` ({method, lastEventId, status, contentType}), so a test
-// can tell that a GET stream was opened or resumed.
+// can tell that a GET stream was opened or resumed; with `events`, each SSE
+// response's events too (tapEvents).
 export async function sdkClient(
 	rt,
-	{ name = 'mcpvisor-e2e-protocol', capabilities = {}, reconnect } = {},
+	{ name = 'mcpvisor-e2e-protocol', capabilities = {}, reconnect, events = false } = {},
 ) {
 	const requests = [];
 	const recordingFetch = async (url, init = {}) => {
@@ -30,6 +65,8 @@ export async function sdkClient(
 		const res = await fetch(url, init);
 		rec.status = res.status;
 		rec.contentType = res.headers.get('content-type');
+		if (events && /^text\/event-stream/.test(rec.contentType ?? ''))
+			tapEvents(rec, res);
 		return res;
 	};
 	const client = new Client(
@@ -119,8 +156,10 @@ export function latch() {
 	return { open, wait: () => p };
 }
 
-// Rejects after ms with what; for promises that must settle in a bound.
-export function within(promise, ms, what) {
+// Rejects after ms (times WAIT_SCALE: a hang guard) with what; for
+// promises that must settle.
+export function within(promise, bound, what) {
+	const ms = bound * WAIT_SCALE;
 	let timer;
 	const limit = new Promise((_, reject) => {
 		timer = setTimeout(

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
-import { MCPVISOR, demo, makeHome, procStat, waitFor, writeConfig } from './lib.mjs';
+import { MCPVISOR, demo, makeHome, procStat, runCli, waitFor, writeConfig } from './lib.mjs';
 
 export const SAN_ENV = {
 	ASAN_OPTIONS:
@@ -21,6 +21,38 @@ export const SAN_ENV = {
 	UBSAN_OPTIONS:
 		process.env.UBSAN_OPTIONS || 'print_stacktrace=1:halt_on_error=1',
 };
+
+// One of the SPEC's relay timings, measured by a test: printed, and added
+// as a JSON line to the file MCPVISOR_FIGURES names, which `make bench`
+// reports beside the target (the SPEC's column for mcpvisor) and the
+// reference (another host's relay, which ours must beat). A sanitized
+// build on a busy machine does not keep the target; the tests hold the
+// outcome and a bound that tells it from the failure.
+export function figure(name, ms, { target, reference }) {
+	console.log(`${name}: ${ms.toFixed(0)} ms (target ${target} ms, reference ${reference} ms)`);
+	if (process.env.MCPVISOR_FIGURES)
+		fs.appendFileSync(
+			process.env.MCPVISOR_FIGURES,
+			`${JSON.stringify({ name, ms, target, reference })}\n`,
+		);
+}
+
+// Resolves once the runtime of home has a call in flight (its status), so
+// that what comes next meets it running: a fixed pause before was a bet a
+// busy machine lost.
+export async function awaitInflight(home, ms = 10_000) {
+	await waitFor(
+		async () => {
+			const r = await runCli(['status', '--json'], { home });
+			if (r.code !== 0)
+				return false;
+			const st = JSON.parse(r.stdout);
+			return (st.servers ?? []).some((s) => (s.instances ?? []).some((i) => i.inflight > 0));
+		},
+		ms,
+		'a call in flight',
+	);
+}
 
 // The runtime file of a home, or null.
 export function runtimeFile(home) {
@@ -151,20 +183,41 @@ export function told(r) {
 	return null;
 }
 
+// How long a relay may take to exit after its stdin ends before it is
+// taken for stuck: a bound against a hang, not a measure of speed.
+const HOST_EXIT_MS = 10_000;
+
 // Closes the host the way a host quits: stdin ends. The relay must exit 0
-// on its own (the SDK would SIGTERM it after 2 s). Returns its exit.
+// on its own: no signal is sent unless it is still there HOST_EXIT_MS
+// later (then SIGKILL, and `stuck`). Not the SDK's close, which sends
+// SIGTERM after 2 s, a time a busy machine does not keep. Returns its
+// exit and how long it took.
 export async function hostClose(host) {
 	const proc = host.proc;
-	const exited = new Promise((r) => {
+	const closed = new Promise((r) => {
 		if (!proc || proc.exitCode !== null || proc.signalCode)
 			r({ code: proc?.exitCode, signal: proc?.signalCode });
 		else
-			proc.once('exit', (code, signal) => r({ code, signal }));
+			proc.once('close', (code, signal) => r({ code, signal }));
 	});
 	const t0 = performance.now();
+	try {
+		proc?.stdin?.end();
+	} catch {}
+	let timer;
+	const late = new Promise((r) => {
+		timer = setTimeout(() => r(null), HOST_EXIT_MS);
+	});
+	let ex = await Promise.race([closed, late]);
+	clearTimeout(timer);
+	const ms = performance.now() - t0;
+	if (!ex) {
+		proc.kill('SIGKILL');
+		ex = { ...(await closed), stuck: true };
+	}
+	// The process is gone: the SDK's close has nothing left to wait for.
 	await host.client.close();
-	const ex = await exited;
-	return { ...ex, ms: performance.now() - t0 };
+	return { ...ex, ms };
 }
 
 // Stops every runtime of home by pid (SIGTERM, then SIGKILL after 10 s)
@@ -250,12 +303,12 @@ export async function withRelayHome(t, makeHomeFn, body) {
 		if (!h.proc)
 			continue;
 		const ex = await hostClose(h);
-		if (ex.code !== 0)
+		if (ex.stuck)
+			problems.push(`relay ${h.pid} still running ${Math.round(ex.ms)} ms after stdin closed`);
+		else if (ex.code !== 0)
 			problems.push(
 				`relay ${h.pid} exited with ${ex.code ?? ex.signal}; stderr:\n${h.stderr().slice(-3000)}`,
 			);
-		else if (ex.ms > 1900)
-			problems.push(`relay ${h.pid} took ${Math.round(ex.ms)} ms to exit after stdin closed`);
 		if (h.pid && procStat(h.pid))
 			problems.push(`relay ${h.pid} still running`);
 	}

@@ -16,7 +16,7 @@ async function stopRuntime(home) {
 }
 
 test('relay: a new runtime brings tools/list_changed only when the tools differ', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
 		const h = await hostConnect(ctx.home);

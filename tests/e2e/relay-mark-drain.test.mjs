@@ -10,6 +10,7 @@ import { test } from 'node:test';
 import { connect, runCli, waitFor } from './lib.mjs';
 import {
 	assert,
+	awaitInflight,
 	callTool,
 	hostConnect,
 	markPath,
@@ -22,7 +23,7 @@ import {
 } from './relay-lib.mjs';
 
 test('relay: a call in flight when `mcpvisor restart` drains the runtime is answered, though another call is asked meanwhile', {
-	timeout: 30_000,
+	timeout: 120_000,
 }, async (t) => {
 	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
 		const h = await hostConnect(ctx.home);
@@ -31,8 +32,8 @@ test('relay: a call in flight when `mcpvisor restart` drains the runtime is answ
 		const old = runtimeFile(ctx.home).pid;
 		const oldSocket = runtimeFile(ctx.home).socket;
 		// A call in flight makes the drain, and so the restart, last.
-		const inflight = callTool(h.client, 'demo__sleep', { ms: 1000 });
-		await new Promise((r) => setTimeout(r, 100));
+		const inflight = callTool(h.client, 'demo__sleep', { ms: 3000 });
+		await awaitInflight(ctx.home);
 		const restart = runCli(['restart'], { home: ctx.home });
 		await waitFor(() => fs.existsSync(markPath(ctx.home)), 5000, 'the mark');
 		await waitFor(() => !fs.existsSync(oldSocket), 5000, 'the drain (socket gone)');
@@ -56,7 +57,7 @@ test('relay: a call in flight when `mcpvisor restart` drains the runtime is answ
 });
 
 test('relay: waits through `mcpvisor restart` (the mark) instead of starting a runtime; one runtime after', {
-	timeout: 30_000,
+	timeout: 120_000,
 }, async (t) => {
 	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
 		const h = await hostConnect(ctx.home);
@@ -64,10 +65,10 @@ test('relay: waits through `mcpvisor restart` (the mark) instead of starting a r
 		await echo(h.client);
 		const old = runtimeFile(ctx.home);
 		// Another client's call in flight makes the drain, and so the
-		// restart, last a second.
+		// restart, last a few seconds.
 		const other = await connect({ url: old.url });
-		const inflight = other.call('demo__sleep', { ms: 1000 });
-		await new Promise((r) => setTimeout(r, 100));
+		const inflight = other.call('demo__sleep', { ms: 3000 });
+		await awaitInflight(ctx.home);
 		const restart = runCli(['restart'], { home: ctx.home });
 		await waitFor(() => fs.existsSync(markPath(ctx.home)), 5000, 'the mark');
 		await waitFor(() => !fs.existsSync(old.socket), 5000, 'the drain (socket gone)');

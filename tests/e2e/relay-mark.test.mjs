@@ -18,7 +18,7 @@ import {
 } from './relay-lib.mjs';
 
 test('relay: the first call after a finished `mcpvisor restart` goes to the new runtime', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
 		const h = await hostConnect(ctx.home);

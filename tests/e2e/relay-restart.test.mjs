@@ -17,6 +17,7 @@ import {
 	writeConfig,
 } from './lib.mjs';
 import {
+	awaitInflight,
 	markPath,
 	runtimeFile,
 	runtimesOf,
@@ -38,9 +39,9 @@ async function serverNames(home) {
 // mark is there while it runs and gone after; the new runtime answers.
 async function restartOnce(home, url, oldPid) {
 	const c = await connect({ url });
-	const call = c.call('demo__sleep', { ms: 800 });
+	const call = c.call('demo__sleep', { ms: 3000 });
 	// The call has reached the server before the restart begins.
-	await new Promise((r) => setTimeout(r, 100));
+	await awaitInflight(home);
 	const t0 = performance.now();
 	const restart = runCli(['restart'], { home });
 	let sawMark = null;
@@ -74,7 +75,7 @@ async function restartOnce(home, url, oldPid) {
 }
 
 test('restart without a server: drained, same home, servers and options; mark during, gone after; twice', {
-	timeout: 30_000,
+	timeout: 120_000,
 }, async (t) => {
 	const home = await makeHome();
 	const servers = { demo: demo(['--name', 'demo']), other: demo(['--name', 'other']) };
@@ -101,7 +102,7 @@ test('restart without a server: drained, same home, servers and options; mark du
 
 		const second = await restartOnce(home, first.info.url, first.info.pid);
 		assert.deepEqual(await serverNames(home), before, 'same servers again');
-		console.log(`restart: ${Math.round(first.ms)} ms, then ${Math.round(second.ms)} ms (each with an 800 ms call draining)`);
+		console.log(`restart: ${Math.round(first.ms)} ms, then ${Math.round(second.ms)} ms (each with a 3 s call draining)`);
 	} catch (e) {
 		problems.push(e.message);
 	} finally {
@@ -115,7 +116,7 @@ test('restart without a server: drained, same home, servers and options; mark du
 });
 
 test('restart without a runtime: exit 3, no mark; restart NAME still restarts one server', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	const home = await makeHome();
 	await writeConfig(home, { demo: demo(['--name', 'demo']) });

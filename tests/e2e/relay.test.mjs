@@ -1,6 +1,7 @@
 // `mcpvisor relay` on real processes, the official SDK's stdio client as
-// the host: finding or starting the runtime (timed), several relays
-// starting at once, the host quitting, a long call on a healthy runtime.
+// the host: finding or starting the runtime (its time printed; `make bench`
+// holds the bound), several relays starting at once, the host quitting, a
+// long call on a healthy runtime.
 // The recovery scenarios are in relay-recovery.test.mjs, the restart mark
 // in relay-mark.test.mjs.
 import { test } from 'node:test';
@@ -19,8 +20,12 @@ import {
 	homeWith,
 } from './relay-lib.mjs';
 
-test('relay: no runtime: starts one, first answer within 1 s; with one running, within 50 ms', {
-	timeout: 20_000,
+// How fast the first answer comes is `make bench`'s figure, beside its
+// targets (50 ms with a runtime running, 1 s when the relay starts one): a
+// sanitized build on a busy machine keeps no such bound. Here: what the
+// host gets, and from which runtime.
+test('relay: no runtime: starts one and answers through it; with one running, answers through that one', {
+	timeout: 60_000,
 }, async (t) => {
 	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
 		const h = await hostConnect(ctx.home);
@@ -32,24 +37,23 @@ test('relay: no runtime: starts one, first answer within 1 s; with one running, 
 		const { tools } = await h.client.listTools();
 		assert.ok(tools.some((x) => x.name === 'demo__echo'));
 		await echo(h.client);
-		// The best of five: a start's own time, not a busy machine's.
 		const warm = [];
-		for (let i = 0; i < 5; i++) {
+		for (let i = 0; i < 3; i++) {
 			const w = await hostConnect(ctx.home);
 			ctx.hosts.push(w);
 			warm.push(w.ms);
+			await echo(w.client, `warm ${i}`);
 		}
 		console.log(
 			`relay first answer: no runtime ${cold.toFixed(1)} ms; runtime running ${warm.map((x) => x.toFixed(1)).join(', ')} ms`,
 		);
-		assert.ok(cold < 1000, `first answer with no runtime took ${cold} ms`);
-		assert.ok(Math.min(...warm) < 50, `first answer with a runtime took ${warm} ms`);
 		assert.deepEqual(runtimesOf(ctx.home), [info.pid], 'still one runtime');
+		assert.equal(runtimeFile(ctx.home).pid, info.pid, 'the same runtime');
 	});
 });
 
-test('relay: the host closes stdin: the relay exits 0 at once; the runtime it started serves on', {
-	timeout: 20_000,
+test('relay: the host closes stdin: the relay exits 0 on its own; the runtime it started serves on', {
+	timeout: 60_000,
 }, async (t) => {
 	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
 		const h = await hostConnect(ctx.home);
@@ -57,8 +61,9 @@ test('relay: the host closes stdin: the relay exits 0 at once; the runtime it st
 		const pid = runtimeFile(ctx.home).pid;
 		const ex = await hostClose(h);
 		console.log(`relay exit after stdin closed: ${ex.ms.toFixed(1)} ms`);
+		// No signal was sent: it left at its stdin's end.
+		assert.ok(!ex.stuck, `relay still there ${ex.ms} ms after stdin closed`);
 		assert.equal(ex.code, 0, `relay exit: ${ex.code ?? ex.signal}\n${h.stderr()}`);
-		assert.ok(ex.ms < 1000, `relay took ${ex.ms} ms to exit`);
 		assert.ok(!procStat(h.pid), 'relay gone');
 		// Shared by hosts: the runtime outlives one relay.
 		assert.ok(procStat(pid), 'the runtime it started still runs');
@@ -70,7 +75,7 @@ test('relay: the host closes stdin: the relay exits 0 at once; the runtime it st
 });
 
 test('relay: several relays starting at once share one runtime', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
 		const results = await Promise.allSettled(
@@ -92,7 +97,7 @@ test('relay: several relays starting at once share one runtime', {
 });
 
 test('relay: a long call on a healthy runtime (longer than the silence watch) is not cut off', {
-	timeout: 20_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRelayHome(t, () => homeWith(DEMO()), async (ctx) => {
 		const h = await hostConnect(ctx.home);

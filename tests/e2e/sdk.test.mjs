@@ -27,7 +27,7 @@ async function sdkClose({ client, transport }) {
 }
 
 test('SDK client: demo tools, prompt, resources, structured content', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(
 		t,
@@ -128,7 +128,7 @@ test('SDK client: demo tools, prompt, resources, structured content', {
 });
 
 test('SDK client: pagination with MCPVISOR_PAGE_SIZE=5 returns every tool once in config order', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	await withRuntime(
 		t,
@@ -187,7 +187,7 @@ test('SDK client: pagination with MCPVISOR_PAGE_SIZE=5 returns every tool once i
 });
 
 test('SDK client: server-everything and server-filesystem from npm behind mcpvisor', {
-	timeout: 60_000,
+	timeout: 120_000,
 }, async (t) => {
 	const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mcpvisor-fs-'));
 	const file = path.join(dir, 'hello.txt');

@@ -10,7 +10,7 @@ import { connect, demo, withRuntime } from './lib.mjs';
 const SECRETS = ['pw-SECRET1', 'KEYSECRET2', 'hdr-SECRET3'];
 
 test('status: the transport and masked url of each server; a stdio instance says stdio', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const servers = {
 		demo: demo(),

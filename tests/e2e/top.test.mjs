@@ -60,7 +60,7 @@ function topPid(shellPid) {
 }
 
 test('top in tmux: servers and figures, a call on the next refresh, a runtime that stops, q restores the shell', {
-	timeout: 30_000,
+	timeout: 60_000,
 }, async (t) => {
 	const p = await pane(t);
 	await withRuntime(t, { demo: demo(), notes: demo([], { scope: 'session' }) }, async (rt) => {

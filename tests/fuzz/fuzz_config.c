@@ -163,6 +163,16 @@ static bool fc_public(const json_t *v, enum fc_role role)
 			json_t *x2;
 			json_object_foreach(x, k2, x2)
 			{
+				/* An env value is secret by the one rule
+				 * (config/secrets.h): by its name or shape,
+				 * or the variable it came from; otherwise it
+				 * is shown as written. */
+				if (!strcmp(k, "env") && json_is_string(x2) &&
+				    strstr(json_string_value(x2), FC_MARKER) &&
+				    (strstr(json_string_value(x2), "${") ||
+				     !secrets_env_is_secret(
+					     k2, json_string_value(x2), NULL)))
+					return true;
 				if (strstr(k2, FC_MARKER) ||
 				    fc_public(x2, json_is_string(x2)
 							  ? FC_SECRET
@@ -206,8 +216,11 @@ static char *fc_dump(json_t *v)
 static void fc_gather(const char ***v, size_t *n, const char *s)
 {
 	/* Shorter values are not secrets (SECRETS_MIN_LEN); a value with
-	 * '*' could be re-formed by the "***" that masks another. */
-	if (s == NULL || strlen(s) < SECRETS_MIN_LEN || strchr(s, '*'))
+	 * '*' could be re-formed by the "***" that masks another; one that
+	 * still holds "${" was not expanded (its server has an error): a
+	 * template is what the user wrote, no secret. */
+	if (s == NULL || strlen(s) < SECRETS_MIN_LEN || strchr(s, '*') ||
+	    strstr(s, "${"))
 		return;
 	*v = realloc(*v, (*n + 1) * sizeof **v);
 	(*v)[(*n)++] = s;
@@ -221,12 +234,20 @@ static void fc_check_mask(const struct config *cfg, const char *input)
 	size_t n = 0;
 	for (size_t i = 0; i < cfg->nservers; i++) {
 		const struct server_config *s = &cfg->servers[i];
+		/* What the one rule (config/secrets.h) calls secret: every
+		 * header value, env values and args by their name, shape or
+		 * the variable they came from. */
 		for (size_t k = 0; k < s->nenv; k++)
-			fc_gather(&v, &n, s->env[k].value);
+			if (secrets_env_is_secret(
+				    s->env[k].key, s->env[k].value,
+				    s->env_tpl ? s->env_tpl[k] : NULL))
+				fc_gather(&v, &n, s->env[k].value);
 		for (size_t k = 0; k < s->nheaders; k++)
 			fc_gather(&v, &n, s->headers[k].value);
-		for (size_t k = 0; s->args_tpl && k < s->nargs; k++)
-			if (s->args_tpl[k])
+		for (size_t k = 0; k < s->nargs; k++)
+			if (secrets_arg_is_secret(
+				    s->args, s->nargs, k,
+				    s->args_tpl ? s->args_tpl[k] : NULL))
 				fc_gather(&v, &n, s->args[k]);
 	}
 	for (size_t k = 0; k < cfg->napi_keys; k++)
