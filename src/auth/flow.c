@@ -367,8 +367,9 @@ static void flow_register_cb(void *arg, int err, const char *why,
 	const char *m = reg_auth_method(
 		&f->d.as.token_endpoint_auth_methods_supported,
 		f->client.auth_method, f->client.client_secret != NULL);
+	char *method = xstrdup(m); /* m may be the registered one */
 	free(f->client.auth_method);
-	f->client.auth_method = xstrdup(m);
+	f->client.auth_method = method;
 	char *cfg_extra = scope_union(f->cfg_scope, f->extra);
 	f->scope =
 		scope_select(f->ch_scope, &f->d.prm.scopes_supported,
