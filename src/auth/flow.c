@@ -228,6 +228,16 @@ static void flow_probe_cb(void *arg, const struct afetch_result *r)
 			  r->why);
 		return;
 	}
+	/* An initialize refused for another reason than a token (a
+	 * 2026-07-28 server answers one that lacks MCP-Protocol-Version
+	 * with a 400) says nothing of what the server asks for: tools/list
+	 * may still meet the challenge, with its scope. */
+	if (f->probe_step == PROBE_INIT && r->status >= 400 &&
+	    r->status < 500) {
+		f->probe_step = PROBE_LIST;
+		if (flow_probe_send(f) == 0)
+			return;
+	}
 	/* Answered without a token: some servers let initialize through
 	 * and guard the rest; the next step may meet the challenge. */
 	if (r->status >= 200 && r->status < 300 && f->probe_step < PROBE_LIST) {
