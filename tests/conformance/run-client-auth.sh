@@ -10,9 +10,10 @@
 # Ends with "Total: N passed, M failed" over the checks; exit 1 when one
 # failed, 2 when the suite is not installed.
 # Usage: tests/conformance/run-client-auth.sh [--spec-version V] SCENARIO...
-#        tests/conformance/run-client-auth.sh --requirements REVISION
+#        tests/conformance/run-client-auth.sh --requirements REVISION [-o DIR]
 # --requirements runs the suite's whole client set of that revision at once
-# (its own summary: scored scenarios decide, warnings do not).
+# (its own summary: scored scenarios decide, warnings do not); -o DIR keeps
+# each scenario's checks.json.
 # MCPVISOR_BIN: the runtime (default build/san/mcpvisor).
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,8 +30,10 @@ spec=2025-11-25
 case ${1:-} in
 --requirements)
 	# shellcheck disable=SC2086 # shim is two words or none
-	exec node $shim "$entry" client --requirements "$2" --timeout 30000 \
-		--command "$driver"
+	rev=$2
+	shift 2
+	exec node $shim "$entry" client --requirements "$rev" --timeout 30000 \
+		--command "$driver" "$@"
 	;;
 --spec-version)
 	spec=$2
