@@ -5,8 +5,8 @@
 # loopback listener. The URL comes as one argument, never through a shell.
 # Then it stays a second, as a browser stays open after the page: login
 # ends while its browser still runs (login must let it go without a leak).
-# Bounded either way: a browser left behind is a process the run would leak.
+# Its pid goes to $CONF_BROWSER_PIDS, for the driver to end it by pid (login
+# starts it detached); curl is bounded on its own.
+[ -n "${CONF_BROWSER_PIDS:-}" ] && echo $$ >>"$CONF_BROWSER_PIDS"
 curl -sS -L --max-redirs 5 --max-time 15 -o /dev/null -- "$1"
-rc=$?
-sleep 1
-exit $rc
+exec sleep 1

@@ -25,7 +25,7 @@
 // CLIENT_DRIVER_DIRECT=1: the SDK client talks to SERVER_URL itself, no
 // mcpvisor (to check the driver against the suite).
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -67,6 +67,29 @@ function track(proc) {
   proc.on("exit", () => live.delete(proc));
   return proc;
 }
+
+// login starts the browser detached, and browser.sh stays a second after
+// the redirect: it writes its pid here, and the driver ends it by pid when
+// it ends itself.
+const browserPids = path.join(os.tmpdir(), `mcpvisor-browsers-${process.pid}`);
+
+function endBrowsers() {
+  let text = "";
+  try {
+    text = readFileSync(browserPids, "utf8");
+  } catch {
+    return;
+  }
+  for (const pid of text.split(/\s+/).filter(Boolean)) {
+    try {
+      process.kill(Number(pid), "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  rmSync(browserPids, { force: true });
+}
+process.on("exit", endBrowsers);
 
 function abandon(why) {
   log(`stopping: ${why}`);
@@ -219,7 +242,7 @@ async function login(h) {
   logins++;
   log(`login ${logins}`);
   const r = await runCli(h, ["login", "scenario"], LOGIN_MS,
-    { BROWSER, MCPVISOR_LOG: process.env.MCPVISOR_LOG ?? "" });
+    { BROWSER, CONF_BROWSER_PIDS: browserPids });
   if (r.code !== 0) throw new Error(`mcpvisor login exited ${r.code}`);
 }
 
