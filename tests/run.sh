@@ -159,6 +159,18 @@ CONF_AUTH="metadata-default metadata-var1 metadata-var2 metadata-var3
 	scope-omitted-when-undefined scope-step-up scope-retry-limit
 	token-endpoint-auth-basic token-endpoint-auth-post
 	token-endpoint-auth-none pre-registration"
+# And those of 2026-07-28 that check more than the ones above (the issuer
+# and resource checks, offline_access; metadata-default for
+# application_type, scope-step-up for the challenge behind a refused
+# initialize), scored by their checks alone: their servers refuse the
+# 2025-11-25 requests mcpvisor makes after the login
+# (tests/conformance/auth/expected-2026-07-28.txt names what needs them).
+# authorization-server-migration runs whole instead, at the 2025-11-25 wire
+# (client-auth-authorization-server-migration).
+CONF_AUTH26="metadata-default scope-step-up resource-mismatch
+	offline-access-scope offline-access-not-supported iss-supported
+	iss-not-advertised iss-supported-missing iss-wrong-issuer iss-unexpected
+	iss-normalized metadata-issuer-mismatch"
 
 # The official suite both ways (mcpvisor in front of the C fixture over
 # stdio, and over HTTP on a port it owns), the fixture alone over HTTP, the
@@ -172,6 +184,10 @@ run_conformance() {
 		conformance-client fixture-stdio-check fixture-http-check"
 	for s in $CONF_AUTH; do
 		parts="$parts client-auth-$s"
+	done
+	parts="$parts client-auth-authorization-server-migration"
+	for s in $CONF_AUTH26; do
+		parts="$parts client-auth26-$s"
 	done
 	for name in $parts; do
 		rm -f "$logdir/$name.log.rc"
@@ -190,6 +206,14 @@ conf_one() { # name
 	conformance-http) conf_run "$1" sh $c/run-against-runtime.sh --http ;;
 	conformance-fixture-http) conf_run "$1" sh $c/run-fixture-http.sh ;;
 	conformance-client) conf_run "$1" sh $c/run-client.sh ;;
+	client-auth-authorization-server-migration)
+		conf_run "$1" sh $c/run-client-auth.sh --force \
+			auth/authorization-server-migration
+		;;
+	client-auth26-*)
+		conf_run "$1" sh $c/run-client-auth.sh --spec-version 2026-07-28 \
+			--checks-only "auth/${1#client-auth26-}"
+		;;
 	client-auth-*)
 		conf_run "$1" sh $c/run-client-auth.sh "auth/${1#client-auth-}"
 		;;

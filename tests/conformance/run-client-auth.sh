@@ -9,11 +9,17 @@
 # unless the scenario expects a refusal. The suite stops the client at 30 s.
 # Ends with "Total: N passed, M failed" over the checks; exit 1 when one
 # failed, 2 when the suite is not installed.
-# Usage: tests/conformance/run-client-auth.sh [--spec-version V] SCENARIO...
+# Usage: tests/conformance/run-client-auth.sh [--spec-version V]
+#            [--checks-only] [--force] SCENARIO...
 #        tests/conformance/run-client-auth.sh --requirements REVISION [-o DIR]
 # --requirements runs the suite's whole client set of that revision at once
 # (its own summary: scored scenarios decide, warnings do not); -o DIR keeps
 # each scenario's checks.json.
+# --checks-only scores the checks alone (auth-checks.mjs), not the client's
+# exit: for 2026-07-28, whose servers refuse the 2025-11-25 requests
+# mcpvisor makes after the login; auth/expected-V.txt names the checks that
+# need such a request. --force runs a scenario at a revision it is not
+# for (a 2026-07-28 one at the 2025-11-25 wire mcpvisor speaks).
 # MCPVISOR_BIN: the runtime (default build/san/mcpvisor).
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,30 +41,60 @@ case ${1:-} in
 	exec node $shim "$entry" client --requirements "$rev" --timeout 30000 \
 		--command "$driver" "$@"
 	;;
---spec-version)
-	spec=$2
-	shift 2
-	;;
 esac
+checks_only=0
+force=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	--spec-version)
+		spec=$2
+		shift 2
+		;;
+	--checks-only)
+		checks_only=1
+		shift
+		;;
+	--force)
+		force=--force
+		shift
+		;;
+	*) break ;;
+	esac
+done
 if [ $# -eq 0 ]; then
-	echo "usage: $0 [--spec-version V] SCENARIO... | --requirements REVISION" >&2
+	echo "usage: $0 [--spec-version V] [--checks-only] [--force] SCENARIO..." \
+		"| --requirements REVISION [-o DIR]" >&2
 	exit 2
 fi
 out=$(mktemp -d /tmp/conf-auth.XXXXXX)
 pass=0
 fail=0
 for scenario in "$@"; do
-	log=$out/$(echo "$scenario" | tr / -).log
+	name=$(echo "$scenario" | tr / -)
+	log=$out/$name.log
 	# The suite's own hang guard: its client timeout is 30 s.
 	# shellcheck disable=SC2086 # shim is two words or none
 	timeout -k 5 60 node $shim "$entry" client --scenario "$scenario" \
-		--spec-version "$spec" --timeout 30000 --command "$driver" \
-		-o "$out/results" >"$log" 2>&1
+		--spec-version "$spec" $force --timeout 30000 --command "$driver" \
+		-o "$out/$name" >"$log" 2>&1
 	rc=$?
-	line=$(grep -E 'Passed: [0-9]+/[0-9]+, [0-9]+ failed' "$log" | tail -n 1)
-	p=$(echo "$line" | sed -n 's/.*Passed: \([0-9]*\)\/.*/\1/p')
-	f=$(echo "$line" | sed -n 's/.*, \([0-9]*\) failed.*/\1/p')
-	w=$(echo "$line" | sed -n 's/.*, \([0-9]*\) warnings.*/\1/p')
+	if [ "$checks_only" -eq 1 ]; then
+		# Its checks alone, those that need a 2026 request named.
+		dir=$(ls -d "$out/$name/$scenario"-* 2>/dev/null | tail -n 1)
+		node "$root/tests/conformance/auth-checks.mjs" \
+			"$dir/checks.json" "$scenario" \
+			"$root/tests/conformance/auth/expected-$spec.txt" >>"$log" 2>&1
+		rc=$?
+		line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+		p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+		f=$(echo "$line" | sed -n 's/.*, \([0-9]*\) failed$/\1/p')
+		w=0
+	else
+		line=$(grep -E 'Passed: [0-9]+/[0-9]+, [0-9]+ failed' "$log" | tail -n 1)
+		p=$(echo "$line" | sed -n 's/.*Passed: \([0-9]*\)\/.*/\1/p')
+		f=$(echo "$line" | sed -n 's/.*, \([0-9]*\) failed.*/\1/p')
+		w=$(echo "$line" | sed -n 's/.*, \([0-9]*\) warnings.*/\1/p')
+	fi
 	if [ -z "$p" ]; then
 		p=0
 		f=1
