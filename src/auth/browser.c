@@ -8,21 +8,9 @@
 #include "auth/urls.h"
 #include "util/xmalloc.h"
 
-/* Marks the process handles browser_open allocated (their data). */
-static char browser_tag;
-
 static void browser_exit_cb(uv_process_t *p, int64_t status, int sig)
 {
 	uv_close((uv_handle_t *)p, (uv_close_cb)free);
-}
-
-bool browser_close(uv_handle_t *h)
-{
-	if (h->type != UV_PROCESS || h->data != &browser_tag)
-		return false;
-	if (!uv_is_closing(h))
-		uv_close(h, (uv_close_cb)free);
-	return true;
 }
 
 int browser_open(uv_loop_t *loop, const char *url, const char **what)
@@ -78,7 +66,6 @@ int browser_open(uv_loop_t *loop, const char *url, const char **what)
 	};
 	uv_process_t *p = xcalloc(1, sizeof *p);
 	int rc = uv_spawn(loop, p, &o);
-	p->data = &browser_tag;
 	if (rc < 0) {
 		uv_close((uv_handle_t *)p, (uv_close_cb)free);
 		return rc;

@@ -8,7 +8,6 @@
 #ifndef MCPV_AUTH_BROWSER_H
 #define MCPV_AUTH_BROWSER_H
 
-#include <stdbool.h>
 #include <uv.h>
 
 #define BROWSER_MAX_WORDS 16
@@ -21,11 +20,5 @@
  * none to start (no $BROWSER, no display for xdg-open), -EINVAL for a URL
  * that is refused, or the -errno of the start. */
 int browser_open(uv_loop_t *loop, const char *url, const char **what);
-
-/* For a uv_walk that closes a loop's handles at its end: when h is the
- * handle of a browser browser_open started and that still runs (the loop
- * ends before it; the browser goes on alone), closes it and frees it, and
- * says true; false for any other handle. */
-bool browser_close(uv_handle_t *h);
 
 #endif

@@ -331,8 +331,7 @@ static void login_url(void *arg, const char *auth_url, const char *redirect)
 
 static void login_close_walk(uv_handle_t *h, void *arg)
 {
-	/* A browser still running owns a handle browser_open allocated. */
-	if (!browser_close(h) && !uv_is_closing(h))
+	if (!uv_is_closing(h))
 		uv_close(h, NULL);
 }
 
