@@ -320,3 +320,17 @@ void instance_credentials_changed(struct instance *inst)
 		break;
 	}
 }
+
+bool instance_signin_recheck(struct instance *inst)
+{
+	if (inst->state != INSTANCE_NEEDS_AUTH || inst->freeing ||
+	    !instance_signs_in(inst) || inst->signin->reload == NULL)
+		return false;
+	/* Only tokens that changed: the ones that were refused (a 403
+	 * asking for more access) would be refused again. */
+	if (inst->signin->reload(inst->signin_arg, inst->name,
+				 inst->server.url) != 1)
+		return false;
+	instance_credentials_changed(inst);
+	return inst->state != INSTANCE_NEEDS_AUTH;
+}

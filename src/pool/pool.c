@@ -493,11 +493,17 @@ static int pool_auth_refresh(void *arg, const char *name, const char *url,
 	return auth_refresh(arg, name, url, sent, cb, cb_arg, out);
 }
 
+static int pool_auth_reload(void *arg, const char *name, const char *url)
+{
+	return auth_reload(arg, name, url);
+}
+
 static const struct instance_signin pool_signin = {
 	.bearer = pool_auth_bearer,
 	.challenge = pool_auth_challenge,
 	.refresh = pool_auth_refresh,
 	.cancel = auth_req_cancel,
+	.reload = pool_auth_reload,
 };
 
 void pool_set_auth(struct pool *pool, struct auth *a)
