@@ -265,6 +265,7 @@ test('oauth: a revoked refresh token puts the server back to needs_auth with the
 		assert.equal(inst.state, 'needs_auth');
 		assert.match(inst.error, /its sign-in ended: .*; run `mcpvisor login fx`/, inst.error);
 		assert.match(inst.error, /invalid_grant|refused|revoked/i, inst.error);
+		assert.equal(inst.error.split('mcpvisor login').length - 1, 1, `the command once: ${inst.error}`);
 		const st = await rt.cli(['status']);
 		assert.match(st.stdout, /mcpvisor login fx/);
 		await login(rt);
