@@ -276,6 +276,27 @@ test('oauth: a revoked refresh token puts the server back to needs_auth with the
 	});
 });
 
+test('oauth: a logout in the terminal puts a running server back to needs_auth at once', {
+	timeout: 180_000,
+}, async (t) => {
+	const fx = await startOAuth(t);
+	await withRuntime(t, fxServer(fx), async (rt) => {
+		await rt.cli(['tools']);
+		await loginAndServe(rt);
+		const tokensDir = path.join(rt.home, 'state', 'auth', 'tokens');
+		assert.ok(fs.readdirSync(tokensDir).some((f) => f.endsWith('.json')), 'tokens stored');
+		const out = await rt.cli(['logout', 'fx']);
+		assert.equal(out.code, 0, out.stderr);
+		assert.ok(!fs.readdirSync(tokensDir).some((f) => f.endsWith('.json')), 'tokens forgotten');
+		await waitFor(async () => (await stateOf(rt)) === 'needs_auth', 15_000,
+			'needs_auth after the logout');
+		assert.match((await instanceOf(rt)).error, /signed out; run `mcpvisor login fx`/);
+		const r = await rt.cli(['call', 'fx__whoami']);
+		assert.equal(r.code, 1);
+		assert.match(r.stderr, /mcpvisor login fx/, r.stderr);
+	});
+});
+
 test('oauth: a refresh racing a login loses no token: the runtime serves, and what is stored still refreshes', {
 	timeout: 240_000,
 }, async (t) => {
