@@ -8,15 +8,19 @@
 // sign-in through a client's URL-mode elicitation, and what setup says of
 // a host's OAuth entries. Tokens never reach logs, status or the cache.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 
 import {
+	MCPVISOR,
 	REPO,
+	SAN_ENV,
 	connect,
 	makeHome,
+	procStat,
 	runCli,
 	scratchDir,
 	WAIT_SCALE,
@@ -273,6 +277,50 @@ test('oauth: a revoked refresh token puts the server back to needs_auth with the
 		const again = await rt.cli(['call', 'fx__whoami']);
 		assert.equal(again.code, 0, again.stderr);
 		await assertNoTokens(rt, fx);
+	});
+});
+
+test('oauth: login --no-browser prints the ssh -L line and takes the address the browser ended on from stdin', {
+	timeout: 180_000,
+}, async (t) => {
+	const fx = await startOAuth(t);
+	await withRuntime(t, fxServer(fx), async (rt) => {
+		await rt.cli(['tools']);
+		const child = spawn(MCPVISOR, ['login', 'fx', '--no-browser', '--home', rt.home], {
+			// No $BROWSER: --no-browser must not need one.
+			env: { ...process.env, ...SAN_ENV, BROWSER: '/bin/false' },
+			stdio: ['pipe', 'pipe', 'pipe'],
+		});
+		const exit = new Promise((r) => child.on('exit', (code) => r(code)));
+		t.after(async () => {
+			if (procStat(child.pid) !== null) {
+				child.kill('SIGKILL');
+				await exit;
+			}
+		});
+		let err = '';
+		child.stderr.setEncoding('utf8').on('data', (d) => {
+			err += d;
+		});
+		child.stdout.resume();
+		const authUrl = await waitFor(
+			() => /^ {2}(http:\/\/127\.0\.0\.1:\d+\/authorize\S+)$/m.exec(err)?.[1],
+			10_000, 'the authorization URL');
+		const port = new URL(new URL(authUrl).searchParams.get('redirect_uri')).port;
+		await waitFor(() => err.includes('paste here'), 10_000, 'the paste prompt');
+		assert.match(err, new RegExp(`ssh -L ${port}:127\\.0\\.0\\.1:${port} \\S+`), err);
+		// The browser elsewhere: its redirect, not followed, pasted back.
+		const r = await fetch(authUrl, { redirect: 'manual' });
+		assert.equal(r.status, 302);
+		const back = r.headers.get('location');
+		assert.ok(back.startsWith(`http://127.0.0.1:${port}/callback?`), back);
+		child.stdin.write('not the address\n');
+		child.stdin.write(`${back}\n`);
+		assert.equal(await exit, 0, err);
+		assert.match(err, /paste the whole address/, 'a wrong line is refused, and it waits on');
+		assert.match(err, /signed in to server "fx"; its tokens are stored/);
+		const c = await rt.cli(['call', 'fx__whoami']);
+		assert.equal(c.code, 0, c.stderr);
 	});
 });
 
