@@ -688,9 +688,11 @@ void pool_session_gone(struct pool *pool, const char *session_id)
 		} else if (instance_state(e->inst) == INSTANCE_NEEDS_AUTH) {
 			log_info(
 				"instance %s: no session uses it; kept, as its "
-				"credentials were refused, until a reload "
-				"changes them",
-				e->name);
+				"credentials were refused, until %s",
+				e->name,
+				instance_signs_in(e->inst)
+					? "a login gives it tokens"
+					: "a reload changes them");
 		} else {
 			if (unheld)
 				pool_idle_arm(e);
