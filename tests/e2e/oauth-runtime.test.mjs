@@ -499,5 +499,8 @@ test('oauth: setup says `mcpvisor login NAME` for each host entry that signed in
 	assert.ok(real.stdout.includes(
 		`sign in to what Claude Code had signed in to:\n  mcpvisor login asana --home ${mh}\n`),
 	real.stdout);
+	// Every command it names acts on this home.
+	assert.ok(real.stdout.includes(`(undo: mcpvisor setup claude-code --undo --home ${mh})`),
+		real.stdout);
 	console.log(`setup claude-code prints:\n${real.stdout}`);
 });
