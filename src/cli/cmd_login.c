@@ -331,8 +331,10 @@ static void login_url(void *arg, const char *auth_url, const char *redirect)
 
 static void login_close_walk(uv_handle_t *h, void *arg)
 {
+	/* A browser still running (browser_open's handle, on the heap) is
+	 * left to itself; its handle goes with the loop. */
 	if (!uv_is_closing(h))
-		uv_close(h, NULL);
+		uv_close(h, h->type == UV_PROCESS ? (uv_close_cb)free : NULL);
 }
 
 static int login_run(const struct login_opts *o, const struct paths *p,

@@ -407,6 +407,10 @@ void instance_ensure(struct instance *inst, instance_ready_cb cb, void *arg)
 		cb(arg, inst, 0);
 		return;
 	}
+	/* A login that just ended (its tokens are stored, the watch of the
+	 * token folder has not said so yet) starts it, and cb waits. */
+	if (inst->state == INSTANCE_NEEDS_AUTH)
+		instance_signin_recheck(inst);
 	if (inst->state == INSTANCE_NEEDS_AUTH || inst->freeing) {
 		cb(arg, inst, inst->freeing ? -ECANCELED : -EACCES);
 		return;

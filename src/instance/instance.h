@@ -91,6 +91,8 @@ struct instance_signin {
 		       struct auth_req **out);
 	/* auth_req_cancel */
 	void (*cancel)(struct auth_req *r);
+	/* auth_reload */
+	int (*reload)(void *arg, const char *name, const char *url);
 };
 
 /* What the instance is made from: copied by instance_new. */
@@ -227,6 +229,10 @@ json_t *instance_describe(const struct instance *inst, bool verbose);
  * while running goes to needs_auth; a running one times its next
  * refresh by the new token. */
 void instance_credentials_changed(struct instance *inst);
+/* Reads the server's stored tokens again, not waiting for the watch of
+ * the token folder: a needs_auth instance whose tokens changed (a login
+ * that just ended) starts. True when it did. */
+bool instance_signin_recheck(struct instance *inst);
 /* Whether the instance signs in with OAuth tokens (a url server with
  * no Authorization header in its config, and an owner that holds
  * tokens): what needs_auth asks of the user is then `mcpvisor login`. */

@@ -89,6 +89,21 @@ char *instance_signin_needs_text(const struct instance *inst, int status,
 
 /* ---- refresh ------------------------------------------------------------ */
 
+/* needs_auth's text when a refresh failed for good: the reason, then the
+ * command once (auth/ may end its reason with the command already). */
+static char *instance_signin_ended_text(const struct instance *inst,
+					const char *reason)
+{
+	char *tail =
+		xasprintf("; sign in again: mcpvisor login %s", inst->name);
+	size_t n = strlen(reason), t = strlen(tail);
+	if (n >= t && strcmp(reason + n - t, tail) == 0)
+		n -= t;
+	free(tail);
+	return xasprintf("its sign-in ended: %.*s; run `mcpvisor login %s`",
+			 (int)n, reason, inst->name);
+}
+
 static void instance_signin_timer_cb(uv_timer_t *t);
 
 /* A refresh ended: what it was for goes on. */
@@ -116,9 +131,7 @@ static void instance_refreshed_cb(void *arg, int err, const char *why)
 			return;
 		if (err == -EACCES) {
 			instance_fail(inst, INSTANCE_NEEDS_AUTH,
-				      xasprintf("its sign-in ended: %s; run "
-						"`mcpvisor login %s`",
-						reason, inst->name));
+				      instance_signin_ended_text(inst, reason));
 			return;
 		}
 		char *v = NULL;
@@ -143,9 +156,7 @@ static void instance_refreshed_cb(void *arg, int err, const char *why)
 		return;
 	if (err == -EACCES) {
 		instance_fail(inst, INSTANCE_NEEDS_AUTH,
-			      xasprintf("its sign-in ended: %s; run `mcpvisor "
-					"login %s`",
-					reason, inst->name));
+			      instance_signin_ended_text(inst, reason));
 		return;
 	}
 	if (err < 0)
@@ -319,4 +330,18 @@ void instance_credentials_changed(struct instance *inst)
 	default:
 		break;
 	}
+}
+
+bool instance_signin_recheck(struct instance *inst)
+{
+	if (inst->state != INSTANCE_NEEDS_AUTH || inst->freeing ||
+	    !instance_signs_in(inst) || inst->signin->reload == NULL)
+		return false;
+	/* Only tokens that changed: the ones that were refused (a 403
+	 * asking for more access) would be refused again. */
+	if (inst->signin->reload(inst->signin_arg, inst->name,
+				 inst->server.url) != 1)
+		return false;
+	instance_credentials_changed(inst);
+	return inst->state != INSTANCE_NEEDS_AUTH;
 }

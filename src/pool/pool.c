@@ -493,11 +493,17 @@ static int pool_auth_refresh(void *arg, const char *name, const char *url,
 	return auth_refresh(arg, name, url, sent, cb, cb_arg, out);
 }
 
+static int pool_auth_reload(void *arg, const char *name, const char *url)
+{
+	return auth_reload(arg, name, url);
+}
+
 static const struct instance_signin pool_signin = {
 	.bearer = pool_auth_bearer,
 	.challenge = pool_auth_challenge,
 	.refresh = pool_auth_refresh,
 	.cancel = auth_req_cancel,
+	.reload = pool_auth_reload,
 };
 
 void pool_set_auth(struct pool *pool, struct auth *a)
@@ -682,9 +688,11 @@ void pool_session_gone(struct pool *pool, const char *session_id)
 		} else if (instance_state(e->inst) == INSTANCE_NEEDS_AUTH) {
 			log_info(
 				"instance %s: no session uses it; kept, as its "
-				"credentials were refused, until a reload "
-				"changes them",
-				e->name);
+				"credentials were refused, until %s",
+				e->name,
+				instance_signs_in(e->inst)
+					? "a login gives it tokens"
+					: "a reload changes them");
 		} else {
 			if (unheld)
 				pool_idle_arm(e);

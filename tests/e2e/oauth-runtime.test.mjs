@@ -8,24 +8,30 @@
 // sign-in through a client's URL-mode elicitation, and what setup says of
 // a host's OAuth entries. Tokens never reach logs, status or the cache.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 
 import {
+	MCPVISOR,
 	REPO,
+	SAN_ENV,
 	connect,
 	makeHome,
+	procStat,
 	runCli,
 	scratchDir,
+	WAIT_SCALE,
 	waitFor,
 	withRuntime,
 } from './lib.mjs';
 import { getStream } from './fixtures/hostile-fixture.mjs';
 import { BROWSER, startOAuth } from './fixtures/oauth-fixture.mjs';
 
-const LOGIN_MS = 30_000;
+// A hang guard on the login process, stretched like every wait.
+const LOGIN_MS = 20_000 * WAIT_SCALE;
 
 // `mcpvisor login NAME` against rt's home, the browser following the
 // authorization server's redirect to login's loopback listener.
@@ -127,6 +133,11 @@ async function postStream(c, body) {
 	};
 }
 
+// How many echo calls the fixture's MCP server ran (none yet: 0).
+function echoes(s) {
+	return s.calls.echo ?? 0;
+}
+
 function callBody(id, name, args = {}) {
 	return { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } };
 }
@@ -146,7 +157,7 @@ async function loginAndServe(rt) {
 }
 
 test('oauth: a server that needs a login says `mcpvisor login`; a login is picked up at once, with list_changed', {
-	timeout: 90_000,
+	timeout: 180_000,
 }, async (t) => {
 	const fx = await startOAuth(t);
 	await withRuntime(t, fxServer(fx), async (rt) => {
@@ -186,7 +197,7 @@ test('oauth: a server that needs a login says `mcpvisor login`; a login is picke
 });
 
 test('oauth: an access token that expires mid-session is refreshed once, and the call goes on', {
-	timeout: 90_000,
+	timeout: 180_000,
 }, async (t) => {
 	const fx = await startOAuth(t);
 	await withRuntime(t, fxServer(fx), async (rt) => {
@@ -202,7 +213,7 @@ test('oauth: an access token that expires mid-session is refreshed once, and the
 		const s1 = await fx.stats();
 		assert.equal(s1.tokenRefresh - s0.tokenRefresh, 1, 'one refresh');
 		assert.equal(s1.refreshOk - s0.refreshOk, 1);
-		assert.equal(s1.calls.echo - s0.calls.echo, 1, 'the call ran once');
+		assert.equal(echoes(s1) - echoes(s0), 1, 'the call ran once');
 		assert.ok(s1.mcp401 > s0.mcp401, 'the server refused the old token');
 		assert.equal(s1.reuse, 0, 'no rotated refresh token was sent twice');
 		assert.equal(await stateOf(rt), 'running');
@@ -212,7 +223,7 @@ test('oauth: an access token that expires mid-session is refreshed once, and the
 });
 
 test('oauth: while a slow token endpoint answers, calls wait (one refresh for all) and then go on', {
-	timeout: 90_000,
+	timeout: 180_000,
 }, async (t) => {
 	const fx = await startOAuth(t);
 	await withRuntime(t, fxServer(fx), async (rt) => {
@@ -237,14 +248,14 @@ test('oauth: while a slow token endpoint answers, calls wait (one refresh for al
 		assert.equal((await second).content[0].text, 'second');
 		const s1 = await fx.stats();
 		assert.equal(s1.tokenRefresh - s0.tokenRefresh, 1, 'single flight');
-		assert.equal(s1.calls.echo - s0.calls.echo, 2);
+		assert.equal(echoes(s1) - echoes(s0), 2);
 		await c1.close();
 		await c2.close();
 	});
 });
 
 test('oauth: a revoked refresh token puts the server back to needs_auth with the reason; a new login brings it back', {
-	timeout: 90_000,
+	timeout: 180_000,
 }, async (t) => {
 	const fx = await startOAuth(t);
 	await withRuntime(t, fxServer(fx), async (rt) => {
@@ -258,6 +269,7 @@ test('oauth: a revoked refresh token puts the server back to needs_auth with the
 		assert.equal(inst.state, 'needs_auth');
 		assert.match(inst.error, /its sign-in ended: .*; run `mcpvisor login fx`/, inst.error);
 		assert.match(inst.error, /invalid_grant|refused|revoked/i, inst.error);
+		assert.equal(inst.error.split('mcpvisor login').length - 1, 1, `the command once: ${inst.error}`);
 		const st = await rt.cli(['status']);
 		assert.match(st.stdout, /mcpvisor login fx/);
 		await login(rt);
@@ -268,8 +280,73 @@ test('oauth: a revoked refresh token puts the server back to needs_auth with the
 	});
 });
 
+test('oauth: login --no-browser prints the ssh -L line and takes the address the browser ended on from stdin', {
+	timeout: 180_000,
+}, async (t) => {
+	const fx = await startOAuth(t);
+	await withRuntime(t, fxServer(fx), async (rt) => {
+		await rt.cli(['tools']);
+		const child = spawn(MCPVISOR, ['login', 'fx', '--no-browser', '--home', rt.home], {
+			// No $BROWSER: --no-browser must not need one.
+			env: { ...process.env, ...SAN_ENV, BROWSER: '/bin/false' },
+			stdio: ['pipe', 'pipe', 'pipe'],
+		});
+		const exit = new Promise((r) => child.on('exit', (code) => r(code)));
+		t.after(async () => {
+			if (procStat(child.pid) !== null) {
+				child.kill('SIGKILL');
+				await exit;
+			}
+		});
+		let err = '';
+		child.stderr.setEncoding('utf8').on('data', (d) => {
+			err += d;
+		});
+		child.stdout.resume();
+		const authUrl = await waitFor(
+			() => /^ {2}(http:\/\/127\.0\.0\.1:\d+\/authorize\S+)$/m.exec(err)?.[1],
+			10_000, 'the authorization URL');
+		const port = new URL(new URL(authUrl).searchParams.get('redirect_uri')).port;
+		await waitFor(() => err.includes('paste here'), 10_000, 'the paste prompt');
+		assert.match(err, new RegExp(`ssh -L ${port}:127\\.0\\.0\\.1:${port} \\S+`), err);
+		// The browser elsewhere: its redirect, not followed, pasted back.
+		const r = await fetch(authUrl, { redirect: 'manual' });
+		assert.equal(r.status, 302);
+		const back = r.headers.get('location');
+		assert.ok(back.startsWith(`http://127.0.0.1:${port}/callback?`), back);
+		child.stdin.write('not the address\n');
+		child.stdin.write(`${back}\n`);
+		assert.equal(await exit, 0, err);
+		assert.match(err, /paste the whole address/, 'a wrong line is refused, and it waits on');
+		assert.match(err, /signed in to server "fx"; its tokens are stored/);
+		const c = await rt.cli(['call', 'fx__whoami']);
+		assert.equal(c.code, 0, c.stderr);
+	});
+});
+
+test('oauth: a logout in the terminal puts a running server back to needs_auth at once', {
+	timeout: 180_000,
+}, async (t) => {
+	const fx = await startOAuth(t);
+	await withRuntime(t, fxServer(fx), async (rt) => {
+		await rt.cli(['tools']);
+		await loginAndServe(rt);
+		const tokensDir = path.join(rt.home, 'state', 'auth', 'tokens');
+		assert.ok(fs.readdirSync(tokensDir).some((f) => f.endsWith('.json')), 'tokens stored');
+		const out = await rt.cli(['logout', 'fx']);
+		assert.equal(out.code, 0, out.stderr);
+		assert.ok(!fs.readdirSync(tokensDir).some((f) => f.endsWith('.json')), 'tokens forgotten');
+		await waitFor(async () => (await stateOf(rt)) === 'needs_auth', 15_000,
+			'needs_auth after the logout');
+		assert.match((await instanceOf(rt)).error, /signed out; run `mcpvisor login fx`/);
+		const r = await rt.cli(['call', 'fx__whoami']);
+		assert.equal(r.code, 1);
+		assert.match(r.stderr, /mcpvisor login fx/, r.stderr);
+	});
+});
+
 test('oauth: a refresh racing a login loses no token: the runtime serves, and what is stored still refreshes', {
-	timeout: 120_000,
+	timeout: 240_000,
 }, async (t) => {
 	const fx = await startOAuth(t);
 	await withRuntime(t, fxServer(fx), async (rt) => {
@@ -292,8 +369,8 @@ test('oauth: a refresh racing a login loses no token: the runtime serves, and wh
 		const lr = await lp;
 		assert.equal((await pending).content[0].text, 'raced');
 		const s1 = await fx.stats();
-		console.log(`# refresh race: ${JSON.stringify(s1.refreshes.slice(s0.refreshes.length))}; ` +
-			`login: ${lr.stdout.split('\n').filter(Boolean).slice(-1)[0] ?? ''}`);
+		const raced = s1.refreshes.slice(s0.refreshes.length);
+		const loginSaid = lr.stderr.split('\n').filter((l) => l.startsWith('mcpvisor:')).at(-1) ?? '';
 		assert.equal(s1.reuse, 0, 'no rotated refresh token was sent twice');
 		// What is stored now is good: another expiry refreshes with it.
 		await fx.set({ holdRefresh: false });
@@ -301,6 +378,13 @@ test('oauth: a refresh racing a login loses no token: the runtime serves, and wh
 		assert.equal((await c.call('fx__echo', { text: 'after' })).content[0].text, 'after');
 		const s2 = await fx.stats();
 		assert.equal(s2.refreshes.at(-1).outcome, 'ok', JSON.stringify(s2.refreshes.at(-1)));
+		// What the race left: the refreshes (refresh tokens by digest) and
+		// which refresh token the next one presented.
+		const next = s2.refreshes.at(-1).presented;
+		const whose = next === s1.codeRefresh.at(-1) ? "the login's"
+			: raced.some((r) => r.next === next) ? "the held refresh's" : 'another';
+		console.log(`# refresh race: held refresh ${JSON.stringify(raced)}; login: ${loginSaid}; ` +
+			`the next refresh presented ${whose} refresh token ${next} (${s2.refreshes.at(-1).outcome})`);
 		assert.equal(s2.reuse, 0);
 		assert.equal(await stateOf(rt), 'running');
 		await c.close();
@@ -308,7 +392,7 @@ test('oauth: a refresh racing a login loses no token: the runtime serves, and wh
 });
 
 test('oauth: a token that expires within a minute is refreshed ahead, without a 401', {
-	timeout: 90_000,
+	timeout: 180_000,
 }, async (t) => {
 	// 62 s: the refresh is due 2 s after the token came.
 	const fx = await startOAuth(t, ['--access-ttl', '62']);
@@ -327,7 +411,7 @@ test('oauth: a token that expires within a minute is refreshed ahead, without a 
 });
 
 test('oauth: a client that declared URL-mode elicitation is asked to sign in, and its call goes on', {
-	timeout: 90_000,
+	timeout: 180_000,
 }, async (t) => {
 	const fx = await startOAuth(t);
 	await withRuntime(t, fxServer(fx), async (rt) => {
@@ -364,7 +448,7 @@ test('oauth: a client that declared URL-mode elicitation is asked to sign in, an
 });
 
 test('oauth: a declined sign-in ends the call with `mcpvisor login`; a client without URL elicitation is told the same', {
-	timeout: 60_000,
+	timeout: 120_000,
 }, async (t) => {
 	const fx = await startOAuth(t);
 	await withRuntime(t, fxServer(fx), async (rt) => {
@@ -390,7 +474,7 @@ test('oauth: a declined sign-in ends the call with `mcpvisor login`; a client wi
 });
 
 test('oauth: setup says `mcpvisor login NAME` for each host entry that signed in with OAuth, in the dry run first', {
-	timeout: 60_000,
+	timeout: 120_000,
 }, async (t) => {
 	const home = await scratchDir(t);
 	const mh = path.join(home, 'mh');
@@ -415,5 +499,8 @@ test('oauth: setup says `mcpvisor login NAME` for each host entry that signed in
 	assert.ok(real.stdout.includes(
 		`sign in to what Claude Code had signed in to:\n  mcpvisor login asana --home ${mh}\n`),
 	real.stdout);
+	// Every command it names acts on this home.
+	assert.ok(real.stdout.includes(`(undo: mcpvisor setup claude-code --undo --home ${mh})`),
+		real.stdout);
 	console.log(`setup claude-code prints:\n${real.stdout}`);
 });

@@ -27,6 +27,8 @@ static struct {
 	auth_done_cb cb;
 	void *cb_arg;
 	int cancels;
+	int reload_rc; /* what reload returns: 1 changed, 0 not */
+	int reloads;
 } fa;
 
 static int fa_bearer(void *arg, const char *name, const char *url, char **value,
@@ -74,11 +76,19 @@ static void fa_cancel(struct auth_req *r)
 	fa.cb = NULL;
 }
 
+static int fa_reload(void *arg, const char *name, const char *url)
+{
+	cr_assert_str_eq(name, "fx");
+	fa.reloads++;
+	return fa.reload_rc;
+}
+
 static const struct instance_signin fa_signin = {
 	.bearer = fa_bearer,
 	.challenge = fa_challenge,
 	.refresh = fa_refresh,
 	.cancel = fa_cancel,
+	.reload = fa_reload,
 };
 
 /* The refresh in flight ends with err. */
@@ -267,12 +277,14 @@ Test(signin, a_refresh_that_fails_for_good_needs_a_login_with_the_reason)
 	int64_t id = call(inst, &g);
 	struct outbox_fact_of f = {id, OUTBOX_REFUSED};
 	fake_fault_auth(conns[0], 401, NULL, "Bearer tok-1", &f, 1);
-	fa_done(-EACCES, "the authorization server refused the refresh "
-			 "token (invalid_grant)");
+	/* As auth/ says it: with the command, which is said once. */
+	fa_done(-EACCES, "the authorization server refused the refresh: "
+			 "invalid_grant; sign in again: mcpvisor login fx");
 	cr_assert_eq(instance_state(inst), INSTANCE_NEEDS_AUTH);
 	const char *e = instance_last_error(inst);
-	cr_assert_not_null(strstr(e, "invalid_grant"), "%s", e);
-	cr_assert_not_null(strstr(e, "mcpvisor login fx"), "%s", e);
+	cr_assert_str_eq(e, "its sign-in ended: the authorization server "
+			    "refused the refresh: invalid_grant; run "
+			    "`mcpvisor login fx`");
 	cr_assert_eq(g.calls, 1);
 	cr_assert_not_null(strstr(got_message(&g), "mcpvisor login fx"), "%s",
 			   got_message(&g));
@@ -316,6 +328,53 @@ Test(signin, a_login_while_it_waits_for_one_starts_it)
 	cr_assert_eq(instance_state(inst), INSTANCE_STARTING);
 	fake_handshake(conns[1]);
 	cr_assert_eq(instance_state(inst), INSTANCE_READY);
+	done(inst);
+}
+
+/* A call that comes right after a login, before the watch of the token
+ * folder says so: the tokens are read again, it starts and the call
+ * waits for it. */
+Test(signin, a_call_right_after_a_login_reads_the_tokens_again_and_waits)
+{
+	struct instance *inst = make_signed();
+	fa.verdict = AUTH_LOGIN;
+	fa.bearer_rc = -ENOENT;
+	int err = 1;
+	instance_ensure(inst, ready_cb, &err);
+	fake_fault_auth(conns[0], 401, NULL, NULL, NULL, 0);
+	cr_assert_eq(instance_state(inst), INSTANCE_NEEDS_AUTH);
+	/* The login stored tokens; the cache does not know yet. */
+	fa.bearer_rc = 0;
+	fa.reload_rc = 1;
+	err = 1;
+	instance_ensure(inst, ready_cb, &err);
+	cr_assert_eq(fa.reloads, 1);
+	cr_assert_eq(err, 1, "the call waits for the start");
+	cr_assert_eq(nconns, 2);
+	cr_assert_eq(instance_state(inst), INSTANCE_STARTING);
+	fake_handshake(conns[1]);
+	cr_assert_eq(err, 0);
+	cr_assert_eq(instance_state(inst), INSTANCE_READY);
+	done(inst);
+}
+
+/* Tokens that did not change since they were refused (a 403 asking for
+ * more access) are not tried again by each call. */
+Test(signin, a_call_with_the_same_tokens_still_needs_a_login)
+{
+	struct instance *inst = make_signed();
+	fa.verdict = AUTH_LOGIN;
+	int err = 1;
+	instance_ensure(inst, ready_cb, &err);
+	fake_fault_auth(conns[0], 403, NULL, "Bearer tok-1", NULL, 0);
+	cr_assert_eq(instance_state(inst), INSTANCE_NEEDS_AUTH);
+	fa.reload_rc = 0;
+	err = 1;
+	instance_ensure(inst, ready_cb, &err);
+	cr_assert_eq(fa.reloads, 1);
+	cr_assert_eq(err, -EACCES);
+	cr_assert_eq(nconns, 1);
+	cr_assert_eq(instance_state(inst), INSTANCE_NEEDS_AUTH);
 	done(inst);
 }
 
