@@ -473,7 +473,8 @@ static void fx_browser_done(void *ctx, struct httpc_req *r, int err,
 }
 
 /* Follows url (an authorization URL) as a browser would. */
-static void fx_browse(struct fx_browser *b, struct httpc *h, const char *url)
+static inline void fx_browse(struct fx_browser *b, struct httpc *h,
+			     const char *url)
 {
 	memset(b, 0, sizeof *b);
 	b->h = h;
