@@ -259,7 +259,11 @@ int meta_parse_token(const char *doc, size_t len, struct meta_token *out,
 	if (json_is_integer(e)) {
 		out->expires_in = json_integer_value(e);
 	} else if (json_is_real(e)) {
-		out->expires_in = (int64_t)json_real_value(e);
+		/* Cast only what fits: a double past int64_t is undefined
+		 * behaviour (what a fuzzer found with 5e31). */
+		double r = json_real_value(e);
+		out->expires_in =
+			r >= 0 && r <= 366.0 * 24 * 3600 ? (int64_t)r : -1;
 	} else if (json_is_string(e)) {
 		/* Some servers quote it. */
 		char *end = NULL;
