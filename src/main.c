@@ -32,6 +32,9 @@ static void main_usage(FILE *f)
 		"claude-desktop\n"
 		"  top       a live view of servers, calls, latency and "
 		"memory\n"
+		"  login     sign in to a server that asks for OAuth: "
+		"mcpvisor login NAME\n"
+		"  logout    forget a server's OAuth tokens\n"
 		"\n"
 		"Every command takes --home DIR (or MCPVISOR_HOME) and "
 		"--help. The terminal\n"
@@ -69,7 +72,8 @@ int main(int argc, char **argv)
 		{"restart", cmd_restart}, {"reload", cmd_reload},
 		{"allow", cmd_allow},	  {"relay", cmd_relay},
 		{"logs", cmd_logs},	  {"setup", cmd_setup},
-		{"top", cmd_top},
+		{"top", cmd_top},	  {"login", cmd_login},
+		{"logout", cmd_logout},
 	};
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
 		if (strcmp(cmd, cmds[i].name) == 0)

@@ -151,15 +151,44 @@ conf_report() { # name
 	add "$name" "$p" "$f"
 }
 
+# The client authorization scenarios the 2025-11-25 revision requires
+# (tests/conformance/auth/'s release of the suite): one part each, so that
+# they share the slots; each signs in with `mcpvisor login` in a new home.
+CONF_AUTH="metadata-default metadata-var1 metadata-var2 metadata-var3
+	basic-cimd scope-from-www-authenticate scope-from-scopes-supported
+	scope-omitted-when-undefined scope-step-up scope-retry-limit
+	token-endpoint-auth-basic token-endpoint-auth-post
+	token-endpoint-auth-none pre-registration"
+# And five of 2026-07-28, scored by their checks alone (their servers
+# refuse the 2025-11-25 requests mcpvisor makes after the login;
+# tests/conformance/auth/expected-2026-07-28.txt names the checks that need
+# them): scope-step-up for the challenge behind a refused initialize, and
+# the suite's own word on the refusals (resource, iss, issuer) that the
+# unit tests hold to the table. The rest of that set repeats what the unit
+# tests and the parts above check, at 3 to 4 s of CPU a part; run it with
+# run-client-auth.sh --spec-version 2026-07-28 --checks-only.
+# authorization-server-migration runs whole instead, at the 2025-11-25 wire
+# (client-auth-authorization-server-migration).
+CONF_AUTH26="scope-step-up resource-mismatch iss-unexpected iss-normalized
+	metadata-issuer-mismatch"
+
 # The official suite both ways (mcpvisor in front of the C fixture over
 # stdio, and over HTTP on a port it owns), the fixture alone over HTTP, the
-# suite's client scenarios with mcpvisor as the client, and the fixtures'
-# own checks over stdio and HTTP. Each part has its own runtime, home and
-# ports (all port 0): CONF_JOBS of them run at once.
+# suite's client scenarios with mcpvisor as the client (the authorization
+# ones too), and the fixtures' own checks over stdio and HTTP. Each part has
+# its own runtime, home and ports (all port 0): CONF_JOBS of them run at
+# once.
 run_conformance() {
 	c=tests/conformance
 	parts="conformance conformance-http conformance-fixture-http
 		conformance-client fixture-stdio-check fixture-http-check"
+	for s in $CONF_AUTH; do
+		parts="$parts client-auth-$s"
+	done
+	parts="$parts client-auth-authorization-server-migration"
+	for s in $CONF_AUTH26; do
+		parts="$parts client-auth26-$s"
+	done
 	for name in $parts; do
 		rm -f "$logdir/$name.log.rc"
 		echo "sh tests/run.sh conf-one $name"
@@ -177,6 +206,17 @@ conf_one() { # name
 	conformance-http) conf_run "$1" sh $c/run-against-runtime.sh --http ;;
 	conformance-fixture-http) conf_run "$1" sh $c/run-fixture-http.sh ;;
 	conformance-client) conf_run "$1" sh $c/run-client.sh ;;
+	client-auth-authorization-server-migration)
+		conf_run "$1" sh $c/run-client-auth.sh --force \
+			auth/authorization-server-migration
+		;;
+	client-auth26-*)
+		conf_run "$1" sh $c/run-client-auth.sh --spec-version 2026-07-28 \
+			--checks-only "auth/${1#client-auth26-}"
+		;;
+	client-auth-*)
+		conf_run "$1" sh $c/run-client-auth.sh "auth/${1#client-auth-}"
+		;;
 	fixture-stdio-check)
 		conf_run "$1" node $c/stdio-check.mjs build/san/conformance-server
 		;;

@@ -28,6 +28,8 @@ int cmd_relay(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
 int cmd_setup(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_login(int argc, char **argv);
+int cmd_logout(int argc, char **argv);
 
 /* The options every command repeats, parsed once (cli/common.c). */
 #define CLI_OPT_JSON 1u	   /* --json */

@@ -228,6 +228,26 @@ static void check_print_server(json_t *d, int w, int kw)
 			printf(" %s=%s", key, json_string_value(v));
 		printf("\n");
 	}
+	/* The sign-in settings, the client secret masked (config/oauth.c). */
+	json_t *oa = json_object_get(d, "oauth");
+	if (json_object_size(oa)) {
+		printf("%-*s oauth:", w, "");
+		const char *key;
+		json_t *v;
+		json_object_foreach(oa, key, v)
+		{
+			if (!json_is_array(v)) {
+				printf(" %s=%s", key, json_string_value(v));
+				continue;
+			}
+			size_t i;
+			json_t *e;
+			printf(" %s=", key);
+			json_array_foreach(v, i, e) printf(
+				"%s%s", i ? "," : "", json_string_value(e));
+		}
+		printf("\n");
+	}
 }
 
 /* The width of the name column (the longest name, at least 16) and of

@@ -172,6 +172,19 @@ static char *setup_relay_command(const struct host_info *h)
 
 /* The editor's ${env:NAME} of a moved entry (vars, names) and how they
  * are written now. */
+static char *setup_relay_home(const struct setup_opts *o);
+
+/* " --home DIR" (absolute) for the commands setup tells the user to run
+ * when it ran on a home of its own (--home or MCPVISOR_HOME): without it
+ * they would act on another home. "" else. */
+static char *setup_home_arg(const struct setup_opts *o)
+{
+	char *home = setup_relay_home(o);
+	char *arg = home ? xasprintf(" --home %s", home) : xstrdup("");
+	free(home);
+	return arg;
+}
+
 static void setup_print_vars(const struct setup_opts *o, const json_t *vars)
 {
 	size_t i;
@@ -208,6 +221,14 @@ static void setup_print_plan(const struct setup_opts *o,
 			printf("  %-20s moves to %s%s\n", name, mine->path,
 			       off ? " (disabled, stays disabled)" : "");
 			setup_print_vars(o, json_object_get(it, "vars"));
+			if (json_is_true(json_object_get(it, "signIn"))) {
+				char *h = setup_home_arg(o);
+				printf("  %-20s signs in with OAuth (%s kept "
+				       "its own sign-in): run `mcpvisor login "
+				       "%s%s` once\n",
+				       "", o->host->title, name, h);
+				free(h);
+			}
 		} else if (strcmp(act, "same") == 0)
 			printf("  %-20s already in %s (the same server): "
 			       "removed from %s\n",
@@ -230,6 +251,28 @@ static void setup_print_plan(const struct setup_opts *o,
 	}
 	if (p->relay_added)
 		printf("  %-20s adds `mcpvisor relay`\n", p->relay_name);
+}
+
+/* The servers that need a sign-in in mcpvisor, last, as commands. */
+static void setup_print_logins(const struct setup_opts *o,
+			       const struct hosts_plan *p)
+{
+	size_t i;
+	json_t *it;
+	bool first = true;
+	json_array_foreach(p->items, i, it)
+	{
+		if (!json_is_true(json_object_get(it, "signIn")))
+			continue;
+		if (first)
+			printf("sign in to what %s had signed in to:\n",
+			       o->host->title);
+		first = false;
+		char *h = setup_home_arg(o);
+		printf("  mcpvisor login %s%s\n",
+		       json_string_value(json_object_get(it, "name")), h);
+		free(h);
+	}
 }
 
 /* A runtime of this home serves its config as it was: have it read the
@@ -522,10 +565,13 @@ static int setup_run(const struct setup_opts *o, struct paths *pt)
 		rc = CLI_FAILED;
 		goto out;
 	}
+	char *h = setup_home_arg(o);
 	printf("done; backup of both files in %s (undo: mcpvisor setup %s "
-	       "--undo)\n",
-	       where, o->host->name);
+	       "--undo%s)\n",
+	       where, o->host->name, h);
+	free(h);
 	printf("restart %s to use it\n", o->host->title);
+	setup_print_logins(o, &plan);
 	free(where);
 	rc = setup_reload(o->home);
 out:

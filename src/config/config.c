@@ -448,6 +448,7 @@ void config_server_clear(struct server_config *s)
 	cfg_free_tpl(s->headers_tpl, s->nheaders);
 	free(s->prefix);
 	config_container_free(s->container);
+	config_oauth_free(s->oauth);
 	free(s->error);
 	free(s->untrusted);
 	memset(s, 0, sizeof *s);

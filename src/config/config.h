@@ -100,6 +100,23 @@ struct config_filter {
 	size_t ndeny;
 };
 
+/* A url server's "oauth" (all optional): what `mcpvisor login` and the
+ * runtime's sign-in use (src/auth/). */
+struct config_oauth {
+	char *client_id;     /* "clientId": a pre-registered client */
+	char *client_secret; /* "clientSecret", expanded: a secret */
+	/* Its template as written when it came from ${VAR}; NULL
+	 * otherwise. */
+	char *client_secret_tpl;
+	/* "clientMetadataUrl": this client's Client ID Metadata Document
+	 * (an https URL with a path), used where the authorization server
+	 * supports them. */
+	char *client_metadata_url;
+	char **scopes; /* "scopes": asked for on top of what the server
+			  names */
+	size_t nscopes;
+};
+
 struct server_config {
 	char *name;
 	enum server_kind kind;
@@ -137,6 +154,8 @@ struct server_config {
 	bool disabled;
 	/* Container kinds; NULL for the others. */
 	struct container_config *container;
+	/* url servers: "oauth"; NULL when not given. */
+	struct config_oauth *oauth;
 	/* What the server's lists keep (and what can be called). */
 	struct config_filter tools, prompts, resources;
 	/* Set when the server comes from a space's .mcp.json that the user
@@ -170,6 +189,15 @@ void config_free(struct config *cfg);
 /* Frees what one server entry holds and zeroes it (for a caller that
  * takes the entry out of cfg->servers). */
 void config_server_clear(struct server_config *s);
+
+/* A deep copy of a server's "oauth" (NULL for NULL), for whoever keeps
+ * it past its config's life; config_oauth_free frees it. */
+struct config_oauth *config_oauth_dup(const struct config_oauth *o);
+/* Frees a server's "oauth" (NULL does nothing). */
+void config_oauth_free(struct config_oauth *o);
+/* "oauth" as `check` shows it: the client secret masked (or its ${VAR}
+ * template). New reference. */
+json_t *config_oauth_describe(const struct config_oauth *o);
 
 /* A deep copy of a container's config (NULL for NULL), for whoever keeps
  * a server past its config's life; config_server_clear frees it. */

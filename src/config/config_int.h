@@ -53,6 +53,11 @@ void config_srv_parse_map(struct config_srv *c, const json_t *obj,
 			  const char *field, bool headers,
 			  struct config_kv **out, char ***tpl, size_t *nout);
 
+/* ---- oauth.c ---- */
+
+/* A url server's "oauth" into c->s->oauth (errors set on the server). */
+void config_srv_parse_oauth(struct config_srv *c, const json_t *obj);
+
 /* ---- container.c ---- */
 
 /* A container server, in either form: the "container" field, or a

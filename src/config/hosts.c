@@ -453,6 +453,16 @@ json_t *hosts_convert(const struct host_info *h, const char *name,
 
 /* ---- the plan ---- */
 
+/* A url server with no headers: one the host had signed in to itself
+ * (OAuth), whose tokens stay with the host; in mcpvisor it needs
+ * `mcpvisor login`. */
+static bool hosts_signs_in(const json_t *conv)
+{
+	json_t *h = json_object_get(conv, "headers");
+	return json_is_string(json_object_get(conv, "url")) &&
+	       (h == NULL || json_object_size(h) == 0);
+}
+
 /* The item of one host entry, added to items. Borrowed. */
 static json_t *hosts_item(json_t *items, const char *name, enum hosts_action a,
 			  const char *why, const json_t *entry)
@@ -610,6 +620,8 @@ int hosts_plan(const struct host_info *h, const json_t *host_doc,
 			act[i] == HOSTS_MOVED ? hosts_env_refs(h, e) : NULL;
 		if (vars)
 			json_object_set_new(it, "vars", vars);
+		if (act[i] == HOSTS_MOVED && hosts_signs_in(conv[i]))
+			json_object_set_new(it, "signIn", json_true());
 		free(why);
 		i++;
 	}

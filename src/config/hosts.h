@@ -77,8 +77,10 @@ struct hosts_plan {
 	json_t *host; /* the host's file as it will be */
 	json_t *mcpv; /* mcpvisor's config as it will be */
 	/* One {"name", "action" (hosts_action_name), "why"?, "disabled"?,
-	 * "vars"?} per host entry, in the file's order; "vars" names the
-	 * ${env:NAME} a moved entry has, written ${NAME:-}. */
+	 * "vars"?, "signIn"?} per host entry, in the file's order; "vars"
+	 * names the ${env:NAME} a moved entry has, written ${NAME:-};
+	 * "signIn": a moved url server without headers (the host had
+	 * signed in to it with OAuth): it needs `mcpvisor login NAME`. */
 	json_t *items;
 	json_t *moved;	  /* the servers added to mcpvisor's, in order */
 	json_t *relay;	  /* the relay entry */

@@ -261,6 +261,9 @@ json_t *config_server_describe(const struct server_config *s)
 				    cfg_container_json(s->container,
 						       CFG_ARGS_TEMPLATE,
 						       NULL));
+	if (s->oauth)
+		json_object_set_new(o, "oauth",
+				    config_oauth_describe(s->oauth));
 	if (s->error)
 		json_object_set_new(o, "error", cfg_json_str(s->error));
 	if (s->untrusted)

@@ -113,6 +113,12 @@ void secrets_add_server(struct secrets *sec, const struct server_config *s)
 		secrets_add_credential(sec, s->headers[i].value);
 	}
 	secrets_add_args(sec, s->args, s->args_tpl, s->nargs);
+	/* A pre-registered OAuth client's secret, whatever it looks like. */
+	if (s->oauth && s->oauth->client_secret) {
+		if (s->oauth->client_secret_tpl)
+			secrets_tpl_scan(s->oauth->client_secret_tpl, sec);
+		secrets_add(sec, s->oauth->client_secret);
+	}
 	/* A container's env is the server's env (above); its args, and an
 	 * image from ${VAR} (the command form's is an arg, above): */
 	const struct container_config *cc = s->container;

@@ -17,7 +17,7 @@ static const char *const cfg_server_fields[] = {
 	"command",	  "args",	 "env",		"cwd",	    "url",
 	"headers",	  "type",	 "scope",	"exposure", "prefix",
 	"startupTimeout", "idleTimeout", "toolTimeout", "disabled", "container",
-	"tools",	  "prompts",	 "resources",	NULL,
+	"tools",	  "prompts",	 "resources",	"oauth",    NULL,
 };
 
 /* 0: absent (or null), 1: *out set, -1: wrong type or too long. */
@@ -513,6 +513,7 @@ void config_srv_parse(struct config_srv *c, const json_t *obj)
 	srv_parse_url(c, obj);
 	config_srv_parse_map(c, obj, "headers", true, &s->headers,
 			     &s->headers_tpl, &s->nheaders);
+	config_srv_parse_oauth(c, obj);
 	int type = srv_get_enum(c, obj, "type", types,
 				"\"stdio\", \"http\", \"streamable-http\" or "
 				"\"sse\"");

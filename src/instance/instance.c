@@ -78,6 +78,9 @@ void instance_set_state(struct instance *inst, enum instance_state to,
 	else
 		log_info("instance %s: %s -> %s", inst->name,
 			 instance_state_name(from), instance_state_name(to));
+	/* The refresh ahead of expiry runs while the server does. */
+	if (inst->signin)
+		instance_signin_state(inst);
 	if (inst->cbs.on_state && !inst->freeing)
 		inst->cbs.on_state(inst->ctx, inst, from, to);
 }
@@ -176,6 +179,8 @@ struct instance *instance_new(uv_loop_t *loop, const struct instance_spec *spec,
 	inst->ops = upstream_ops_for(s);
 	inst->http = spec->http;
 	inst->http_arg = spec->http_arg;
+	inst->signin = spec->signin;
+	inst->signin_arg = spec->signin_arg;
 	inst->cwd = spec->cwd ? xstrdup(spec->cwd) : NULL;
 	inst->client_caps_json =
 		xstrdup(spec->client_caps_json ? spec->client_caps_json : "{}");
@@ -198,11 +203,13 @@ struct instance *instance_new(uv_loop_t *loop, const struct instance_spec *spec,
 	inst->deadline_timer.data = inst;
 	uv_timer_init(loop, &inst->noise_timer);
 	inst->noise_timer.data = inst;
+	uv_timer_init(loop, &inst->signin_timer);
+	inst->signin_timer.data = inst;
 	ratelimit_init(&inst->warn_limit, INSTANCE_WARN_BURST,
 		       INSTANCE_WARN_WINDOW_MS);
 	ratelimit_init(&inst->stderr_limit, INSTANCE_STDERR_BURST,
 		       INSTANCE_STDERR_WINDOW_MS);
-	inst->handles_open = 3;
+	inst->handles_open = 4;
 	return inst;
 }
 
@@ -293,6 +300,7 @@ void instance_fail_how(struct instance *inst, enum instance_state to, char *why,
 	instance_set_error(inst, why);
 	instance_record_failure(inst);
 	uv_timer_stop(&inst->startup_timer);
+	instance_signin_stop(inst);
 	instance_detach_conn(inst, false);
 	if (was_starting || to == INSTANCE_NEEDS_AUTH) {
 		instance_drop_lists(inst);
@@ -359,6 +367,15 @@ void instance_start(struct instance *inst)
 				      "yet; only stdio servers run"));
 		return;
 	}
+	/* A token about to expire (or refused) is refreshed first: requests
+	 * wait for the start, as they do for any. */
+	if (instance_signin_before_open(inst))
+		return;
+	instance_open(inst);
+}
+
+void instance_open(struct instance *inst)
+{
 	int rc = instance_open_upstream(inst);
 	if (rc < 0) {
 		instance_fail(inst, INSTANCE_FAILED,
@@ -390,6 +407,10 @@ void instance_ensure(struct instance *inst, instance_ready_cb cb, void *arg)
 		cb(arg, inst, 0);
 		return;
 	}
+	/* A login that just ended (its tokens are stored, the watch of the
+	 * token folder has not said so yet) starts it, and cb waits. */
+	if (inst->state == INSTANCE_NEEDS_AUTH)
+		instance_signin_recheck(inst);
 	if (inst->state == INSTANCE_NEEDS_AUTH || inst->freeing) {
 		cb(arg, inst, inst->freeing ? -ECANCELED : -EACCES);
 		return;
@@ -429,6 +450,7 @@ void instance_stop(struct instance *inst, const char *why, bool keep_lists)
 {
 	inst->restart_after_stop = false;
 	uv_timer_stop(&inst->startup_timer);
+	instance_signin_stop(inst);
 	if (!keep_lists) {
 		instance_drop_lists(inst);
 		inst->lists_cached = false;
@@ -474,6 +496,7 @@ void instance_maybe_free(struct instance *inst)
 	free(inst->key);
 	free(inst->public_key);
 	free(inst->auth_metadata);
+	instance_signin_free(inst);
 	config_server_clear(&inst->server);
 	free(inst->cwd);
 	free(inst->client_caps_json);
@@ -495,6 +518,7 @@ void instance_free(struct instance *inst)
 		 instance_handle_close_cb);
 	instance_noise_flush(inst);
 	uv_close((uv_handle_t *)&inst->noise_timer, instance_handle_close_cb);
+	uv_close((uv_handle_t *)&inst->signin_timer, instance_handle_close_cb);
 }
 
 enum instance_state instance_state(const struct instance *inst)
@@ -622,13 +646,25 @@ json_t *instance_describe(const struct instance *inst, bool verbose)
 		json_object_set_new(o, "nextAttemptInMs",
 				    json_integer((json_int_t)wait));
 	/* NEEDS_AUTH: what the server said, so the user knows where to
-	 * get credentials. */
-	if (inst->state == INSTANCE_NEEDS_AUTH && inst->auth_status > 0) {
-		json_t *auth = json_pack("{s:i}", "status", inst->auth_status);
+	 * get credentials, and the command that signs in when that is the
+	 * way. */
+	if (inst->state == INSTANCE_NEEDS_AUTH) {
+		json_t *auth = json_object();
+		if (inst->auth_status > 0)
+			json_object_set_new(auth, "status",
+					    json_integer(inst->auth_status));
 		if (inst->auth_metadata)
 			json_object_set_new(auth, "resourceMetadata",
 					    json_string(inst->auth_metadata));
-		json_object_set_new(o, "auth", auth);
+		if (instance_signs_in(inst)) {
+			char *cmd = xasprintf("mcpvisor login %s", inst->name);
+			json_object_set_new(auth, "signIn", json_string(cmd));
+			free(cmd);
+		}
+		if (json_object_size(auth) > 0)
+			json_object_set_new(o, "auth", auth);
+		else
+			json_decref(auth);
 	}
 	if (verbose) {
 		if (inst->pid > 0)

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "auth/auth.h"
 #include "config/config.h"
 
 /* Bounds on one of a server's lists, across all its pages: past any of
@@ -70,6 +71,30 @@ struct instance_cbs {
 			 const struct upstream_owned *o, bool live);
 };
 
+/* How an instance of a url server signs in with the OAuth tokens its
+ * owner holds: auth/auth.h's calls, through this table so that tests can
+ * stand in for them. arg is instance_spec.signin_arg. Only a url server
+ * whose config sets no Authorization header uses it (a configured header
+ * wins). */
+struct instance_signin {
+	/* auth_bearer */
+	int (*bearer)(void *arg, const char *name, const char *url,
+		      char **value, int64_t *refresh_in_ms);
+	/* auth_challenge */
+	enum auth_verdict (*challenge)(void *arg, const char *name,
+				       const char *url, int status,
+				       const char *www_authenticate,
+				       const char *sent);
+	/* auth_refresh */
+	int (*refresh)(void *arg, const char *name, const char *url,
+		       const char *sent, auth_done_cb cb, void *cb_arg,
+		       struct auth_req **out);
+	/* auth_req_cancel */
+	void (*cancel)(struct auth_req *r);
+	/* auth_reload */
+	int (*reload)(void *arg, const char *name, const char *url);
+};
+
 /* What the instance is made from: copied by instance_new. */
 struct journal;
 
@@ -89,6 +114,9 @@ struct instance_spec {
 	 * url servers fail to start. */
 	struct httpc *(*http)(void *arg);
 	void *http_arg;
+	/* Its sign-in (borrowed, outlives the instance); NULL: none. */
+	const struct instance_signin *signin;
+	void *signin_arg;
 };
 
 /* Waiting for a start: err is 0 when ready, or -errno. */
@@ -194,6 +222,21 @@ unsigned instance_starts(const struct instance *inst);
 unsigned instance_inflight(const struct instance *inst);
 /* Status as JSON (state, error, stderr tail, counts; pid when verbose). */
 json_t *instance_describe(const struct instance *inst, bool verbose);
+
+/* The server's stored tokens changed (a login or logout, another
+ * process's refresh): one that waited for a sign-in starts now (its
+ * tools come, and whoever uses it hears list_changed); one signed out
+ * while running goes to needs_auth; a running one times its next
+ * refresh by the new token. */
+void instance_credentials_changed(struct instance *inst);
+/* Reads the server's stored tokens again, not waiting for the watch of
+ * the token folder: a needs_auth instance whose tokens changed (a login
+ * that just ended) starts. True when it did. */
+bool instance_signin_recheck(struct instance *inst);
+/* Whether the instance signs in with OAuth tokens (a url server with
+ * no Authorization header in its config, and an owner that holds
+ * tokens): what needs_auth asks of the user is then `mcpvisor login`. */
+bool instance_signs_in(const struct instance *inst);
 
 /* Milliseconds until a failed instance may be started again (backoff). */
 uint64_t instance_backoff_remaining_ms(const struct instance *inst);

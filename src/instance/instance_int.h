@@ -29,6 +29,16 @@ struct secrets;
 #define INSTANCE_MAX_EXPIRIES 3		/* the 3rd in a row fails */
 #define INSTANCE_EXPIRY_WINDOW_MS 10000 /* ...when within this long */
 #define INSTANCE_MAX_LOST_PORTS 3	/* re-starts on a new port */
+/* A 401 answered by opening again with a refreshed (or newer) token:
+ * at most this many in a row within the window, then needs_auth. */
+#define INSTANCE_MAX_AUTH_REOPENS 3
+#define INSTANCE_AUTH_REOPEN_WINDOW_MS 10000
+/* Refreshes ahead of expiry are at least this far apart (a token that
+ * lives less than a minute would otherwise be refreshed without end;
+ * a 401 refreshes it when it runs out), and one that failed on the way
+ * is tried again after this long. */
+#define INSTANCE_SIGNIN_MIN_MS 10000
+#define INSTANCE_SIGNIN_RETRY_MS 30000
 
 /* What a server's noise may put in the log: the warnings about what it
  * sends (invalid messages, answers to nothing) and its stderr lines, each
@@ -50,6 +60,13 @@ struct instance_link {
 	bool detached;	   /* no longer the instance's connection */
 	bool settles_stop; /* its on_closed ends a STOPPING state */
 	bool stderr_seen;  /* some log line came (for the failure) */
+};
+
+/* What a refresh in flight is for (signin.c). */
+enum instance_refresh {
+	INSTANCE_REFRESH_NONE,
+	INSTANCE_REFRESH_THEN_OPEN, /* a start waits for it (STARTING) */
+	INSTANCE_REFRESH_AHEAD,	    /* ahead of expiry, while it runs */
 };
 
 struct instance_waiter {
@@ -123,6 +140,24 @@ struct instance {
 	 * challenge (NULL: none), for status. */
 	int auth_status;
 	char *auth_metadata;
+	/* Sign-in (signin.c): the owner's token access (NULL: none); the
+	 * Authorization value last given to the transport (a secret); the
+	 * refresh in flight and what it is for; the token a 401 refused,
+	 * for the refresh that the next open waits for (a secret, NULL:
+	 * refresh only if due); the timer of the refresh ahead of expiry;
+	 * when the last refresh ended; and the 401s answered by opening
+	 * again, in a row. */
+	const struct instance_signin *signin;
+	void *signin_arg;
+	char *auth_value;
+	struct auth_req *auth_req;
+	enum instance_refresh refreshing;
+	char *refused_value;
+	uv_timer_t signin_timer;
+	uint64_t signin_last_ms;
+	uint64_t signin_retry_ms; /* after a refresh failed on the way */
+	unsigned auth_reopens;
+	uint64_t auth_reopen_first_ms;
 	const char *stop_why; /* during instance_stop: why (borrowed) */
 
 	json_t *lists[INSTANCE_NLISTS];
@@ -168,15 +203,46 @@ void instance_fail_how(struct instance *inst, enum instance_state to, char *why,
 /* Frees it once instance_free was called and nothing is open. */
 void instance_maybe_free(struct instance *inst);
 void instance_start(struct instance *inst);
+/* The start's second step: the transport opens and the handshake goes
+ * (after a refresh the start waited for, if any). */
+void instance_open(struct instance *inst);
 /* Lets go of the current connection and starts its stop. */
 void instance_detach_conn(struct instance *inst, bool settles_stop);
 
 /* link.c: the upstream's callbacks and the policy for each fact */
+/* The server dropped the session (or refused a token it may take anew)
+ * but is not broken: the connection goes, what may be sent again waits,
+ * and a new one opens at once, not counted for the backoff. */
+void instance_reopen(struct instance *inst, const char *why);
 extern const struct upstream_cbs instance_upstream_cbs;
 /* Opens the upstream for a start; 0 or -errno (nothing runs then). */
 int instance_open_upstream(struct instance *inst);
 /* Replaces the transport (unit tests); before the first start. */
 void instance_set_ops(struct instance *inst, const struct upstream_ops *ops);
+
+/* signin.c: OAuth tokens on the wire, refresh ahead and on a 401 */
+/* The Authorization value for the transport now, NULL when none (the
+ * upstream's provider; arg is the instance). */
+const char *instance_authorization_cb(void *arg);
+/* A start's first step: true when a refresh runs first (due, or after a
+ * 401); the open follows when it ends. */
+bool instance_signin_before_open(struct instance *inst);
+/* The server refused our credentials (f: a 401 or 403): true when a
+ * refresh (or a newer token) is tried, on a new connection; false when
+ * a sign-in is needed (needs_auth). */
+bool instance_signin_fault(struct instance *inst,
+			   const struct upstream_fault *f);
+/* What needs_auth tells the user, for a refusal with status (0: none)
+ * and the transport's text. Caller frees. */
+char *instance_signin_needs_text(const struct instance *inst, int status,
+				 const char *text);
+/* After every state change: the refresh ahead of expiry is timed while
+ * it runs, and stopped otherwise. */
+void instance_signin_state(struct instance *inst);
+/* The refresh the instance waits for, and its timer, let go (a stop). */
+void instance_signin_stop(struct instance *inst);
+/* Frees what sign-in holds (wiping secrets). */
+void instance_signin_free(struct instance *inst);
 
 /* failure.c: stderr, secrets masked, the last failure */
 /* A copy of s (len bytes) with every configured secret value masked. */

@@ -5,7 +5,9 @@
  * this file is where their faults become states:
  *   EXITED, CLOSED, TIMEOUT, PROTOCOL: FAILED (tools kept after a drop of
  *     a ready instance; a failed start backs off);
- *   AUTH: NEEDS_AUTH, never retried on its own;
+ *   AUTH: with tokens, a refresh (or a newer token) and a new
+ *     connection when auth says it may help (signin.c); else
+ *     NEEDS_AUTH, never retried on its own until a login;
  *   EXPIRED: the server dropped our session: open again at once (no
  *     backoff), bounded to INSTANCE_MAX_EXPIRIES in a row;
  *   LOST_PORT: start again on a new port at once, at most
@@ -43,6 +45,11 @@ int instance_open_upstream(struct instance *inst)
 		.startup_timeout_ms = inst->startup_timeout_ms,
 		.key = inst->public_key,
 	};
+	/* The bearer goes on each request, read anew every time. */
+	if (instance_signs_in(inst)) {
+		spec.authorization = instance_authorization_cb;
+		spec.auth_arg = inst;
+	}
 	/* The HTTP client loads libcurl: only a transport that speaks HTTP
 	 * asks for it (a stdio container does not). */
 	if ((inst->ops->caps & UPSTREAM_HTTP) && inst->http != NULL)
@@ -104,7 +111,7 @@ static char *instance_fault_text(const struct instance *inst,
  * old connection goes, requests that change nothing and those never
  * written wait, a call that may have run is told so, and a new one opens
  * at once without counting for the backoff. */
-static void instance_reopen(struct instance *inst, const char *why)
+void instance_reopen(struct instance *inst, const char *why)
 {
 	log_info("instance %s: %s; opening it again at once", inst->name, why);
 	instance_save_stderr(inst);
@@ -167,15 +174,8 @@ static void instance_needs_auth(struct instance *inst,
 			? instance_mask(inst, f->resource_metadata,
 					strlen(f->resource_metadata))
 			: NULL;
-	char status[32] = "";
-	if (f->http_status > 0)
-		snprintf(status, sizeof status, " (HTTP %d)", f->http_status);
 	instance_fail(inst, INSTANCE_NEEDS_AUTH,
-		      xasprintf("the server needs credentials%s: %s; set them "
-				"in the \"headers\" field of its config "
-				"entry, then it is tried again (or run "
-				"`mcpvisor restart %s`)",
-				status, text, inst->name));
+		      instance_signin_needs_text(inst, f->http_status, text));
 }
 
 /* What the transport knew of requests when it failed (a POST refused
@@ -214,7 +214,10 @@ static void instance_fault_cb(void *ctx, const struct upstream_fault *f)
 	char *text = instance_fault_text(inst, f);
 	switch (f->kind) {
 	case UPSTREAM_AUTH:
-		instance_needs_auth(inst, f, text);
+		/* With tokens: a refresh (or a newer token) on a new
+		 * connection, when auth says it may help. */
+		if (!instance_signin_fault(inst, f))
+			instance_needs_auth(inst, f, text);
 		break;
 	case UPSTREAM_EXPIRED:
 		instance_expired(inst, text);

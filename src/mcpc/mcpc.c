@@ -60,9 +60,15 @@ char *mc_unreachable_text(const struct mcpc *m, int err)
 	}
 }
 
+/* A 401 or 403: the challenge and what the refused request carried. */
+struct mc_auth_fact {
+	const char *www_authenticate;
+	const char *auth_sent;
+};
+
 static void mc_fault_with(struct mcpc *m, enum mcpc_fault f, int status,
 			  const char *text, const char *resource_metadata,
-			  int64_t refused_id)
+			  int64_t refused_id, const struct mc_auth_fact *af)
 {
 	if (m->life != MC_OPEN)
 		return;
@@ -87,6 +93,8 @@ static void mc_fault_with(struct mcpc *m, enum mcpc_fault f, int status,
 		.http_status = status,
 		.text = text,
 		.resource_metadata = resource_metadata,
+		.www_authenticate = af ? af->www_authenticate : NULL,
+		.auth_sent = af ? af->auth_sent : NULL,
 		.facts = facts,
 		.nfacts = k,
 	};
@@ -100,13 +108,13 @@ static void mc_fault_with(struct mcpc *m, enum mcpc_fault f, int status,
 void mc_fault(struct mcpc *m, enum mcpc_fault f, int status, const char *text,
 	      const char *resource_metadata)
 {
-	mc_fault_with(m, f, status, text, resource_metadata, 0);
+	mc_fault_with(m, f, status, text, resource_metadata, 0, NULL);
 }
 
 void mc_fault_refused(struct mcpc *m, enum mcpc_fault f, int status,
 		      const char *text, int64_t refused_id)
 {
-	mc_fault_with(m, f, status, text, NULL, refused_id);
+	mc_fault_with(m, f, status, text, NULL, refused_id, NULL);
 }
 
 void mc_lost(struct mcpc *m, int64_t id, enum outbox_fact f)
@@ -149,13 +157,28 @@ bool mc_status_fault(struct mc_stream *s, int status)
 {
 	struct mcpc *m = s->m;
 	if (status == 401 || status == 403) {
-		char *rm = mc_resource_metadata(
-			httpc_header(s->req, "WWW-Authenticate"));
-		mc_fault(m, MCPC_FAULT_AUTH, status,
-			 status == 401 ? "the server asks for authorization"
-				       : "the server refused our credentials",
-			 rm);
+		/* Copied: the fault lets the request go before it is told. */
+		const char *h = httpc_header(s->req, "WWW-Authenticate");
+		char *www =
+			h ? xstrndup(h, strnlen(h, MCPC_MAX_CHALLENGE)) : NULL;
+		char *rm = mc_resource_metadata(www);
+		/* A server that refuses a request's credentials has not
+		 * processed it: that request may go once more, with others. */
+		bool post = s->kind == MC_POST || s->kind == MC_LEGACY_POST;
+		static const size_t skip = sizeof "Authorization: " - 1;
+		struct mc_auth_fact af = {
+			.www_authenticate = www,
+			.auth_sent = s->auth_line ? s->auth_line + skip : NULL,
+		};
+		const char *text =
+			status == 403 ? "the server refused our credentials"
+			: s->auth_line
+				? "the server no longer takes our access token"
+				: "the server asks for authorization";
+		mc_fault_with(m, MCPC_FAULT_AUTH, status, text, rm,
+			      post && !s->answered ? s->id : 0, &af);
 		free(rm);
+		free(www);
 		return true;
 	}
 	/* Only a POST's 404 says the session is gone: a server without a
@@ -430,8 +453,9 @@ int mcpc_new(struct httpc *http, const struct mcpc_opts *opts,
 	size_t nh = 0;
 	while (opts->headers && opts->headers[nh])
 		nh++;
-	/* Room for ours: type, accept, session, version, last id. */
-	if (nh > HTTPC_MAX_HEADERS - 5)
+	/* Room for ours: type, accept, session, version, last id, the
+	 * provider's Authorization. */
+	if (nh > HTTPC_MAX_HEADERS - 6)
 		return -EINVAL;
 	struct mcpc *m = xcalloc(1, sizeof *m);
 	m->http = http;
@@ -448,6 +472,8 @@ int mcpc_new(struct httpc *http, const struct mcpc_opts *opts,
 						       : MC_UNDECIDED;
 	m->connect_timeout_ms = opts->connect_timeout_ms;
 	m->refuses_503 = opts->refuses_with_503;
+	m->authorization = opts->authorization;
+	m->auth_arg = opts->auth_arg;
 	m->cbs = *cbs;
 	m->ctx = ctx;
 	msgq_init(&m->held);

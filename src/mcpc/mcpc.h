@@ -65,6 +65,13 @@ struct mcpc_opts {
 	const char *unix_socket; /* NULL: TCP */
 	enum mcpc_mode mode;
 	uint64_t connect_timeout_ms; /* 0: the client's default */
+	/* The Authorization header's value ("Bearer ...") for each request
+	 * as it starts, NULL for none: called for every request, so a token
+	 * refreshed in the meantime goes on the next one without a new
+	 * session. The value is the provider's (copied into the request,
+	 * never logged). NULL: no provider. */
+	const char *(*authorization)(void *arg);
+	void *auth_arg;
 	/* The peer answers 503 only to requests it did not process (the
 	 * mcpvisor runtime while it drains): such a 503 is OUTBOX_REFUSED.
 	 * From any other server a 503 proves nothing (a proxy says it when
@@ -80,10 +87,16 @@ struct mcpc_fault_info {
 	const char *text; /* one sentence, no secrets */
 	/* AUTH: the 401 challenge's resource_metadata URL, or NULL. */
 	const char *resource_metadata;
-	/* The POST that met a 404 for the session (OUTBOX_REFUSED), and the
-	 * messages held and never sent (OUTBOX_UNWRITTEN), by the ids given
-	 * to mcpc_send. Every other request not answered may have reached
-	 * the server. */
+	/* AUTH: the WWW-Authenticate header as it came, NULL when none;
+	 * and the Authorization value the refused request carried from the
+	 * provider, NULL when none (a secret: for the caller to compare with
+	 * the token it holds, never to log or keep). */
+	const char *www_authenticate;
+	const char *auth_sent;
+	/* The POST that met a 404 for the session, or a 401 or 403 (the
+	 * server did not process it: OUTBOX_REFUSED), and the messages held
+	 * and never sent (OUTBOX_UNWRITTEN), by the ids given to mcpc_send.
+	 * Every other request not answered may have reached the server. */
 	const struct outbox_fact_of *facts;
 	size_t nfacts;
 };

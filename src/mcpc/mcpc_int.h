@@ -20,6 +20,7 @@
 #define MCPC_DELETE_MS 2000	     /* the DELETE on close waits this long */
 #define MCPC_ANSWERED_LINGER_MS 1000 /* a stream after its answer */
 #define MCPC_MAX_SESSION_ID 256	     /* Mcp-Session-Id, protocol version */
+#define MCPC_MAX_CHALLENGE 8192	     /* a WWW-Authenticate passed on */
 /* The most requests wait for the GET stream's answer after initialized: a
  * server that holds its headers until a first event must not stop them. */
 #define MCPC_GATE_MS 1000
@@ -55,10 +56,13 @@ struct mc_stream {
 	size_t partial;	       /* bytes of an unfinished message held */
 	size_t sent_len;       /* its body's bytes, while waiting */
 	bool opens_get;	       /* notifications/initialized: GET after it */
-	int status;	       /* the response's status, 0 before its head */
-	int tries;	       /* resumptions or reopenings failed in a row */
-	uint64_t retry_ms;     /* the server's retry, or MCPC_RETRY_MS */
-	uint64_t due;	       /* clock ms when to (re)open; 0: not waiting */
+	/* "Authorization: ..." from the provider as this request went (a
+	 * secret, wiped when let go), NULL when none. */
+	char *auth_line;
+	int status;	   /* the response's status, 0 before its head */
+	int tries;	   /* resumptions or reopenings failed in a row */
+	uint64_t retry_ms; /* the server's retry, or MCPC_RETRY_MS */
+	uint64_t due;	   /* clock ms when to (re)open; 0: not waiting */
 	struct sse parser;
 	struct buf body; /* a JSON answer as it comes */
 	char *last_id;	 /* the last event id of this stream, or NULL */
@@ -86,6 +90,8 @@ struct mcpc {
 	char *url;
 	char **headers; /* the configured "Name: value" lines */
 	size_t nheaders;
+	const char *(*authorization)(void *arg); /* see mcpc_opts */
+	void *auth_arg;
 	char *unix_socket;
 	enum mcpc_mode mode;
 	enum mc_transport transport;
@@ -138,6 +144,8 @@ struct mcpc {
 /* stream.c */
 struct mc_stream *mc_stream_new(struct mcpc *m, enum mc_kind kind, int64_t id);
 void mc_stream_drop(struct mc_stream *s);
+/* Wipes and frees the Authorization line s went with. */
+void mc_stream_forget_auth(struct mc_stream *s);
 /* s has its response head, or ended: it no longer counts as waiting. */
 void mc_unwait(struct mc_stream *s);
 /* What s holds of an unfinished message is now n bytes: past the bound,

@@ -41,8 +41,18 @@ struct mc_stream *mc_stream_new(struct mcpc *m, enum mc_kind kind, int64_t id)
 	return s;
 }
 
+void mc_stream_forget_auth(struct mc_stream *s)
+{
+	if (s->auth_line == NULL)
+		return;
+	explicit_bzero(s->auth_line, strlen(s->auth_line));
+	free(s->auth_line);
+	s->auth_line = NULL;
+}
+
 static void mc_stream_free(struct mc_stream *s)
 {
+	mc_stream_forget_auth(s);
 	if (s->parser_on)
 		sse_free(&s->parser);
 	buf_free(&s->body);
@@ -168,6 +178,15 @@ int mc_stream_start(struct mc_stream *s, const char *method, const char *url,
 	size_t n = 0;
 	for (size_t i = 0; i < m->nheaders; i++)
 		h[n++] = m->headers[i];
+	/* The token as it is now: one refreshed since the last request goes
+	 * on this one. */
+	mc_stream_forget_auth(s);
+	const char *auth =
+		m->authorization ? m->authorization(m->auth_arg) : NULL;
+	if (auth) {
+		s->auth_line = xasprintf("Authorization: %s", auth);
+		h[n++] = s->auth_line;
+	}
 	bool streamable = s->kind == MC_POST || s->kind == MC_RESUME ||
 			  s->kind == MC_GET || s->kind == MC_DELETE;
 	if (s->kind == MC_POST || s->kind == MC_LEGACY_POST)

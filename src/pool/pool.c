@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "auth/auth.h"
 #include "http/httpc.h"
 #include "journal/journal.h"
 #include "pool/known.h"
@@ -60,8 +61,9 @@ struct pool {
 	/* The loop's HTTP client, made when the first url server starts
 	 * (it loads libcurl): a runtime of stdio servers never carries it. */
 	struct httpc *http;
-	bool http_said; /* its failure was logged */
-	char salt[65];	/* for fingerprints of secrets */
+	bool http_said;	   /* its failure was logged */
+	struct auth *auth; /* url servers' tokens; borrowed, NULL: none */
+	char salt[65];	   /* for fingerprints of secrets */
 	bool freeing;
 };
 
@@ -469,6 +471,63 @@ static struct httpc *pool_http_cb(void *arg)
 	return pool_http(arg);
 }
 
+/* ---- sign-in: auth/auth.h as the instances' struct instance_signin ---- */
+
+static int pool_auth_bearer(void *arg, const char *name, const char *url,
+			    char **value, int64_t *refresh_in_ms)
+{
+	return auth_bearer(arg, name, url, value, refresh_in_ms);
+}
+
+static enum auth_verdict pool_auth_challenge(void *arg, const char *name,
+					     const char *url, int status,
+					     const char *www, const char *sent)
+{
+	return auth_challenge(arg, name, url, status, www, sent);
+}
+
+static int pool_auth_refresh(void *arg, const char *name, const char *url,
+			     const char *sent, auth_done_cb cb, void *cb_arg,
+			     struct auth_req **out)
+{
+	return auth_refresh(arg, name, url, sent, cb, cb_arg, out);
+}
+
+static int pool_auth_reload(void *arg, const char *name, const char *url)
+{
+	return auth_reload(arg, name, url);
+}
+
+static const struct instance_signin pool_signin = {
+	.bearer = pool_auth_bearer,
+	.challenge = pool_auth_challenge,
+	.refresh = pool_auth_refresh,
+	.cancel = auth_req_cancel,
+	.reload = pool_auth_reload,
+};
+
+void pool_set_auth(struct pool *pool, struct auth *a)
+{
+	pool->auth = a;
+}
+
+struct auth *pool_auth(struct pool *pool)
+{
+	return pool->auth;
+}
+
+void pool_credentials_changed(struct pool *pool, const char *name,
+			      const char *url)
+{
+	(void)url; /* each instance reads its own server's tokens anew */
+	struct pool_entry *next;
+	for (struct pool_entry *e = pool->entries; e; e = next) {
+		next = e->next;
+		if (strcmp(e->name, name) == 0)
+			instance_credentials_changed(e->inst);
+	}
+}
+
 /* Last of the pool, once no entry is left: the HTTP client goes too (its
  * handles close on the loop, which the owner runs before closing it);
  * an instance still stopping then has its requests ended. */
@@ -547,6 +606,8 @@ struct instance *pool_instance_for(struct pool *pool,
 		.journal = pool->journal,
 		.http = pool_http_cb,
 		.http_arg = pool,
+		.signin = pool->auth ? &pool_signin : NULL,
+		.signin_arg = pool->auth,
 	};
 	e = xcalloc(1, sizeof *e);
 	e->pool = pool;
@@ -627,9 +688,11 @@ void pool_session_gone(struct pool *pool, const char *session_id)
 		} else if (instance_state(e->inst) == INSTANCE_NEEDS_AUTH) {
 			log_info(
 				"instance %s: no session uses it; kept, as its "
-				"credentials were refused, until a reload "
-				"changes them",
-				e->name);
+				"credentials were refused, until %s",
+				e->name,
+				instance_signs_in(e->inst)
+					? "a login gives it tokens"
+					: "a reload changes them");
 		} else {
 			if (unheld)
 				pool_idle_arm(e);

@@ -49,6 +49,19 @@ struct httpc;
  * instance gets. NULL when it cannot be made (logged once; tried again
  * at the next call). */
 struct httpc *pool_http(struct pool *pool);
+struct auth;
+/* The sign-in of url servers (auth/auth.h): instances made from now on
+ * send the tokens a holds for their server, refresh them, and wait for a
+ * login when only that helps. Borrowed (it outlives the pool's instances'
+ * use of it: freed after pool_free). NULL: none. */
+void pool_set_auth(struct pool *pool, struct auth *a);
+/* The sign-in pool_set_auth gave, or NULL. */
+struct auth *pool_auth(struct pool *pool);
+/* The tokens stored for server name at url changed (a login, a logout,
+ * another process's refresh): its instances hear it (one that waited for
+ * a sign-in starts). */
+void pool_credentials_changed(struct pool *pool, const char *name,
+			      const char *url);
 /* The global idle timeout, for servers without their own. */
 void pool_set_idle_ms(struct pool *pool, uint64_t ms);
 

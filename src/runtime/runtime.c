@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "auth/auth.h"
 #include "config/config.h"
 #include "endpoint/endpoint.h"
 #include "home/info.h"
@@ -41,6 +42,7 @@ struct runtime {
 	struct paths paths;
 	const char *config_path;
 	struct hub *hub;
+	struct auth *auth; /* url servers' tokens (OAuth) */
 	struct endpoint *ep;
 	struct journal *journal;
 	struct toolcache *cache;
@@ -76,6 +78,10 @@ static void runtime_finish(struct runtime *rt)
 	 * connections close. */
 	hub_free(rt->hub);
 	rt->hub = NULL;
+	/* After the instances let go of their refreshes, before the HTTP
+	 * client they ran on goes. */
+	auth_free(rt->auth);
+	rt->auth = NULL;
 	endpoint_free(rt->ep);
 	rt->ep = NULL;
 	runtime_file_remove_own(rt->paths.runtime_file);
@@ -349,6 +355,20 @@ static void runtime_close_loop(struct runtime *rt)
 	rt->loop = NULL;
 }
 
+/* The loop's HTTP client, for auth: the pool's, made on first use. */
+static struct httpc *runtime_auth_http_cb(void *arg)
+{
+	return pool_http(arg);
+}
+
+/* A login or logout (from the terminal), another process's refresh. */
+static void runtime_auth_watch_cb(void *arg, const char *name, const char *url)
+{
+	struct runtime *rt = arg;
+	if (rt->hub)
+		pool_credentials_changed(hub_pool(rt->hub), name, url);
+}
+
 /* The loop, the hub (it takes cfg) and the endpoint. 0, or 1 when the
  * endpoint cannot open (said on stderr; nothing is left open). */
 static int runtime_open(struct runtime *rt, const struct runtime_opts *opts,
@@ -368,6 +388,12 @@ static int runtime_open(struct runtime *rt, const struct runtime_opts *opts,
 	if (opts->session_timeout_ms)
 		hub_set_session_timeout(rt->hub, opts->session_timeout_ms);
 	hub_set_max_sessions(rt->hub, opts->max_sessions);
+	/* url servers sign in with the tokens `mcpvisor login` stored; a
+	 * login is picked up at once. */
+	rt->auth = auth_new(rt->loop, runtime_auth_http_cb, hub_pool(rt->hub),
+			    rt->paths.state_dir);
+	pool_set_auth(hub_pool(rt->hub), rt->auth);
+	auth_watch(rt->auth, runtime_auth_watch_cb, rt);
 	uv_timer_init(rt->loop, &rt->grace);
 	rt->grace.data = rt;
 	struct endpoint_opts eo = {
@@ -385,6 +411,8 @@ static int runtime_open(struct runtime *rt, const struct runtime_opts *opts,
 		free(err);
 		hub_free(rt->hub);
 		rt->hub = NULL;
+		auth_free(rt->auth);
+		rt->auth = NULL;
 		uv_close((uv_handle_t *)&rt->grace, NULL);
 		runtime_close_loop(rt);
 		return 1;

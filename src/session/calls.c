@@ -42,6 +42,11 @@ static void session_call_finish(struct call *c, bool error)
 	if (c->done)
 		return;
 	c->done = true;
+	/* A call that waited for a sign-in: the wait's reference. */
+	if (c->signin) {
+		session_call_signin_drop(c);
+		session_call_unref(c);
+	}
 	c->error = error; /* for its server's figures (hub_call_gone) */
 	c->prev->next = c->next;
 	c->next->prev = c->prev;
@@ -145,6 +150,11 @@ static char *session_unavailable_text(struct session *s, struct instance *inst,
 				 "does not take requests until it is "
 				 "restarted.",
 				 name);
+	if (err == -EACCES && instance_signs_in(inst))
+		return xasprintf("Server \"%s\" needs a sign-in: run `mcpvisor "
+				 "login %s` in a terminal, then call again (a "
+				 "login is picked up at once).",
+				 name, name);
 	if (err == -EACCES)
 		return xasprintf("Server \"%s\" needs authorization: it "
 				 "refused its credentials (%s), and it will "
@@ -173,6 +183,10 @@ static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 		session_call_unref(c);
 		return;
 	}
+	/* A client that can show a sign-in page is asked to: the call waits
+	 * for the tokens. */
+	if (err == -EACCES && session_call_signin(c))
+		return;
 	if (err < 0) {
 		char *msg = session_unavailable_text(c->session, inst, err);
 		const char *line = instance_failure_line(inst);
@@ -243,6 +257,22 @@ static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 	/* The reply callback inherits this reference. */
 	c->server_id = id;
 	c->order = session_next_order();
+}
+
+void session_call_resume(struct call *c)
+{
+	instance_ensure(c->inst, session_call_ready_cb, c);
+}
+
+void session_call_fail(struct call *c, const char *text)
+{
+	json_t *data = hub_instance_describe(c->session->hub, c->inst);
+	json_object_set_new(data, "server",
+			    json_string(instance_name(c->inst)));
+	session_reply_error(c->ex, c->client_id, JR_SERVER_UNAVAILABLE, text,
+			    data);
+	session_call_finish(c, true);
+	session_call_unref(c);
 }
 
 /* Forwards a request to the server that owns it. params is stolen (the

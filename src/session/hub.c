@@ -376,6 +376,7 @@ void hub_free(struct hub *hub)
 		session_free(e->s);
 		free(e);
 	}
+	hub_signins_free(hub);
 	tokens_free(&hub->tokens);
 	hmap_free(&hub->calls);
 	spaces_free(hub->spaces);

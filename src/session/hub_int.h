@@ -52,11 +52,16 @@ struct hub {
 	struct metrics *metrics;  /* figures per server (metrics/) */
 	/* /metrics reads of /proc under way (hub_metrics.c). */
 	struct hub_metrics_req *metrics_reqs;
+	/* Sign-ins through clients' URL-mode elicitation (signin.c). */
+	struct signin_flow *signins;
 };
 
 /* What the hub's instances report (the pool passes them on); shared for
  * the unit tests, which hand it messages with a cause. */
 extern const struct instance_cbs hub_instance_cbs;
+
+/* signin.c: the flows under way end (hub_free, after the sessions). */
+void hub_signins_free(struct hub *hub);
 
 /* hub_names.c */
 /* Adds to o, the status of sv: what its first instance with known lists

@@ -82,8 +82,9 @@ static void hub_status_reach(json_t *o, const struct server_config *sv,
 }
 
 /* A server that refused our credentials: what its challenge named (the
- * resource metadata url, masked) and what to set: a url server takes them
- * in "headers", a stdio one in "env". */
+ * resource metadata url, masked) and what to do: sign in, for a url server
+ * that signs in with OAuth; else set them, in "headers" for a url server,
+ * in "env" for a stdio one. */
 static void hub_status_auth(json_t *d, const char *name, struct secrets *sec)
 {
 	const char *state = json_string_value(json_object_get(d, "state"));
@@ -97,6 +98,16 @@ static void hub_status_auth(json_t *d, const char *name, struct secrets *sec)
 	}
 	hub_status_mask(auth, "resourceMetadata", sec);
 	hub_status_mask(auth, "challenge", sec);
+	/* A server that signs in with OAuth: the command that does it. */
+	const char *cmd = json_string_value(json_object_get(auth, "signIn"));
+	if (cmd) {
+		char *hint = xasprintf("run `%s` to sign in; the runtime "
+				       "picks the login up at once",
+				       cmd);
+		json_object_set_new(auth, "hint", json_string(hint));
+		free(hint);
+		return;
+	}
 	const char *t = json_string_value(json_object_get(d, "transport"));
 	bool stdio = t == NULL || strcmp(t, "stdio") == 0;
 	char *hint = xasprintf(

@@ -220,7 +220,7 @@ void session_gather_only(struct session *s, const struct server_config *only,
 		struct instance *inst =
 			pool_instance_for(pool, srv, &sc, s->keys[i]);
 		enum instance_state st = instance_state(inst);
-		if (st == INSTANCE_NEEDS_AUTH)
+		if (st == INSTANCE_NEEDS_AUTH && !instance_signin_recheck(inst))
 			continue;
 		/* Lists known from an earlier run or from the tool cache are
 		 * offered without starting anything: a dropped or idle server

@@ -321,6 +321,8 @@ static void session_upstream_free(struct upstream_req *u);
 
 static void session_client_response(struct session *s, json_t *msg)
 {
+	if (session_signin_response(s, msg))
+		return;
 	json_t *id = jr_id(msg);
 	const char *sid = json_string_value(id);
 	if (sid == NULL)

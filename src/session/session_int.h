@@ -45,6 +45,11 @@ struct call {
 	uint64_t started_us;
 	bool error;
 	char *label; /* the name the client used, for status and refusals */
+	/* Waiting for a sign-in through its client (signin.c), which holds
+	 * the reference of the pending callback meanwhile; NULL: not. Once
+	 * tried, a call never waits for a second one. */
+	struct signin_wait *signin;
+	bool signin_tried;
 	bool done;
 	bool leased; /* holds c->inst for the session */
 	int refs;
@@ -193,6 +198,25 @@ void session_call_cancel(struct call *c, const char *reason);
  * may have run). */
 void session_call_abort(struct call *c, const char *why);
 struct call *session_newest_call_on(struct session *s, struct instance *inst);
+/* A call whose server needed a sign-in goes on: it waits for the start
+ * of its instance (the pending callback's reference goes with it). */
+void session_call_resume(struct call *c);
+/* A call that has not reached its server is answered with text as its
+ * error, and ends (the pending callback's reference goes). */
+void session_call_fail(struct call *c, const char *text);
+
+/* signin.c */
+/* c's server needs a sign-in and c's client declared URL-mode
+ * elicitation: true when c waits for one (its client is asked to open
+ * the authorization URL; the call goes on once the tokens are stored),
+ * holding the pending callback's reference. */
+bool session_call_signin(struct call *c);
+/* c no longer waits for its sign-in (it ended); the reference it held
+ * is the caller's to drop. */
+void session_call_signin_drop(struct call *c);
+/* A client's answer to one of our elicitations: true when msg was one
+ * (a decline or cancel ends the call it was for). */
+bool session_signin_response(struct session *s, json_t *msg);
 /* The call on inst that most likely caused a request of its server: the
  * one asked least so far, then the oldest. NULL when none runs there. */
 struct call *session_cause_on(struct session *s, struct instance *inst);

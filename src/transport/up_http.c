@@ -27,7 +27,7 @@ struct upstream {
 	 * send, forget or stop: a fault to report, then on_closed. */
 	uv_timer_t defer;
 	bool fault_pending;
-	struct upstream_fault fault; /* text and resource_metadata owned */
+	struct upstream_fault fault; /* its strings owned (auth_sent wiped) */
 	bool closing;		     /* mcpc_close was called */
 	bool mcpc_done;		     /* its done callback ran */
 	bool finishing;		     /* the timer is closing: on_closed next */
@@ -46,6 +46,11 @@ static void up_http_free(struct upstream *u)
 	free((struct outbox_fact_of *)u->fault.facts);
 	free((char *)u->fault.text);
 	free((char *)u->fault.resource_metadata);
+	free((char *)u->fault.www_authenticate);
+	if (u->fault.auth_sent)
+		explicit_bzero((char *)u->fault.auth_sent,
+			       strlen(u->fault.auth_sent));
+	free((char *)u->fault.auth_sent);
 	secrets_free(u->sec);
 	free(u->url);
 	free(u);
@@ -144,6 +149,10 @@ static void up_http_fault_cb(void *ctx, const struct mcpc_fault_info *f)
 			f->resource_metadata
 				? secrets_mask(u->sec, f->resource_metadata)
 				: NULL,
+		.www_authenticate = f->www_authenticate
+					    ? xstrdup(f->www_authenticate)
+					    : NULL,
+		.auth_sent = f->auth_sent ? xstrdup(f->auth_sent) : NULL,
 		.facts = xmemdup(f->facts, f->nfacts * sizeof *f->facts),
 		.nfacts = f->nfacts,
 	};
@@ -190,6 +199,8 @@ static int up_http_open(uv_loop_t *loop, const struct upstream_spec *spec,
 		.url = s->url,
 		.headers = (const char *const *)lines,
 		.mode = u->mode,
+		.authorization = spec->authorization,
+		.auth_arg = spec->auth_arg,
 	};
 	static const struct mcpc_cbs mcbs = {
 		.on_message = up_http_message_cb,

@@ -60,6 +60,9 @@ struct upstream {
 	struct config_kv *env;
 	size_t nenv;
 	struct httpc *http;
+	/* The Authorization provider, passed on to the HTTP session. */
+	const char *(*authorization)(void *arg);
+	void *auth_arg;
 	struct upstream *inner; /* upstream_http; NULL before and after */
 	struct secrets *sec;
 
@@ -352,6 +355,8 @@ static void upl_ready(struct upstream *u)
 		.server = &u->http_cfg,
 		.token = u->token,
 		.http = u->http,
+		.authorization = u->authorization,
+		.auth_arg = u->auth_arg,
 	};
 	int rc = upstream_http.open(u->loop, &spec, &upl_inner_cbs, u,
 				    &u->inner);
@@ -622,6 +627,8 @@ int upl_open_driven(uv_loop_t *loop, const struct upstream_spec *spec,
 	u->ctx = ctx;
 	u->loop = loop;
 	u->http = spec->http;
+	u->authorization = spec->authorization;
+	u->auth_arg = spec->auth_arg;
 	u->ports = ports_default();
 	msgq_init(&u->queue);
 	u->inner_closed = true; /* until a session is opened */

@@ -85,11 +85,17 @@ struct upstream_fault {
 	/* AUTH: the resource_metadata URL of the WWW-Authenticate
 	 * challenge, NULL when none; borrowed. */
 	const char *resource_metadata;
+	/* AUTH: the WWW-Authenticate header as it came (NULL: none), and
+	 * the Authorization value from spec.authorization that the refused
+	 * request carried (NULL: none; a secret, to compare with the token
+	 * held, never to log or keep). Borrowed. */
+	const char *www_authenticate;
+	const char *auth_sent;
 	/* What is known of requests the transport had not settled, by the
 	 * ids given to send: a POST the server refused unprocessed (a 404
-	 * for the session: OUTBOX_REFUSED), messages held and never sent
-	 * (OUTBOX_UNWRITTEN). Every other request written and not answered
-	 * may have reached the server. Borrowed. */
+	 * for the session, a 401 or 403: OUTBOX_REFUSED), messages held and
+	 * never sent (OUTBOX_UNWRITTEN). Every other request written and not
+	 * answered may have reached the server. Borrowed. */
 	const struct outbox_fact_of *facts;
 	size_t nfacts;
 };
@@ -167,6 +173,13 @@ struct upstream_spec {
 	/* The instance's public key (secrets fingerprinted): a container's
 	 * mcpvisor.key label is its hash. May be NULL. */
 	const char *key;
+	/* HTTP kinds: the Authorization value for each request, NULL when
+	 * none (mcpc_opts.authorization): the token the runtime holds for
+	 * the server, read anew at every request so a refresh needs no new
+	 * session. auth_arg outlives the upstream (until on_closed). NULL:
+	 * only the configured headers. */
+	const char *(*authorization)(void *arg);
+	void *auth_arg;
 };
 
 /* What a transport can tell, for the instance's choices. */

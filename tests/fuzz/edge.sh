@@ -2,7 +2,8 @@
 # Writes inputs at the parsers' size limits (too big to keep as files) into
 # DIR/NAME/, one folder per harness; run.sh adds them to the seed corpora.
 # The numbers are the limits in src/http/httpparse.h, src/config/config.h,
-# src/config/filter.h, src/util/jsonscan.h and src/config/jsonc.h; each
+# src/config/filter.h, src/util/jsonscan.h, src/config/jsonc.h,
+# src/auth/www_auth.h, src/auth/meta.h and src/auth/form.h; each
 # limit gets one input on it and one past it.
 # Usage: tests/fuzz/edge.sh DIR
 set -eu
@@ -78,3 +79,45 @@ done
 # framer: long mode (byte 0 = 0xc1) tiles a line past 64 KiB.
 printf '\301\0ab{"jsonrpc":"2.0","id":1}' >"$out/framer/long-line"
 printf '\301\377ab{"a":1}\n' >"$out/framer/long-lines"
+
+# WWW-Authenticate (src/auth/www_auth.h): WWW_AUTH_MAX_LEN, _CHALLENGES,
+# _PARAMS.
+w=$out/wwwauth
+mkdir -p "$w"
+for n in 8192 8193; do
+	{ printf 'Bearer scope="'; rep s $((n - 15)); printf '"'; } >"$w/len-$n"
+done
+for n in 8 9; do
+	awk -v n=$n 'BEGIN { for (i = 0; i < n; i++) printf "%sS%d x=\"y\"", i ? ", " : "", i }' >"$w/challenges-$n"
+done
+for n in 16 17; do
+	{ printf 'Bearer '; awk -v n=$n 'BEGIN { for (i = 0; i < n; i++) printf "%sp%d=v", i ? ", " : "", i }'; } >"$w/params-$n"
+done
+
+# OAuth JSON (src/auth/meta.h; the first byte picks the reader, "0" the
+# resource metadata, "2" the token): META_MAX_DOC, _LIST, _URL, _TOKEN.
+j=$out/oauthjson
+mkdir -p "$j"
+doc='{"resource":"https://x/mcp","authorization_servers":["https://as"]}'
+for n in 65536 65537; do
+	{ printf '0%s' "$doc"; rep ' ' $((n - ${#doc})); } >"$j/doc-$n"
+done
+for n in 64 65; do
+	{ printf '0{"resource":"https://x","authorization_servers":["https://as"],"scopes_supported":["s"'; rep ',"s"' $((n - 1)); printf ']}'; } >"$j/list-$n"
+done
+for n in 2048 2049; do
+	{ printf '0{"authorization_servers":["https://as"],"resource":"https://'; rep a $((n - 8)); printf '"}'; } >"$j/url-$n"
+done
+for n in 16384 16385; do
+	{ printf '2{"token_type":"Bearer","access_token":"'; rep t $n; printf '"}'; } >"$j/token-$n"
+done
+
+# The redirect's query (src/auth/form.h): FORM_MAX_QUERY, _PARAMS.
+r=$out/redirect
+mkdir -p "$r"
+for n in 8192 8193; do
+	{ printf 'code='; rep c $((n - 5)); } >"$r/query-$n"
+done
+for n in 32 33; do
+	awk -v n=$n 'BEGIN { for (i = 0; i < n; i++) printf "%sp%d=v", i ? "&" : "", i }' >"$r/params-$n"
+done

@@ -34,7 +34,10 @@ struct upstream {
 	int pauses;  /* times it was paused */
 	const char *stderr_text;
 	struct httpc *http; /* what the spec carried */
-	int64_t forgot;	    /* the last id forget was given */
+	/* The spec's Authorization provider (NULL: none). */
+	const char *(*authorization)(void *arg);
+	void *auth_arg;
+	int64_t forgot; /* the last id forget was given */
 };
 #define fake_conn upstream
 
@@ -63,6 +66,8 @@ static inline int fake_open(uv_loop_t *loop, const struct upstream_spec *spec,
 	c->ctx = ctx;
 	c->stderr_text = next_stderr ? next_stderr : "";
 	c->http = spec->http;
+	c->authorization = spec->authorization;
+	c->auth_arg = spec->auth_arg;
 	conns[nconns++] = c;
 	*out = c;
 	/* As a process transport does: it appeared, from inside open. */
@@ -208,6 +213,23 @@ static inline void fake_fault(struct fake_conn *c,
 	fake_close(c);
 }
 
+/* A 401 or 403 with the challenge and the token the request carried,
+ * and what it knew of requests. */
+static inline void fake_fault_auth(struct fake_conn *c, int http_status,
+				   const char *www, const char *sent,
+				   const struct outbox_fact_of *facts, size_t n)
+{
+	struct upstream_fault f = {.kind = UPSTREAM_AUTH,
+				   .exit_status = -1,
+				   .http_status = http_status,
+				   .www_authenticate = www,
+				   .auth_sent = sent,
+				   .facts = facts,
+				   .nfacts = n};
+	c->cbs.on_fault(c->ctx, &f);
+	fake_close(c);
+}
+
 /* A fault that carries what the transport knew of requests (a POST the
  * server refused unprocessed, messages never sent). */
 static inline void
@@ -284,6 +306,11 @@ static struct instance_cbs no_cbs = {.on_owned = owned_cb,
 				     .on_request = request_seen_cb,
 				     .on_notification = note_seen_cb};
 
+/* The next make_kind's sign-in (NULL: none) and headers. */
+static const struct instance_signin *next_signin;
+static struct config_kv *next_headers;
+static size_t next_nheaders;
+
 /* The pool's lazy HTTP client getter: counts its calls. */
 static int http_gets;
 static inline struct httpc *fake_http_get(void *arg)
@@ -322,6 +349,8 @@ static inline struct instance *make_kind(int64_t tool_timeout_ms,
 	else
 		srv.url = "https://example.invalid/mcp";
 	srv.tool_timeout_ms = tool_timeout_ms;
+	srv.headers = next_headers;
+	srv.nheaders = next_nheaders;
 	env[0].key = "API_KEY";
 	env[0].value = "s3cr3t-XYZ";
 	srv.env = env;
@@ -329,7 +358,8 @@ static inline struct instance *make_kind(int64_t tool_timeout_ms,
 	struct instance_spec spec = {.server = &srv,
 				     .key = "k",
 				     .http = fake_http_get,
-				     .http_arg = http};
+				     .http_arg = http,
+				     .signin = next_signin};
 	struct instance *inst = instance_new(&loop, &spec, &no_cbs, NULL);
 	if (!real_ops)
 		instance_set_ops(inst, &fake_ops);

@@ -75,6 +75,8 @@ struct tmc {
 	int fault_status;
 	char fault_text[256];
 	char fault_rm[256];
+	char fault_www[256];
+	char fault_sent[64];
 	int heartbeats;
 	int drains;
 	bool closed;
@@ -294,6 +296,10 @@ static inline void tm_on_fault(void *ctx, const struct mcpc_fault_info *f)
 	snprintf(t->fault_text, sizeof t->fault_text, "%s", f->text);
 	snprintf(t->fault_rm, sizeof t->fault_rm, "%s",
 		 f->resource_metadata ? f->resource_metadata : "");
+	snprintf(t->fault_www, sizeof t->fault_www, "%s",
+		 f->www_authenticate ? f->www_authenticate : "");
+	snprintf(t->fault_sent, sizeof t->fault_sent, "%s",
+		 f->auth_sent ? f->auth_sent : "");
 	t->nfault_facts = 0;
 	for (size_t i = 0; i < f->nfacts && i < 8; i++)
 		t->fault_facts[t->nfault_facts++] = f->facts[i];
@@ -346,6 +352,8 @@ static inline void tm_listen(struct tmc *t,
 
 /* The next tm_start's peer answers 503 only to what it did not process. */
 static bool tm_refuses_503;
+/* The next tm_start's Authorization provider (NULL: none). */
+static const char *(*tm_authorization)(void *arg);
 
 static inline void tm_start(struct tmc *t, enum mcpc_mode mode,
 			    void (*script)(struct tmc *, struct tm_conn *, int,
@@ -357,6 +365,8 @@ static inline void tm_start(struct tmc *t, enum mcpc_mode mode,
 		.headers = tm_headers,
 		.mode = mode,
 		.refuses_with_503 = tm_refuses_503,
+		.authorization = tm_authorization,
+		.auth_arg = t,
 	};
 	cr_assert_eq(mcpc_new(t->http, &o, &tm_cbs, t, &t->m), 0);
 }

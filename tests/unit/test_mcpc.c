@@ -378,6 +378,79 @@ Test(mcpc, unauthorized_is_auth_with_resource_metadata)
 	tm_stop(&t);
 }
 
+/* The provider's line as the test sets it between requests. */
+static char tm_bearer[64];
+
+static const char *tm_bearer_cb(void *arg)
+{
+	(void)arg;
+	return tm_bearer[0] ? tm_bearer : NULL;
+}
+
+/* The provider is asked at each request: a token changed between two
+ * requests (a refresh) goes on the next one, in the same session. */
+Test(mcpc, the_auth_provider_is_read_at_every_request)
+{
+	struct tmc t;
+	snprintf(tm_bearer, sizeof tm_bearer, "Bearer one");
+	tm_authorization = tm_bearer_cb;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_plain);
+	tm_authorization = NULL;
+	tm_initialize(&t);
+	snprintf(tm_bearer, sizeof tm_bearer, "Bearer two");
+	tm_send(&t, TM_CALL(2), 2);
+	tm_run_until(&t, tm_msgs2, "the call's answer");
+	const struct tm_req *init = tm_nth(&t, "POST", 0);
+	const struct tm_req *call = tm_nth(&t, "POST", 2);
+	cr_assert(tm_has_header(init, "authorization: Bearer one\n"));
+	cr_assert(!tm_has_header(init, "authorization: Bearer two\n"));
+	cr_assert(tm_has_header(call, "authorization: Bearer two\n"));
+	cr_assert(tm_has_header(call, "mcp-session-id: sess-1\n"));
+	tm_bearer[0] = '\0';
+	tm_stop(&t);
+}
+
+/* Initialize goes; a later call meets 401 (its token expired). */
+static void tm_script_call_401(struct tmc *t, struct tm_conn *c, int n,
+			       const struct tm_req *r)
+{
+	if (strcmp(r->method, "POST") == 0 && tm_body_has(r, "tools/call"))
+		tm_reply(c, 401,
+			 "WWW-Authenticate: Bearer error=\"invalid_token\"\r\n",
+			 "application/json", "{}");
+	else
+		tm_script_plain(t, c, n, r);
+}
+
+/* A server that refuses a request's credentials did not process it: the
+ * fault names that request as refused, so it can go again once the
+ * credentials are new. */
+Test(mcpc, a_401_names_its_request_refused)
+{
+	struct tmc t;
+	snprintf(tm_bearer, sizeof tm_bearer, "Bearer old");
+	tm_authorization = tm_bearer_cb;
+	tm_start(&t, MCPC_STREAMABLE, tm_script_call_401);
+	tm_authorization = NULL;
+	tm_initialize(&t);
+	tm_send(&t, TM_CALL(7), 7);
+	tm_run_until(&t, tm_faulted, "the fault");
+	cr_assert_eq(t.fault, MCPC_FAULT_AUTH);
+	cr_assert_eq(t.fault_status, 401);
+	cr_assert_eq(t.nfault_facts, 1);
+	cr_assert_eq(t.fault_facts[0].id, 7);
+	cr_assert_eq(t.fault_facts[0].fact, OUTBOX_REFUSED);
+	cr_assert_str_eq(t.fault_text,
+			 "the server no longer takes our access token");
+	cr_assert_null(strstr(t.fault_text, "old"));
+	/* What auth needs to judge the challenge: the header, and the
+	 * token the refused request carried (not a later one). */
+	cr_assert_str_eq(t.fault_www, "Bearer error=\"invalid_token\"");
+	cr_assert_str_eq(t.fault_sent, "Bearer old");
+	tm_bearer[0] = '\0';
+	tm_stop(&t);
+}
+
 static void tm_script_ctype(struct tmc *t, struct tm_conn *c, int n,
 			    const struct tm_req *r)
 {
