@@ -370,6 +370,22 @@ Test(refresh, one_request_for_many_callers_in_a_process)
 	free(v);
 	v = fx_param(fx.last_token.data, "scope");
 	cr_assert_null(v);
+	/* Ahead of expiry, with a server whose tokens live less than
+	 * AUTH_REFRESH_EARLY_MS: the file alone would not tell a later
+	 * caller that a refresh was just done; sharing the one under way
+	 * does. */
+	fx.expires_in = 30;
+	fx.token_delay_ms = 100;
+	struct res e[3] = {0};
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(
+			auth_refresh(au, "srv", url, NULL, res_cb, &e[i], NULL),
+			0);
+	RUN_UNTIL(e[0].done && e[1].done && e[2].done);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(e[i].err, 0, "%s", e[i].why);
+	cr_assert_eq(fx.token_refreshes, 2);
+	bearer_is(au, "Bearer at-2");
 }
 
 /* Two refreshers of one folder with a rotating refresh token, rounds
