@@ -245,9 +245,9 @@ static void fc_check_mask(const struct config *cfg, const char *input)
 		for (size_t k = 0; k < s->nheaders; k++)
 			fc_gather(&v, &n, s->headers[k].value);
 		for (size_t k = 0; k < s->nargs; k++)
-			if (secrets_arg_is_secret(
-				    s->args, s->nargs, k,
-				    s->args_tpl ? s->args_tpl[k] : NULL))
+			if (secrets_arg_is_secret(s->args, s->nargs, k,
+						  s->args_tpl ? s->args_tpl[k]
+							      : NULL))
 				fc_gather(&v, &n, s->args[k]);
 	}
 	for (size_t k = 0; k < cfg->napi_keys; k++)
