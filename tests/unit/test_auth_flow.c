@@ -460,6 +460,19 @@ Test(flow, a_redirect_with_the_wrong_state_is_ignored)
 	cr_assert_geq(stray.status, 400);
 	free(stray.location);
 	cr_assert_not(r.done);
+	/* the right state on another path: the listener answers only
+	 * GET /callback */
+	char *state = fx_param(strchr(r.auth_url, '?') + 1, "state");
+	char other[256];
+	snprintf(other, sizeof other, "%.*s/other?code=good-code&state=%s",
+		 (int)(strstr(r.redirect_uri, "/callback") - r.redirect_uri),
+		 r.redirect_uri, state);
+	free(state);
+	fx_browse(&stray, hc, other);
+	RUN_UNTIL(stray.done);
+	cr_assert_eq(stray.status, 404);
+	free(stray.location);
+	cr_assert_not(r.done);
 	cr_assert_eq(fx.token_codes, 0);
 	/* the real one */
 	fx_browse(&r.br, hc, r.auth_url);
@@ -764,4 +777,41 @@ Test(flow, a_later_sign_in_asks_the_metadata_again)
 	cr_assert_eq(fx.prm_gets, 2);
 	free(bearer);
 	run_clear(&r);
+}
+
+/* A pasted error redirect with the flow's state and this iss. */
+static void paste_error(struct run *r, const char *iss)
+{
+	memset(r, 0, sizeof *r);
+	r->no_browse = true;
+	fx.iss_supported = true;
+	start(r, 401, NULL, NULL);
+	RUN_UNTIL(r->auth_url != NULL);
+	char *state = fx_param(strchr(r->auth_url, '?') + 1, "state");
+	struct buf paste;
+	buf_init(&paste);
+	buf_printf(&paste, "%s?error=access_denied", r->redirect_uri);
+	form_add(&paste, "error_description", "Not today");
+	form_add(&paste, "state", state);
+	form_add(&paste, "iss", iss);
+	const char *why = NULL;
+	cr_assert_eq(auth_flow_redirect(r->f, paste.data, &why), 0, "%s", why);
+	RUN_UNTIL(r->done);
+	buf_free(&paste);
+	free(state);
+}
+
+Test(flow, an_error_is_told_only_when_its_issuer_is_right)
+{
+	struct run r;
+	paste_error(&r, "https://evil.example.com");
+	cr_assert_eq(r.err, -EACCES);
+	cr_assert(strstr(r.why, "another issuer"), "%s", r.why);
+	cr_assert_null(strstr(r.why, "access_denied"), "%s", r.why);
+	run_clear(&r);
+	paste_error(&r, fx.base);
+	cr_assert_eq(r.err, -EACCES);
+	cr_assert(strstr(r.why, "access_denied"), "%s", r.why);
+	run_clear(&r);
+	cr_assert_eq(fx.token_codes, 0);
 }
