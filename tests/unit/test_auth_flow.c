@@ -815,3 +815,51 @@ Test(flow, an_error_is_told_only_when_its_issuer_is_right)
 	run_clear(&r);
 	cr_assert_eq(fx.token_codes, 0);
 }
+
+Test(flow, no_redirect_within_the_timeout_ends_the_flow)
+{
+	struct run r = {.no_browse = true};
+	struct auth_flow_opts o = {.name = "srv",
+				   .url = url,
+				   .status = 401,
+				   .www_authenticate = rm_url,
+				   .timeout_ms = 50};
+	cr_assert_eq(auth_flow_start(au, &o, &cbs, &r, &r.f), 0);
+	RUN_UNTIL(r.done);
+	cr_assert_not_null(r.auth_url);
+	cr_assert_eq(r.err, -ETIMEDOUT);
+	cr_assert_eq(fx.token_codes, 0);
+	/* the listener is gone with it */
+	struct fx_browser late;
+	fx_browse(&late, hc, r.auth_url);
+	RUN_UNTIL(late.done);
+	cr_assert_neq(late.status, 200);
+	free(late.location);
+	run_clear(&r);
+}
+
+Test(flow, cancelled_or_freed_flows_say_nothing_more)
+{
+	/* cancelled while its URL is out */
+	struct run r = {.no_browse = true};
+	start(&r, 401, NULL, NULL);
+	RUN_UNTIL(r.auth_url != NULL);
+	auth_flow_cancel(r.f);
+	/* the fixture answers; nothing listens for it any more */
+	struct fx_browser b;
+	fx_browse(&b, hc, r.auth_url);
+	RUN_UNTIL(b.done);
+	free(b.location);
+	cr_assert_not(r.done);
+	run_clear(&r);
+	/* freed with discovery under way: no callback, no leak */
+	struct run r2 = {0};
+	start(&r2, 401, NULL, NULL);
+	uv_run(&loop, UV_RUN_NOWAIT);
+	auth_free(au);
+	au = auth_new(&loop, get_http, NULL, dir);
+	for (int i = 0; i < 20; i++)
+		uv_run(&loop, UV_RUN_NOWAIT);
+	cr_assert_not(r2.done);
+	cr_assert_null(r2.auth_url);
+}
