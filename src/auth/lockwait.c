@@ -48,16 +48,19 @@ static void lockwait_try(struct lockwait *w)
 {
 	int fd = -1;
 	int rc = store_lock(w->state_dir, w->key, false, &fd);
+	if (rc == -EWOULDBLOCK && w->watch == NULL) {
+		char *p = store_path(w->state_dir, w->key, ".lock");
+		w->watch =
+			filewatch_new(w->timer.loop, p, lockwait_watch_cb, w);
+		free(p);
+		/* A holder that let go between the try and the watch wrote
+		 * where no one watched: without a second try the wait would
+		 * last until the LOCKWAIT_RETRY_MS timer. */
+		rc = store_lock(w->state_dir, w->key, false, &fd);
+	}
 	if (rc == -EWOULDBLOCK) {
 		uint64_t now = clock_now_ms();
 		if (now < w->deadline_ms) {
-			if (w->watch == NULL) {
-				char *p = store_path(w->state_dir, w->key,
-						     ".lock");
-				w->watch = filewatch_new(w->timer.loop, p,
-							 lockwait_watch_cb, w);
-				free(p);
-			}
 			uint64_t left = w->deadline_ms - now;
 			uv_timer_start(&w->timer, lockwait_timer_cb,
 				       left < LOCKWAIT_RETRY_MS

@@ -308,6 +308,17 @@ void meta_error_clear(struct meta_error *m)
 	memset(m, 0, sizeof *m);
 }
 
+/* Whether s keeps to RFC 6749 5.2's characters for error and
+ * error_description (%x20-21 / %x23-5B / %x5D-7E): what falls outside
+ * (a terminal escape, a line break) is not text to show anyone. */
+static bool meta_nqschar(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p > 0x7e || *p == '"' || *p == '\\')
+			return false;
+	return true;
+}
+
 int meta_parse_error(const char *doc, size_t len, struct meta_error *out)
 {
 	const char *why;
@@ -320,9 +331,20 @@ int meta_parse_error(const char *doc, size_t len, struct meta_error *out)
 		rc = meta_str(o, "error_description", META_MAX_TEXT,
 			      &out->error_description);
 	json_decref(o);
-	if (rc < 0)
+	if (rc < 0) {
 		meta_error_clear(out);
-	return rc;
+		return rc;
+	}
+	/* Dropped, not refused: the status still says the server said no. */
+	if (out->error && !meta_nqschar(out->error)) {
+		free(out->error);
+		out->error = NULL;
+	}
+	if (out->error_description && !meta_nqschar(out->error_description)) {
+		free(out->error_description);
+		out->error_description = NULL;
+	}
+	return 0;
 }
 
 void meta_client_clear(struct meta_client *m)

@@ -58,8 +58,10 @@ struct meta_token {
 };
 
 struct meta_error {
-	char *error;		 /* "invalid_grant"...; NULL when absent */
-	char *error_description; /* NULL when absent */
+	/* "invalid_grant"...; NULL when absent or when it holds a byte
+	 * RFC 6749 5.2 excludes (both are shown to the user) */
+	char *error;
+	char *error_description; /* the same */
 };
 
 struct meta_client {

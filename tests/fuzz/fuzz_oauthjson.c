@@ -164,6 +164,13 @@ static void fo_error(const char *d, size_t n)
 	}
 	if (e.error && strlen(e.error) > META_MAX_WORD)
 		fo_fail("an error past META_MAX_WORD");
+	for (int k = 0; k < 2; k++) {
+		const char *t = k ? e.error_description : e.error;
+		for (const unsigned char *p = (const unsigned char *)t; p && *p;
+		     p++)
+			if (*p < 0x20 || *p > 0x7e || *p == '"' || *p == '\\')
+				fo_fail("an error text outside RFC 6749 5.2");
+	}
 	meta_error_clear(&e);
 }
 

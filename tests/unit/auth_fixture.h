@@ -73,6 +73,7 @@ struct fx {
 	char last_token_auth[256]; /* its Authorization header */
 	uv_tcp_t tcp;
 	uv_loop_t *loop;
+	int conns; /* open connections */
 };
 
 struct fx_conn {
@@ -90,6 +91,7 @@ static void fx_conn_closed(uv_handle_t *h)
 	struct fx_conn *c = h->data;
 	if (--c->handles > 0)
 		return;
+	c->fx->conns--;
 	httpparse_free(c->p);
 	free(c->reply);
 	free(c);
@@ -386,6 +388,7 @@ static void fx_accept(uv_stream_t *server, int status)
 	struct fx *fx = server->data;
 	struct fx_conn *c = xcalloc(1, sizeof *c);
 	c->fx = fx;
+	fx->conns++;
 	c->p = httpparse_new(65536);
 	uv_tcp_init(server->loop, &c->tcp);
 	uv_timer_init(server->loop, &c->delay);
@@ -419,9 +422,13 @@ static void fx_start(struct fx *fx, uv_loop_t *loop)
 	snprintf(fx->base, sizeof fx->base, "http://localhost:%d", fx->port);
 }
 
+/* Stops listening and waits for each connection to end (a delayed
+ * answer is still written, into a closed socket if need be). */
 static void fx_stop(struct fx *fx)
 {
 	uv_close((uv_handle_t *)&fx->tcp, NULL);
+	while (fx->conns > 0)
+		uv_run(fx->loop, UV_RUN_ONCE);
 	buf_free(&fx->last_authorize);
 	buf_free(&fx->last_token);
 	buf_free(&fx->last_register);

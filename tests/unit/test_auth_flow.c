@@ -460,6 +460,19 @@ Test(flow, a_redirect_with_the_wrong_state_is_ignored)
 	cr_assert_geq(stray.status, 400);
 	free(stray.location);
 	cr_assert_not(r.done);
+	/* the right state on another path: the listener answers only
+	 * GET /callback */
+	char *state = fx_param(strchr(r.auth_url, '?') + 1, "state");
+	char other[256];
+	snprintf(other, sizeof other, "%.*s/other?code=good-code&state=%s",
+		 (int)(strstr(r.redirect_uri, "/callback") - r.redirect_uri),
+		 r.redirect_uri, state);
+	free(state);
+	fx_browse(&stray, hc, other);
+	RUN_UNTIL(stray.done);
+	cr_assert_eq(stray.status, 404);
+	free(stray.location);
+	cr_assert_not(r.done);
 	cr_assert_eq(fx.token_codes, 0);
 	/* the real one */
 	fx_browse(&r.br, hc, r.auth_url);
@@ -764,4 +777,89 @@ Test(flow, a_later_sign_in_asks_the_metadata_again)
 	cr_assert_eq(fx.prm_gets, 2);
 	free(bearer);
 	run_clear(&r);
+}
+
+/* A pasted error redirect with the flow's state and this iss. */
+static void paste_error(struct run *r, const char *iss)
+{
+	memset(r, 0, sizeof *r);
+	r->no_browse = true;
+	fx.iss_supported = true;
+	start(r, 401, NULL, NULL);
+	RUN_UNTIL(r->auth_url != NULL);
+	char *state = fx_param(strchr(r->auth_url, '?') + 1, "state");
+	struct buf paste;
+	buf_init(&paste);
+	buf_printf(&paste, "%s?error=access_denied", r->redirect_uri);
+	form_add(&paste, "error_description", "Not today");
+	form_add(&paste, "state", state);
+	form_add(&paste, "iss", iss);
+	const char *why = NULL;
+	cr_assert_eq(auth_flow_redirect(r->f, paste.data, &why), 0, "%s", why);
+	RUN_UNTIL(r->done);
+	buf_free(&paste);
+	free(state);
+}
+
+Test(flow, an_error_is_told_only_when_its_issuer_is_right)
+{
+	struct run r;
+	paste_error(&r, "https://evil.example.com");
+	cr_assert_eq(r.err, -EACCES);
+	cr_assert(strstr(r.why, "another issuer"), "%s", r.why);
+	cr_assert_null(strstr(r.why, "access_denied"), "%s", r.why);
+	run_clear(&r);
+	paste_error(&r, fx.base);
+	cr_assert_eq(r.err, -EACCES);
+	cr_assert(strstr(r.why, "access_denied"), "%s", r.why);
+	run_clear(&r);
+	cr_assert_eq(fx.token_codes, 0);
+}
+
+Test(flow, no_redirect_within_the_timeout_ends_the_flow)
+{
+	struct run r = {.no_browse = true};
+	struct auth_flow_opts o = {.name = "srv",
+				   .url = url,
+				   .status = 401,
+				   .www_authenticate = rm_url,
+				   .timeout_ms = 50};
+	cr_assert_eq(auth_flow_start(au, &o, &cbs, &r, &r.f), 0);
+	RUN_UNTIL(r.done);
+	cr_assert_not_null(r.auth_url);
+	cr_assert_eq(r.err, -ETIMEDOUT);
+	cr_assert_eq(fx.token_codes, 0);
+	/* the listener is gone with it */
+	struct fx_browser late;
+	fx_browse(&late, hc, r.auth_url);
+	RUN_UNTIL(late.done);
+	cr_assert_neq(late.status, 200);
+	free(late.location);
+	run_clear(&r);
+}
+
+Test(flow, cancelled_or_freed_flows_say_nothing_more)
+{
+	/* cancelled while its URL is out */
+	struct run r = {.no_browse = true};
+	start(&r, 401, NULL, NULL);
+	RUN_UNTIL(r.auth_url != NULL);
+	auth_flow_cancel(r.f);
+	/* the fixture answers; nothing listens for it any more */
+	struct fx_browser b;
+	fx_browse(&b, hc, r.auth_url);
+	RUN_UNTIL(b.done);
+	free(b.location);
+	cr_assert_not(r.done);
+	run_clear(&r);
+	/* freed with discovery under way: no callback, no leak */
+	struct run r2 = {0};
+	start(&r2, 401, NULL, NULL);
+	uv_run(&loop, UV_RUN_NOWAIT);
+	auth_free(au);
+	au = auth_new(&loop, get_http, NULL, dir);
+	for (int i = 0; i < 20; i++)
+		uv_run(&loop, UV_RUN_NOWAIT);
+	cr_assert_not(r2.done);
+	cr_assert_null(r2.auth_url);
 }

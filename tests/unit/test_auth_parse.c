@@ -433,6 +433,22 @@ Test(meta, error_and_client)
 	cr_assert_str_eq(e.error, "invalid_grant");
 	cr_assert_str_eq(e.error_description, "gone");
 	meta_error_clear(&e);
+	/* RFC 6749 5.2's characters only: what a terminal would run, or a
+	 * line break into the log, is dropped */
+	const char *esc[] = {"{\"error\":\"invalid_grant\\u001b[2J\","
+			     "\"error_description\":\"a\\nb\"}",
+			     "{\"error\":\"x\\\"y\",\"error_description\":"
+			     "\"caf\u00e9\"}"};
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(meta_parse_error(esc[i], strlen(esc[i]), &e), 0);
+		cr_assert_null(e.error, "%s", esc[i]);
+		cr_assert_null(e.error_description, "%s", esc[i]);
+	}
+	s = "{\"error\":\"invalid_grant\",\"error_description\":"
+	    "\"it's 100% gone!\"}";
+	cr_assert_eq(meta_parse_error(s, strlen(s), &e), 0);
+	cr_assert_str_eq(e.error_description, "it's 100% gone!");
+	meta_error_clear(&e);
 	cr_assert_eq(meta_parse_error("{\"error\":5}", 11, &e), -EINVAL);
 	cr_assert_eq(meta_parse_error("nope", 4, &e), -EINVAL);
 

@@ -370,6 +370,22 @@ Test(refresh, one_request_for_many_callers_in_a_process)
 	free(v);
 	v = fx_param(fx.last_token.data, "scope");
 	cr_assert_null(v);
+	/* Ahead of expiry, with a server whose tokens live less than
+	 * AUTH_REFRESH_EARLY_MS: the file alone would not tell a later
+	 * caller that a refresh was just done; sharing the one under way
+	 * does. */
+	fx.expires_in = 30;
+	fx.token_delay_ms = 100;
+	struct res e[3] = {0};
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(
+			auth_refresh(au, "srv", url, NULL, res_cb, &e[i], NULL),
+			0);
+	RUN_UNTIL(e[0].done && e[1].done && e[2].done);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(e[i].err, 0, "%s", e[i].why);
+	cr_assert_eq(fx.token_refreshes, 2);
+	bearer_is(au, "Bearer at-2");
 }
 
 /* Two refreshers of one folder with a rotating refresh token, rounds
@@ -712,4 +728,46 @@ Test(refresh, a_login_elsewhere_is_heard)
 	RUN_UNTIL(s.calls > 1);
 	cr_assert_eq(auth_bearer(au, "srv", url, &v, NULL), -ENOENT);
 	auth_watch(au, NULL, NULL);
+}
+
+Test(refresh, a_cancelled_wait_hears_nothing_the_others_do)
+{
+	seed("srv", 3600);
+	fx.token_delay_ms = 50;
+	struct res r1 = {0}, r2 = {0};
+	struct auth_req *q1 = NULL;
+	cr_assert_eq(
+		auth_refresh(au, "srv", url, "Bearer at-0", res_cb, &r1, &q1),
+		0);
+	cr_assert_eq(
+		auth_refresh(au, "srv", url, "Bearer at-0", res_cb, &r2, NULL),
+		0);
+	auth_req_cancel(q1);
+	RUN_UNTIL(r2.done);
+	cr_assert_eq(r2.err, 0, "%s", r2.why);
+	cr_assert_not(r1.done);
+	cr_assert_eq(fx.token_refreshes, 1);
+}
+
+Test(refresh, freed_mid_refresh_says_nothing_and_lets_the_lock_go)
+{
+	seed("srv", 3600);
+	fx.token_delay_ms = 100;
+	struct res r = {0};
+	cr_assert_eq(
+		auth_refresh(au, "srv", url, "Bearer at-0", res_cb, &r, NULL),
+		0);
+	/* until the request is at the server */
+	RUN_UNTIL(fx.token_refreshes == 1);
+	auth_free(au);
+	au = NULL;
+	/* the other store can take the lock at once */
+	char key[STORE_KEY_HEX + 1];
+	store_key("srv", url, key);
+	int fd;
+	cr_assert_eq(store_lock(dir, key, false, &fd), 0);
+	store_unlock(fd);
+	for (int i = 0; i < 20; i++)
+		uv_run(&loop, UV_RUN_NOWAIT);
+	cr_assert_not(r.done);
 }
