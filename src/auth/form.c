@@ -1,6 +1,7 @@
 /* Percent-encoding, query strings and base64 for the OAuth requests and
  * the redirect mcpvisor receives. */
 #include "auth/form.h"
+#include "http/httpparse.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -40,49 +41,6 @@ void form_add(struct buf *out, const char *name, const char *value)
 	form_escape(out, value);
 }
 
-static int form_hex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Decodes s[0..len) into a new string; NULL on a bad escape or a NUL. */
-static char *form_decode(const char *s, size_t len)
-{
-	char *out = xmalloc(len + 1);
-	size_t n = 0;
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
-		if (c == '+') {
-			c = ' ';
-		} else if (c == '%') {
-			if (i + 2 >= len) {
-				free(out);
-				return NULL;
-			}
-			int h = form_hex(s[i + 1]), l = form_hex(s[i + 2]);
-			if (h < 0 || l < 0) {
-				free(out);
-				return NULL;
-			}
-			c = (char)(h << 4 | l);
-			i += 2;
-		}
-		if (c == '\0') {
-			free(out);
-			return NULL;
-		}
-		out[n++] = c;
-	}
-	out[n] = '\0';
-	return out;
-}
-
 void form_query_clear(struct form_query *q)
 {
 	for (size_t i = 0; i < q->nparams; i++) {
@@ -112,10 +70,10 @@ int form_parse(const char *s, size_t len, struct form_query *q)
 			}
 			const char *eq = memchr(s + i, '=', end - i);
 			size_t nlen = eq ? (size_t)(eq - (s + i)) : end - i;
-			char *name = form_decode(s + i, nlen);
-			char *value =
-				eq ? form_decode(eq + 1, end - nlen - i - 1)
-				   : xstrdup("");
+			char *name = http_form_decode(s + i, nlen);
+			char *value = eq ? http_form_decode(eq + 1,
+							    end - nlen - i - 1)
+					 : xstrdup("");
 			if (name == NULL || value == NULL || name[0] == '\0' ||
 			    form_get(&r, name) != NULL) {
 				free(name);

@@ -691,9 +691,7 @@ static int httpparse_hexval(char c)
 	return -1;
 }
 
-/* Percent- and '+'-decodes s[0..len) into a fresh string; NULL on a bad
- * escape or a decoded NUL, which no caller could tell from the end. */
-static char *httpparse_decode(const char *s, size_t len)
+char *http_form_decode(const char *s, size_t len)
 {
 	char *out = xmalloc(len + 1);
 	size_t o = 0;
@@ -741,13 +739,13 @@ char *http_query_param(const char *url, const char *name)
 		const char *eq = memchr(q, '=', (size_t)(pend - q));
 		const char *kend = eq ? eq : pend;
 		if (kend > q) {
-			char *key = httpparse_decode(q, (size_t)(kend - q));
+			char *key = http_form_decode(q, (size_t)(kend - q));
 			bool match = key && strcmp(key, name) == 0;
 			free(key);
 			if (match) {
 				if (eq == NULL)
 					return xstrdup("");
-				return httpparse_decode(
+				return http_form_decode(
 					eq + 1, (size_t)(pend - eq - 1));
 			}
 		}
