@@ -266,6 +266,27 @@ Test(flow, the_probe_finds_the_challenge_when_none_is_known)
 	run_clear(&r);
 }
 
+/* A 2026-07-28 server refuses a 2025 initialize with a 400 (no
+ * MCP-Protocol-Version) and meets tools/list with the challenge: the
+ * scope asked for is that challenge's, not the decoy scopes_supported the
+ * metadata lists (conformance auth/scope-step-up at 2026-07-28). */
+Test(flow, the_probe_goes_on_to_tools_list_after_an_initialize_refused)
+{
+	fx.init_status = 400;
+	fx.challenge_scope = "mcp:tools";
+	fx.prm_scopes = "[\"decoy:read\",\"decoy:write\"]";
+	struct run r;
+	cr_assert_eq(login_with(0, NULL, NULL, &r), 0, "%s", r.why);
+	ASSERT_PARAM(authorize_param, "scope", "mcp:tools");
+	/* initialize, then tools/list */
+	expect_log("POST /mcp\n"
+		   "POST /mcp\n"
+		   "GET /.well-known/oauth-protected-resource/mcp\n"
+		   "GET /.well-known/oauth-authorization-server\n",
+		   SIGN_IN_TAIL);
+	run_clear(&r);
+}
+
 Test(flow, a_resource_of_another_server_is_refused)
 {
 	const char *other[] = {"http://localhost:1/mcp", NULL, NULL};
