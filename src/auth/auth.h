@@ -50,8 +50,10 @@ struct config_oauth; /* config/config.h: a server's "oauth" */
  * first 32 hex digits of SHA-256(name NUL url): a server renamed, or moved
  * to another url, signs in again. Folders 0700, files 0600, written by
  * atomic rename under the server's lock (<key>.lock, flock). Client
- * registrations live beside them in auth/clients/, one per authorization
- * server (by issuer). */
+ * registrations live beside them in auth/clients/, one per client at an
+ * authorization server (by issuer and client id), and the issuer's
+ * dynamic registration that servers without a client of their own share.
+ */
 
 struct auth_tokens {
 	char *access_token;  /* secret */

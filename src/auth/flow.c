@@ -546,7 +546,7 @@ static void flow_token_cb(void *arg, int err, const char *why,
 		 * the next sign-in registers again. */
 		if (oauth_error && strcmp(oauth_error, "invalid_client") == 0 &&
 		    strcmp(f->client.source, "dcr") == 0)
-			store_client_remove(f->a->state_dir, f->client.issuer);
+			store_client_remove(f->a->state_dir, &f->client);
 		flow_fail(f, err, "%s", why);
 		return;
 	}

@@ -120,7 +120,7 @@ static void refresh_token_cb(void *arg, int err, const char *why,
 			    rf->client.source &&
 			    strcmp(rf->client.source, "dcr") == 0)
 				store_client_remove(rf->a->state_dir,
-						    rf->client.issuer);
+						    &rf->client);
 			snprintf(rf->why, sizeof rf->why,
 				 "%s; sign in again: mcpvisor login %s", why,
 				 e->name);
@@ -213,10 +213,12 @@ static void refresh_locked_cb(void *arg, int fd, int err)
 		refresh_end(rf, -EACCES, rf->why);
 		return;
 	}
-	/* The client the tokens were issued to: its registration at the
-	 * issuer, else a public client of that id. */
-	if (store_client_read(rf->a->state_dir, t->issuer, &rf->client) < 0 ||
-	    (t->client_id && strcmp(rf->client.client_id, t->client_id) != 0)) {
+	/* The client the tokens were issued to: its own registration at
+	 * the issuer (not the issuer's shared one, which may be another
+	 * server's client), else a public client of that id. */
+	if (t->client_id == NULL ||
+	    store_client_find(rf->a->state_dir, t->issuer, t->client_id,
+			      &rf->client) < 0) {
 		store_client_clear(&rf->client);
 		rf->client.client_id =
 			xstrdup(t->client_id ? t->client_id : "");

@@ -193,8 +193,9 @@ int reg_start(struct httpc *h, const char *state_dir, const struct meta_as *as,
 	if (have_kept && !kept_ok)
 		store_client_clear(&kept);
 	if (oauth && oauth->client_id) {
-		/* Pre-registered: kept by issuer too, so that a refresh in
-		 * the runtime finds its secret. */
+		/* Pre-registered: kept under its issuer and id, so that a
+		 * refresh in the runtime finds its secret (never as the
+		 * issuer's shared registration). */
 		r->c.issuer = xstrdup(as->issuer);
 		r->c.source = xstrdup("pre");
 		r->c.client_id = xstrdup(oauth->client_id);

@@ -303,12 +303,23 @@ void store_challenge_remove(const char *state_dir, const char *key)
 	free(path);
 }
 
-static char *store_client_path(const char *state_dir, const char *issuer)
+/* The issuer's shared registration (client_id NULL), else the file of
+ * one client at the issuer: hex of SHA-256(issuer [NUL client_id]). */
+static char *store_client_path(const char *state_dir, const char *issuer,
+			       const char *client_id)
 {
 	char hex[SHA256_HEX_BYTES];
-	sha256_hex(issuer, strlen(issuer), hex);
+	size_t il = strlen(issuer);
+	size_t cl = client_id ? strlen(client_id) + 1 : 0;
+	char *k = xmalloc(il + cl + 1);
+	memcpy(k, issuer, il + 1);
+	if (client_id)
+		memcpy(k + il + 1, client_id, cl);
+	sha256_hex(k, il + cl, hex);
+	free(k);
 	hex[STORE_KEY_HEX] = '\0';
-	return xasprintf("%s/auth/clients/%s.json", state_dir, hex);
+	return xasprintf("%s/auth/clients/%s%s.json", state_dir,
+			 client_id ? "c-" : "", hex);
 }
 
 void store_client_clear(struct store_client *c)
@@ -322,11 +333,10 @@ void store_client_clear(struct store_client *c)
 	memset(c, 0, sizeof *c);
 }
 
-int store_client_read(const char *state_dir, const char *issuer,
-		      struct store_client *c)
+static int store_client_load(char *path, const char *issuer,
+			     struct store_client *c)
 {
 	memset(c, 0, sizeof *c);
-	char *path = store_client_path(state_dir, issuer);
 	json_t *o = NULL;
 	int rc = store_load_json(path, &o);
 	free(path);
@@ -351,11 +361,31 @@ int store_client_read(const char *state_dir, const char *issuer,
 	return 0;
 }
 
-int store_client_write(const char *state_dir, const struct store_client *c)
+int store_client_read(const char *state_dir, const char *issuer,
+		      struct store_client *c)
 {
-	int rc = store_dirs(state_dir, true);
-	if (rc < 0)
-		return rc;
+	return store_client_load(store_client_path(state_dir, issuer, NULL),
+				 issuer, c);
+}
+
+int store_client_find(const char *state_dir, const char *issuer,
+		      const char *client_id, struct store_client *c)
+{
+	int rc = store_client_load(
+		store_client_path(state_dir, issuer, client_id), issuer, c);
+	if (rc == 0 && strcmp(c->client_id, client_id) == 0)
+		return 0;
+	if (rc == 0) {
+		/* a hash collision: another client's file */
+		store_client_clear(c);
+		rc = -ENOENT;
+	}
+	return rc;
+}
+
+/* Writes c to path (0600, atomically). */
+static int store_client_save(char *path, const struct store_client *c)
+{
 	json_t *o = json_pack("{s:i,s:s,s:s,s:s,s:I,s:I}", "version", 1,
 			      "issuer", c->issuer, "source", c->source,
 			      "clientId", c->client_id, "secretExpiresAt",
@@ -364,8 +394,7 @@ int store_client_write(const char *state_dir, const struct store_client *c)
 	store_set_str(o, "clientSecret", c->client_secret);
 	store_set_str(o, "authMethod", c->auth_method);
 	store_set_str(o, "redirectUri", c->redirect_uri);
-	char *path = store_client_path(state_dir, c->issuer);
-	rc = store_save_json(path, o);
+	int rc = store_save_json(path, o);
 	json_t *sec = json_object_get(o, "clientSecret");
 	if (sec)
 		explicit_bzero((char *)json_string_value(sec),
@@ -375,11 +404,37 @@ int store_client_write(const char *state_dir, const struct store_client *c)
 	return rc;
 }
 
-int store_client_remove(const char *state_dir, const char *issuer)
+int store_client_write(const char *state_dir, const struct store_client *c)
 {
-	char *path = store_client_path(state_dir, issuer);
+	int rc = store_dirs(state_dir, true);
+	if (rc < 0)
+		return rc;
+	rc = store_client_save(
+		store_client_path(state_dir, c->issuer, c->client_id), c);
+	/* Only a dynamic registration is the issuer's to share: a
+	 * pre-registered or metadata document client belongs to its
+	 * server's config, and written there it would replace the one the
+	 * other servers at the issuer registered (and their secret). */
+	if (rc == 0 && strcmp(c->source, "dcr") == 0)
+		rc = store_client_save(
+			store_client_path(state_dir, c->issuer, NULL), c);
+	return rc;
+}
+
+int store_client_remove(const char *state_dir, const struct store_client *c)
+{
+	char *path = store_client_path(state_dir, c->issuer, c->client_id);
 	int rc = unlink(path) == 0 ? 0 : -errno;
 	free(path);
+	struct store_client shared;
+	if (store_client_read(state_dir, c->issuer, &shared) == 0) {
+		if (strcmp(shared.client_id, c->client_id) == 0) {
+			path = store_client_path(state_dir, c->issuer, NULL);
+			rc = unlink(path) == 0 ? 0 : -errno;
+			free(path);
+		}
+		store_client_clear(&shared);
+	}
 	return rc;
 }
 

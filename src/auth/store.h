@@ -6,8 +6,12 @@
  *   tokens/<key>.challenge  the last 401/403 challenge (for the next flow)
  *   tokens/changed          rewritten after every token write or removal:
  *                           the one file a runtime watches
- *   clients/<sha>.json      a client registration per authorization server
- *                           (by issuer), with its secret (0600)
+ *   clients/c-<sha>.json    one client at one authorization server (by
+ *                           issuer and client id), with its secret (0600):
+ *                           what a refresh authenticates as
+ *   clients/<sha>.json      the issuer's dynamic registration, shared by
+ *                           the servers that have no client of their own
+ *                           there (by issuer alone)
  */
 #ifndef MCPV_AUTH_STORE_H
 #define MCPV_AUTH_STORE_H
@@ -84,10 +88,19 @@ struct store_client {
 	int64_t secret_expires_at; /* unix seconds; 0: never */
 };
 void store_client_clear(struct store_client *c);
+/* The issuer's shared (dynamic) registration. 0, -ENOENT, -EINVAL. */
 int store_client_read(const char *state_dir, const char *issuer,
 		      struct store_client *c);
+/* The registration of client_id at issuer, whatever its source. 0,
+ * -ENOENT, -EINVAL. */
+int store_client_find(const char *state_dir, const char *issuer,
+		      const char *client_id, struct store_client *c);
+/* Keeps c under its issuer and id; a "dcr" one also as the issuer's
+ * shared registration (a pre-registered or metadata document client never
+ * replaces it: another server at the issuer may be signed in with it). */
 int store_client_write(const char *state_dir, const struct store_client *c);
-int store_client_remove(const char *state_dir, const char *issuer);
+/* Forgets c: its file, and the shared one while it is c. */
+int store_client_remove(const char *state_dir, const struct store_client *c);
 
 /* Wall-clock seconds, for what outlives the process (expires_at); tests
  * replace it. NULL restores time(). */

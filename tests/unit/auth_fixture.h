@@ -46,6 +46,9 @@ struct fx {
 	 * path-inserted URL of /mcp. */
 	const char *prm_path;
 	bool challenge_no_rm; /* /mcp's challenge has no resource_metadata */
+	/* Answers a POST /mcp initialize with this status and no challenge
+	 * (a 2026-07-28 server refuses a 2025 one with 400); 0: the 401. */
+	int init_status;
 	const char *register_method; /* what DCR answers it registered */
 	bool no_register;	     /* no registration_endpoint */
 	bool rotate;		     /* a new refresh token on each refresh */
@@ -325,6 +328,11 @@ static void fx_request(struct fx_conn *c, const struct http_request *r)
 		free(ch);
 	} else if (strcmp(path, "/token") == 0 && r->method == HTTP_M_POST) {
 		fx_token(fx, c, r);
+	} else if (strcmp(path, "/mcp") == 0 && fx->init_status &&
+		   r->body_len > 0 &&
+		   strstr(r->body, "\"method\":\"initialize\"")) {
+		fx->mcp_posts++;
+		fx_reply(c, fx->init_status, NULL, "{}", 0);
 	} else if (strcmp(path, "/mcp") == 0) {
 		fx->mcp_posts++;
 		struct buf h;

@@ -31,6 +31,7 @@ static struct auth *au;
 static char dir[64];
 static char url[128];
 static char rm_url[192];
+static const char *srv_name; /* the server a flow signs in */
 
 static struct httpc *get_http(void *arg)
 {
@@ -54,6 +55,7 @@ static void t_setup(void)
 	snprintf(dir, sizeof dir, "/tmp/mcpv-auth-flow-XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
 	au = auth_new(&loop, get_http, NULL, dir);
+	srv_name = "srv";
 	snprintf(url, sizeof url, "%s/mcp", fx.base);
 	snprintf(rm_url, sizeof rm_url,
 		 "Bearer resource_metadata=\"%s/.well-known/"
@@ -128,7 +130,7 @@ static void start(struct run *r, int status, const char *www,
 		  const struct config_oauth *oauth)
 {
 	struct auth_flow_opts o = {
-		.name = "srv",
+		.name = srv_name,
 		.url = url,
 		.oauth = oauth,
 		.status = status,
@@ -260,6 +262,27 @@ Test(flow, the_probe_finds_the_challenge_when_none_is_known)
 	struct run r;
 	cr_assert_eq(login_with(0, NULL, NULL, &r), 0, "%s", r.why);
 	expect_log("POST /mcp\n"
+		   "GET /.well-known/oauth-protected-resource/mcp\n"
+		   "GET /.well-known/oauth-authorization-server\n",
+		   SIGN_IN_TAIL);
+	run_clear(&r);
+}
+
+/* A 2026-07-28 server refuses a 2025 initialize with a 400 (no
+ * MCP-Protocol-Version) and meets tools/list with the challenge: the
+ * scope asked for is that challenge's, not the decoy scopes_supported the
+ * metadata lists (conformance auth/scope-step-up at 2026-07-28). */
+Test(flow, the_probe_goes_on_to_tools_list_after_an_initialize_refused)
+{
+	fx.init_status = 400;
+	fx.challenge_scope = "mcp:tools";
+	fx.prm_scopes = "[\"decoy:read\",\"decoy:write\"]";
+	struct run r;
+	cr_assert_eq(login_with(0, NULL, NULL, &r), 0, "%s", r.why);
+	ASSERT_PARAM(authorize_param, "scope", "mcp:tools");
+	/* initialize, then tools/list */
+	expect_log("POST /mcp\n"
+		   "POST /mcp\n"
 		   "GET /.well-known/oauth-protected-resource/mcp\n"
 		   "GET /.well-known/oauth-authorization-server\n",
 		   SIGN_IN_TAIL);
@@ -649,6 +672,66 @@ Test(flow, registrations_kept_per_issuer_and_redone_when_it_changes)
 	cr_assert_eq(login(&r), 0, "%s", r.why);
 	cr_assert_eq(fx.registers, 2);
 	ASSERT_PARAM(authorize_param, "client_id", "c1");
+	run_clear(&r);
+}
+
+/* Refreshes name's tokens as after a 401 of its bearer. */
+static void refresh_done(void *arg, int err, const char *why)
+{
+	*(int *)arg = err == 0 ? 1 : err;
+}
+
+static void refresh_server(const char *name)
+{
+	char *bearer = NULL;
+	cr_assert_eq(auth_bearer(au, name, url, &bearer, NULL), 0, "%s", name);
+	int done = 0;
+	cr_assert_eq(
+		auth_refresh(au, name, url, bearer, refresh_done, &done, NULL),
+		0);
+	RUN_UNTIL(done != 0);
+	cr_assert_eq(done, 1, "%s: %d", name, done);
+	free(bearer);
+}
+
+/* One issuer, two clients: one server's pre-registered in its config,
+ * another's registered dynamically (with a secret). Neither's
+ * registration may stand in for the other's: each refresh authenticates
+ * as the client its tokens were issued to, whichever signed in last. */
+Test(flow, two_servers_at_one_issuer_refresh_as_their_own_clients)
+{
+	fx.register_secret = true;
+	struct config_oauth pre = {.client_id = "pre-id",
+				   .client_secret = "pre-secret"};
+	const char *pre_basic = "Basic cHJlLWlkOnByZS1zZWNyZXQ=";
+	const char *dyn_basic = "Basic YzE6czNjcmV0";
+	struct run r;
+	srv_name = "pre";
+	cr_assert_eq(login_with(401, NULL, &pre, &r), 0, "%s", r.why);
+	run_clear(&r);
+	srv_name = "dyn";
+	cr_assert_eq(login(&r), 0, "%s", r.why);
+	cr_assert_eq(fx.registers, 1);
+	run_clear(&r);
+	int refreshes = fx.token_refreshes;
+	refresh_server("pre");
+	cr_assert_str_eq(fx.last_token_auth, pre_basic);
+	refresh_server("dyn");
+	cr_assert_str_eq(fx.last_token_auth, dyn_basic);
+	cr_assert_eq(fx.token_refreshes, refreshes + 2);
+	/* the pre-registered server signs in again, last */
+	srv_name = "pre";
+	cr_assert_eq(login_with(401, NULL, &pre, &r), 0, "%s", r.why);
+	run_clear(&r);
+	refresh_server("dyn");
+	cr_assert_str_eq(fx.last_token_auth, dyn_basic);
+	refresh_server("pre");
+	cr_assert_str_eq(fx.last_token_auth, pre_basic);
+	/* and the dynamic registration is still the issuer's, kept */
+	srv_name = "dyn";
+	cr_assert_eq(login(&r), 0, "%s", r.why);
+	cr_assert_eq(fx.registers, 1);
+	cr_assert_str_eq(fx.last_token_auth, dyn_basic);
 	run_clear(&r);
 }
 
