@@ -4,11 +4,10 @@
 // can make the server's session expire or the server hang on demand, so
 // that a test knows exactly when a fault starts.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 
-import { DEMO, procStat, readMessages, sseMessages, waitFor } from './lib.mjs';
+import { DEMO, procStat, readMessages, sseMessages, startListener } from './lib.mjs';
 
 // The path the fixture serves MCP on (Streamable HTTP, and the legacy
 // transport's SSE stream).
@@ -18,49 +17,13 @@ export const FIX_PATH = '/mcp';
 // extra flags; stopped (SIGTERM, then SIGKILL, by pid) when test t ends,
 // and proved gone. Resolves with {url, port, pid, stderr()}.
 export async function startFixture(t, args = [], { path = FIX_PATH } = {}) {
-	const child = spawn(DEMO, ['--http', '0', ...args], {
-		stdio: ['ignore', 'ignore', 'pipe'],
-	});
-	let err = '';
-	let exited = null;
-	const exit = new Promise((resolve) => {
-		child.on('exit', (code, signal) => {
-			exited = { code, signal };
-			resolve(exited);
-		});
-		child.on('error', (e) => {
-			exited = { error: e };
-			resolve(exited);
-		});
-	});
-	child.stderr.setEncoding('utf8');
-	child.stderr.on('data', (d) => {
-		err = (err + d).slice(-64 * 1024);
-	});
-	t.after(async () => {
-		if (exited)
-			return;
-		child.kill('SIGTERM');
-		const late = setTimeout(() => child.kill('SIGKILL'), 3000);
-		await exit;
-		clearTimeout(late);
-		assert.equal(procStat(child.pid), null, 'the fixture is gone');
-	});
-	const port = await waitFor(
-		() => {
-			if (exited)
-				throw new Error(`the fixture exited: ${JSON.stringify(exited)}\n${err}`);
-			const m = err.match(/listening on (?:\S*:)?(\d+)/);
-			return m ? Number(m[1]) : null;
-		},
-		10_000,
-		`the fixture to listen (${args.join(' ')})`,
-	);
+	const { pid, port, output, exit } = await startListener(t, DEMO, ['--http', '0', ...args],
+		`the fixture (${args.join(' ')})`);
 	return {
 		port,
-		pid: child.pid,
+		pid,
 		url: `http://127.0.0.1:${port}${path}`,
-		stderr: () => err,
+		stderr: output,
 		exit,
 	};
 }

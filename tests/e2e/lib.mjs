@@ -105,6 +105,54 @@ export async function waitFor(cond, bound, what) {
 	}
 }
 
+// A fixture server the test starts: file with args (a node script run by
+// this node, or a program), its output kept (the last 64 KiB of stdout and
+// stderr), stopped (SIGTERM, then SIGKILL after 3 s, by pid) and proved
+// gone when test t ends. Resolves once it prints "listening on [HOST:]PORT"
+// with {child, pid, port, output(), exit}; what names it in errors.
+export async function startListener(t, file, args, what) {
+	const node = file.endsWith('.mjs');
+	const child = spawn(node ? process.execPath : file, node ? [file, ...args] : args, {
+		stdio: ['ignore', 'pipe', 'pipe'],
+	});
+	let out = '';
+	let exited = null;
+	const exit = new Promise((resolve) => {
+		child.on('exit', (code, signal) => {
+			exited = { code, signal };
+			resolve(exited);
+		});
+		child.on('error', (e) => {
+			exited = { error: e };
+			resolve(exited);
+		});
+	});
+	for (const s of [child.stdout, child.stderr]) {
+		s.setEncoding('utf8').on('data', (d) => {
+			out = (out + d).slice(-64 * 1024);
+		});
+	}
+	t.after(async () => {
+		if (exited)
+			return;
+		child.kill('SIGTERM');
+		const late = setTimeout(() => child.kill('SIGKILL'), 3000);
+		await exit;
+		clearTimeout(late);
+		assert.equal(procStat(child.pid), null, `${what} is gone`);
+	});
+	const port = await waitFor(
+		() => {
+			if (exited)
+				throw new Error(`${what} exited: ${JSON.stringify(exited)}\n${out}`);
+			return Number(/listening on (?:\S*:)?(\d+)/.exec(out)?.[1]) || null;
+		},
+		START_MS,
+		`${what} to listen`,
+	);
+	return { child, pid: child.pid, port, output: () => out, exit };
+}
+
 // /proc/PID/stat fields after the command name: state, ppid, pgrp and the
 // start time (field 22); null when the process is gone or a zombie.
 export function procStat(pid) {
