@@ -28,6 +28,8 @@ DEMO_PROGS := demo-server conformance-server
 DEMO_LIB := $(wildcard demo/fixture-*.c)
 DEMO_HDRS := $(wildcard demo/*.h)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
+# The unit tests' shared fixtures: a change to one rebuilds every test.
+UNIT_HDRS := $(wildcard tests/unit/*.h)
 BENCH_SRC := $(wildcard bench/*.c)
 
 REL := build/release
@@ -89,7 +91,7 @@ build/bench/%: bench/%.c
 	@mkdir -p build/bench
 	$(CC) $(CFLAGS_REL) -o $@ $< $(PKG_LIBS)
 
-$(SAN)/unit/%: tests/unit/%.c $(SAN_OBJ)
+$(SAN)/unit/%: tests/unit/%.c $(SAN_OBJ) $(UNIT_HDRS)
 	@mkdir -p $(SAN)/unit
 	$(CC) $(CFLAGS_SAN) $(LDFLAGS_SAN) -Itests -o $@ $< $(SAN_OBJ) \
 		$(PKG_LIBS) -lcriterion
