@@ -201,6 +201,31 @@ struct call *session_newest_call_on(struct session *s, struct instance *inst);
 /* A call whose server needed a sign-in goes on: it waits for the start
  * of its instance (the pending callback's reference goes with it). */
 void session_call_resume(struct call *c);
+/* A request routed by name or uri (route.c), on session->routing while
+ * it waits for its server's start. */
+struct route_req {
+	struct exchange *ex;
+	json_t *id;
+	char *method;
+	json_t *params;
+	enum instance_list which;
+	bool gathered;
+	bool deferred;	  /* through SESSION_CALL_TOOL: deferred servers only */
+	bool passthrough; /* a method the runtime does not know */
+	uint64_t started_ms;
+	/* Set while it waits for the start of the server it is routed to
+	 * (to learn that server's lists): from the client's view a call in
+	 * flight there already, which stop and restart must see. */
+	char *server, *label;
+	struct route_req *next_waiting; /* on session->routing */
+};
+
+/* Forwards a request to the server that owns it (route.c found it).
+ * params is stolen (the routed copy). */
+void session_call_start(struct session *s, json_t *id, const char *method,
+			json_t *params, const struct server_config *srv,
+			struct exchange *ex, char *params_text,
+			size_t params_len, char *label);
 /* A call that has not reached its server is answered with text as its
  * error, and ends (the pending callback's reference goes). */
 void session_call_fail(struct call *c, const char *text);
