@@ -532,6 +532,22 @@ export function sseMessages(text) {
 	return out;
 }
 
+// The messages of an SSE body as they come (an async iterable of byte
+// chunks, res.body): each event's data parsed as JSON (sseMessages).
+export async function* sseStream(body) {
+	const dec = new TextDecoder();
+	let buf = '';
+	for await (const chunk of body) {
+		buf += dec.decode(chunk, { stream: true });
+		let i;
+		while ((i = buf.indexOf('\n\n')) >= 0) {
+			const block = buf.slice(0, i);
+			buf = buf.slice(i + 2);
+			yield* sseMessages(block);
+		}
+	}
+}
+
 // The messages of a response to a POST, whether JSON or SSE.
 export async function readMessages(res) {
 	const text = await res.text();

@@ -23,6 +23,7 @@ import {
 	procStat,
 	runCli,
 	scratchDir,
+	sseStream,
 	WAIT_SCALE,
 	waitFor,
 	withRuntime,
@@ -106,23 +107,8 @@ async function postStream(c, body) {
 			ended = true;
 			return;
 		}
-		const dec = new TextDecoder();
-		let buf = '';
-		for await (const chunk of res.body) {
-			buf += dec.decode(chunk, { stream: true });
-			let i;
-			while ((i = buf.indexOf('\n\n')) >= 0) {
-				const data = buf
-					.slice(0, i)
-					.split('\n')
-					.filter((l) => l.startsWith('data:'))
-					.map((l) => l.slice(5).trim())
-					.join('\n');
-				buf = buf.slice(i + 2);
-				if (data)
-					msgs.push(JSON.parse(data));
-			}
-		}
+		for await (const m of sseStream(res.body))
+			msgs.push(m);
 		ended = true;
 	})();
 	done.catch(() => {});
