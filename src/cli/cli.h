@@ -65,9 +65,6 @@ int cli_parse_common(int argc, char **argv, const struct cli_spec *spec,
  * prints JSON, which carries its own escapes. */
 void cli_escape_json(json_t *v);
 
-/* s as one word of a shell command line: as it is when it needs no
- * quotes, else in single quotes. Caller frees. */
-char *cli_shell_word(const char *s);
 /* The command that starts a runtime on home (NULL: MCPVISOR_HOME or XDG,
  * which `mcpvisor serve` finds by itself), as the user would type it:
  * "mcpvisor serve --home /abs/home". Caller frees. */

@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "config/secrets.h"
 #include "trust/trust.h"
+#include "util/escape.h"
 #include "util/paths.h"
 #include "util/xmalloc.h"
 
@@ -145,7 +146,7 @@ static void check_notes(const struct server_config *sv, json_t *notes)
 /* One argument as a shell would need it written. */
 static void check_print_arg(const char *a)
 {
-	char *w = cli_shell_word(a);
+	char *w = escape_shell_word(a);
 	printf(" %s", w);
 	free(w);
 }

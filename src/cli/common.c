@@ -39,22 +39,6 @@ void cli_escape_json(json_t *v)
 	cli_escape_value(v, NULL);
 }
 
-char *cli_shell_word(const char *s)
-{
-	if (s[0] && strpbrk(s, " \t\n\"'\\$`*?[]{}()<>|&;#~!") == NULL)
-		return xstrdup(s);
-	struct buf b;
-	buf_init(&b);
-	buf_puts(&b, "'");
-	for (const char *p = s; *p; p++)
-		if (*p == '\'')
-			buf_puts(&b, "'\\''");
-		else
-			buf_append(&b, p, 1);
-	buf_puts(&b, "'");
-	return buf_steal(&b);
-}
-
 char *cli_serve_command(const char *home)
 {
 	if (home == NULL)
@@ -64,7 +48,7 @@ char *cli_serve_command(const char *home)
 	char *abs = home[0] == '/' || getcwd(cwd, sizeof cwd) == NULL
 			    ? xstrdup(home)
 			    : xasprintf("%s/%s", cwd, home);
-	char *word = cli_shell_word(abs);
+	char *word = escape_shell_word(abs);
 	char *cmd = xasprintf("mcpvisor serve --home %s", word);
 	free(word);
 	free(abs);

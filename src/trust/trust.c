@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "router/router.h"
 #include "util/buf.h"
+#include "util/escape.h"
 #include "util/fsutil.h"
 #include "util/sha256.h"
 #include "util/xmalloc.h"
@@ -73,24 +74,6 @@ static int trust_store_write(const char *state_dir, json_t *store)
 	return rc;
 }
 
-/* dir as a shell word, for a command the user can paste. */
-static char *trust_shell_word(const char *dir)
-{
-	if (dir[strspn(dir, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"
-			    "VWXYZ0123456789/._-+:@%,=")] == '\0')
-		return xstrdup(dir);
-	struct buf b;
-	buf_init(&b);
-	buf_puts(&b, "'");
-	for (const char *p = dir; *p; p++)
-		if (*p == '\'')
-			buf_puts(&b, "'\\''");
-		else
-			buf_append(&b, p, 1);
-	buf_puts(&b, "'");
-	return buf_steal(&b);
-}
-
 /* The folder file is in, resolved (symlinks and all). */
 static char *trust_real_folder(const char *file)
 {
@@ -112,7 +95,7 @@ static char *trust_real_folder(const char *file)
 static void trust_mark(struct config *cfg, const struct config *global,
 		       const char *file, const char *folder, bool changed)
 {
-	char *word = trust_shell_word(folder);
+	char *word = escape_shell_word(folder);
 	char *cmd = xasprintf("mcpvisor allow %s", word);
 	free(word);
 	size_t kept = 0;

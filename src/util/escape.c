@@ -158,3 +158,21 @@ size_t escape_into(char *out, size_t size, const char *s, size_t len,
 	out[w] = '\0';
 	return w;
 }
+
+char *escape_shell_word(const char *s)
+{
+	if (s[0] &&
+	    s[strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"
+			"VWXYZ0123456789/._-+:@%,=")] == '\0')
+		return xstrdup(s);
+	struct buf b;
+	buf_init(&b);
+	buf_puts(&b, "'");
+	for (const char *p = s; *p; p++)
+		if (*p == '\'')
+			buf_puts(&b, "'\\''");
+		else
+			buf_append(&b, p, 1);
+	buf_puts(&b, "'");
+	return buf_steal(&b);
+}

@@ -28,4 +28,9 @@ char *escape_str(const char *s, unsigned flags);
 size_t escape_into(char *out, size_t size, const char *s, size_t len,
 		   unsigned flags);
 
+/* s as one word of a shell command the user can paste: as it is when
+ * every byte is plainly safe (letters, digits, / . _ - + : @ % , =),
+ * else in single quotes ('\'' for a quote). Caller frees. */
+char *escape_shell_word(const char *s);
+
 #endif

@@ -79,3 +79,21 @@ Test(escape, into_a_buffer_cuts_between_pieces)
 	cr_assert_eq(n, 3);
 	cr_assert_str_eq(out, "abc");
 }
+
+static void check_word(const char *in, const char *want)
+{
+	char *w = escape_shell_word(in);
+	cr_assert_str_eq(w, want, "%s", in);
+	free(w);
+}
+
+Test(escape, a_shell_word_is_quoted_unless_plainly_safe)
+{
+	check_word("/home/me/proj-1.2_x", "/home/me/proj-1.2_x");
+	check_word("--key=a,b:c@d%e+f", "--key=a,b:c@d%e+f");
+	check_word("", "''");
+	check_word("my dir", "'my dir'");
+	check_word("it's", "'it'\\''s'");
+	check_word("$HOME;rm", "'$HOME;rm'");
+	check_word("a\rb", "'a\rb'");
+}
