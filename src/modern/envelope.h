@@ -1,0 +1,124 @@
+/*
+ * The request envelope of MCP 2026-07-28 on Streamable HTTP: which era a
+ * POSTed message speaks, and whether a modern one is well formed (the
+ * MCP-Protocol-Version, Mcp-Method and Mcp-Name headers against the body,
+ * the required _meta keys, the version, the revision's methods), with the
+ * HTTP status and JSON-RPC error the revision names for each fault. Also
+ * the header value encoding (SEP-2243: "=?base64?...?=" sentinels), the
+ * Mcp-Param-* headers of x-mcp-header tool arguments, and the per-request
+ * log level. Pure: no I/O, no state.
+ */
+#ifndef MCPV_ENVELOPE_H
+#define MCPV_ENVELOPE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define MODERN_VERSION "2026-07-28"
+/* The reserved codes of 2026-07-28 (basic/index.mdx, Error Codes). */
+#define JR_HEADER_MISMATCH -32020
+#define JR_MISSING_CAPABILITY -32021
+#define JR_UNSUPPORTED_VERSION -32022
+
+#define META_PROTOCOL_VERSION "io.modelcontextprotocol/protocolVersion"
+#define META_CLIENT_CAPS "io.modelcontextprotocol/clientCapabilities"
+#define META_CLIENT_INFO "io.modelcontextprotocol/clientInfo"
+#define META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
+#define META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
+#define META_SUBSCRIPTION_ID "io.modelcontextprotocol/subscriptionId"
+
+/* Header values longer than this are refused (-32020), decoded or not. */
+#define ENVELOPE_MAX_HEADER 8192
+
+/* A request header by its lowercase name, or NULL: how the envelope reads
+ * the HTTP request without knowing the HTTP module. */
+typedef const char *(*envelope_header_fn)(void *arg, const char *lname);
+
+enum envelope_era {
+	ENVELOPE_LEGACY, /* 2025-11-25 and earlier: initialize, sessions */
+	ENVELOPE_MODERN, /* 2026-07-28: _meta on every request */
+};
+
+/* The era of one message (any JSON value) of a POST: modern when its
+ * params._meta carries the protocol-version claim (any value), or when
+ * header_version (MCP-Protocol-Version, NULL: none) names a version that
+ * is not a legacy one (2024-11-05 ... 2025-11-25); legacy otherwise. */
+enum envelope_era envelope_classify(json_t *msg, const char *header_version);
+
+/* Log levels of MCP logging, in order; ENVELOPE_LOG_NONE: not asked. */
+enum envelope_log {
+	ENVELOPE_LOG_NONE = -1,
+	ENVELOPE_LOG_DEBUG,
+	ENVELOPE_LOG_INFO,
+	ENVELOPE_LOG_NOTICE,
+	ENVELOPE_LOG_WARNING,
+	ENVELOPE_LOG_ERROR,
+	ENVELOPE_LOG_CRITICAL,
+	ENVELOPE_LOG_ALERT,
+	ENVELOPE_LOG_EMERGENCY,
+};
+
+/* What a well-formed modern request declares (all borrowed from msg). */
+struct envelope {
+	const char *method;
+	const char *version;  /* MODERN_VERSION */
+	json_t *client_caps;  /* an object, maybe empty */
+	json_t *client_info;  /* NULL: not sent */
+	enum envelope_log log_level;
+	json_t *progress_token; /* _meta.progressToken, NULL: none */
+	bool notification;	/* no id: nothing to answer (202) */
+};
+
+/* A fault, as the revision says to answer it. */
+struct envelope_err {
+	int http_status; /* 400, or 404 for a method the revision lacks */
+	int code;	 /* JSON-RPC error code */
+	char *message;	 /* owned */
+	json_t *data;	 /* owned; NULL: none */
+};
+
+void envelope_err_clear(struct envelope_err *err);
+
+/* Checks one modern message (an object) in the order the conformance
+ * suite's reference server does: MCP-Protocol-Version present (-32020),
+ * the required _meta keys and their types (-32602), header equal to the
+ * claim (-32020), a supported version (-32022, data {supported,
+ * requested}), the log level (-32602), the method one of the revision's
+ * client requests (404, -32601: initialize, ping, logging/setLevel,
+ * resources/subscribe and the like are gone), Mcp-Method equal to the
+ * method and Mcp-Name to params.name (tools/call, prompts/get) or
+ * params.uri (resources/read), sentinel-decoded, surrounding spaces and
+ * tabs ignored (-32020). 0 and env filled, or -1 and err filled. */
+int envelope_check(json_t *msg, envelope_header_fn hdr, void *arg,
+		   struct envelope *env, struct envelope_err *err);
+
+/* A header value as sent: surrounding spaces and tabs dropped, and a
+ * "=?base64?B64?=" sentinel decoded (standard alphabet, padding
+ * optional; the decoded bytes must be UTF-8 without NUL). A new string,
+ * or NULL when the value is not valid. */
+char *envelope_header_decode(const char *raw);
+/* The value to send for s in a header: s itself when it is visible ASCII
+ * with no surrounding whitespace and not sentinel-shaped, else the
+ * sentinel. A new string. */
+char *envelope_header_encode(const char *s);
+
+/* The Mcp-Param-* headers of a tools/call against its tool's inputSchema
+ * (x-mcp-header on top-level primitive properties): each argument so
+ * marked and present (not null) must come as its header with the same
+ * value (integers compared as numbers, booleans as true/false), and a
+ * header for an absent argument is refused. 0 or -1 with err (-32020). */
+int envelope_check_params(json_t *input_schema, json_t *arguments,
+			  envelope_header_fn hdr, void *arg,
+			  struct envelope_err *err);
+/* Whether a tool's inputSchema uses x-mcp-header only as the revision
+ * allows (server/tools.mdx, x-mcp-header): a non-empty token, unique
+ * without regard to case, on string, integer or boolean properties
+ * reached only through "properties". */
+bool envelope_schema_ok(json_t *input_schema);
+
+/* Whether a notifications/message of level (its params.level, a name)
+ * may go to a request that asked for want. */
+bool envelope_log_passes(enum envelope_log want, const char *level);
+
+#endif

@@ -1,0 +1,76 @@
+/*
+ * The requestState mcpvisor gives a 2026-07-28 client when it answers
+ * input_required for a call it keeps waiting upstream (SEP-2322): an
+ * opaque string, authenticated with a key made for this runtime (HMAC
+ * with SHA-256), bound to the client (its principal), to the method and a
+ * digest of the request's params, short-lived and good once. It names the
+ * waiting call by a random handle; it carries nothing else a client could
+ * read or use. Time comes from util/clock.h.
+ */
+#ifndef MCPV_REQSTATE_H
+#define MCPV_REQSTATE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A state is good this long after it was made. */
+#define REQSTATE_TTL_MS (10 * 60 * 1000)
+/* Handles: 128 random bits, as 32 hex digits and a NUL. */
+#define REQSTATE_HANDLE_LEN 33
+/* A state string is at most this long (a longer one is refused unread). */
+#define REQSTATE_MAX_LEN 512
+
+struct reqstate;
+
+/* A new key from the kernel's random source; at most max_live states
+ * outstanding (0: 4096): sealing one more forgets the oldest. */
+struct reqstate *reqstate_new(size_t max_live);
+void reqstate_free(struct reqstate *rs);
+
+/* The digest a state binds: method and params, with params' _meta,
+ * inputResponses and requestState left out (they change between rounds),
+ * as canonical JSON (sorted keys). params may be NULL. out: 32 bytes. */
+void reqstate_digest(const char *method, json_t *params, unsigned char out[32]);
+
+/* Makes a state for the call waiting under handle (REQSTATE_HANDLE_LEN,
+ * written by the caller from util/random.h or by reqstate_handle),
+ * bound to principal (any string; NULL is ""), method and digest.
+ * Returns the state string (caller frees). The state is live until
+ * opened, expired or forgotten. */
+char *reqstate_seal(struct reqstate *rs, const char *handle,
+		    const char *principal, const char *method,
+		    const unsigned char digest[32]);
+/* A fresh random handle into out. */
+void reqstate_handle(char out[REQSTATE_HANDLE_LEN]);
+
+enum reqstate_verdict {
+	REQSTATE_OK,	    /* authentic, live, this client's: now used */
+	REQSTATE_MALFORMED, /* not a state of this form, or too long */
+	REQSTATE_TAMPERED,  /* the MAC does not match (another key too) */
+	REQSTATE_EXPIRED,   /* older than REQSTATE_TTL_MS */
+	REQSTATE_USED,	    /* opened before, or forgotten */
+	REQSTATE_FOREIGN,   /* another principal's */
+	REQSTATE_MISMATCH,  /* another method or other params */
+};
+
+/* Opens a state sent back by a client: the verdict, and the handle it
+ * names into handle (REQSTATE_HANDLE_LEN) when the MAC holds (any
+ * verdict but MALFORMED and TAMPERED), so the caller can cancel the call
+ * it names. Only REQSTATE_OK uses it up; a state that is USED, EXPIRED,
+ * FOREIGN or MISMATCH stays as it was (a foreign client cannot spend
+ * another's state). */
+enum reqstate_verdict reqstate_open(struct reqstate *rs, const char *state,
+				    const char *principal, const char *method,
+				    const unsigned char digest[32],
+				    char handle[REQSTATE_HANDLE_LEN]);
+/* Forgets the live state naming handle (its call ended or was
+ * cancelled): opening it later gives REQSTATE_USED. */
+void reqstate_forget(struct reqstate *rs, const char *handle);
+/* A short reason for a verdict, for the client's error message. */
+const char *reqstate_verdict_str(enum reqstate_verdict v);
+/* Live states now (for status and tests). */
+size_t reqstate_live(const struct reqstate *rs);
+
+#endif
