@@ -481,12 +481,12 @@ Test(reqstate, the_table_keeps_at_most_max_live_dropping_the_oldest)
 	reqstate_free(rs);
 }
 
-Test(reqstate, expired_states_leave_the_table_without_being_opened)
+Test(reqstate, expired_states_are_not_live)
 {
 	struct reqstate *rs = reqstate_new(8);
 	struct sealed s;
-	/* Many more than max_live over time, none opened: the table is
-	 * swept as it goes and never holds more than it may. */
+	/* Many more than max_live over time, none opened: only those of
+	 * the last TTL count (ASan sees that the swept ones are freed). */
 	for (int i = 0; i < 100; i++) {
 		seal_one(rs, "uid:1000", &s);
 		free(s.state);
