@@ -49,6 +49,10 @@ _Static_assert(REQSTATE_HANDLE_LEN == 2 * RS_HANDLE_BYTES + 1,
 #define RS_LABEL_MAC "mcpvisor requestState v1 mac"
 #define RS_LABEL_PRINCIPAL "mcpvisor requestState v1 principal"
 #define RS_LABEL_REQUEST "mcpvisor requestState v1 request"
+#define RS_LABEL_MAX 64
+_Static_assert(sizeof RS_LABEL_PRINCIPAL <= RS_LABEL_MAX &&
+		       sizeof RS_LABEL_REQUEST <= RS_LABEL_MAX,
+	       "a tag's label fits rs_tag's buffer");
 
 /* A live state: sealed, not yet opened, forgotten or swept. */
 struct rs_entry {
@@ -180,7 +184,7 @@ static void rs_hex(const unsigned char *in, size_t n, char *out)
 static void rs_tag(const struct reqstate *rs, const char *label,
 		   const unsigned char digest[32], unsigned char out[32])
 {
-	unsigned char msg[64 + SHA256_BYTES];
+	unsigned char msg[RS_LABEL_MAX + SHA256_BYTES];
 	size_t ll = strlen(label) + 1;
 	memcpy(msg, label, ll);
 	memcpy(msg + ll, digest, SHA256_BYTES);
