@@ -106,6 +106,15 @@ void envelope_err_clear(struct envelope_err *err)
 	memset(err, 0, sizeof *err);
 }
 
+/* What the checks of one message share, looked up once: the accepted
+ * path is on every modern request. */
+struct env_msg {
+	json_t *msg;
+	json_t *params; /* NULL: none (or not an object: refused) */
+	json_t *meta;	/* params._meta, NULL: none */
+	json_t *claim;	/* _meta's protocol version, NULL: none */
+};
+
 /* The claim of msg: params._meta's protocol version key, any value. */
 static json_t *env_claim(json_t *msg)
 {
@@ -225,36 +234,48 @@ fail:
 	return NULL;
 }
 
-char *envelope_header_decode(const char *raw)
+int envelope_header_view(const char *raw, struct envelope_view *v)
 {
-	if (raw == NULL)
-		return NULL;
+	v->owned = NULL;
 	size_t n;
 	const char *s = env_trim(raw, &n);
 	if (n > ENVELOPE_MAX_HEADER)
-		return NULL;
+		return -1;
 	/* RFC 9110 field-value characters, as SEP-2243 allows them plain:
 	 * anything else must have come inside a sentinel. */
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if ((c < 0x21 || c > 0x7e) && !env_ows((char)c))
-			return NULL;
+			return -1;
 	}
-	if (!env_sentinel_shaped(s, n))
-		return xstrndup(s, n);
+	if (!env_sentinel_shaped(s, n)) {
+		v->s = s;
+		v->len = n;
+		return 0;
+	}
 	if (n < ENV_HEAD_LEN + ENV_TAIL_LEN)
-		return NULL; /* "=?base64?=": head and tail overlap */
+		return -1; /* "=?base64?=": head and tail overlap */
 	size_t len;
 	char *out = env_b64_decode(s + ENV_HEAD_LEN,
 				   n - ENV_HEAD_LEN - ENV_TAIL_LEN, &len);
 	if (out == NULL)
-		return NULL;
+		return -1;
 	if (memchr(out, '\0', len) != NULL ||
 	    framer_utf8_prefix(out, len) != len) {
 		free(out);
-		return NULL;
+		return -1;
 	}
-	return out;
+	v->s = v->owned = out;
+	v->len = len;
+	return 0;
+}
+
+char *envelope_header_decode(const char *raw)
+{
+	struct envelope_view v;
+	if (raw == NULL || envelope_header_view(raw, &v) < 0)
+		return NULL;
+	return v.owned ? v.owned : xstrndup(v.s, v.len);
 }
 
 char *envelope_header_encode(const char *s)
@@ -292,39 +313,47 @@ static int env_header(envelope_header_fn hdr, void *arg, const char *lname,
 	return 0;
 }
 
-/* A JSON-RPC request or notification, as far as the envelope needs. */
-static int env_check_shape(json_t *msg, struct envelope *env,
+/* A JSON-RPC request or notification, as far as the envelope needs;
+ * fills m (params and _meta looked up once). */
+static int env_check_shape(json_t *msg, struct env_msg *m, struct envelope *env,
 			   struct envelope_err *err)
 {
 	if (!json_is_object(msg))
 		return envelope_fail(err, 400, JR_INVALID_REQUEST, NULL,
 				     "a message must be a JSON object");
-	json_t *m = json_object_get(msg, "method");
-	if (!json_is_string(m))
+	json_t *method = json_object_get(msg, "method");
+	if (!json_is_string(method))
 		return envelope_fail(err, 400, JR_INVALID_REQUEST, NULL,
 				     "a request needs a string \"method\"");
 	json_t *id = json_object_get(msg, "id");
 	if (id != NULL && !jr_id_valid(id))
 		return envelope_fail(err, 400, JR_INVALID_REQUEST, NULL,
 				     "\"id\" must be a string or an integer");
-	env->method = json_string_value(m);
+	env->method = json_string_value(method);
 	env->notification = id == NULL;
+	m->msg = msg;
+	m->params = json_object_get(msg, "params");
+	m->meta = json_is_object(m->params)
+			  ? json_object_get(m->params, "_meta")
+			  : NULL;
+	m->claim = json_is_object(m->meta)
+			   ? json_object_get(m->meta, META_PROTOCOL_VERSION)
+			   : NULL;
 	return 0;
 }
 
 /* The _meta keys a request must carry and the types of those sent. */
-static int env_check_meta(json_t *msg, struct envelope *env,
+static int env_check_meta(const struct env_msg *m, struct envelope *env,
 			  struct envelope_err *err)
 {
-	json_t *params = json_object_get(msg, "params");
-	if (params != NULL && !json_is_object(params))
+	if (m->params != NULL && !json_is_object(m->params))
 		return envelope_fail(err, 400, JR_INVALID_PARAMS, NULL,
 				     "\"params\" must be an object");
-	json_t *meta = params ? json_object_get(params, "_meta") : NULL;
+	json_t *meta = m->meta;
 	if (meta != NULL && !json_is_object(meta))
 		return envelope_fail(err, 400, JR_INVALID_PARAMS, NULL,
 				     "params._meta must be an object");
-	json_t *pv = meta ? json_object_get(meta, META_PROTOCOL_VERSION) : NULL;
+	json_t *pv = m->claim;
 	json_t *caps = meta ? json_object_get(meta, META_CLIENT_CAPS) : NULL;
 	if (!env->notification && (pv == NULL || caps == NULL)) {
 		const char *both = pv == NULL && caps == NULL ? " and " : "";
@@ -359,14 +388,13 @@ static int env_check_meta(json_t *msg, struct envelope *env,
 	return 0;
 }
 
-static int env_check_version(json_t *msg, const char *header,
+static int env_check_version(const struct env_msg *m, const char *header,
 			     struct envelope *env, struct envelope_err *err)
 {
 	size_t hlen;
 	const char *h = env_trim(header, &hlen);
-	json_t *claim = env_claim(msg);
-	const char *v = claim ? json_string_value(claim) : NULL;
-	size_t vlen = claim ? json_string_length(claim) : 0;
+	const char *v = m->claim ? json_string_value(m->claim) : NULL;
+	size_t vlen = m->claim ? json_string_length(m->claim) : 0;
 	char qh[ENVELOPE_QUOTE_BUF], qv[ENVELOPE_QUOTE_BUF];
 	if (v != NULL && (vlen != hlen || memcmp(v, h, hlen) != 0)) {
 		envelope_quote(qh, h, hlen);
@@ -403,12 +431,10 @@ static enum envelope_log env_log_parse(const char *name)
 	return ENVELOPE_LOG_NONE;
 }
 
-static int env_check_log(json_t *msg, struct envelope *env,
+static int env_check_log(const struct env_msg *m, struct envelope *env,
 			 struct envelope_err *err)
 {
-	json_t *params = json_object_get(msg, "params");
-	json_t *meta = params ? json_object_get(params, "_meta") : NULL;
-	json_t *lv = meta ? json_object_get(meta, META_LOG_LEVEL) : NULL;
+	json_t *lv = m->meta ? json_object_get(m->meta, META_LOG_LEVEL) : NULL;
 	env->log_level = ENVELOPE_LOG_NONE;
 	if (lv == NULL)
 		return 0;
@@ -425,18 +451,17 @@ static int env_check_log(json_t *msg, struct envelope *env,
 
 static int env_check_method(struct envelope *env, struct envelope_err *err)
 {
+	bool notif_name = strncmp(env->method, "notifications/", 14) == 0;
+	if (env->notification ? notif_name : env_in(env_methods, env->method))
+		return 0;
+	/* Quoted only here: the accepted path stays free of it. */
 	char q[ENVELOPE_QUOTE_BUF];
 	envelope_quote(q, env->method, strlen(env->method));
-	if (env->notification) {
-		if (strncmp(env->method, "notifications/", 14) == 0)
-			return 0;
+	if (env->notification)
 		return envelope_fail(err, 400, JR_INVALID_REQUEST, NULL,
 				     "'%s' without an \"id\": only "
-				     "notifications/* may go unanswered",
+				     "notifications/... may go unanswered",
 				     q);
-	}
-	if (env_in(env_methods, env->method))
-		return 0;
 	if (env_in(env_removed, env->method))
 		return envelope_fail(err, 404, JR_METHOD_NOT_FOUND, NULL,
 				     "method '%s' is not part of MCP %s", q,
@@ -455,17 +480,23 @@ static int env_check_standard(envelope_header_fn hdr, void *arg,
 	const char *raw;
 	if (env_header(hdr, arg, lname, shown, &raw, err) < 0)
 		return -1;
+	if (raw == NULL && !required)
+		return 0;
+	struct envelope_view v = {NULL, 0, NULL};
+	bool valid = raw && envelope_header_view(raw, &v) == 0;
+	bool same = valid && v.len == wlen && memcmp(v.s, want, wlen) == 0;
 	char qw[ENVELOPE_QUOTE_BUF], qh[ENVELOPE_QUOTE_BUF];
+	if (!same && valid)
+		envelope_quote(qh, v.s, v.len);
+	free(v.owned);
+	if (same)
+		return 0;
 	envelope_quote(qw, want, wlen);
-	if (raw == NULL) {
-		if (!required)
-			return 0;
+	if (raw == NULL)
 		return envelope_fail(err, 400, JR_HEADER_MISMATCH, NULL,
 				     "%s header missing (the body says '%s')",
 				     shown, qw);
-	}
-	char *got = envelope_header_decode(raw);
-	if (got == NULL) {
+	if (!valid) {
 		envelope_quote(qh, raw, strlen(raw));
 		return envelope_fail(err, 400, JR_HEADER_MISMATCH, NULL,
 				     "%s header '%s' is not a valid value "
@@ -473,19 +504,13 @@ static int env_check_standard(envelope_header_fn hdr, void *arg,
 				     "sentinel of UTF-8)",
 				     shown, qh);
 	}
-	bool same = strlen(got) == wlen && memcmp(got, want, wlen) == 0;
-	if (!same)
-		envelope_quote(qh, got, strlen(got));
-	free(got);
-	if (same)
-		return 0;
 	return envelope_fail(err, 400, JR_HEADER_MISMATCH, NULL,
 			     "%s header '%s' does not match the body's '%s'",
 			     shown, qh, qw);
 }
 
 /* Mcp-Name of the three methods that route by a name or uri. */
-static int env_check_name(json_t *msg, struct envelope *env,
+static int env_check_name(const struct env_msg *m, struct envelope *env,
 			  envelope_header_fn hdr, void *arg,
 			  struct envelope_err *err)
 {
@@ -497,8 +522,7 @@ static int env_check_name(json_t *msg, struct envelope *env,
 		key = "uri";
 	else
 		return 0;
-	json_t *params = json_object_get(msg, "params");
-	json_t *v = params ? json_object_get(params, key) : NULL;
+	json_t *v = m->params ? json_object_get(m->params, key) : NULL;
 	if (!json_is_string(v))
 		return envelope_fail(err, 400, JR_INVALID_PARAMS, NULL,
 				     "%s needs a string params.%s", env->method,
@@ -514,7 +538,8 @@ int envelope_check(json_t *msg, envelope_header_fn hdr, void *arg,
 	memset(env, 0, sizeof *env);
 	env->log_level = ENVELOPE_LOG_NONE;
 	memset(err, 0, sizeof *err);
-	if (env_check_shape(msg, env, err) < 0)
+	struct env_msg m;
+	if (env_check_shape(msg, &m, env, err) < 0)
 		goto fail;
 	const char *version;
 	if (env_header(hdr, arg, "mcp-protocol-version", "MCP-Protocol-Version",
@@ -529,22 +554,21 @@ int envelope_check(json_t *msg, envelope_header_fn hdr, void *arg,
 	}
 	/* A 2025 handshake under a modern header: the TypeScript SDK calls
 	 * it a header fault, not a malformed modern request. */
-	if (!env->notification && strcmp(env->method, "initialize") == 0 &&
-	    env_claim(msg) == NULL) {
+	if (!env->notification && m.claim == NULL &&
+	    strcmp(env->method, "initialize") == 0) {
 		envelope_fail(err, 400, JR_HEADER_MISMATCH, NULL,
 			      "initialize is a 2025 handshake, but the "
 			      "MCP-Protocol-Version header names another "
 			      "revision");
 		goto fail;
 	}
-	if (env_check_meta(msg, env, err) < 0 ||
-	    env_check_version(msg, version, env, err) < 0 ||
-	    env_check_log(msg, env, err) < 0 ||
-	    env_check_method(env, err) < 0 ||
+	if (env_check_meta(&m, env, err) < 0 ||
+	    env_check_version(&m, version, env, err) < 0 ||
+	    env_check_log(&m, env, err) < 0 || env_check_method(env, err) < 0 ||
 	    env_check_standard(hdr, arg, "mcp-method", "Mcp-Method",
 			       !env->notification, env->method,
 			       strlen(env->method), err) < 0 ||
-	    env_check_name(msg, env, hdr, arg, err) < 0)
+	    env_check_name(&m, env, hdr, arg, err) < 0)
 		goto fail;
 	return 0;
 fail:

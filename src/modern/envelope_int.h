@@ -18,6 +18,18 @@
  * message, between quotes. */
 void envelope_quote(char out[ENVELOPE_QUOTE_BUF], const char *s, size_t len);
 
+/* A header value as envelope_header_decode reads it, without a copy
+ * when it came plain: s (len bytes, not NUL-terminated) points into raw,
+ * or into owned (the decoded sentinel, NUL-terminated), which the caller
+ * frees. */
+struct envelope_view {
+	const char *s;
+	size_t len;
+	char *owned;
+};
+/* 0 and v filled, or -1 (v->owned NULL) when the value is not valid. */
+int envelope_header_view(const char *raw, struct envelope_view *v);
+
 /* Fills err (cleared first); takes data. Returns -1. */
 int envelope_fail(struct envelope_err *err, int http_status, int code,
 		  json_t *data, const char *fmt, ...)

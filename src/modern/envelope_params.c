@@ -16,6 +16,8 @@
 #include "util/xmalloc.h"
 
 #define ENV_ANNOTATION "x-mcp-header"
+#define ENV_PARAM_PREFIX "mcp-param-"
+#define ENV_PARAM_PREFIX_LEN (sizeof ENV_PARAM_PREFIX - 1)
 
 /* Keywords whose value is one subschema, an array of them, or a map of
  * names to them: an annotation under any of these is not reached through
@@ -231,71 +233,116 @@ static void env_show_value(char out[ENVELOPE_QUOTE_BUF], json_t *v)
 	free(s);
 }
 
+static bool env_param_same(const struct envelope_view *got, json_t *value)
+{
+	if (json_is_string(value))
+		return got->len == json_string_length(value) &&
+		       memcmp(got->s, json_string_value(value), got->len) == 0;
+	const char *word = json_is_true(value) ? "true" : "false";
+	if (!json_is_number(value))
+		return got->len == strlen(word) &&
+		       memcmp(got->s, word, got->len) == 0;
+	/* A number's text, NUL-terminated for strtod; 64 bytes is more
+	 * than any integer or double a client writes needs. */
+	char text[64];
+	if (got->len >= sizeof text)
+		return false;
+	memcpy(text, got->s, got->len);
+	text[got->len] = '\0';
+	return env_number_equal(text, value);
+}
+
+enum env_param_fault {
+	ENV_PARAM_LONG,
+	ENV_PARAM_EXTRA,
+	ENV_PARAM_TYPE,
+	ENV_PARAM_MISSING,
+	ENV_PARAM_INVALID,
+	ENV_PARAM_DIFFERENT,
+};
+
 /* One annotated argument: value (NULL: absent) against its header. */
 static int env_param_one(const char *name, const char *key, json_t *value,
 			 envelope_header_fn hdr, void *arg,
 			 struct envelope_err *err)
 {
-	char *lname = xasprintf("mcp-param-%s", name);
-	for (char *p = lname; *p; p++)
-		*p = (char)tolower((unsigned char)*p);
+	/* "mcp-param-" and the name, lower-cased; on the stack when short,
+	 * as it is on every call of a marked tool. */
+	char small[128];
+	size_t nlen = strlen(name);
+	size_t need = ENV_PARAM_PREFIX_LEN + nlen + 1;
+	char *lname = need <= sizeof small ? small : xmalloc(need);
+	memcpy(lname, ENV_PARAM_PREFIX, ENV_PARAM_PREFIX_LEN);
+	for (size_t i = 0; i <= nlen; i++)
+		lname[ENV_PARAM_PREFIX_LEN + i] =
+			(char)tolower((unsigned char)name[i]);
 	const char *raw = hdr ? hdr(arg, lname) : NULL;
-	free(lname);
+	if (lname != small)
+		free(lname);
+	enum env_param_fault why;
+	struct envelope_view got = {NULL, 0, NULL};
+	bool absent = value == NULL || json_is_null(value);
+	if (raw && strlen(raw) > ENVELOPE_MAX_HEADER)
+		why = ENV_PARAM_LONG;
+	else if (absent && raw == NULL)
+		return 0;
+	else if (absent)
+		why = ENV_PARAM_EXTRA;
+	else if (json_is_object(value) || json_is_array(value))
+		why = ENV_PARAM_TYPE;
+	else if (raw == NULL)
+		why = ENV_PARAM_MISSING;
+	else if (envelope_header_view(raw, &got) < 0)
+		why = ENV_PARAM_INVALID;
+	else if (env_param_same(&got, value)) {
+		free(got.owned);
+		return 0;
+	} else
+		why = ENV_PARAM_DIFFERENT;
+	/* Quoted only for a fault: the accepted path stays free of it. */
 	char qn[ENVELOPE_QUOTE_BUF], qk[ENVELOPE_QUOTE_BUF];
 	char qh[ENVELOPE_QUOTE_BUF], qv[ENVELOPE_QUOTE_BUF];
 	envelope_quote(qn, name, strlen(name));
 	envelope_quote(qk, key, strlen(key));
-	if (raw && strlen(raw) > ENVELOPE_MAX_HEADER)
+	switch (why) {
+	case ENV_PARAM_LONG:
 		return envelope_fail(err, 400, JR_HEADER_MISMATCH, NULL,
 				     "Mcp-Param-%s header is longer than %d "
 				     "bytes",
 				     qn, ENVELOPE_MAX_HEADER);
-	if (value == NULL || json_is_null(value)) {
-		if (raw == NULL)
-			return 0;
+	case ENV_PARAM_EXTRA:
 		return envelope_fail(err, 400, JR_HEADER_MISMATCH, NULL,
 				     "Mcp-Param-%s header sent, but argument "
 				     "'%s' is absent",
 				     qn, qk);
-	}
-	if (json_is_object(value) || json_is_array(value))
+	case ENV_PARAM_TYPE:
 		return envelope_fail(err, 400, JR_INVALID_PARAMS, NULL,
 				     "argument '%s' (Mcp-Param-%s) must be a "
 				     "string, integer or boolean",
 				     qk, qn);
-	if (raw == NULL)
+	case ENV_PARAM_MISSING:
 		return envelope_fail(err, 400, JR_HEADER_MISMATCH, NULL,
 				     "Mcp-Param-%s header missing for "
 				     "argument '%s'",
 				     qn, qk);
-	char *got = envelope_header_decode(raw);
-	if (got == NULL) {
+	case ENV_PARAM_INVALID:
 		envelope_quote(qh, raw, strlen(raw));
 		return envelope_fail(err, 400, JR_HEADER_MISMATCH, NULL,
 				     "Mcp-Param-%s header '%s' is not a valid "
 				     "value (visible ASCII, or a "
 				     "=?base64?...?= sentinel of UTF-8)",
 				     qn, qh);
+	case ENV_PARAM_DIFFERENT:
+		break;
 	}
-	bool same;
-	if (json_is_string(value))
-		same = strlen(got) == json_string_length(value) &&
-		       memcmp(got, json_string_value(value), strlen(got)) == 0;
-	else if (json_is_number(value))
-		same = env_number_equal(got, value);
-	else
-		same = strcmp(got, json_is_true(value) ? "true" : "false") == 0;
-	if (!same)
-		envelope_quote(qh, got, strlen(got));
-	free(got);
-	if (same)
-		return 0;
+	envelope_quote(qh, got.s, got.len);
+	free(got.owned);
 	env_show_value(qv, value);
+	const char *mark = json_is_string(value) ? "'" : "";
 	return envelope_fail(err, 400, JR_HEADER_MISMATCH, NULL,
 			     "Mcp-Param-%s header '%s' does not match "
 			     "argument '%s' (%s%s%s)",
-			     qn, qh, qk, json_is_string(value) ? "'" : "", qv,
-			     json_is_string(value) ? "'" : "");
+			     qn, qh, qk, mark, qv, mark);
 }
 
 /* The properties of schema (reached through "properties" only) against
