@@ -418,6 +418,19 @@ enum reqstate_verdict reqstate_open(struct reqstate *rs, const char *state,
 	return REQSTATE_OK;
 }
 
+void reqstate_peek(const char *state, char handle[REQSTATE_HANDLE_LEN])
+{
+	unsigned char payload[RS_PAYLOAD_BYTES];
+	handle[0] = '\0';
+	size_t n = state ? strnlen(state, REQSTATE_MAX_LEN + 1) : 0;
+	if (n > REQSTATE_MAX_LEN || n <= RS_PREFIX_LEN + RS_PAYLOAD_CHARS ||
+	    memcmp(state, RS_PREFIX, RS_PREFIX_LEN) != 0 ||
+	    state[RS_PREFIX_LEN + RS_PAYLOAD_CHARS] != '.' ||
+	    !rs_b64u_decode(state + RS_PREFIX_LEN, payload, RS_PAYLOAD_BYTES))
+		return;
+	rs_hex(payload + RS_OFF_HANDLE, RS_HANDLE_BYTES, handle);
+}
+
 void reqstate_forget(struct reqstate *rs, const char *handle)
 {
 	unsigned char h[RS_HANDLE_BYTES];

@@ -72,6 +72,11 @@ enum reqstate_verdict reqstate_open(struct reqstate *rs, const char *state,
 				    const char *principal, const char *method,
 				    const unsigned char digest[32],
 				    char handle[REQSTATE_HANDLE_LEN]);
+/* The handle a state names, read without checking it (into handle;
+ * "" when the state is not of this form): after a tampered state, the
+ * caller may cancel the call it names, when that call is the same
+ * client's. */
+void reqstate_peek(const char *state, char handle[REQSTATE_HANDLE_LEN]);
 /* Forgets the live state naming handle (its call ended or was
  * cancelled): opening it later gives REQSTATE_USED. */
 void reqstate_forget(struct reqstate *rs, const char *handle);

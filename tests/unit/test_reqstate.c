@@ -239,6 +239,32 @@ Test(reqstate, the_conformance_suites_tamper_is_refused)
 	reqstate_free(rs);
 }
 
+/* A client that spoilt its state (as the suite's tamper does) gets its
+ * call cancelled, so the caller can read the handle unchecked; garbage
+ * names nothing. */
+Test(reqstate, a_tampered_state_still_names_its_handle_unchecked)
+{
+	struct reqstate *rs = reqstate_new(0);
+	struct sealed s;
+	seal_one(rs, "uid:1000", &s);
+	char *t = malloc(strlen(s.state) + sizeof "-TAMPERED");
+	strcpy(t, s.state);
+	strcat(t, "-TAMPERED");
+	char h[REQSTATE_HANDLE_LEN] = "x";
+	reqstate_peek(t, h);
+	cr_assert_str_eq(h, s.handle);
+	reqstate_peek("v1.garbage", h);
+	cr_assert_str_eq(h, "");
+	reqstate_peek("", h);
+	cr_assert_str_eq(h, "");
+	t[10] = '!';
+	reqstate_peek(t, h);
+	cr_assert_str_eq(h, "");
+	free(t);
+	free(s.state);
+	reqstate_free(rs);
+}
+
 Test(reqstate, what_is_not_a_state_is_malformed)
 {
 	struct reqstate *rs = reqstate_new(0);
