@@ -996,7 +996,8 @@ static const struct conf_tool conf_tools[] = {
 	 "gateway's missing-capability error)",
 	 CONF_NO_ARGS, NULL, CONF_SHOWN_ALWAYS, conf_tool_missing_capability},
 	{"test_streaming_elicitation", "Elicitation mid-call",
-	 "Asks the user's name in the middle of the call (elicitation/create)",
+	 "Asks the user's name in the middle of the call (elicitation/create, "
+	 "id streaming_name)",
 	 CONF_NO_ARGS, "2025-06-18", CONF_SHOWN_ALWAYS,
 	 conf_tool_streaming_elicitation},
 	{"test_logging_tool", "Logging at four levels",

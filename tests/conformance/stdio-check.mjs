@@ -630,7 +630,7 @@ test("2026 inputs: listed, each asked under its input's name", async (p) => {
     ["test_input_required_result_tampered_state", "elicitation/create",
       "confirm", { action: "accept", content: { ok: true } },
       'state-ok: action=accept, content={"ok":true}'],
-    ["test_streaming_elicitation", "elicitation/create", "user_name",
+    ["test_streaming_elicitation", "elicitation/create", "streaming_name",
       { action: "decline" }, 'No name given: action=decline, content={}'],
   ];
   for (const [tool, method, key, answer, text] of cases) {
