@@ -138,10 +138,17 @@ test('modern: server/discover says the revision, the capabilities a 2025 client 
 		// What a 2025 client is told at initialize, on the same runtime.
 		const old = new RawClient(rt.url);
 		const legacy = await old.initialize();
-		assert.deepEqual(res.capabilities, legacy.capabilities,
-			'the capabilities a 2025 initialize gives');
-		assert.ok(res.capabilities.tools, 'tools');
-		assert.equal(res.instructions, legacy.instructions);
+		// The capabilities a 2025 initialize gives (resources.subscribe and
+		// logging are left to the endpoint: the revision has no
+		// resources/subscribe or logging/setLevel).
+		const caps = res.capabilities;
+		assert.deepEqual(caps.tools, legacy.capabilities.tools);
+		assert.deepEqual(caps.prompts, legacy.capabilities.prompts);
+		assert.equal(caps.resources?.listChanged, legacy.capabilities.resources.listChanged);
+		assert.deepEqual(caps.completions, legacy.capabilities.completions);
+		assert.ok(caps.tools.listChanged, 'list changes are told (through listen)');
+		assert.equal(typeof res.instructions, 'string');
+		assert.ok(res.instructions.startsWith(legacy.instructions.split('\n')[0]), res.instructions);
 		const info = res._meta?.[META_SERVER];
 		assert.equal(info?.name, 'mcpvisor', JSON.stringify(res._meta));
 		assert.equal(info.version, legacy.serverInfo.version);
