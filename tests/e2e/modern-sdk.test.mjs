@@ -130,6 +130,8 @@ test('SDK 2.x pinned to 2026-07-28: lists and calls tools; elicit and sample of 
 		assert.deepEqual(s.requests.filter((r) => r.session !== null), [], 'no Mcp-Session-Id');
 		assert.equal(posts[0].method, 'server/discover', 'the pinned client discovers first');
 		assert.equal(posts.filter((r) => r.method === 'tools/call').length, 2 + 2 * 2);
+		// The demo's pid, for the teardown to prove it gone.
+		await rt.status();
 	});
 });
 

@@ -49,6 +49,19 @@ async function demoWithCount(t) {
 	return { dir, file, servers: { demo: demo(['--name', 'demo', '--count-file', file]) } };
 }
 
+// withRuntime, and the servers' pids learned from status at the end, so
+// that the teardown proves them gone too.
+function withServers(t, servers, opts, body) {
+	if (typeof opts === 'function') {
+		body = opts;
+		opts = {};
+	}
+	return withRuntime(t, servers, opts, async (rt) => {
+		await body(rt);
+		await rt.status();
+	});
+}
+
 const calls = async (file, tool) =>
 	(await countLines(file)).filter((l) => l === `call ${tool}`).length;
 
@@ -121,7 +134,7 @@ function assertElicited(r, answer) {
 test('modern: server/discover says the revision, the capabilities a 2025 client gets, cache hints and serverInfo; no session', {
 	timeout: 60_000,
 }, async (t) => {
-	await withRuntime(t, { demo: demo(['--name', 'demo']) }, async (rt) => {
+	await withServers(t, { demo: demo(['--name', 'demo']) }, async (rt) => {
 		const c = new ModernClient(rt.url);
 		const msg = c.message('server/discover');
 		const r = await c.exchange(msg);
@@ -160,7 +173,7 @@ test('modern: the envelope ladder: -32020 header missing or unlike the body, -32
 	timeout: 60_000,
 }, async (t) => {
 	const { file, servers } = await demoWithCount(t);
-	await withRuntime(t, servers, async (rt) => {
+	await withServers(t, servers, async (rt) => {
 		const c = new ModernClient(rt.url);
 		// The server runs, so that a call let through would be counted.
 		assert.equal((await c.call('demo__echo', { text: 'warm' })).content[0].text, 'warm');
@@ -231,7 +244,7 @@ test('modern: the envelope ladder: -32020 header missing or unlike the body, -32
 test('modern: initialize, ping, logging/setLevel and resources/subscribe with modern _meta are 404 -32601; GET and DELETE 405', {
 	timeout: 60_000,
 }, async (t) => {
-	await withRuntime(t, { demo: demo(['--name', 'demo']) }, async (rt) => {
+	await withServers(t, { demo: demo(['--name', 'demo']) }, async (rt) => {
 		const c = new ModernClient(rt.url);
 		const gone = [
 			['initialize', { protocolVersion: MODERN, capabilities: {}, clientInfo: { name: 'x', version: '0' } }],
@@ -260,7 +273,7 @@ test('modern: results carry resultType, the cacheable ones ttlMs and cacheScope 
 	timeout: 60_000,
 }, async (t) => {
 	const space = await scratchDir(t, 'mcpvisor-e2e-modern-space-');
-	await withRuntime(t, { demo: demo(['--name', 'demo']) }, async (rt) => {
+	await withServers(t, { demo: demo(['--name', 'demo']) }, async (rt) => {
 		const c = new ModernClient(rt.url);
 		const tools = await c.result('tools/list');
 		assert.deepEqual(tools.tools.map((x) => x.name), DEMO_TOOLS.map((n) => `demo__${n}`));
@@ -309,7 +322,7 @@ test('modern: results carry resultType, the cacheable ones ttlMs and cacheScope 
 test('modern: a 2025 client (initialize, session, GET stream) on the same endpoint works alongside, its answers unchanged', {
 	timeout: 60_000,
 }, async (t) => {
-	await withRuntime(t, { demo: demo(['--name', 'demo']) }, async (rt) => {
+	await withServers(t, { demo: demo(['--name', 'demo']) }, async (rt) => {
 		const old = await connect(rt);
 		const c = new ModernClient(rt.url);
 		const a = await old.call('demo__echo', { text: 'old one' });
@@ -347,7 +360,7 @@ test('modern: subscriptions/listen acknowledges first, tags each message with it
 	// nothing in the demo changes its lists while it runs; real changes
 	// come from the config: a reload that changes the demo's tool and
 	// prompt filters (the process is kept), then one that drops them.
-	await withRuntime(t, { demo: demo(['--name', 'demo']) }, async (rt) => {
+	await withServers(t, { demo: demo(['--name', 'demo']) }, async (rt) => {
 		const c = new ModernClient(rt.url);
 		// What the client sees now, before it listens (and again after a
 		// change: a client that has not read the new list need not hear
@@ -416,7 +429,7 @@ test('modern: subscriptions/listen acknowledges first, tags each message with it
 test('modern: notifications/message reaches a call only when its _meta asks a level, and only at or above it', {
 	timeout: 60_000,
 }, async (t) => {
-	await withRuntime(t, { demo: demo(['--name', 'demo']) }, async (rt) => {
+	await withServers(t, { demo: demo(['--name', 'demo']) }, async (rt) => {
 		const c = new ModernClient(rt.url);
 		const logged = async (level, text) => {
 			const msg = c.message('tools/call', { name: 'demo__log', arguments: { message: text } },
@@ -451,7 +464,7 @@ test('modern: progress flows on a call\'s stream, and closing the stream cancels
 	timeout: 60_000,
 }, async (t) => {
 	const { file, servers } = await demoWithCount(t);
-	await withRuntime(t, servers, async (rt) => {
+	await withServers(t, servers, async (rt) => {
 		const c = new ModernClient(rt.url);
 		// With a progress token: SSE at once, progress on it.
 		const ctl = new AbortController();
@@ -496,7 +509,7 @@ test('modern bridge: elicitation mid-call becomes input_required; the retry cont
 	timeout: 60_000,
 }, async (t) => {
 	const { file, servers } = await demoWithCount(t);
-	await withRuntime(t, servers, async (rt) => {
+	await withServers(t, servers, async (rt) => {
 		const c = new ModernClient(rt.url, { caps: ELICIT });
 		const { params, key, state } = await askElicit(c, 'What is your name?');
 		// The upstream call waits meanwhile.
@@ -519,7 +532,7 @@ test('modern bridge: a retry without the answer is asked again with a new state;
 	timeout: 60_000,
 }, async (t) => {
 	const { file, servers } = await demoWithCount(t);
-	await withRuntime(t, servers, async (rt) => {
+	await withServers(t, servers, async (rt) => {
 		const c = new ModernClient(rt.url, { caps: ELICIT });
 		const first = await askElicit(c, 'Colour?');
 		const r = await retry(c, first.params, {}, first.state);
@@ -538,7 +551,7 @@ test('modern bridge: a tampered state is -32602', {
 	timeout: 60_000,
 }, async (t) => {
 	const { servers } = await demoWithCount(t);
-	await withRuntime(t, servers, async (rt) => {
+	await withServers(t, servers, async (rt) => {
 		const c = new ModernClient(rt.url, { caps: ELICIT });
 		const { params, key, state } = await askElicit(c, 'Tamper?');
 		const r = await c.exchange(c.message('tools/call',
@@ -560,7 +573,7 @@ test('modern bridge: a tampered state cancels the waiting upstream call; the gen
 	// fails, so the endpoint has to find the call another way; kept apart
 	// from the test above so that the two outcomes show separately.
 	const { file, servers } = await demoWithCount(t);
-	await withRuntime(t, servers, async (rt) => {
+	await withServers(t, servers, async (rt) => {
 		const c = new ModernClient(rt.url, { caps: ELICIT });
 		const { params, key, state } = await askElicit(c, 'Tamper?');
 		const r = await c.exchange(c.message('tools/call',
@@ -577,7 +590,7 @@ test('modern bridge: a state sent with other arguments is -32602 and cancels the
 	timeout: 60_000,
 }, async (t) => {
 	const { file, servers } = await demoWithCount(t);
-	await withRuntime(t, servers, async (rt) => {
+	await withServers(t, servers, async (rt) => {
 		const c = new ModernClient(rt.url, { caps: ELICIT });
 		const { key, state } = await askElicit(c, 'Original question?');
 		const other = { name: 'demo__elicit', arguments: { message: 'Another question?' } };
@@ -597,7 +610,7 @@ test('modern bridge: another principal (another API key, or the runtime user wit
 	const KA = 'modern-key-alice-0123456789';
 	const KB = 'modern-key-bob-9876543210';
 	await fsp.writeFile(keyFile, `${KA}\n${KB}\n`, { mode: 0o600 });
-	await withRuntime(t, servers, { args: ['--api-key-file', keyFile] }, async (rt) => {
+	await withServers(t, servers, { args: ['--api-key-file', keyFile] }, async (rt) => {
 		const alice = new ModernClient(rt.url, { caps: ELICIT, key: KA });
 		const bob = new ModernClient(rt.url, { caps: ELICIT, key: KB });
 		const me = new ModernClient(rt.url, { caps: ELICIT });
@@ -621,7 +634,7 @@ test('modern bridge: two calls that elicit from one stdio server at once each ge
 	timeout: 60_000,
 }, async (t) => {
 	const { file, servers } = await demoWithCount(t);
-	await withRuntime(t, servers, async (rt) => {
+	await withServers(t, servers, async (rt) => {
 		const a = new ModernClient(rt.url, { caps: ELICIT, name: 'client-a' });
 		const b = new ModernClient(rt.url, { caps: ELICIT, name: 'client-b' });
 		const call = (c, who) => {
@@ -648,7 +661,7 @@ test('modern bridge: sampling mid-call becomes input_required; the model\'s answ
 	timeout: 60_000,
 }, async (t) => {
 	const { file, servers } = await demoWithCount(t);
-	await withRuntime(t, servers, async (rt) => {
+	await withServers(t, servers, async (rt) => {
 		const c = new ModernClient(rt.url, { caps: SAMPLE });
 		const params = { name: 'demo__sample', arguments: { prompt: 'Capital of France?' } };
 		const r = await c.result('tools/call', params);
@@ -671,7 +684,7 @@ test('modern bridge: sample without sampling declared is HTTP 400 -32021 with re
 	timeout: 60_000,
 }, async (t) => {
 	const { servers } = await demoWithCount(t);
-	await withRuntime(t, servers, async (rt) => {
+	await withServers(t, servers, async (rt) => {
 		// It declares elicitation, not sampling.
 		const c = new ModernClient(rt.url, { caps: ELICIT });
 		const r = await c.exchange(c.message('tools/call',
