@@ -16,6 +16,7 @@
 #include "http/httpparse.h"
 #include "http/httpresp.h"
 #include "jsonrpc/jsonrpc.h"
+#include "modern/modern.h"
 #include "session/exchange.h"
 #include "session/hub.h"
 #include "session/session.h"
@@ -240,6 +241,11 @@ static void ep_conn_release_exchange(struct conn *c)
 	c->metrics = NULL;
 	json_decref(c->init_id);
 	c->init_id = NULL;
+	if (c->mreq) {
+		struct modern_req *r = c->mreq;
+		c->mreq = NULL;
+		modern_release(r);
+	}
 	if (c->ex == NULL) {
 		/* A resumed stream that had ended holds only its session. */
 		free(c->session_id);
@@ -641,6 +647,7 @@ int endpoint_start(uv_loop_t *loop, struct hub *hub,
 						    : EP_IDLE_TIMEOUT_MS;
 	ep->control = opts->control;
 	ep->control_arg = opts->arg;
+	ep->modern = modern_new(loop, hub);
 	uv_check_init(loop, &ep->flush);
 	ep->flush.data = ep;
 	ep->open_handles++;
@@ -750,6 +757,8 @@ void endpoint_free(struct endpoint *ep)
 	endpoint_stop_accepting(ep);
 	while (ep->conns)
 		ep_conn_close(ep->conns);
+	modern_free(ep->modern);
+	ep->modern = NULL;
 	uv_close((uv_handle_t *)&ep->flush, ep_listener_close_cb);
 	uv_close((uv_handle_t *)&ep->again, ep_listener_close_cb);
 	uv_close((uv_handle_t *)&ep->sweep, ep_listener_close_cb);

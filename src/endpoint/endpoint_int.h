@@ -17,6 +17,8 @@
 #include "util/buf.h"
 
 struct session;
+struct modern;
+struct modern_req;
 
 /* A read buffer grown past this by a large body is let go afterwards. */
 #define EP_READ_KEEP (64 * 1024)
@@ -60,6 +62,7 @@ struct endpoint {
 	/* Input one connection may hold: one whole request (head and
 	 * body); past it, reading stops until the request is answered. */
 	size_t in_cap;
+	struct modern *modern; /* the 2026-07-28 side */
 	struct conn *conns;
 	size_t nconns;	    /* all connections */
 	size_t nconns_unix; /* of which on the Unix socket (own budget) */
@@ -121,8 +124,9 @@ struct conn {
 	bool metrics_json;		 /* ... answered as JSON */
 	json_t *init_id;
 	struct exchange *ex;
-	char *session_id; /* session of ex, for cancel on disconnect */
-	bool sse;	  /* answering as an SSE stream */
+	struct modern_req *mreq; /* a 2026-07-28 request under way */
+	char *session_id;	 /* session of ex, for cancel on disconnect */
+	bool sse;		 /* answering as an SSE stream */
 	bool sse_started;
 	bool standing; /* the session's GET stream */
 	bool batch;
@@ -195,6 +199,13 @@ void ep_fail(struct conn *c, int status, int code, const char *message);
 void ep_sse_start(struct conn *c);
 void ep_sse_write(struct conn *c, const char *id, const char *data, size_t len,
 		  long retry_ms);
+
+/* modern.c: the 2026-07-28 side of /mcp */
+/* A POST body (parsed) whose message is modern is answered: true. */
+bool ep_modern_post(struct conn *c, const struct http_request *req,
+		    json_t *body);
+/* A GET or DELETE naming a 2026-07-28 version: 405, true. */
+bool ep_modern_other(struct conn *c, const struct http_request *req);
 
 /* mcp.c: Streamable HTTP and the path routing of a request */
 void ep_handle_request(struct conn *c);

@@ -461,7 +461,8 @@ static void ep_handle_post(struct conn *c, const struct http_request *req)
 	struct ep_post p = {0};
 	if (!ep_post_headers_ok(c, req) || ep_text_call(c, req))
 		return;
-	if (!ep_post_parse(c, req, &p) || !ep_post_classify(c, &p))
+	if (!ep_post_parse(c, req, &p) || ep_modern_post(c, req, p.body) ||
+	    !ep_post_classify(c, &p))
 		goto done;
 	if (c->ep->draining && p.nrequests > 0) {
 		ep_fail(c, 503, JR_SERVER_UNAVAILABLE,
@@ -602,10 +603,12 @@ void ep_handle_request(struct conn *c)
 			ep_handle_post(c, req);
 			return;
 		case HTTP_M_GET:
-			ep_handle_get(c, req);
+			if (!ep_modern_other(c, req))
+				ep_handle_get(c, req);
 			return;
 		case HTTP_M_DELETE:
-			ep_handle_delete(c, req);
+			if (!ep_modern_other(c, req))
+				ep_handle_delete(c, req);
 			return;
 		default:
 			ep_respond(c, 405, "text/plain", "Method Not Allowed\n",

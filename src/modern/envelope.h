@@ -30,6 +30,14 @@
 
 /* Header values longer than this are refused (-32020), decoded or not. */
 #define ENVELOPE_MAX_HEADER 8192
+/* An inputSchema with more x-mcp-header annotations than this, or with
+ * subschemas nested deeper than this (through any keyword), is not one
+ * envelope_schema_ok accepts; envelope_check_params looks no further. */
+#define ENVELOPE_MAX_PARAMS 64
+#define ENVELOPE_MAX_SCHEMA_DEPTH 64
+/* An error message quotes at most this many bytes of what a client sent
+ * (escaped, cut with "..."), so a message stays short whatever came. */
+#define ENVELOPE_MAX_QUOTE 64
 
 /* A request header by its lowercase name, or NULL: how the envelope reads
  * the HTTP request without knowing the HTTP module. */
@@ -62,9 +70,10 @@ enum envelope_log {
 /* What a well-formed modern request declares (all borrowed from msg). */
 struct envelope {
 	const char *method;
-	const char *version;  /* MODERN_VERSION */
-	json_t *client_caps;  /* an object, maybe empty */
-	json_t *client_info;  /* NULL: not sent */
+	const char *version; /* MODERN_VERSION */
+	json_t *client_caps; /* an object, maybe empty; NULL: a
+				notification that did not send it */
+	json_t *client_info; /* NULL: not sent */
 	enum envelope_log log_level;
 	json_t *progress_token; /* _meta.progressToken, NULL: none */
 	bool notification;	/* no id: nothing to answer (202) */
@@ -81,44 +90,63 @@ struct envelope_err {
 void envelope_err_clear(struct envelope_err *err);
 
 /* Checks one modern message (an object) in the order the conformance
- * suite's reference server does: MCP-Protocol-Version present (-32020),
- * the required _meta keys and their types (-32602), header equal to the
- * claim (-32020), a supported version (-32022, data {supported,
- * requested}), the log level (-32602), the method one of the revision's
- * client requests (404, -32601: initialize, ping, logging/setLevel,
+ * suite's reference server does: a JSON-RPC request or notification
+ * (-32600), MCP-Protocol-Version present (-32020), the required _meta
+ * keys and their types (-32602; an initialize without the claim is
+ * -32020, as the TypeScript SDK answers it), header equal to the claim
+ * (-32020), a supported version (-32022, data {supported, requested}),
+ * the log level (-32602), the method one of the revision's client
+ * requests (404, -32601: initialize, ping, logging/setLevel,
  * resources/subscribe and the like are gone), Mcp-Method equal to the
  * method and Mcp-Name to params.name (tools/call, prompts/get) or
- * params.uri (resources/read), sentinel-decoded, surrounding spaces and
- * tabs ignored (-32020). 0 and env filled, or -1 and err filled. */
+ * params.uri (resources/read), a string (-32602), sentinel-decoded,
+ * surrounding spaces and tabs ignored (-32020). A notification (no id)
+ * needs the version header but no _meta keys, and a "notifications/..."
+ * method (-32600); Mcp-Method, when sent, must match. HTTP 400 for every
+ * fault but the method (404). err is cleared first, so clearing it after
+ * is always safe. 0 and env filled, or -1 and err filled. */
 int envelope_check(json_t *msg, envelope_header_fn hdr, void *arg,
 		   struct envelope *env, struct envelope_err *err);
 
-/* A header value as sent: surrounding spaces and tabs dropped, and a
- * "=?base64?B64?=" sentinel decoded (standard alphabet, padding
- * optional; the decoded bytes must be UTF-8 without NUL). A new string,
- * or NULL when the value is not valid. */
+/* A header value as sent: surrounding spaces and tabs dropped, every
+ * byte then visible ASCII, space or tab, and a "=?base64?B64?=" sentinel
+ * (any value that starts with "=?base64?" and ends with "?=") decoded:
+ * standard alphabet, padded to a multiple of 4 (the conformance suite
+ * refuses "=?base64?SGVsbG8?="), no stray bits; the decoded bytes must be
+ * UTF-8 without NUL. A new string, or NULL when the value is not valid
+ * or longer than ENVELOPE_MAX_HEADER. */
 char *envelope_header_decode(const char *raw);
-/* The value to send for s in a header: s itself when it is visible ASCII
- * with no surrounding whitespace and not sentinel-shaped, else the
- * sentinel. A new string. */
+/* The value to send for s (UTF-8) in a header: s itself when it is
+ * visible ASCII and inner spaces, not sentinel-shaped, else the sentinel.
+ * envelope_header_decode gives s back. A new string. */
 char *envelope_header_encode(const char *s);
 
 /* The Mcp-Param-* headers of a tools/call against its tool's inputSchema
- * (x-mcp-header on top-level primitive properties): each argument so
- * marked and present (not null) must come as its header with the same
- * value (integers compared as numbers, booleans as true/false), and a
- * header for an absent argument is refused. 0 or -1 with err (-32020). */
+ * (x-mcp-header on properties reached through "properties" chains; the
+ * header asked of hdr is "mcp-param-" and the annotation, lower-cased):
+ * each argument so marked and present (not null) must come as its
+ * header with the same value (strings exactly, numbers compared as
+ * numbers, booleans as true/false), and a header for an absent or null
+ * argument is refused (-32020); a marked argument that is an object or
+ * array is -32602. arguments may be NULL. err is cleared first. 0, or -1
+ * with err. */
 int envelope_check_params(json_t *input_schema, json_t *arguments,
 			  envelope_header_fn hdr, void *arg,
 			  struct envelope_err *err);
 /* Whether a tool's inputSchema uses x-mcp-header only as the revision
  * allows (server/tools.mdx, x-mcp-header): a non-empty token, unique
- * without regard to case, on string, integer or boolean properties
- * reached only through "properties". */
+ * without regard to case, on properties whose "type" is string, integer
+ * or boolean (or one of those and "null"), reached only through
+ * "properties" (never items, $defs, oneOf, if, not...), within the
+ * ENVELOPE_MAX_* limits. A schema without annotations is fine. */
 bool envelope_schema_ok(json_t *input_schema);
 
 /* Whether a notifications/message of level (its params.level, a name)
- * may go to a request that asked for want. */
+ * may go to a request that asked for want: never when it asked for
+ * nothing, else when the level is want's or more severe. A level that is
+ * none of the eight names (or NULL) passes only when want is DEBUG: the
+ * client asked for everything, but a message of unknown weight must not
+ * reach one that asked for errors only. */
 bool envelope_log_passes(enum envelope_log want, const char *level);
 
 #endif

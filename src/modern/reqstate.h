@@ -5,7 +5,8 @@
  * with SHA-256), bound to the client (its principal), to the method and a
  * digest of the request's params, short-lived and good once. It names the
  * waiting call by a random handle; it carries nothing else a client could
- * read or use. Time comes from util/clock.h.
+ * read or use (the principal and the request are in it only as digests
+ * keyed with the runtime's key). Time comes from util/clock.h.
  */
 #ifndef MCPV_REQSTATE_H
 #define MCPV_REQSTATE_H
@@ -31,14 +32,18 @@ void reqstate_free(struct reqstate *rs);
 
 /* The digest a state binds: method and params, with params' _meta,
  * inputResponses and requestState left out (they change between rounds),
- * as canonical JSON (sorted keys). params may be NULL. out: 32 bytes. */
+ * as canonical JSON (sorted keys). params may be NULL, which digests as
+ * {} does. out: 32 bytes. */
 void reqstate_digest(const char *method, json_t *params, unsigned char out[32]);
 
-/* Makes a state for the call waiting under handle (REQSTATE_HANDLE_LEN,
- * written by the caller from util/random.h or by reqstate_handle),
- * bound to principal (any string; NULL is ""), method and digest.
- * Returns the state string (caller frees). The state is live until
- * opened, expired or forgotten. */
+/* Makes a state for the call waiting under handle (32 lowercase hex
+ * digits, written by the caller from util/random.h or by
+ * reqstate_handle), bound to principal (any string; NULL is ""), method
+ * and digest. Returns the state string (caller frees), or NULL when handle
+ * is not of that form. The state is live until opened, expired or
+ * forgotten; one state per handle is live: sealing a handle again (the
+ * next round of the same call) makes the earlier state USED, and each
+ * state differs from the one before. */
 char *reqstate_seal(struct reqstate *rs, const char *handle,
 		    const char *principal, const char *method,
 		    const unsigned char digest[32]);
@@ -56,15 +61,22 @@ enum reqstate_verdict {
 };
 
 /* Opens a state sent back by a client: the verdict, and the handle it
- * names into handle (REQSTATE_HANDLE_LEN) when the MAC holds (any
- * verdict but MALFORMED and TAMPERED), so the caller can cancel the call
- * it names. Only REQSTATE_OK uses it up; a state that is USED, EXPIRED,
- * FOREIGN or MISMATCH stays as it was (a foreign client cannot spend
- * another's state). */
+ * names into handle (REQSTATE_HANDLE_LEN; may be NULL) when the MAC holds
+ * (any verdict but MALFORMED and TAMPERED, which write ""), so the caller
+ * can cancel the call it names. The first failing check gives the
+ * verdict, in this order: the form, the MAC, expiry, the principal, the
+ * request, whether it is still live. Only REQSTATE_OK uses it up; a state
+ * that is USED, EXPIRED, FOREIGN or MISMATCH stays as it was (a foreign
+ * client cannot spend another's state). principal NULL is "". */
 enum reqstate_verdict reqstate_open(struct reqstate *rs, const char *state,
 				    const char *principal, const char *method,
 				    const unsigned char digest[32],
 				    char handle[REQSTATE_HANDLE_LEN]);
+/* The handle a state names, read without checking it (into handle;
+ * "" when the state is not of this form): after a tampered state, the
+ * caller may cancel the call it names, when that call is the same
+ * client's. */
+void reqstate_peek(const char *state, char handle[REQSTATE_HANDLE_LEN]);
 /* Forgets the live state naming handle (its call ended or was
  * cancelled): opening it later gives REQSTATE_USED. */
 void reqstate_forget(struct reqstate *rs, const char *handle);

@@ -474,6 +474,14 @@ void session_lists_reset(struct session *s)
 			session_list_tell(s, w);
 }
 
+void session_lists_prime(struct session *s)
+{
+	for (int w = 0; w < INSTANCE_NLISTS; w++)
+		if (s->seen[w] == NULL && session_list_notes[w])
+			s->seen[w] =
+				session_aggregate(s, (enum instance_list)w);
+}
+
 void session_lists_changed(struct session *s, struct instance *inst)
 {
 	for (int w = 0; w < INSTANCE_NLISTS; w++) {

@@ -542,6 +542,14 @@ static void session_upstream_free(struct upstream_req *u)
 	free(u);
 }
 
+json_t *session_server_request_id(struct session *s, const char *client_id)
+{
+	for (struct upstream_req *u = s->upstream; u; u = u->next)
+		if (strcmp(u->client_id, client_id) == 0)
+			return u->server_id;
+	return NULL;
+}
+
 bool session_route_server_cancel(struct session *s, struct instance *inst,
 				 json_t *msg)
 {

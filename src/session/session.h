@@ -148,6 +148,9 @@ void session_call_related(struct call *c, json_t *msg);
 bool session_forward_server_request(struct session *s, struct instance *inst,
 				    json_t *msg, struct call *cause,
 				    bool guess);
+/* The id the server gave its request that the client knows as client_id
+ * (borrowed), or NULL when no such request waits. */
+json_t *session_server_request_id(struct session *s, const char *client_id);
 /* The server cancels a request it sent this session's client: the id is
  * mapped back. True when it was this session's. */
 bool session_route_server_cancel(struct session *s, struct instance *inst,
@@ -160,6 +163,10 @@ void session_describe_calls(struct session *s, const char *name, struct buf *b);
  * has seen changed (servers added by a reload have no lists to compare
  * yet). */
 void session_lists_reset(struct session *s);
+/* Takes what the client would see now as seen, for each list not seen
+ * yet, so the next change of any of them is told (a client that
+ * subscribes without listing first). */
+void session_lists_prime(struct session *s);
 /* inst's lists changed (NULL: maybe any): tell the client if what it sees
  * changed. */
 void session_lists_changed(struct session *s, struct instance *inst);

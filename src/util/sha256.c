@@ -11,10 +11,14 @@
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "util/dl.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
+
+/* SHA-256's block: an HMAC key is padded or hashed to this length. */
+#define SHA256_BLOCK 64
 
 /* Debian's libcrypto3 (the one libssl-dev's headers describe). */
 #define SHA256_CRYPTO_SO "libcrypto.so.3"
@@ -144,4 +148,35 @@ void sha256_free(struct sha256_ctx *c)
 		return;
 	evp.ctx_free(c->md);
 	free(c);
+}
+
+void sha256_hmac(const void *key, size_t klen, const void *data, size_t len,
+		 unsigned char out[32])
+{
+	/* RFC 2104: H((K ^ opad) || H((K ^ ipad) || data)). Built on the
+	 * incremental API rather than EVP_MAC so the dlopen'd surface stays
+	 * the few digest functions above. */
+	unsigned char k[SHA256_BLOCK] = {0};
+	unsigned char pad[SHA256_BLOCK];
+	unsigned char inner[SHA256_BYTES];
+	if (klen > SHA256_BLOCK)
+		sha256_bytes(key, klen, k);
+	else if (klen > 0)
+		memcpy(k, key, klen);
+	struct sha256_ctx *c = sha256_new();
+	for (int i = 0; i < SHA256_BLOCK; i++)
+		pad[i] = k[i] ^ 0x36;
+	sha256_update(c, pad, sizeof pad);
+	sha256_update(c, data, len);
+	sha256_final(c, inner);
+	for (int i = 0; i < SHA256_BLOCK; i++)
+		pad[i] = k[i] ^ 0x5c;
+	sha256_update(c, pad, sizeof pad);
+	sha256_update(c, inner, sizeof inner);
+	sha256_final(c, out);
+	sha256_free(c);
+	/* The key, and what is derived from it, leave no copy on the stack. */
+	explicit_bzero(k, sizeof k);
+	explicit_bzero(pad, sizeof pad);
+	explicit_bzero(inner, sizeof inner);
 }

@@ -3,8 +3,8 @@
 # DIR/NAME/, one folder per harness; run.sh adds them to the seed corpora.
 # The numbers are the limits in src/http/httpparse.h, src/config/config.h,
 # src/config/filter.h, src/util/jsonscan.h, src/config/jsonc.h,
-# src/auth/www_auth.h, src/auth/meta.h and src/auth/form.h; each
-# limit gets one input on it and one past it.
+# src/auth/www_auth.h, src/auth/meta.h, src/auth/form.h and
+# src/modern/envelope.h; each limit gets one input on it and one past it.
 # Usage: tests/fuzz/edge.sh DIR
 set -eu
 out=${1:?usage: edge.sh DIR}
@@ -120,4 +120,23 @@ for n in 8192 8193; do
 done
 for n in 32 33; do
 	awk -v n=$n 'BEGIN { for (i = 0; i < n; i++) printf "%sp%d=v", i ? "&" : "", i }' >"$r/params-$n"
+done
+
+# envelope (src/modern/envelope.h): ENVELOPE_MAX_HEADER on a Mcp-Name and
+# a Mcp-Param, ENVELOPE_MAX_SCHEMA_DEPTH (the root is 0) and
+# ENVELOPE_MAX_PARAMS in the body's "schema".
+e=$out/envelope
+mkdir -p "$e"
+for n in 8192 8193; do
+	{ printf 'mcp-protocol-version:2026-07-28\nmcp-method:tools/call\nmcp-name:'; rep t $n
+	  printf '\nmcp-param-s:'; rep s $n
+	  printf '\n\n{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"'; rep t $n
+	  printf '","arguments":{"s":"'; rep s $n
+	  printf '"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'; } >"$e/header-$n"
+done
+for n in 64 65; do
+	{ printf '\n{"schema":'; rep '{"items":' $n; printf '{}'; rep '}' $n; printf '}'; } >"$e/depth-$n"
+	{ printf '\n{"schema":{"properties":{'
+	  awk -v n=$n 'BEGIN { for (i = 0; i < n; i++) printf "%s\"p%d\":{\"type\":\"string\",\"x-mcp-header\":\"P%d\"}", i ? "," : "", i, i }'
+	  printf '}},"params":{"arguments":{"p0":"v"}}}'; } >"$e/params-$n"
 done

@@ -1,0 +1,186 @@
+/*
+ * The HTTP side of MCP 2026-07-28 at /mcp: which POST is modern, its
+ * envelope checked (modern/envelope.h) and answered with the status the
+ * revision names, the principal it is served for, and the sink its answer
+ * comes through: one JSON body, or an SSE stream once a notification comes
+ * first (or the answer takes long enough that a heartbeat is due).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "endpoint/auth.h"
+#include "endpoint/endpoint_int.h"
+#include "http/httpparse.h"
+#include "http/httpresp.h"
+#include "jsonrpc/jsonrpc.h"
+#include "modern/modern.h"
+#include "session/hub.h"
+#include "util/sha256.h"
+#include "util/xmalloc.h"
+
+static const char *ep_modern_header(void *arg, const char *lname)
+{
+	return http_request_header(arg, lname);
+}
+
+static void ep_modern_json(void *ctx, int status, const char *body, size_t len)
+{
+	struct conn *c = ctx;
+	c->mreq = NULL;
+	if (c->state == CONN_CLOSING)
+		return;
+	if (c->sse_started) {
+		/* A heartbeat sent the stream's head already. */
+		ep_sse_write(c, NULL, body, len, -1);
+		ep_write(c, "0\r\n\r\n", 5);
+	} else {
+		ep_respond(c, status, "application/json", body, len, NULL);
+	}
+	ep_conn_request_done(c);
+}
+
+static void ep_modern_event(void *ctx, const char *data, size_t len)
+{
+	struct conn *c = ctx;
+	if (c->state == CONN_CLOSING)
+		return;
+	c->sse = true;
+	ep_sse_start(c);
+	ep_sse_write(c, NULL, data, len, -1);
+}
+
+static void ep_modern_end(void *ctx)
+{
+	struct conn *c = ctx;
+	c->mreq = NULL;
+	if (c->state == CONN_CLOSING)
+		return;
+	ep_sse_start(c);
+	ep_write(c, "0\r\n\r\n", 5);
+	ep_conn_request_done(c);
+}
+
+static const struct modern_sink_ops ep_modern_sink = {
+	.json = ep_modern_json,
+	.event = ep_modern_event,
+	.end = ep_modern_end,
+};
+
+/* Who the request is served for: the holder of a valid API key (by its
+ * digest, never the key), else the runtime's own user (the only other
+ * one admitted). Caller frees. */
+static char *ep_principal(struct conn *c, const struct http_request *req)
+{
+	const char *a = http_request_header(req, "authorization");
+	if (a && strncasecmp(a, "Bearer ", 7) == 0) {
+		const char *k = a + 7;
+		while (*k == ' ')
+			k++;
+		const struct config *cfg = hub_config(c->ep->hub);
+		if (auth_key_match(cfg->api_keys, cfg->napi_keys, k,
+				   strlen(k))) {
+			char hex[SHA256_HEX_BYTES];
+			sha256_hex(k, strlen(k), hex);
+			return xasprintf("key:%s", hex);
+		}
+	}
+	return xstrdup("own");
+}
+
+static void ep_modern_fail(struct conn *c, int status, json_t *id,
+			   struct envelope_err *e)
+{
+	json_t *err = jr_error(id, e->code, e->message, e->data);
+	e->data = NULL;
+	ep_respond_json(c, status, err, NULL);
+	json_decref(err);
+	ep_conn_request_done(c);
+}
+
+/* The methods whose answers may stream (a call under way). */
+static bool ep_modern_streams(const char *method)
+{
+	return strcmp(method, "tools/call") == 0 ||
+	       strcmp(method, "prompts/get") == 0 ||
+	       strcmp(method, "resources/read") == 0 ||
+	       strcmp(method, "completion/complete") == 0 ||
+	       strcmp(method, "subscriptions/listen") == 0;
+}
+
+bool ep_modern_post(struct conn *c, const struct http_request *req,
+		    json_t *body)
+{
+	const char *pv = http_request_header(req, "mcp-protocol-version");
+	if (json_is_array(body)) {
+		size_t i;
+		json_t *m;
+		json_array_foreach(body, i, m)
+		{
+			if (envelope_classify(m, pv) != ENVELOPE_MODERN)
+				continue;
+			ep_fail(c, 400, JR_INVALID_REQUEST,
+				"Invalid Request: 2026-07-28 has no batches; "
+				"send each request in its own POST");
+			return true;
+		}
+		return false;
+	}
+	if (envelope_classify(body, pv) != ENVELOPE_MODERN)
+		return false;
+	json_t *id = json_is_object(body) ? jr_id(body) : NULL;
+	if (!json_is_object(body) || json_object_get(body, "method") == NULL) {
+		ep_fail(c, 400, JR_INVALID_REQUEST,
+			"Invalid Request: a 2026-07-28 message to the server "
+			"is a request");
+		return true;
+	}
+	struct envelope env;
+	struct envelope_err e = {0};
+	if (envelope_check(body, ep_modern_header, (void *)req, &env, &e) < 0) {
+		ep_modern_fail(c, e.http_status, jr_id_valid(id) ? id : NULL,
+			       &e);
+		envelope_err_clear(&e);
+		return true;
+	}
+	if (env.notification) {
+		ep_respond(c, 202, NULL, "", 0, NULL);
+		ep_conn_request_done(c);
+		return true;
+	}
+	if (c->ep->draining) {
+		ep_fail(c, 503, JR_SERVER_UNAVAILABLE,
+			"mcpvisor is stopping and takes no new requests");
+		return true;
+	}
+	char *principal = ep_principal(c, req);
+	char *space = http_query_param(req->url, "space");
+	if (space && (space[0] != '/' || strlen(space) > 4096)) {
+		free(space);
+		free(principal);
+		ep_fail(c, 400, JR_INVALID_REQUEST,
+			"The space query parameter must be an absolute path");
+		return true;
+	}
+	/* A call's answer may become a stream: a heartbeat may then send
+	 * its head before its first event. */
+	c->sse = ep_modern_streams(env.method);
+	struct modern_req *r =
+		modern_request(c->ep->modern, body, &env, principal, space,
+			       &ep_modern_sink, c);
+	if (r)
+		c->mreq = r;
+	free(space);
+	free(principal);
+	return true;
+}
+
+bool ep_modern_other(struct conn *c, const struct http_request *req)
+{
+	const char *pv = http_request_header(req, "mcp-protocol-version");
+	if (pv == NULL || envelope_classify(NULL, pv) != ENVELOPE_MODERN)
+		return false;
+	ep_respond(c, 405, "text/plain", "Method Not Allowed\n", 19,
+		   "Allow: POST\r\n");
+	ep_conn_request_done(c);
+	return true;
+}

@@ -1,0 +1,58 @@
+/*
+ * MCP 2026-07-28 clients in front of the servers people have: a modern
+ * request (envelope.h checked it) is served by a hidden session of its
+ * principal and space, so servers are shared by scope as for 2025
+ * clients; its answer is stamped as the revision asks (resultType, ttlMs,
+ * cacheScope, serverInfo); a 2025-era server's request in the middle of a
+ * call becomes input_required with a requestState (bridge.c), and
+ * subscriptions/listen carries list changes (listen.c). The HTTP side is a
+ * sink: the first message decides whether the answer is one JSON body or
+ * an SSE stream.
+ */
+#ifndef MCPV_MODERN_H
+#define MCPV_MODERN_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <uv.h>
+
+#include "modern/envelope.h"
+
+struct hub;
+struct modern;
+struct modern_req;
+
+/* The HTTP side of one modern request. After json() or end() the request
+ * never calls the sink again. */
+struct modern_sink_ops {
+	/* The whole answer, one JSON body (nothing was sent before). */
+	void (*json)(void *ctx, int status, const char *body, size_t len);
+	/* One SSE event; the first sends the SSE head. */
+	void (*event)(void *ctx, const char *data, size_t len);
+	/* The SSE answer ends. */
+	void (*end)(void *ctx);
+};
+
+struct modern *modern_new(uv_loop_t *loop, struct hub *hub);
+/* Cancels every waiting call and frees; the hub must still be alive. */
+void modern_free(struct modern *m);
+
+/* Serves one checked modern request (msg and env borrowed). principal
+ * names the client (an API key's digest, or the runtime's own user);
+ * space may be NULL. The answer goes to the sink, maybe before this
+ * returns: then NULL is returned and the sink is done. Otherwise the
+ * handle, which the HTTP side gives to modern_release when it goes. */
+struct modern_req *modern_request(struct modern *m, json_t *msg,
+				  const struct envelope *env,
+				  const char *principal, const char *space,
+				  const struct modern_sink_ops *ops, void *ctx);
+/* The HTTP side went away before the answer ended: a call kept for a
+ * client's retry (input_required) stays; anything else is cancelled
+ * upstream. The sink is not called again. */
+void modern_release(struct modern_req *r);
+
+/* Calls waiting for a client's retry, and open listen streams. */
+size_t modern_parked(const struct modern *m);
+size_t modern_listeners(const struct modern *m);
+
+#endif

@@ -1,0 +1,152 @@
+/*
+ * Inside the modern room: a principal's hidden session in a space, a
+ * modern request under way (a call, maybe waiting for its client's retry,
+ * or a listen stream), and what front.c, bridge.c and listen.c share.
+ * Not for use outside src/modern/.
+ */
+#ifndef MCPV_MODERN_INT_H
+#define MCPV_MODERN_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "modern/modern.h"
+#include "modern/reqstate.h"
+#include "session/exchange.h"
+#include "session/session.h"
+
+/* Server requests that come within this of the first go into the same
+ * input_required round (a server that asks several at once). */
+#define MODERN_GATHER_MS 10
+/* Rounds of input_required one call may take. */
+#define MODERN_MAX_ROUNDS 32
+/* Hidden sessions the modern side keeps (one per principal and space). */
+#define MODERN_MAX_SPACES 256
+/* Listen streams of one hidden session. */
+#define MODERN_MAX_LISTENERS 64
+
+struct modern_req;
+
+/* A principal's hidden session in one space. */
+struct modern_space {
+	struct modern_space *next, **pprev;
+	struct modern *m;
+	char *principal;
+	char *space;		      /* NULL: none */
+	char sid[SESSION_ID_LEN + 1]; /* "" until made, or after it ended */
+	json_t *init;		      /* the result of its initialize */
+	struct hub_init *hi;	      /* the session being made */
+	struct modern_req *waiting;   /* requests waiting for it */
+	struct exchange *fan;	      /* its standing stream: listeners */
+	struct modern_req *listeners;
+	unsigned nlisteners;
+	uint64_t used_ms;
+};
+
+enum mreq_state {
+	MREQ_WAIT,   /* for its hidden session */
+	MREQ_RUN,    /* forwarded; its answer is awaited */
+	MREQ_SETTLE, /* a server asked: input_required (or a refusal) soon */
+	MREQ_PARKED, /* input_required answered: waiting for the retry */
+	MREQ_LISTEN, /* a subscriptions/listen stream */
+	MREQ_DONE,
+};
+
+/* Listen kinds. */
+#define LISTEN_TOOLS 1u
+#define LISTEN_PROMPTS 2u
+#define LISTEN_RESOURCES 4u
+
+struct modern_req {
+	struct modern_req *next, *prev; /* m->reqs */
+	struct modern *m;
+	struct modern_space *sp; /* NULL once its space record went */
+	enum mreq_state state;
+	int depth; /* inside a call that may end it: freed after */
+	bool ended;
+	json_t *msg; /* the first request, as sent (reference) */
+	char *method;
+	json_t *client_id; /* the id of the HTTP request answered now */
+	json_t *caps;	   /* what that request declared */
+	enum envelope_log log_level;
+	json_t *inner_id; /* the id the session knows it by */
+	struct exchange *ex;
+	char sid[SESSION_ID_LEN + 1];
+	const struct modern_sink_ops *ops; /* NULL: no HTTP side */
+	void *ctx;
+	bool streaming;	      /* the SSE head went out */
+	uint64_t deadline_ms; /* SETTLE: the round closes; PARKED: expiry */
+	/* The bridge: the server's requests waiting for the client, by key:
+	 * {"id": the session's id for it, "method", "params"}. */
+	json_t *pending;
+	unsigned next_key;
+	unsigned rounds;
+	const char *refuse_cap; /* SETTLE: a capability the client lacks */
+	char handle[REQSTATE_HANDLE_LEN];
+	char *principal;
+	unsigned char digest[32];
+	json_t *held; /* the answer that came while parked */
+	/* Listen: kinds asked, and the next listener of its space. */
+	unsigned kinds;
+	bool listening;
+	struct modern_req *next_listener;
+	struct modern_req *next_wait;
+};
+
+struct modern {
+	uv_loop_t *loop;
+	struct hub *hub;
+	struct reqstate *rs;
+	struct modern_space *spaces;
+	unsigned nspaces;
+	struct modern_req reqs; /* list head */
+	uv_timer_t timer;	/* settles rounds, expires parked calls */
+	bool timer_open;
+	size_t nparked, nlisteners;
+	int64_t next_inner;
+};
+
+/* front.c */
+struct session *mreq_session(struct modern_req *r);
+/* Sends out (taken) to r's client: final ends the answer. A final
+ * message while r has no HTTP side is kept (parked: for the retry). */
+void mreq_send(struct modern_req *r, json_t *out, bool final);
+/* Answers r's client with a JSON-RPC error (final). */
+void mreq_fail(struct modern_req *r, int code, const char *message,
+	       json_t *data);
+/* Keeps r alive across a call that may end it; unhold frees it when it
+ * ended meanwhile (true then: r is gone). */
+void mreq_hold(struct modern_req *r);
+bool mreq_unhold(struct modern_req *r);
+/* r is over: its call, if still running, is cancelled upstream. */
+void mreq_end(struct modern_req *r);
+/* Sets the timer for the nearest deadline of any request. */
+void modern_arm(struct modern *m);
+
+/* bridge.c */
+/* A server's request (msg borrowed) for r's client. */
+void bridge_server_request(struct modern_req *r, json_t *msg);
+/* The server withdrew one of its requests (notifications/cancelled). */
+void bridge_server_cancel(struct modern_req *r, json_t *msg);
+/* r's deadline came: close the round (input_required, or a refusal), or
+ * end a parked call nobody came back for. */
+void bridge_deadline(struct modern_req *r);
+/* A request carrying requestState: the retry of a parked call. Answers
+ * the sink itself; NULL when done. */
+struct modern_req *bridge_retry(struct modern *m, json_t *msg,
+				const struct envelope *env,
+				const char *principal,
+				const struct modern_sink_ops *ops, void *ctx);
+
+/* listen.c */
+/* A subscriptions/listen on sp's session s: NULL when answered. */
+struct modern_req *listen_start(struct modern_space *sp, struct session *s,
+				struct modern_req *r);
+/* r (a listener) goes. */
+void listen_drop(struct modern_req *r);
+/* sp's session ended: its listeners are told and end. */
+void listen_space_gone(struct modern_space *sp);
+
+#endif
