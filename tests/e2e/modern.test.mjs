@@ -687,6 +687,9 @@ test('modern bridge: sample without sampling declared is HTTP 400 -32021 with re
 	await withServers(t, servers, async (rt) => {
 		// It declares elicitation, not sampling.
 		const c = new ModernClient(rt.url, { caps: ELICIT });
+		// The server runs first: an answer with nothing before it for a
+		// second gets its (SSE) head, and then no status can say 400.
+		assert.equal((await c.call('demo__echo', { text: 'warm' })).content[0].text, 'warm');
 		const r = await c.exchange(c.message('tools/call',
 			{ name: 'demo__sample', arguments: { prompt: 'Capital of France?' } }));
 		const m = assertRefused(r, 400, -32021, 'sampling not declared');
