@@ -137,6 +137,17 @@ int mcpc_new(struct httpc *http, const struct mcpc_opts *opts,
  * on_drain); another -errno when the HTTP request could not be started
  * (nothing was sent). */
 int mcpc_send(struct mcpc *m, const char *msg, size_t len, int64_t id);
+/* Sends one message of MCP 2026-07-28 (its params._meta carries the
+ * protocol-version claim): a POST of its own with no session id, with
+ * MCP-Protocol-Version from the claim, Mcp-Method, and Mcp-Name for
+ * tools/call, prompts/get and resources/read (envelope_header_encode),
+ * never held for an initialize and never on a legacy HTTP+SSE session.
+ * id as for mcpc_send. Its answer, and whatever comes on its stream, go
+ * to on_message with related = id; an HTTP 4xx answer that carries a
+ * JSON-RPC message is that message (the revision's errors come so), not a
+ * fault. Dropping its stream (mcpc_forget) is how it is cancelled. Same
+ * returns as mcpc_send. */
+int mcpc_send_modern(struct mcpc *m, const char *msg, size_t len, int64_t id);
 /* Stops listening for request id's answer (its stream is dropped). */
 void mcpc_forget(struct mcpc *m, int64_t id);
 /* Stops (on) or resumes reading what the server sends, on every stream
