@@ -338,6 +338,35 @@ static bool session_route_text_taken(struct session *s, size_t found,
 	return false;
 }
 
+json_t *session_tool_schema(struct session *s, const char *name)
+{
+	for (size_t i = 0; i < s->nsrv; i++) {
+		const struct server_config *srv = s->srv[i];
+		if (!session_server_usable(srv))
+			continue;
+		struct instance *inst =
+			pool_instance_find(hub_pool(s->hub), s->keys[i]);
+		json_t *tools =
+			inst ? instance_list(inst, INSTANCE_TOOLS) : NULL;
+		struct router_view v = {srv->prefix, tools, true, &srv->tools};
+		const char *orig = NULL;
+		if (tools == NULL || router_resolve(&v, 1, INSTANCE_TOOLS, name,
+						    true, &orig) < 0)
+			continue;
+		size_t j;
+		json_t *t;
+		json_array_foreach(tools, j, t)
+		{
+			const char *n =
+				json_string_value(json_object_get(t, "name"));
+			if (n && strcmp(n, orig) == 0)
+				return json_object_get(t, "inputSchema");
+		}
+		return NULL;
+	}
+	return NULL;
+}
+
 bool session_route_text(struct session *s, const char *name, size_t name_len,
 			struct session_text_route *rt)
 {
