@@ -55,6 +55,9 @@ struct modern_req *modern_request(struct modern *m, json_t *msg,
  * upstream. The sink is not called again. */
 void modern_release(struct modern_req *r);
 
+/* The runtime drains: a call kept waiting for a client's retry cannot go
+ * on (new requests are refused), so each is cancelled upstream now. */
+void modern_drain(struct modern *m);
 /* Calls waiting for a client's retry, and open listen streams. */
 size_t modern_parked(const struct modern *m);
 size_t modern_listeners(const struct modern *m);

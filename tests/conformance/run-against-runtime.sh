@@ -69,15 +69,20 @@ scored_total() { # yaml log revision
 }
 
 home=$(mktemp -d /tmp/mcpvisor-conf.XXXXXX)
+# An app server is everyone's and never sees a client's roots; the
+# 2026-07-28 set asks a client's roots through the bridge, so there the
+# fixture is the client's own (one per principal's session).
+scope=app
+[ "$reqs" = 2026-07-28 ] && scope=session
 if [ "$mode" = http ]; then
 	cat >"$home/mcp.json" <<JSON
 {"mcpServers": {"conformance": {"command": "$fixture",
   "args": ["--http", "{port}"], "url": "http://127.0.0.1:{port}/mcp",
-  "scope": "app", "prefix": ""}}}
+  "scope": "$scope", "prefix": ""}}}
 JSON
 else
 	cat >"$home/mcp.json" <<JSON
-{"mcpServers": {"conformance": {"command": "$fixture", "scope": "app",
+{"mcpServers": {"conformance": {"command": "$fixture", "scope": "$scope",
   "prefix": ""}}}
 JSON
 fi
