@@ -154,6 +154,16 @@ void relay_req_send(struct relay *r, struct outbox_req *o)
 			   : r->ops->link_send(r->ctx, msg, len, id);
 	if (rc == 0)
 		return;
+	if (rc == -EINVAL && q->modern) {
+		/* Its version claim is no version (mcpc reads the header
+		 * from it): this request's fault, not the runtime's. */
+		outbox_judge(r->ob, o, OUTBOX_UNWRITTEN);
+		relay_answer_error(r, o, JR_INVALID_PARAMS,
+				   "Invalid params: _meta's "
+				   "io.modelcontextprotocol/protocolVersion "
+				   "is not a version; it was not sent");
+		return;
+	}
 	if (rc == -EMSGSIZE) {
 		/* Too large for the link (our longer id spliced in): this
 		 * request's fault, not the runtime's. */

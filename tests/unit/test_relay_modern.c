@@ -600,3 +600,19 @@ Test(relay_modern, both_eras_on_one_stdio)
 	cr_assert(strstr(F.sent[before], "host-x"),
 		  "the 2025 session is initialized again as it was");
 }
+
+/* A version claim mcpc cannot put in a header (no version string) is the
+ * request's fault: answered, and the runtime is not taken for lost. */
+Test(relay_modern, a_claim_that_is_no_version_is_answered_not_a_loss)
+{
+	F.send_rc = -EINVAL;
+	host("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\","
+	     "\"params\":{\"_meta\":{\"io.modelcontextprotocol/"
+	     "protocolVersion\":7}}}");
+	F.send_rc = 0;
+	cr_assert(strstr(last_host(), "\"id\":3,"));
+	cr_assert(strstr(last_host(), "-32602"));
+	cr_assert_eq(F.recovers, 1);
+	cr_assert(relay_live(R));
+	cr_assert_eq(relay_pending(R), 0);
+}
