@@ -1,0 +1,281 @@
+// `mcpvisor relay` with a host speaking MCP 2026-07-28 on stdio (JSON
+// lines, as the revision's stdio transport has them: no initialize, every
+// request with params._meta, server/discover as the probe,
+// notifications/cancelled to cancel, a subscriptions/listen kept open),
+// in front of the C demo server (a 2025 server): the runtime bridges its
+// mid-call requests to input_required and the relay carries that through
+// untouched; a 2025 host on another relay at the same time; a runtime
+// restart and a runtime killed with a listen open (the listen resumes, no
+// call runs twice).
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import { MCPVISOR, demo, makeHome, runCli, waitFor, writeConfig } from './lib.mjs';
+import {
+	SAN_ENV,
+	assert,
+	echo,
+	hostConnect,
+	runtimeFile,
+	runtimesOf,
+	withRelayHome,
+} from './relay-lib.mjs';
+
+const V = '2026-07-28';
+const SUB = 'io.modelcontextprotocol/subscriptionId';
+
+// A host of the revision on a relay's stdio. Shaped for withRelayHome's
+// teardown (proc, pid, stderr(), client.close()): it closes stdin and the
+// relay must exit 0 by itself.
+class ModernHost {
+	constructor(home) {
+		this.proc = spawn(MCPVISOR, ['relay', '--home', home], {
+			stdio: ['pipe', 'pipe', 'pipe'],
+			env: { ...process.env, ...SAN_ENV },
+			cwd: home,
+		});
+		this.pid = this.proc.pid;
+		this.messages = [];
+		this.waiting = new Map();
+		this.n = 0;
+		this.err = '';
+		this.client = { close: async () => {} };
+		this.proc.stderr.setEncoding('utf8');
+		this.proc.stderr.on('data', (d) => {
+			this.err = (this.err + d).slice(-32 * 1024);
+		});
+		let buf = '';
+		this.proc.stdout.setEncoding('utf8');
+		this.proc.stdout.on('data', (d) => {
+			buf += d;
+			let i;
+			while ((i = buf.indexOf('\n')) >= 0) {
+				const line = buf.slice(0, i);
+				buf = buf.slice(i + 1);
+				const m = JSON.parse(line);
+				this.messages.push(m);
+				if (m.method === undefined && this.waiting.has(m.id)) {
+					this.waiting.get(m.id)(m);
+					this.waiting.delete(m.id);
+				}
+			}
+		});
+	}
+
+	stderr() {
+		return this.err;
+	}
+
+	meta(caps = {}) {
+		return {
+			'io.modelcontextprotocol/protocolVersion': V,
+			'io.modelcontextprotocol/clientCapabilities': caps,
+			'io.modelcontextprotocol/clientInfo': { name: 'relay-modern-e2e', version: '0' },
+		};
+	}
+
+	send(msg) {
+		this.proc.stdin.write(`${JSON.stringify(msg)}\n`);
+	}
+
+	// Sends a request; resolves with its answer (the whole message).
+	request(method, params = {}, { caps = {}, id = `r${++this.n}` } = {}) {
+		const answer = new Promise((r) => this.waiting.set(id, r));
+		this.send({ jsonrpc: '2.0', id, method, params: { ...params, _meta: this.meta(caps) } });
+		return { id, answer };
+	}
+
+	async call(method, params = {}, opts = {}) {
+		return this.request(method, params, opts).answer;
+	}
+
+	// The notifications that came with method (and, when given, tagged
+	// with the subscription id sub).
+	notes(method, sub) {
+		return this.messages.filter(
+			(m) => m.method === method && (sub === undefined || m.params?._meta?.[SUB] === sub),
+		);
+	}
+
+	answersTo(id) {
+		return this.messages.filter((m) => m.method === undefined && m.id === id);
+	}
+}
+
+// The lines of the demo server's count file.
+function counted(file) {
+	return (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '').split('\n');
+}
+
+const runsOf = (file, tool) => counted(file).filter((l) => l === `call ${tool}`).length;
+
+const text = (res) => res.result?.content?.map((c) => c.text ?? '').join('');
+
+async function withCountedHome(t, body) {
+	const dir = await makeHome('mcpvisor-relay-modern-');
+	const count = path.join(dir, 'count');
+	t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+	const servers = { demo: demo(['--name', 'demo', '--count-file', count]) };
+	await withRelayHome(
+		t,
+		async () => {
+			const home = await makeHome('mcpvisor-relay-');
+			await writeConfig(home, servers);
+			return home;
+		},
+		(ctx) => body(ctx, count),
+	);
+}
+
+test('relay modern: discover, lists, calls, input_required and its retry, cancel; a 2025 host beside it', {
+	timeout: 90_000,
+}, async (t) => {
+	await withCountedHome(t, async (ctx, count) => {
+		const m = new ModernHost(ctx.home);
+		ctx.hosts.push(m);
+
+		// The probe: answered, no initialize ever sent.
+		const d = await m.call('server/discover');
+		assert.ok(d.result, JSON.stringify(d));
+		assert.ok(d.result.supportedVersions.includes(V));
+		assert.equal(d.result.resultType, 'complete');
+
+		const l = await m.call('tools/list');
+		const names = l.result.tools.map((x) => x.name);
+		assert.ok(names.includes('demo__echo') && names.includes('demo__elicit'), `tools: ${names}`);
+		assert.equal(l.result.resultType, 'complete');
+
+		const e = await m.call('tools/call', { name: 'demo__echo', arguments: { text: 'modern' } });
+		assert.equal(e.result?.resultType, 'complete', JSON.stringify(e));
+		assert.equal(text(e), 'modern');
+
+		// No elicitation capability in this request: the revision's
+		// -32021 (an HTTP 400 with its body) is the host's answer.
+		const no = await m.call('tools/call', { name: 'demo__elicit', arguments: { message: 'colour?' } });
+		assert.equal(no.error?.code, -32021, JSON.stringify(no));
+		assert.deepEqual(no.error.data.requiredCapabilities, { elicitation: {} });
+
+		// With it: input_required with the server's question and a state;
+		// the retry with the answer and the state as it came completes
+		// the same call.
+		const caps = { elicitation: {} };
+		const params = { name: 'demo__elicit', arguments: { message: 'colour?' } };
+		const ask = await m.call('tools/call', params, { caps });
+		assert.equal(ask.result?.resultType, 'input_required', JSON.stringify(ask));
+		const keys = Object.keys(ask.result.inputRequests);
+		assert.equal(keys.length, 1);
+		assert.equal(ask.result.inputRequests[keys[0]].method, 'elicitation/create');
+		assert.equal(typeof ask.result.requestState, 'string');
+		const done = await m.call(
+			'tools/call',
+			{
+				...params,
+				inputResponses: { [keys[0]]: { action: 'accept', content: { answer: 'blue' } } },
+				requestState: ask.result.requestState,
+			},
+			{ caps },
+		);
+		assert.equal(done.result?.resultType, 'complete', JSON.stringify(done));
+		assert.match(text(done), /blue/);
+		assert.equal(runsOf(count, 'elicit'), 2, 'the refused call and the bridged one; the retry continued it');
+
+		// Cancelled: its stream is dropped, the server hears the cancel,
+		// the host gets no answer.
+		const sleep = m.request('tools/call', { name: 'demo__sleep', arguments: { ms: 60_000 } });
+		await waitFor(() => runsOf(count, 'sleep') === 1, 10_000, 'the sleep running');
+		m.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: sleep.id } });
+		await waitFor(
+			() => counted(count).includes('cancelled sleep'),
+			10_000,
+			'the server told of the cancel',
+		);
+		const after = await m.call('tools/call', { name: 'demo__echo', arguments: { text: 'after' } });
+		assert.equal(text(after), 'after');
+		assert.deepEqual(m.answersTo(sleep.id), [], 'no answer for a cancelled request');
+
+		// A 2025 host on another relay, on the same runtime.
+		const old = await hostConnect(ctx.home);
+		ctx.hosts.push(old);
+		await echo(old.client, 'legacy');
+		assert.equal(runtimesOf(ctx.home).length, 1, 'one runtime for both');
+		assert.equal(m.answersTo(sleep.id).length, 0);
+	});
+});
+
+test('relay modern: a listen through a runtime restart and a runtime killed; no call runs twice', {
+	timeout: 120_000,
+}, async (t) => {
+	await withCountedHome(t, async (ctx, count) => {
+		const m = new ModernHost(ctx.home);
+		ctx.hosts.push(m);
+		// The demo server running first, so the listen does not see its
+		// tools arrive.
+		const e0 = await m.call('tools/call', { name: 'demo__echo', arguments: { text: 'first' } });
+		assert.equal(text(e0), 'first');
+		const listen = m.request('subscriptions/listen', {
+			notifications: { toolsListChanged: true },
+		});
+		const acks = () => m.notes('notifications/subscriptions/acknowledged', listen.id);
+		// list_changed for the listen among the messages from index i on.
+		const changedSince = (i) =>
+			m.messages
+				.slice(i)
+				.filter((x) => x.method === 'notifications/tools/list_changed' && x.params?._meta?.[SUB] === listen.id);
+		await waitFor(() => acks().length === 1, 15_000, 'the listen acknowledged');
+		assert.deepEqual(acks()[0].params.notifications, { toolsListChanged: true });
+		const first = runtimeFile(ctx.home).pid;
+		const atRestart = m.messages.length;
+
+		// A restart while a call runs: the call is drained (answered by
+		// the old runtime), the listen goes on with the new one.
+		const call = m.call('tools/call', { name: 'demo__sleep', arguments: { ms: 2000 } });
+		await waitFor(() => runsOf(count, 'sleep') === 1, 10_000, 'the sleep running');
+		const r = await runCli(['restart'], { home: ctx.home });
+		assert.equal(r.code, 0, `restart: ${r.stdout}${r.stderr}`);
+		const res = await call;
+		assert.equal(res.result?.resultType, 'complete', JSON.stringify(res));
+		const second = runtimeFile(ctx.home).pid;
+		assert.notEqual(second, first);
+
+		// The listen resumed on the new runtime: the relay tells the host
+		// of the gap once the new runtime acknowledged it (whatever the
+		// new runtime may tell besides)...
+		await waitFor(() => changedSince(atRestart).length >= 1, 15_000, 'list_changed for the gap');
+		// ...and what the new runtime sends on it reaches the host: a
+		// server more in the config, reloaded (once the new runtime's
+		// demo server runs, so its own start is told before).
+		const e1 = await m.call('tools/call', { name: 'demo__echo', arguments: { text: 'new' } });
+		assert.equal(text(e1), 'new');
+		const atReload = m.messages.length;
+		await writeConfig(ctx.home, {
+			demo: demo(['--name', 'demo', '--count-file', count]),
+			other: demo(['--name', 'other']),
+		});
+		const rl = await runCli(['reload'], { home: ctx.home });
+		assert.equal(rl.code, 0, rl.stderr);
+		await waitFor(() => changedSince(atReload).length >= 1, 15_000, 'list_changed from the new runtime');
+		const l = await m.call('tools/list');
+		assert.ok(l.result.tools.some((x) => x.name.startsWith('other__')));
+
+		// The runtime killed during a call: the call may have run and is
+		// answered so, never sent again; the listen resumes on the
+		// runtime the relay starts.
+		const atKill = m.messages.length;
+		const killed = m.call('tools/call', { name: 'demo__sleep', arguments: { ms: 3000 } });
+		await waitFor(() => runsOf(count, 'sleep') === 2, 10_000, 'the second sleep running');
+		process.kill(second, 'SIGKILL');
+		const k = await killed;
+		assert.match(k.error?.message ?? '', /may or may not have taken effect/, JSON.stringify(k));
+		const e = await m.call('tools/call', { name: 'demo__echo', arguments: { text: 'again' } });
+		assert.equal(text(e), 'again');
+		await waitFor(() => changedSince(atKill).length >= 1, 15_000, 'the listen resumed again');
+		assert.equal(runsOf(count, 'sleep'), 2, 'each sleep ran once');
+		assert.equal(acks().length, 1, 'one acknowledgement for one listen');
+		assert.deepEqual(m.answersTo(listen.id), [], 'the listen never ended for the host');
+		const third = runtimeFile(ctx.home).pid;
+		assert.ok(third !== second && third !== first);
+		assert.deepEqual(runtimesOf(ctx.home), [third]);
+	});
+});
