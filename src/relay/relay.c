@@ -659,6 +659,17 @@ void relay_link_lost(struct relay *r, int64_t id, enum outbox_fact f)
 	struct outbox_req *o = outbox_find(r->ob, id);
 	if (o == NULL || outbox_req_state(o) != OUTBOX_WRITTEN)
 		return;
+	if (f == OUTBOX_CUT &&
+	    ((struct rreq *)outbox_req_arg(o))->kind == RK_LISTEN) {
+		/* A listen's stream ending says nothing of the calls in
+		 * flight (a draining runtime ends it, and refuses the ping's
+		 * connection while it answers them): listened again at once;
+		 * a runtime that is gone refuses that, which is a fact. */
+		relay_listen_cut(r, o);
+		relay_hold_check(r);
+		relay_arm(r);
+		return;
+	}
 	if (f == OUTBOX_CUT) {
 		/* Its stream ended with no answer: a runtime that still
 		 * answers a ping lost only this stream; one that does not is

@@ -204,16 +204,16 @@ test('relay modern: discover, lists, calls, input_required and its retry, cancel
 	});
 });
 
-test('relay modern: a listen through a runtime restart and a runtime killed; no call runs twice', {
+test('relay modern: a listen through a killed runtime and a restart; no call runs twice', {
 	timeout: 120_000,
 }, async (t) => {
 	await withCountedHome(t, async (ctx, count) => {
 		const m = new ModernHost(ctx.home);
 		ctx.hosts.push(m);
 		// The demo server running first, so the listen does not see its
-		// tools arrive.
-		const e0 = await m.call('tools/call', { name: 'demo__echo', arguments: { text: 'first' } });
-		assert.equal(text(e0), 'first');
+		// tools arrive; its pid, for the teardown to prove it gone.
+		const p0 = await m.call('tools/call', { name: 'demo__pid', arguments: {} });
+		ctx.pids.push(JSON.parse(text(p0)).pid);
 		const listen = m.request('subscriptions/listen', {
 			notifications: { toolsListChanged: true },
 		});
@@ -226,24 +226,37 @@ test('relay modern: a listen through a runtime restart and a runtime killed; no 
 		await waitFor(() => acks().length === 1, 15_000, 'the listen acknowledged');
 		assert.deepEqual(acks()[0].params.notifications, { toolsListChanged: true });
 		const first = runtimeFile(ctx.home).pid;
-		const atRestart = m.messages.length;
+
+		// The runtime (the relay's own) killed during a call: the call
+		// may have run and is answered so, never sent again; the listen
+		// resumes on the runtime the relay starts, which tells the host
+		// of the gap once it acknowledged it.
+		const atKill = m.messages.length;
+		const killed = m.call('tools/call', { name: 'demo__sleep', arguments: { ms: 3000 } });
+		await waitFor(() => runsOf(count, 'sleep') === 1, 10_000, 'the sleep running');
+		process.kill(first, 'SIGKILL');
+		const k = await killed;
+		assert.match(k.error?.message ?? '', /may or may not have taken effect/, JSON.stringify(k));
+		await waitFor(() => changedSince(atKill).length >= 1, 15_000, 'the listen resumed');
+		const e = await m.call('tools/call', { name: 'demo__echo', arguments: { text: 'again' } });
+		assert.equal(text(e), 'again');
+		assert.equal(runsOf(count, 'sleep'), 1, 'the sleep ran once');
+		const second = runtimeFile(ctx.home).pid;
+		assert.notEqual(second, first);
 
 		// A restart while a call runs: the call is drained (answered by
-		// the old runtime), the listen goes on with the new one.
+		// the old runtime), and the listen goes on with the new one...
+		const atRestart = m.messages.length;
 		const call = m.call('tools/call', { name: 'demo__sleep', arguments: { ms: 2000 } });
-		await waitFor(() => runsOf(count, 'sleep') === 1, 10_000, 'the sleep running');
+		await waitFor(() => runsOf(count, 'sleep') === 2, 10_000, 'the second sleep running');
 		const r = await runCli(['restart'], { home: ctx.home });
 		assert.equal(r.code, 0, `restart: ${r.stdout}${r.stderr}`);
 		const res = await call;
 		assert.equal(res.result?.resultType, 'complete', JSON.stringify(res));
-		const second = runtimeFile(ctx.home).pid;
-		assert.notEqual(second, first);
-
-		// The listen resumed on the new runtime: the relay tells the host
-		// of the gap once the new runtime acknowledged it (whatever the
-		// new runtime may tell besides)...
+		const third = runtimeFile(ctx.home).pid;
+		assert.ok(third !== second && third !== first);
 		await waitFor(() => changedSince(atRestart).length >= 1, 15_000, 'list_changed for the gap');
-		// ...and what the new runtime sends on it reaches the host: a
+		// ...where what the new runtime sends on it reaches the host: a
 		// server more in the config, reloaded (once the new runtime's
 		// demo server runs, so its own start is told before).
 		const e1 = await m.call('tools/call', { name: 'demo__echo', arguments: { text: 'new' } });
@@ -259,23 +272,9 @@ test('relay modern: a listen through a runtime restart and a runtime killed; no 
 		const l = await m.call('tools/list');
 		assert.ok(l.result.tools.some((x) => x.name.startsWith('other__')));
 
-		// The runtime killed during a call: the call may have run and is
-		// answered so, never sent again; the listen resumes on the
-		// runtime the relay starts.
-		const atKill = m.messages.length;
-		const killed = m.call('tools/call', { name: 'demo__sleep', arguments: { ms: 3000 } });
-		await waitFor(() => runsOf(count, 'sleep') === 2, 10_000, 'the second sleep running');
-		process.kill(second, 'SIGKILL');
-		const k = await killed;
-		assert.match(k.error?.message ?? '', /may or may not have taken effect/, JSON.stringify(k));
-		const e = await m.call('tools/call', { name: 'demo__echo', arguments: { text: 'again' } });
-		assert.equal(text(e), 'again');
-		await waitFor(() => changedSince(atKill).length >= 1, 15_000, 'the listen resumed again');
 		assert.equal(runsOf(count, 'sleep'), 2, 'each sleep ran once');
 		assert.equal(acks().length, 1, 'one acknowledgement for one listen');
 		assert.deepEqual(m.answersTo(listen.id), [], 'the listen never ended for the host');
-		const third = runtimeFile(ctx.home).pid;
-		assert.ok(third !== second && third !== first);
 		assert.deepEqual(runtimesOf(ctx.home), [third]);
 	});
 });

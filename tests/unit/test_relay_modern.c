@@ -414,9 +414,9 @@ Test(relay_modern, a_listen_the_runtime_ends_is_sent_again_a_few_times)
 	host(MLISTEN("4"));
 	ack(last_listen());
 	relay_link_lost(R, last_listen(), OUTBOX_CUT);
-	relay_ping_done(R, true);
+	cr_assert_eq(F.pings, 0, "a listen's end casts no doubt on calls");
 	cr_assert_eq(F.recovers, 1);
-	cr_assert_eq(sent_count("subscriptions/listen"), 2);
+	cr_assert_eq(sent_count("subscriptions/listen"), 2, "listened again");
 	int64_t l = last_listen();
 	char m[256];
 	for (int i = 0; i < 2; i++) {
@@ -615,4 +615,28 @@ Test(relay_modern, a_claim_that_is_no_version_is_answered_not_a_loss)
 	cr_assert_eq(F.recovers, 1);
 	cr_assert(relay_live(R));
 	cr_assert_eq(relay_pending(R), 0);
+}
+
+/* A draining runtime (`mcpvisor restart`) ends the listen's stream and
+ * takes no new connection while it finishes a call: the call's answer is
+ * waited for (no ping that would fail on the closed listener and cut the
+ * call), then the next runtime gets the listen. */
+Test(relay_modern, a_listen_ended_by_a_drain_leaves_the_running_call_be)
+{
+	host(MLISTEN("\"L\""));
+	ack(last_listen());
+	host(MCALL("1")); /* ours 2: running */
+	relay_link_lost(R, last_listen(), OUTBOX_CUT);
+	int64_t again = last_listen();
+	cr_assert_neq(again, 1);
+	relay_link_lost(R, again, OUTBOX_UNWRITTEN); /* the listener closed */
+	cr_assert_eq(F.pings, 0);
+	cr_assert_eq(F.recovers, 1, "the running call is waited for");
+	answer_sent(1, "{\"resultType\":\"complete\"}");
+	cr_assert(strstr(last_host(), "\"id\":1,"));
+	cr_assert_eq(host_count("may or may not"), 0);
+	cr_assert_eq(F.recovers, 2, "then the next runtime");
+	relay_recovered(R, NULL);
+	cr_assert_eq(sent_count("subscriptions/listen"), 3);
+	cr_assert_eq(host_count("acknowledged"), 1);
 }
