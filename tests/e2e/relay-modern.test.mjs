@@ -6,13 +6,17 @@
 // mid-call requests to input_required and the relay carries that through
 // untouched; a 2025 host on another relay at the same time; a runtime
 // restart and a runtime killed with a listen open (the listen resumes, no
-// call runs twice).
+// call runs twice); and the official TypeScript SDK 2.x client pinned to
+// 2026-07-28 with its stdio transport.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { MCPVISOR, demo, makeHome, runCli, waitFor, writeConfig } from './lib.mjs';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+
+import { MCPVISOR, demo, makeHome, procStat, runCli, waitFor, writeConfig } from './lib.mjs';
 import {
 	SAN_ENV,
 	assert,
@@ -276,5 +280,99 @@ test('relay modern: a listen through a killed runtime and a restart; no call run
 		assert.equal(acks().length, 1, 'one acknowledgement for one listen');
 		assert.deepEqual(m.answersTo(listen.id), [], 'the listen never ended for the host');
 		assert.deepEqual(runtimesOf(ctx.home), [third]);
+	});
+});
+
+// Every `mcpvisor relay` process of home (by its command line).
+function relaysOf(home) {
+	const out = [];
+	for (const d of fs.readdirSync('/proc')) {
+		if (!/^\d+$/.test(d))
+			continue;
+		let args;
+		try {
+			args = fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
+		} catch {
+			continue;
+		}
+		if (args[1] === 'relay' && args.includes(home) && procStat(Number(d)))
+			out.push(Number(d));
+	}
+	return out;
+}
+
+test('relay modern: the SDK 2.x client pinned to 2026-07-28 over stdio; elicit and sample reach its handlers', {
+	timeout: 90_000,
+}, async (t) => {
+	await withCountedHome(t, async (ctx, count) => {
+		const transport = new StdioClientTransport({
+			command: MCPVISOR,
+			args: ['relay', '--home', ctx.home],
+			env: { ...process.env, ...SAN_ENV },
+			cwd: ctx.home,
+			stderr: 'pipe',
+		});
+		let err = '';
+		transport.stderr.setEncoding('utf8');
+		transport.stderr.on('data', (d) => {
+			err = (err + d).slice(-32 * 1024);
+		});
+		const asked = { elicit: 0, sample: 0 };
+		const client = new Client(
+			{ name: 'relay-modern-sdk2', version: '0.0.0' },
+			{
+				capabilities: { elicitation: {}, sampling: {} },
+				versionNegotiation: { mode: { pin: V } },
+			},
+		);
+		client.setRequestHandler('elicitation/create', async (req) => {
+			asked.elicit++;
+			return { action: 'accept', content: { answer: `said ${req.params.message}` } };
+		});
+		client.setRequestHandler('sampling/createMessage', async () => {
+			asked.sample++;
+			return {
+				role: 'assistant',
+				content: { type: 'text', text: 'Paris' },
+				model: 'e2e-model',
+				stopReason: 'endTurn',
+			};
+		});
+		const errors = [];
+		client.onerror = (e) => errors.push(e);
+		const host = { client, stderr: () => err, proc: null, pid: null };
+		ctx.hosts.push(host);
+		try {
+			await client.connect(transport);
+		} finally {
+			host.proc = transport._process;
+			host.pid = transport.pid;
+		}
+		assert.equal(client.getProtocolEra(), 'modern');
+		assert.equal(client.getNegotiatedProtocolVersion(), V);
+		assert.equal(client.getServerVersion()?.name, 'mcpvisor');
+
+		const { tools } = await client.listTools();
+		assert.ok(tools.some((x) => x.name === 'demo__elicit'));
+		const echoed = await client.callTool({ name: 'demo__echo', arguments: { text: 'sdk2' } });
+		assert.deepEqual(echoed.content, [{ type: 'text', text: 'sdk2' }]);
+
+		const el = await client.callTool({ name: 'demo__elicit', arguments: { message: 'name?' } });
+		assert.ok(!el.isError, JSON.stringify(el));
+		assert.deepEqual(JSON.parse(el.content[0].text), {
+			action: 'accept',
+			content: { answer: 'said name?' },
+		});
+		const sm = await client.callTool({ name: 'demo__sample', arguments: { prompt: 'Capital of France?' } });
+		assert.ok(!sm.isError, JSON.stringify(sm));
+		assert.equal(sm.content[0].text, 'Paris');
+		assert.deepEqual(asked, { elicit: 1, sample: 1 });
+		// Each upstream call ran once: the client's retries continued them.
+		assert.equal(runsOf(count, 'elicit'), 1);
+		assert.equal(runsOf(count, 'sample'), 1);
+		assert.deepEqual(errors, []);
+		// The SDK probed on a sibling relay and let it go: one relay left.
+		await waitFor(() => relaysOf(ctx.home).length === 1, 10_000, 'the probe relay gone');
+		assert.deepEqual(relaysOf(ctx.home), [host.pid]);
 	});
 });
