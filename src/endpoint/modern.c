@@ -127,7 +127,12 @@ static bool ep_modern_streams(const char *method)
 bool ep_modern_post(struct conn *c, const struct http_request *req,
 		    json_t *body)
 {
-	const char *pv = http_request_header(req, "mcp-protocol-version");
+	/* A request of a 2025 session (its id sent, no claim in the body)
+	 * is the 2025 path's, whatever its version header says. */
+	const char *pv =
+		http_request_header(req, "mcp-session-id")
+			? NULL
+			: http_request_header(req, "mcp-protocol-version");
 	if (json_is_array(body)) {
 		size_t i;
 		json_t *m;
