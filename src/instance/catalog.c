@@ -16,6 +16,7 @@
 #include "instance/instance_int.h"
 #include "journal/journal.h"
 #include "jsonrpc/jsonrpc.h"
+#include "modern/envelope.h"
 #include "transport/upstream.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -291,7 +292,8 @@ void instance_init_reply_cb(void *arg, json_t *resp, bool sent)
 	}
 	const char *version =
 		json_string_value(json_object_get(result, "protocolVersion"));
-	if (!mcp_version_supported(version)) {
+	bool modern = version && strcmp(version, MODERN_VERSION) == 0;
+	if (!mcp_version_supported(version) && !modern) {
 		instance_fail(
 			inst, INSTANCE_FAILED,
 			xasprintf("server answered initialize with "
@@ -302,6 +304,8 @@ void instance_init_reply_cb(void *arg, json_t *resp, bool sent)
 	}
 	free(inst->protocol_version);
 	inst->protocol_version = xstrdup(version);
+	/* Its era is known: the next opens speak 2025 at once. */
+	inst->era_legacy = !modern;
 	json_t *caps = json_object_get(result, "capabilities");
 	json_decref(inst->caps);
 	inst->caps = json_is_object(caps) ? json_incref(caps) : json_object();

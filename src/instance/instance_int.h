@@ -164,6 +164,9 @@ struct instance {
 	json_t *caps;
 	char *instructions; /* from its initialize answer, or the cache */
 	char *protocol_version;
+	/* The server answered an initialize with a 2025 revision: the next
+	 * opens do not probe for 2026-07-28 (until a start fails). */
+	bool era_legacy;
 	char *last_error;
 	char *stderr_tail;
 	/* The last failure, kept while the instance lives and handed to
