@@ -15,6 +15,7 @@
 #include "jsonrpc/jsonrpc.h"
 #include "modern/modern.h"
 #include "session/hub.h"
+#include "util/clock.h"
 #include "util/sha256.h"
 #include "util/xmalloc.h"
 
@@ -164,6 +165,7 @@ bool ep_modern_post(struct conn *c, const struct http_request *req,
 	/* A call's answer may become a stream: a heartbeat may then send
 	 * its head before its first event. */
 	c->sse = ep_modern_streams(env.method);
+	c->sse_ms = clock_now_ms(); /* the heartbeat counts from here */
 	struct modern_req *r =
 		modern_request(c->ep->modern, body, &env, principal, space,
 			       &ep_modern_sink, c);

@@ -450,17 +450,14 @@ static json_t *front_discover(struct modern_req *r)
 	return out;
 }
 
-/* The request as the session gets it: our id, and params without the
- * retry's fields (a 2025 server knows nothing of them). */
+/* The request as the session gets it: under our id. A retry's fields
+ * go on as they came: only a state mcpvisor did not make gets here, and
+ * it is the server's own (a 2026-07-28 server behind). */
 static json_t *front_inner(struct modern_req *r)
 {
 	json_t *params = jr_params(r->msg);
-	json_t *p = json_is_object(params) ? json_copy(params) : NULL;
-	if (p) {
-		json_object_del(p, "inputResponses");
-		json_object_del(p, "requestState");
-	}
-	return jr_request(json_incref(r->inner_id), r->method, p);
+	return jr_request(json_incref(r->inner_id), r->method,
+			  json_is_object(params) ? json_incref(params) : NULL);
 }
 
 static void front_dispatch(struct modern_req *r, struct session *s)
@@ -490,10 +487,13 @@ struct modern_req *modern_request(struct modern *m, json_t *msg,
 				  const char *principal, const char *space,
 				  const struct modern_sink_ops *ops, void *ctx)
 {
-	json_t *params = jr_params(msg);
-	if (json_object_get(params, "requestState") &&
-	    front_forwards(env->method) &&
-	    strcmp(env->method, "completion/complete") != 0)
+	/* A retry of a call the bridge keeps waiting; a state of another
+	 * form is a server's own, sent on with the call. */
+	json_t *state = json_object_get(jr_params(msg), "requestState");
+	if (state && front_forwards(env->method) &&
+	    strcmp(env->method, "completion/complete") != 0 &&
+	    (!json_is_string(state) ||
+	     reqstate_claims(json_string_value(state))))
 		return bridge_retry(m, msg, env, principal, ops, ctx);
 	struct modern_req *r = xcalloc(1, sizeof *r);
 	r->m = m;

@@ -418,6 +418,11 @@ enum reqstate_verdict reqstate_open(struct reqstate *rs, const char *state,
 	return REQSTATE_OK;
 }
 
+bool reqstate_claims(const char *state)
+{
+	return state && strncmp(state, RS_PREFIX, RS_PREFIX_LEN) == 0;
+}
+
 void reqstate_peek(const char *state, char handle[REQSTATE_HANDLE_LEN])
 {
 	unsigned char payload[RS_PAYLOAD_BYTES];

@@ -72,6 +72,9 @@ enum reqstate_verdict reqstate_open(struct reqstate *rs, const char *state,
 				    const char *principal, const char *method,
 				    const unsigned char digest[32],
 				    char handle[REQSTATE_HANDLE_LEN]);
+/* Whether state has the form's prefix: mcpvisor made it (or it was made
+ * to look so), whatever else is wrong with it. */
+bool reqstate_claims(const char *state);
 /* The handle a state names, read without checking it (into handle;
  * "" when the state is not of this form): after a tampered state, the
  * caller may cancel the call it names, when that call is the same

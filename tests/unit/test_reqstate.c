@@ -253,6 +253,9 @@ Test(reqstate, a_tampered_state_still_names_its_handle_unchecked)
 	char h[REQSTATE_HANDLE_LEN] = "x";
 	reqstate_peek(t, h);
 	cr_assert_str_eq(h, s.handle);
+	cr_assert(reqstate_claims(t));
+	cr_assert_not(reqstate_claims("AEAD-protected blob"));
+	cr_assert_not(reqstate_claims(NULL));
 	reqstate_peek("v1.garbage", h);
 	cr_assert_str_eq(h, "");
 	reqstate_peek("", h);
