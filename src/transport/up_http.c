@@ -269,8 +269,11 @@ static int up_http_send(struct upstream *u, const char *msg, size_t len,
 
 static void up_http_forget(struct upstream *u, int64_t id)
 {
-	if (!u->closing)
-		mcpc_forget(u->m, id);
+	if (u->closing)
+		return;
+	if (u->upm)
+		upm_forget(u->upm, id);
+	mcpc_forget(u->m, id);
 }
 
 /* Clients stopped reading what the server sends: so does the session

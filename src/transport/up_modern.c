@@ -2,7 +2,7 @@
  * The 2026-07-28 side of an HTTP upstream (up_modern.h): the probe at the
  * initialize, the requests with the revision's _meta, the listen stream.
  */
-#include "transport/up_modern.h"
+#include "transport/up_modern_int.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -15,35 +15,6 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
-
-/* The listen request's ids: far above any the instance gives (it counts
- * from 1). */
-#define UPM_LISTEN_BASE ((int64_t)1 << 62)
-
-enum upm_era {
-	UPM_LEGACY,  /* 2025: everything as it comes */
-	UPM_UNKNOWN, /* the initialize will probe */
-	UPM_PROBING, /* server/discover sent under the initialize's id */
-	UPM_MODERN,  /* 2026-07-28 */
-};
-
-struct upm {
-	struct mcpc *m;
-	struct upm_out out;
-	void *ctx;
-	enum upm_era era;
-	int64_t init_id;
-	char *init_msg; /* the initialize, to send as it came if legacy */
-	size_t init_len;
-	struct msgq held;     /* what the instance sent during the probe */
-	json_t *caps;	      /* the instance's clientCapabilities */
-	json_t *client_info;  /* the instance's clientInfo */
-	json_t *listen_kinds; /* {"toolsListChanged":true,...}; NULL: none */
-	int64_t listen_id;    /* the listen stream's request, 0: none */
-	unsigned listen_seq;
-	unsigned relistens; /* opened again in a row, each short-lived */
-	uint64_t listen_ms; /* when the listen stream was asked for */
-};
 
 struct upm *upm_new(struct mcpc *m, bool probe, const struct upm_out *out,
 		    void *ctx)
@@ -66,6 +37,7 @@ void upm_free(struct upm *p)
 	json_decref(p->caps);
 	json_decref(p->client_info);
 	json_decref(p->listen_kinds);
+	upm_mrtr_free(p);
 	free(p);
 }
 
@@ -96,7 +68,7 @@ static void upm_meta(struct upm *p, json_t *params)
 		json_object_del(meta, META_CLIENT_INFO);
 }
 
-static int upm_post(struct upm *p, json_t *msg, int64_t id)
+int upm_post(struct upm *p, json_t *msg, int64_t id)
 {
 	char *s = json_dumps(msg, JSON_COMPACT);
 	if (s == NULL)
@@ -347,11 +319,22 @@ int upm_send(struct upm *p, const char *msg, size_t len, int64_t id)
 			params = json_object();
 			json_object_set_new(m, "params", params);
 		}
+		/* A modern client's call carries its own claim: its
+		 * input_required is its own to answer. */
+		bool claimed = json_object_get(json_object_get(params, "_meta"),
+					       META_PROTOCOL_VERSION) != NULL;
 		upm_meta(p, params);
+		if (!claimed && upm_mrtr_method(method))
+			upm_mrtr_track(p, id, method, params);
 		rc = upm_post(p, m, id);
+		if (rc < 0)
+			upm_mrtr_forget(p, id);
 		rc = rc < 0 ? rc : 1;
 	} else if (method && strcmp(method, "notifications/initialized") == 0) {
 		upm_listen(p);
+	} else if (!method && id == 0) {
+		/* An answer of the client's to what a round asked. */
+		upm_mrtr_answer(p, m);
 	}
 	/* Other notifications (cancelled: the stream's end says it) and
 	 * answers (the revision's servers send no requests) go nowhere. */
@@ -377,7 +360,13 @@ bool upm_message(struct upm *p, const char *msg, size_t len, int64_t related)
 		upm_listen_message(p, msg, len);
 		return true;
 	}
-	return false;
+	return p->era == UPM_MODERN && upm_mrtr_message(p, msg, len, related);
+}
+
+void upm_forget(struct upm *p, int64_t id)
+{
+	if (p->era == UPM_MODERN)
+		upm_mrtr_forget(p, id);
 }
 
 bool upm_lost(struct upm *p, int64_t id, enum outbox_fact f)
@@ -392,5 +381,5 @@ bool upm_lost(struct upm *p, int64_t id, enum outbox_fact f)
 		upm_relisten(p);
 		return true;
 	}
-	return false;
+	return p->era == UPM_MODERN && upm_mrtr_lost(p, id, f);
 }

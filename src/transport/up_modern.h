@@ -12,7 +12,9 @@
  * initialized with, which are its client's; clientInfo: the instance's),
  * without a session; notifications to the server are dropped
  * (cancellation is the stream's end, mcpc_forget); list changes come from
- * one subscriptions/listen stream, passed on as 2025 list_changed.
+ * one subscriptions/listen stream, passed on as 2025 list_changed. A
+ * 2025 client's call that the server answers with input_required is
+ * carried on by mcpvisor (up_mrtr.c).
  */
 #ifndef MCPV_TRANSPORT_UP_MODERN_H
 #define MCPV_TRANSPORT_UP_MODERN_H
@@ -38,6 +40,9 @@ struct upm_out {
  * are no longer listened for. */
 #define UPM_LISTEN_SHORT_MS 10000
 #define UPM_MAX_RELISTENS 5
+/* input_required rounds mcpvisor answers for a 2025 client's call before
+ * it gives up on the call. */
+#define UPM_MAX_ROUNDS 8
 
 /* probe: find out the era at the initialize; false: the server is known
  * to be of a 2025 revision, and everything goes as it comes. */
@@ -55,6 +60,8 @@ bool upm_message(struct upm *p, const char *msg, size_t len, int64_t related);
 /* A lost answer: true when it was the probe's or the listen stream's (dealt
  * with here). */
 bool upm_lost(struct upm *p, int64_t id, enum outbox_fact f);
+/* Request id is cancelled (its stream goes: the revision's cancel). */
+void upm_forget(struct upm *p, int64_t id);
 /* Whether the server speaks 2026-07-28 (known after the probe). */
 bool upm_modern(const struct upm *p);
 
