@@ -5,7 +5,9 @@
 #include "transport/up_modern_int.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +39,8 @@ void upm_free(struct upm *p)
 	json_decref(p->caps);
 	json_decref(p->client_info);
 	json_decref(p->listen_kinds);
+	json_decref(p->lists);
+	json_decref(p->schemas);
 	upm_mrtr_free(p);
 	free(p);
 }
@@ -68,14 +72,130 @@ static void upm_meta(struct upm *p, json_t *params)
 		json_object_del(meta, META_CLIENT_INFO);
 }
 
+/* The Mcp-Param-* lines of the x-mcp-header properties of schema
+ * (reached through "properties" only) that args gives a value. */
+static void upm_param_walk(json_t *schema, json_t *args, int depth,
+			   char **lines, size_t *n)
+{
+	json_t *props = json_object_get(schema, "properties");
+	if (!json_is_object(props) || depth >= ENVELOPE_MAX_SCHEMA_DEPTH)
+		return;
+	const char *key;
+	json_t *sub;
+	json_object_foreach(props, key, sub)
+	{
+		json_t *v = json_is_object(args) ? json_object_get(args, key)
+						 : NULL;
+		const char *mark =
+			json_string_value(json_object_get(sub, "x-mcp-header"));
+		if (mark && v && *n < ENVELOPE_MAX_PARAMS) {
+			char *text = NULL;
+			if (json_is_string(v))
+				text = envelope_header_encode(
+					json_string_value(v));
+			else if (json_is_integer(v))
+				text = xasprintf("%" JSON_INTEGER_FORMAT,
+						 json_integer_value(v));
+			else if (json_is_real(v))
+				text = xasprintf("%.17g", json_real_value(v));
+			else if (json_is_boolean(v))
+				text = xstrdup(json_is_true(v) ? "true"
+							       : "false");
+			/* An empty value goes as libcurl sends one. */
+			if (text)
+				lines[(*n)++] =
+					text[0] ? xasprintf("Mcp-Param-%s: %s",
+							    mark, text)
+						: xasprintf("Mcp-Param-%s;",
+							    mark);
+			free(text);
+		}
+		upm_param_walk(sub, v, depth + 1, lines, n);
+	}
+}
+
 int upm_post(struct upm *p, json_t *msg, int64_t id)
 {
 	char *s = json_dumps(msg, JSON_COMPACT);
 	if (s == NULL)
 		return -EINVAL;
-	int rc = mcpc_send_modern(p->m, s, strlen(s), id);
+	char *lines[ENVELOPE_MAX_PARAMS + 1] = {0};
+	size_t n = 0;
+	const char *method = json_string_value(json_object_get(msg, "method"));
+	if (p->schemas && method && strcmp(method, "tools/call") == 0) {
+		json_t *params = json_object_get(msg, "params");
+		const char *name =
+			json_string_value(json_object_get(params, "name"));
+		json_t *schema =
+			name ? json_object_get(p->schemas, name) : NULL;
+		if (schema)
+			upm_param_walk(schema,
+				       json_object_get(params, "arguments"), 0,
+				       lines, &n);
+	}
+	int rc = mcpc_send_modern_with(p->m, s, strlen(s), id,
+				       (const char *const *)lines);
+	for (size_t i = 0; i < n; i++)
+		free(lines[i]);
 	free(s);
 	return rc;
+}
+
+/* A tools/list answer: tools whose x-mcp-header use the revision forbids
+ * are dropped (a client of the revision must not call them), and the
+ * schemas of those with annotations kept for their calls. true when the
+ * answer went on here (changed). */
+static bool upm_tools_answer(struct upm *p, const char *msg, size_t len,
+			     const char *key)
+{
+	json_t *a = json_loadb(msg, len, 0, NULL);
+	if (json_object_get(a, "method")) {
+		json_decref(a); /* a notification on its stream */
+		return false;
+	}
+	bool first = json_is_true(json_object_get(p->lists, key));
+	json_object_del(p->lists, key);
+	json_t *tools = json_object_get(json_object_get(a, "result"), "tools");
+	if (!json_is_array(tools)) {
+		json_decref(a);
+		return false;
+	}
+	if (first || p->schemas == NULL) {
+		json_decref(p->schemas);
+		p->schemas = json_object();
+	}
+	bool dropped = false;
+	for (size_t i = 0; i < json_array_size(tools);) {
+		json_t *t = json_array_get(tools, i);
+		json_t *schema = json_object_get(t, "inputSchema");
+		const char *name =
+			json_string_value(json_object_get(t, "name"));
+		if (json_is_object(schema) && !envelope_schema_ok(schema)) {
+			log_warn("the server's tool \"%s\" uses x-mcp-header "
+				 "as 2026-07-28 forbids: it is not offered",
+				 name ? name : "?");
+			json_array_remove(tools, i);
+			dropped = true;
+			continue;
+		}
+		char *text = json_is_object(schema)
+				     ? json_dumps(schema, JSON_COMPACT)
+				     : NULL;
+		if (name && text && strstr(text, "\"x-mcp-header\""))
+			json_object_set(p->schemas, name, schema);
+		free(text);
+		i++;
+	}
+	if (dropped) {
+		char *s = json_dumps(a, JSON_COMPACT);
+		json_t *id = json_object_get(a, "id");
+		if (s)
+			p->out.message(p->ctx, s, strlen(s),
+				       json_integer_value(id));
+		free(s);
+	}
+	json_decref(a);
+	return dropped;
 }
 
 static int upm_request(struct upm *p, const char *method, json_t *params,
@@ -206,6 +326,23 @@ static void upm_probe_answer(struct upm *p, const char *msg, size_t len)
 {
 	json_t *a = json_loadb(msg, len, 0, NULL);
 	json_t *result = json_object_get(a, "result");
+	json_t *err = json_object_get(a, "error");
+	/* -32022 naming our version among those supported: a server of the
+	 * revision that refused the first request for its own reasons; the
+	 * revision says to try again (once). */
+	if (err && !p->probe_again &&
+	    json_integer_value(json_object_get(err, "code")) ==
+		    JR_UNSUPPORTED_VERSION &&
+	    upm_names_ours(json_object_get(json_object_get(err, "data"),
+					   "supported"))) {
+		json_decref(a);
+		p->probe_again = true;
+		mcpc_forget(p->m, p->init_id);
+		if (upm_request(p, "server/discover", json_object(),
+				p->init_id) < 0)
+			upm_legacy(p, "the second probe could not be sent");
+		return;
+	}
 	if (json_is_object(result) &&
 	    upm_names_ours(json_object_get(result, "supportedVersions")))
 		upm_modern_init(p, result);
@@ -326,6 +463,15 @@ int upm_send(struct upm *p, const char *msg, size_t len, int64_t id)
 		upm_meta(p, params);
 		if (!claimed && upm_mrtr_method(method))
 			upm_mrtr_track(p, id, method, params);
+		if (strcmp(method, "tools/list") == 0) {
+			char key[24];
+			snprintf(key, sizeof key, "%" PRId64, id);
+			if (p->lists == NULL)
+				p->lists = json_object();
+			json_object_set_new(p->lists, key,
+					    json_boolean(!json_object_get(
+						    params, "cursor")));
+		}
 		rc = upm_post(p, m, id);
 		if (rc < 0)
 			upm_mrtr_forget(p, id);
@@ -360,6 +506,12 @@ bool upm_message(struct upm *p, const char *msg, size_t len, int64_t related)
 		upm_listen_message(p, msg, len);
 		return true;
 	}
+	if (p->era == UPM_MODERN && p->lists && related > 0) {
+		char key[24];
+		snprintf(key, sizeof key, "%" PRId64, related);
+		if (json_object_get(p->lists, key))
+			return upm_tools_answer(p, msg, len, key);
+	}
 	return p->era == UPM_MODERN && upm_mrtr_message(p, msg, len, related);
 }
 
@@ -380,6 +532,11 @@ bool upm_lost(struct upm *p, int64_t id, enum outbox_fact f)
 	if (p->era == UPM_MODERN && id != 0 && id == p->listen_id) {
 		upm_relisten(p);
 		return true;
+	}
+	if (p->lists && id > 0) {
+		char key[24];
+		snprintf(key, sizeof key, "%" PRId64, id);
+		json_object_del(p->lists, key);
 	}
 	return p->era == UPM_MODERN && upm_mrtr_lost(p, id, f);
 }

@@ -46,9 +46,17 @@ struct upm {
 	 * and the ids of their retries. */
 	struct upm_call *calls;
 	unsigned retry_seq;
+	bool probe_again; /* the probe met -32022 naming our version once */
+	/* tools/list requests in flight (id -> whether a first page), and
+	 * the inputSchema of each listed tool with x-mcp-header
+	 * annotations (name -> schema): the Mcp-Param-* headers of its
+	 * calls. */
+	json_t *lists;
+	json_t *schemas;
 };
 
-/* Sends msg (with its _meta) as a message of the revision under id. */
+/* Sends msg (with its _meta) as a message of the revision under id; a
+ * tools/call with the Mcp-Param-* headers its tool's schema asks for. */
 int upm_post(struct upm *p, json_t *msg, int64_t id);
 
 /* up_mrtr.c */
