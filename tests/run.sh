@@ -174,14 +174,16 @@ CONF_AUTH26="scope-step-up resource-mismatch iss-unexpected iss-normalized
 
 # The official suite both ways (mcpvisor in front of the C fixture over
 # stdio, and over HTTP on a port it owns), the fixture alone over HTTP, the
-# suite's client scenarios with mcpvisor as the client (the authorization
+# suite's client scenarios with mcpvisor as the client (of 2025-11-25, and
+# of 2026-07-28 against servers of that revision alone; the authorization
 # ones too), and the fixtures' own checks over stdio and HTTP. Each part has
 # its own runtime, home and ports (all port 0): CONF_JOBS of them run at
 # once.
 run_conformance() {
 	c=tests/conformance
 	parts="conformance conformance-http conformance-fixture-http
-		conformance-client fixture-stdio-check fixture-http-check"
+		conformance-client conformance-client26 fixture-stdio-check
+		fixture-http-check"
 	for s in $CONF_AUTH; do
 		parts="$parts client-auth-$s"
 	done
@@ -206,6 +208,7 @@ conf_one() { # name
 	conformance-http) conf_run "$1" sh $c/run-against-runtime.sh --http ;;
 	conformance-fixture-http) conf_run "$1" sh $c/run-fixture-http.sh ;;
 	conformance-client) conf_run "$1" sh $c/run-client.sh ;;
+	conformance-client26) conf_run "$1" sh $c/run-client26.sh ;;
 	client-auth-authorization-server-migration)
 		conf_run "$1" sh $c/run-client-auth.sh --force \
 			auth/authorization-server-migration
