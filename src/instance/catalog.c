@@ -344,6 +344,10 @@ void instance_seed_lists(struct instance *inst, json_t *lists)
 		json_string_value(json_object_get(lists, "instructions"));
 	if (instr && inst->instructions == NULL)
 		inst->instructions = instance_instructions_copy(instr);
+	/* Known to speak a 2025 revision: no probe at its start. */
+	const char *era = json_string_value(json_object_get(lists, "era"));
+	if (era && strcmp(era, INSTANCE_ERA_2025) == 0)
+		inst->era_legacy = true;
 	inst->lists_cached = true;
 	inst->lists_known = true;
 }
@@ -363,5 +367,8 @@ json_t *instance_lists_json(const struct instance *inst)
 	if (inst->instructions)
 		json_object_set_new(o, "instructions",
 				    json_string(inst->instructions));
+	/* Only a remote server is probed for its era: only its is kept. */
+	if (inst->era_legacy && inst->server.kind == SERVER_HTTP_REMOTE)
+		json_object_set_new(o, "era", json_string(INSTANCE_ERA_2025));
 	return o;
 }
