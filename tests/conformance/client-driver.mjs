@@ -333,14 +333,18 @@ async function callSigningIn(client, h, name) {
     if (!/mcpvisor login scenario/.test(text) || logins >= MAX_LOGINS)
       throw new Error(`${name}: ${text.slice(0, 300)}`);
     await login(h);
-    // The runtime takes up the new tokens by itself (a watch on the token
-    // store): wait for it to serve the server again before the new call.
-    const until = Date.now() + START_MS;
-    while ((await stateOf(h)) !== "running") {
-      if (Date.now() > until)
-        throw new Error("the runtime did not take up the new sign-in");
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitRunning(h);
+  }
+}
+
+// The runtime takes up new tokens by itself (a watch on the token store):
+// waits for it to serve the server again.
+async function waitRunning(h) {
+  const until = Date.now() + START_MS;
+  while ((await stateOf(h)) !== "running") {
+    if (Date.now() > until)
+      throw new Error("the runtime did not take up the new sign-in");
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
 
@@ -349,8 +353,20 @@ async function driveAuth(url, h) {
     { capabilities: {} });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   try {
-    const { tools } = await client.listTools();
+    let { tools } = await client.listTools();
     log(`tools: ${tools.map((t) => t.name).join(", ") || "(none)"}`);
+    // A server whose first requests after the sign-in already ask for
+    // another (a 2026-07-28 server, whose discover is an authorized
+    // request: auth/authorization-server-migration moves to a new
+    // authorization server after it) leaves the server needing a sign-in
+    // before any tool is listed: the user signs in again, as status says.
+    if (tools.length === 0 && logins < MAX_LOGINS &&
+        (await stateOf(h)) === "needs_auth") {
+      await login(h);
+      await waitRunning(h);
+      ({ tools } = await client.listTools());
+      log(`tools: ${tools.map((t) => t.name).join(", ") || "(none)"}`);
+    }
     if (tools.length === 0) throw new Error("no tools after the sign-in");
     for (const t of tools) await callSigningIn(client, h, t.name);
   } finally {
