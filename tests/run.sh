@@ -173,15 +173,18 @@ CONF_AUTH26="scope-step-up resource-mismatch iss-unexpected iss-normalized
 	metadata-issuer-mismatch"
 
 # The official suite both ways (mcpvisor in front of the C fixture over
-# stdio, and over HTTP on a port it owns), the fixture alone over HTTP, the
-# suite's client scenarios with mcpvisor as the client (of 2025-11-25, and
-# of 2026-07-28 against servers of that revision alone; the authorization
-# ones too), and the fixtures' own checks over stdio and HTTP. Each part has
-# its own runtime, home and ports (all port 0): CONF_JOBS of them run at
-# once.
+# stdio, and over HTTP on a port it owns), the fixture alone over HTTP, what
+# the 2026-07-28 and 2025-11-25 revisions require (0.2.0-alpha.12, mcpvisor
+# in front of the fixture over stdio: the 2026 clients' stateless wire, and
+# the same URL at 2025-11-25), the suite's client scenarios with mcpvisor as
+# the client (of 2025-11-25, and of 2026-07-28 against servers of that
+# revision alone; the authorization ones too), and the fixtures' own checks
+# over stdio and HTTP. Each part has its own runtime, home and ports (all
+# port 0): CONF_JOBS of them run at once.
 run_conformance() {
 	c=tests/conformance
 	parts="conformance conformance-http conformance-fixture-http
+		conformance-2026-07-28 conformance-2025-11-25
 		conformance-client conformance-client26 fixture-stdio-check
 		fixture-http-check"
 	for s in $CONF_AUTH; do
@@ -207,6 +210,10 @@ conf_one() { # name
 	conformance) conf_run "$1" sh $c/run-against-runtime.sh ;;
 	conformance-http) conf_run "$1" sh $c/run-against-runtime.sh --http ;;
 	conformance-fixture-http) conf_run "$1" sh $c/run-fixture-http.sh ;;
+	conformance-2026-07-28 | conformance-2025-11-25)
+		conf_run "$1" sh $c/run-against-runtime.sh \
+			--requirements "${1#conformance-}"
+		;;
 	conformance-client) conf_run "$1" sh $c/run-client.sh ;;
 	conformance-client26) conf_run "$1" sh $c/run-client26.sh ;;
 	client-auth-authorization-server-migration)

@@ -165,23 +165,58 @@ static void hub_inst_notification_cb(void *ctx, struct instance *inst,
 	hub_fanout_done(&f);
 }
 
+bool hub_instance_asks(struct hub *hub, struct instance *inst)
+{
+	return keymap_count(&hub->askers) > 0 &&
+	       keymap_get(&hub->askers, instance_key(inst)) != NULL;
+}
+
+/* inst's server asked a client mid-call and its transport could not say
+ * which call asked: from now on its calls take turns (calls.c), so the
+ * next request can only be the one call's in flight. */
+static void hub_note_asker(struct hub *hub, struct instance *inst)
+{
+	if (keymap_get(&hub->askers, instance_key(inst)))
+		return;
+	char *key = xstrdup(instance_key(inst));
+	keymap_put(&hub->askers, key, key);
+	log_info("server \"%s\" asks its clients in the middle of calls and "
+		 "cannot say which call asks: its calls take turns from now "
+		 "on",
+		 instance_name(inst));
+}
+
 /* Over stdio, the likeliest cause of a server's request across sessions
  * (see session_cause_rank). */
+/* A session's likeliest call on an instance, ranked (session_cause_rank). */
+struct hub_rank {
+	bool waits;
+	unsigned asked;
+	uint64_t order;
+};
+
+/* Whether a ranks before b: not waiting for its client, else asked
+ * least, else the oldest. */
+static bool hub_rank_before(const struct hub_rank *a, const struct hub_rank *b)
+{
+	if (a->waits != b->waits)
+		return !a->waits;
+	if (a->asked != b->asked)
+		return a->asked < b->asked;
+	return a->order < b->order;
+}
+
 static struct session *hub_guess_cause(struct hub *hub, struct instance *inst)
 {
 	struct session *target = NULL;
-	unsigned best_asked = 0;
-	uint64_t best_order = 0;
+	struct hub_rank best = {0}, r;
 	for (struct hub_entry *e = hub->sessions; e; e = e->next) {
-		unsigned asked;
-		uint64_t order;
-		if (!session_cause_rank(e->s, inst, &asked, &order))
+		if (!session_cause_rank(e->s, inst, &r.waits, &r.asked,
+					&r.order))
 			continue;
-		if (target == NULL || asked < best_asked ||
-		    (asked == best_asked && order < best_order)) {
+		if (target == NULL || hub_rank_before(&r, &best)) {
 			target = e->s;
-			best_asked = asked;
-			best_order = order;
+			best = r;
 		}
 	}
 	return target;
@@ -208,6 +243,8 @@ static void hub_inst_request_cb(void *ctx, struct instance *inst, json_t *msg,
 		: strcmp(method, "roots/list") == 0	      ? "roots"
 							      : NULL;
 	struct call *call = cause ? hub_cause_call(hub, inst, cause) : NULL;
+	if (cause == NULL && cap)
+		hub_note_asker(hub, inst);
 	struct session *target = call	 ? call->session
 				 : cause ? NULL
 					 : hub_guess_cause(hub, inst);
@@ -370,6 +407,9 @@ void hub_free(struct hub *hub)
 		return;
 	/* Nothing finds a session that is going. */
 	keymap_free(&hub->by_id);
+	for (size_t i = 0; i < hub->askers.cap; i++)
+		free(hub->askers.slots[i].val);
+	keymap_free(&hub->askers);
 	while (hub->sessions) {
 		struct hub_entry *e = hub->sessions;
 		hub->sessions = e->next;

@@ -126,11 +126,12 @@ bool session_owns(const struct session *s, struct instance *inst);
  * server, which is everyone's and has no roots. */
 bool session_roots_for(const struct session *s, struct instance *inst);
 /* Over stdio a server's request carries no link to the call that caused
- * it: the likeliest cause is the call on inst asked least so far, then the
- * oldest (each call that asks its client once, in order, is matched
- * exactly). Gives that call's rank (asked, order); false when the session
- * has no call on inst. */
-bool session_cause_rank(struct session *s, struct instance *inst,
+ * it: the likeliest cause is a call on inst that does not wait for its
+ * client (exchange_waits_client), then the one asked least so far, then
+ * the oldest (each call that asks its client once, in order, is matched
+ * exactly). Gives that call's rank (waits, asked, order); false when the
+ * session has no call on inst. */
+bool session_cause_rank(struct session *s, struct instance *inst, bool *waits,
 			unsigned *asked, uint64_t *order);
 /* A notification from inst's server for the client: on the stream of the
  * session's newest call on inst, else on the standing stream. */
@@ -148,6 +149,10 @@ void session_call_related(struct call *c, json_t *msg);
 bool session_forward_server_request(struct session *s, struct instance *inst,
 				    json_t *msg, struct call *cause,
 				    bool guess);
+/* The inputSchema of the tool the session knows as name (borrowed, good
+ * until its server's lists change), or NULL when no running server has
+ * it. */
+json_t *session_tool_schema(struct session *s, const char *name);
 /* The id the server gave its request that the client knows as client_id
  * (borrowed), or NULL when no such request waits. */
 json_t *session_server_request_id(struct session *s, const char *client_id);
