@@ -243,7 +243,10 @@ static void upm_flush(struct upm *p)
 	msgq_init(&p->held);
 	struct msgq_item *h;
 	while ((h = msgq_pop(&now)) != NULL) {
-		if (upm_send(p, h->msg, h->len, h->id) < 0 && h->id > 0)
+		int rc = upm_send(p, h->msg, h->len, h->id);
+		if (rc == 0) /* the 2025 way: as it came */
+			rc = mcpc_send(p->m, h->msg, h->len, h->id);
+		if (rc < 0 && h->id > 0)
 			p->out.lost(p->ctx, h->id, OUTBOX_UNWRITTEN);
 		free(h);
 	}

@@ -351,3 +351,34 @@ Test(up_modern, input_required_for_a_2025_call_is_asked_and_retried)
 	cr_assert_eq(h.nfault, 0);
 	tum_stop(&h);
 }
+
+/* A 2025 server that answers calls (with the session initialize gave). */
+static void tum_script_2025_calls(struct tmc *t, struct tm_conn *c, int n,
+				  const struct tm_req *r)
+{
+	if (strcmp(r->method, "POST") != 0)
+		tm_reply(c, 405, NULL, NULL, NULL);
+	else if (tm_body_has(r, "\"initialize\""))
+		tm_reply(c, 200, "Mcp-Session-Id: s-1\r\n", "application/json",
+			 TM_INIT_RESULT);
+	else if (tm_has_header(r, "mcp-session-id: s-1\n"))
+		tm_reply(c, 200, NULL, "application/json", TM_ANSWER(2));
+	else
+		tm_reply(c, 400, NULL, "text/plain", "no session");
+}
+
+Test(up_modern, what_is_sent_during_the_probe_goes_after_the_verdict)
+{
+	struct tum h;
+	tum_start(&h, tum_script_2025_calls);
+	tum_send(&h, TUM_INIT, 1);
+	tum_send(&h, TM_CALL(2), 2); /* before the probe is answered */
+	tm_run_until(&h.t, tum_msgs2, "both answers");
+	cr_assert_str_eq(h.got.data,
+			 "1: " TM_INIT_RESULT "\n2: " TM_ANSWER(2) "\n");
+	cr_assert(tm_body_has(tm_nth(&h.t, "POST", 0), "server/discover"));
+	cr_assert_str_eq(tm_nth(&h.t, "POST", 1)->body, TUM_INIT);
+	cr_assert_str_eq(tm_nth(&h.t, "POST", 2)->body, TM_CALL(2));
+	cr_assert_eq(h.nlost, 0);
+	tum_stop(&h);
+}
