@@ -1,6 +1,9 @@
 /*
  * The 2026-07-28 side of an HTTP upstream (up_modern.h): the probe at the
- * initialize, the requests with the revision's _meta, the listen stream.
+ * initialize, the requests with the revision's _meta and headers (the
+ * Mcp-Param-* of a tool's x-mcp-header arguments, from the schemas its
+ * tools/list answers gave; tools whose annotations the revision forbids
+ * are taken out of those answers), the listen stream.
  */
 #include "transport/up_modern_int.h"
 

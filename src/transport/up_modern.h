@@ -10,7 +10,9 @@
  * with the revision's _meta (protocol version, clientCapabilities: the
  * request's own when a modern client sent them, else those the instance
  * initialized with, which are its client's; clientInfo: the instance's),
- * without a session; notifications to the server are dropped
+ * and the standard headers (Mcp-Param-* for a tool's x-mcp-header
+ * arguments; a tool whose annotations the revision forbids is not
+ * listed), without a session; notifications to the server are dropped
  * (cancellation is the stream's end, mcpc_forget); list changes come from
  * one subscriptions/listen stream, passed on as 2025 list_changed. A
  * 2025 client's call that the server answers with input_required is
