@@ -1,6 +1,6 @@
 /*
  * The HTTP side of MCP 2026-07-28 at /mcp: which POST is modern, its
- * envelope checked (modern/envelope.h) and answered with the status the
+ * envelope checked (jsonrpc/envelope.h) and answered with the status the
  * revision names, the principal it is served for, and the sink its answer
  * comes through: one JSON body, or an SSE stream once a notification comes
  * first (or the answer takes long enough that a heartbeat is due).

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "modern/envelope.h"
+#include "jsonrpc/envelope.h"
 #include "util/jsonscan.h"
 #include "util/log.h"
 #include "util/xmalloc.h"

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonrpc/envelope.h"
 #include "jsonrpc/msgq.h"
 #include "mcpc/mcpc.h"
-#include "modern/envelope.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/xmalloc.h"

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonrpc/envelope.h"
 #include "jsonrpc/jsonrpc.h"
-#include "modern/envelope.h"
 
 /* ---- a request's headers, looked up by lowercase name ---- */
 

@@ -5,16 +5,16 @@
  * header value sentinel (SEP-2243) and the per-request log level. The
  * x-mcp-header part is envelope_params.c. Pure: no I/O, no state.
  */
-#include "modern/envelope.h"
+#include "jsonrpc/envelope.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "auth/form.h"
+#include "jsonrpc/envelope_int.h"
 #include "jsonrpc/framer.h"
 #include "jsonrpc/jsonrpc.h"
-#include "modern/envelope_int.h"
 #include "util/buf.h"
 #include "util/escape.h"
 #include "util/xmalloc.h"
