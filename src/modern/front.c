@@ -363,6 +363,7 @@ static void mreq_free(struct modern_req *r)
 	json_decref(r->pending);
 	json_decref(r->held);
 	json_decref(r->param_headers);
+	json_decref(r->subs);
 	free(r->method);
 	free(r->principal);
 	free(r);
@@ -435,11 +436,6 @@ static json_t *front_discover(struct modern_req *r)
 		json_decref(caps);
 		caps = json_object();
 	}
-	/* Resource subscriptions come through listen, which does not honour
-	 * them yet. */
-	json_t *res = json_object_get(caps, "resources");
-	if (json_is_object(res))
-		json_object_del(res, "subscribe");
 	json_t *result = json_pack("{s:[s],s:o}", "supportedVersions",
 				   MODERN_VERSION, "capabilities", caps);
 	json_t *instr = json_object_get(init, "instructions");

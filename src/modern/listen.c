@@ -31,6 +31,66 @@ static json_t *listen_meta(struct modern_req *r)
 	return json_pack("{s:O}", META_SUBSCRIPTION_ID, r->client_id);
 }
 
+/* Whether l follows the resource uri. */
+static bool listen_follows(struct modern_req *l, const char *uri)
+{
+	size_t i;
+	json_t *u;
+	json_array_foreach(l->subs, i, u)
+	{
+		if (strcmp(json_string_value(u), uri) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* A resource changed: the streams that follow it are told. */
+static void listen_updated(struct modern_space *sp, json_t *msg)
+{
+	const char *uri =
+		json_string_value(json_object_get(jr_params(msg), "uri"));
+	if (uri == NULL)
+		return;
+	for (struct modern_req *l = sp->listeners; l; l = l->next_listener) {
+		if (!listen_follows(l, uri))
+			continue;
+		json_t *params = json_pack("{s:s,s:o}", "uri", uri, "_meta",
+					   listen_meta(l));
+		mreq_send(l,
+			  jr_notification("notifications/resources/updated",
+					  params),
+			  false);
+	}
+}
+
+static void listen_noop_deliver(void *ctx, json_t *msg, const char *event_id,
+				const char *data, size_t len)
+{
+}
+
+static void listen_noop_finish(void *ctx)
+{
+}
+
+/* Where the answers to our own subscribe and unsubscribe go: nowhere (a
+ * server that cannot subscribe simply sends no update). */
+static const struct exchange_ops listen_noop_ops = {
+	.deliver = listen_noop_deliver,
+	.finish = listen_noop_finish,
+};
+
+/* resources/subscribe or unsubscribe of uri on the hidden session. */
+static void listen_subscribe(struct modern *m, struct session *s,
+			     const char *method, const char *uri)
+{
+	struct exchange *ex = exchange_new(&listen_noop_ops, NULL, 1);
+	json_t *req = jr_request(json_integer(++m->next_inner), method,
+				 json_pack("{s:s}", "uri", uri));
+	session_handle(s, req, ex);
+	json_decref(req);
+	exchange_unref(ex);
+}
+
 /* A message of the fan (the session's standing stream). */
 static void listen_fan_deliver(void *ctx, json_t *msg, const char *event_id,
 			       const char *data, size_t len)
@@ -57,6 +117,11 @@ static void listen_fan_deliver(void *ctx, json_t *msg, const char *event_id,
 			session_handle(s, e, NULL);
 			json_decref(e);
 		}
+		json_decref(parsed);
+		return;
+	}
+	if (method && strcmp(method, "notifications/resources/updated") == 0) {
+		listen_updated(sp, msg);
 		json_decref(parsed);
 		return;
 	}
@@ -105,6 +170,25 @@ struct modern_req *listen_start(struct modern_space *sp, struct session *s,
 		r->kinds |= listen_kinds[i].kind;
 		json_object_set_new(honoured, listen_kinds[i].key, json_true());
 	}
+	/* Resources: each uri followed is subscribed on the hidden session
+	 * (its server's subscription is shared by the instance; a server
+	 * that cannot subscribe refuses, and sends no update). */
+	json_t *uris = json_object_get(want, "resourceSubscriptions");
+	r->subs = json_array();
+	size_t i;
+	json_t *u;
+	json_array_foreach(uris, i, u)
+	{
+		const char *uri = json_string_value(u);
+		if (uri == NULL || strlen(uri) > MODERN_MAX_URI ||
+		    json_array_size(r->subs) >= MODERN_MAX_SUBS ||
+		    listen_follows(r, uri))
+			continue;
+		json_array_append(r->subs, u);
+		listen_subscribe(sp->m, s, "resources/subscribe", uri);
+	}
+	if (json_array_size(r->subs) > 0)
+		json_object_set(honoured, "resourceSubscriptions", r->subs);
 	r->state = MREQ_LISTEN;
 	r->listening = true;
 	r->next_listener = sp->listeners;
@@ -138,12 +222,29 @@ void listen_drop(struct modern_req *r)
 		*pp = r->next_listener;
 	sp->nlisteners--;
 	sp->m->nlisteners--;
+	/* What no other stream of the session follows is let go. */
+	struct session *s =
+		sp->sid[0] ? hub_session_find(sp->m->hub, sp->sid) : NULL;
+	size_t i;
+	json_t *u;
+	json_array_foreach(r->subs, i, u)
+	{
+		bool kept = false;
+		for (struct modern_req *l = sp->listeners; l && !kept;
+		     l = l->next_listener)
+			kept = listen_follows(l, json_string_value(u));
+		if (!kept && s)
+			listen_subscribe(sp->m, s, "resources/unsubscribe",
+					 json_string_value(u));
+	}
 }
 
 void listen_space_gone(struct modern_space *sp)
 {
 	/* The session ended: each stream gets the closing result and ends
-	 * (the client listens again, on a new session). */
+	 * (the client listens again, on a new session). Nothing is sent to
+	 * the session that is going. */
+	sp->sid[0] = '\0';
 	while (sp->listeners) {
 		struct modern_req *l = sp->listeners;
 		listen_drop(l);

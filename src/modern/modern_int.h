@@ -26,6 +26,9 @@
 #define MODERN_MAX_SPACES 256
 /* Listen streams of one hidden session. */
 #define MODERN_MAX_LISTENERS 64
+/* Resources one listen stream may follow, and the longest uri. */
+#define MODERN_MAX_SUBS 64
+#define MODERN_MAX_URI 2048
 
 struct modern_req;
 
@@ -91,6 +94,7 @@ struct modern_req {
 	json_t *param_headers; /* Mcp-Param-* by lower-case name */
 	/* Listen: kinds asked, and the next listener of its space. */
 	unsigned kinds;
+	json_t *subs; /* the resource uris it listens to (array) */
 	bool listening;
 	struct modern_req *next_listener;
 	struct modern_req *next_wait;

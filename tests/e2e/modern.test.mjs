@@ -18,6 +18,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 
 import {
+	DEMO,
 	DEMO_TOOLS,
 	META_CAPS,
 	META_INFO,
@@ -384,8 +385,8 @@ test('modern: subscriptions/listen acknowledges first, tags each message with it
 					.filter(([, v]) => v === true || (Array.isArray(v) && v.length))
 					.map(([k]) => k);
 			};
-			// resourceSubscriptions is not honoured (yet): the ack says so.
-			assert.deepEqual(await acked(tools), ['toolsListChanged']);
+			// The resource it follows is named in the ack too.
+			assert.deepEqual(await acked(tools), ['toolsListChanged', 'resourceSubscriptions']);
 			assert.deepEqual(await acked(prompts), ['promptsListChanged']);
 
 			const isKind = (kind) => (m) => m.method === `notifications/${kind}/list_changed`;
@@ -709,5 +710,45 @@ test('modern bridge: sample without sampling declared is HTTP 400 -32021 with re
 			requestState: r2.requestState,
 		})));
 		await noneInFlight(rt, 'at the end');
+	});
+});
+
+// A resource followed through listen: subscribed on the server behind
+// (the C conformance fixture, which can subscribe), and its update comes
+// tagged to the stream that follows it, not to one that does not.
+test('modern: subscriptions/listen follows resources: resourceSubscriptions acknowledged, updates tagged, only to who follows', {
+	timeout: 90_000,
+}, async (t) => {
+	const fixture = path.resolve(path.dirname(DEMO), 'conformance-server');
+	await withServers(t, { conf: { command: fixture, scope: 'app', prefix: '' } }, async (rt) => {
+		const c = new ModernClient(rt.url);
+		const caps = (await c.result('server/discover')).capabilities;
+		assert.equal(caps.resources?.subscribe, true, 'the fixture can subscribe');
+		const watch = await c.listen({ resourceSubscriptions: ['test://watched-resource'] }, { id: 'watch' });
+		const other = await c.listen({ resourceSubscriptions: ['test://static-text'] }, { id: 'other' });
+		try {
+			const ack = await watch.next(() => true, 5000, 'the ack');
+			assert.equal(ack.method, 'notifications/subscriptions/acknowledged');
+			assert.deepEqual(ack.params.notifications.resourceSubscriptions, ['test://watched-resource']);
+			await other.next(() => true, 5000, 'the other ack');
+			const r = await c.result('tools/call', { name: 'test_update_watched', arguments: {} });
+			assert.match(r.content[0].text, /subscriber notified/, 'the server had the subscription');
+			const up = await watch.next((m) => m.method === 'notifications/resources/updated', 20_000, 'the update');
+			assert.equal(up.params.uri, 'test://watched-resource');
+			assert.equal(up.params._meta?.[META_SUB], 'watch');
+			// The other stream follows another resource: it heard nothing
+			// of this one (its update would have come before the answer
+			// of a call made after it).
+			await c.result('tools/list');
+			assert.equal(other.msgs.filter((m) => m.method === 'notifications/resources/updated').length, 0);
+		} finally {
+			watch.close();
+			other.close();
+		}
+		// Nobody follows it any more: the server's subscription is let go.
+		await waitFor(async () => {
+			const r = await c.result('tools/call', { name: 'test_update_watched', arguments: {} });
+			return !/subscriber notified/.test(r.content[0].text);
+		}, 20_000, 'the subscription let go once its stream closed');
 	});
 });
