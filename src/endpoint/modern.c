@@ -15,6 +15,7 @@
 #include "jsonrpc/jsonrpc.h"
 #include "modern/modern.h"
 #include "session/hub.h"
+#include "util/clock.h"
 #include "util/sha256.h"
 #include "util/xmalloc.h"
 
@@ -97,6 +98,22 @@ static void ep_modern_fail(struct conn *c, int status, json_t *id,
 	ep_conn_request_done(c);
 }
 
+/* The request's Mcp-Param-* headers (names come lower-cased); NULL:
+ * none. */
+static json_t *ep_modern_param_headers(const struct http_request *req)
+{
+	json_t *ph = NULL;
+	for (size_t i = 0; i < req->nheaders; i++) {
+		if (strncmp(req->headers[i].name, "mcp-param-", 10) != 0)
+			continue;
+		if (ph == NULL)
+			ph = json_object();
+		json_object_set_new(ph, req->headers[i].name,
+				    json_string(req->headers[i].value));
+	}
+	return ph;
+}
+
 /* The methods whose answers may stream (a call under way). */
 static bool ep_modern_streams(const char *method)
 {
@@ -164,9 +181,12 @@ bool ep_modern_post(struct conn *c, const struct http_request *req,
 	/* A call's answer may become a stream: a heartbeat may then send
 	 * its head before its first event. */
 	c->sse = ep_modern_streams(env.method);
+	c->sse_ms = clock_now_ms(); /* the heartbeat counts from here */
+	json_t *ph = ep_modern_param_headers(req);
 	struct modern_req *r =
-		modern_request(c->ep->modern, body, &env, principal, space,
+		modern_request(c->ep->modern, body, &env, principal, space, ph,
 			       &ep_modern_sink, c);
+	json_decref(ph);
 	if (r)
 		c->mreq = r;
 	free(space);

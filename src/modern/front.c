@@ -362,6 +362,7 @@ static void mreq_free(struct modern_req *r)
 	json_decref(r->inner_id);
 	json_decref(r->pending);
 	json_decref(r->held);
+	json_decref(r->param_headers);
 	free(r->method);
 	free(r->principal);
 	free(r);
@@ -460,11 +461,43 @@ static json_t *front_inner(struct modern_req *r)
 			  json_is_object(params) ? json_incref(params) : NULL);
 }
 
+static const char *front_param_header(void *arg, const char *lname)
+{
+	return json_string_value(json_object_get(arg, lname));
+}
+
+/* The Mcp-Param-* headers of a tools/call against its tool's schema, as
+ * the session knows the tool now (a tool not known yet is checked by its
+ * server). False when refused (answered). */
+static bool front_params_ok(struct modern_req *r, struct session *s)
+{
+	json_t *params = jr_params(r->msg);
+	const char *name = json_string_value(json_object_get(params, "name"));
+	json_t *schema = name ? session_tool_schema(s, name) : NULL;
+	if (schema == NULL)
+		return true;
+	struct envelope_err e = {0};
+	json_t *none = r->param_headers ? NULL : json_object();
+	int rc = envelope_check_params(
+		schema, json_object_get(params, "arguments"),
+		front_param_header, r->param_headers ? r->param_headers : none,
+		&e);
+	json_decref(none);
+	if (rc == 0)
+		return true;
+	mreq_fail(r, e.code, e.message, e.data);
+	e.data = NULL;
+	envelope_err_clear(&e);
+	return false;
+}
+
 static void front_dispatch(struct modern_req *r, struct session *s)
 {
 	r->depth++;
 	snprintf(r->sid, sizeof r->sid, "%s", session_id(s));
-	if (strcmp(r->method, "server/discover") == 0) {
+	if (strcmp(r->method, "tools/call") == 0 && !front_params_ok(r, s)) {
+		/* answered */
+	} else if (strcmp(r->method, "server/discover") == 0) {
 		mreq_send(r, front_discover(r), true);
 	} else if (strcmp(r->method, "subscriptions/listen") == 0) {
 		listen_start(r->sp, s, r);
@@ -485,6 +518,7 @@ static void front_dispatch(struct modern_req *r, struct session *s)
 struct modern_req *modern_request(struct modern *m, json_t *msg,
 				  const struct envelope *env,
 				  const char *principal, const char *space,
+				  json_t *param_headers,
 				  const struct modern_sink_ops *ops, void *ctx)
 {
 	/* A retry of a call the bridge keeps waiting; a state of another
@@ -509,6 +543,7 @@ struct modern_req *modern_request(struct modern *m, json_t *msg,
 	r->inner_id = json_integer(++m->next_inner);
 	r->principal = xstrdup(principal);
 	r->pending = json_object();
+	r->param_headers = param_headers ? json_incref(param_headers) : NULL;
 	r->ops = ops;
 	r->ctx = ctx;
 	r->sp = space_get(m, principal, space);

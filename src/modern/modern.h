@@ -39,12 +39,16 @@ void modern_free(struct modern *m);
 
 /* Serves one checked modern request (msg and env borrowed). principal
  * names the client (an API key's digest, or the runtime's own user);
- * space may be NULL. The answer goes to the sink, maybe before this
- * returns: then NULL is returned and the sink is done. Otherwise the
- * handle, which the HTTP side gives to modern_release when it goes. */
+ * space may be NULL. param_headers: the request's Mcp-Param-* headers by
+ * lower-case name (borrowed; NULL: none), checked against the tool's
+ * inputSchema once its session knows the tool. The answer goes to the sink,
+ * maybe before this returns: then NULL is returned and the sink is done.
+ * Otherwise the handle, which the HTTP side gives to modern_release when it
+ * goes. */
 struct modern_req *modern_request(struct modern *m, json_t *msg,
 				  const struct envelope *env,
 				  const char *principal, const char *space,
+				  json_t *param_headers,
 				  const struct modern_sink_ops *ops, void *ctx);
 /* The HTTP side went away before the answer ended: a call kept for a
  * client's retry (input_required) stays; anything else is cancelled

@@ -87,7 +87,8 @@ struct modern_req {
 	char handle[REQSTATE_HANDLE_LEN];
 	char *principal;
 	unsigned char digest[32];
-	json_t *held; /* the answer that came while parked */
+	json_t *held;	       /* the answer that came while parked */
+	json_t *param_headers; /* Mcp-Param-* by lower-case name */
 	/* Listen: kinds asked, and the next listener of its space. */
 	unsigned kinds;
 	bool listening;

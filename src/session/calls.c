@@ -13,6 +13,7 @@
 #include "pool/pool.h"
 #include "router/router.h"
 #include "session/hub.h"
+#include "session/hub_int.h"
 #include "session/session_int.h"
 #include "session/tokens.h"
 #include "util/buf.h"
@@ -35,11 +36,80 @@ static void session_call_unref(struct call *c)
 	free(c);
 }
 
+static void session_call_ready_cb(void *arg, struct instance *inst, int err);
+
+/* ---- turns on a server that asks mid-call ----
+ *
+ * Over stdio a server's request (sampling, elicitation, roots) names no
+ * call, so it is matched to the likeliest one; with two calls in flight a
+ * second question could reach the wrong client. Once a server has asked
+ * (hub_instance_asks), its calls take turns: one is sent, the others wait
+ * in order until it ends. A call kept waiting for a 2026-07-28 client's
+ * retry (input_required) keeps its turn, so the answers can only reach
+ * the call that asked. */
+
+/* Another call of any session is on inst's server now. */
+static bool session_turn_taken(struct hub *hub, struct instance *inst,
+			       const struct call *self)
+{
+	for (struct hub_entry *e = hub->sessions; e; e = e->next)
+		for (struct call *c = e->s->calls.next; c != &e->s->calls;
+		     c = c->next)
+			if (c != self && c->inst == inst && !c->done &&
+			    c->server_id > 0)
+				return true;
+	return false;
+}
+
+/* c waits for its turn when its server asks and another call is on it. */
+static bool session_call_wait_turn(struct call *c, struct instance *inst)
+{
+	struct hub *hub = c->session->hub;
+	if (!hub_instance_asks(hub, inst) || !session_turn_taken(hub, inst, c))
+		return false;
+	struct call **pp = &hub->turns;
+	while (*pp)
+		pp = &(*pp)->next_turn;
+	*pp = c;
+	c->next_turn = NULL;
+	c->waiting_turn = true;
+	return true;
+}
+
+static void session_call_unturn(struct hub *hub, struct call *c)
+{
+	struct call **pp = &hub->turns;
+	while (*pp && *pp != c)
+		pp = &(*pp)->next_turn;
+	if (*pp)
+		*pp = c->next_turn;
+	c->next_turn = NULL;
+	c->waiting_turn = false;
+}
+
+/* A call on inst ended: the first waiting for inst goes now. */
+static void session_turn_next(struct hub *hub, struct instance *inst)
+{
+	for (struct call *c = hub->turns; c; c = c->next_turn) {
+		if (c->inst != inst)
+			continue;
+		session_call_unturn(hub, c);
+		instance_ensure(inst, session_call_ready_cb, c);
+		return;
+	}
+}
+
 static void session_call_finish(struct call *c, bool error)
 {
 	if (c->done)
 		return;
 	c->done = true;
+	/* A call that waited for its turn: the ready callback's reference,
+	 * which will not be called now. */
+	if (c->waiting_turn) {
+		session_call_unturn(c->session->hub, c);
+		session_call_unref(c);
+	}
 	/* A call that waited for a sign-in: the wait's reference. */
 	if (c->signin) {
 		session_call_signin_drop(c);
@@ -53,9 +123,13 @@ static void session_call_finish(struct call *c, bool error)
 	hub_call_gone(hub, c);
 	bool leased = c->leased;
 	c->leased = false;
+	struct instance *inst = c->inst;
+	bool sent = c->order != 0; /* it reached its server */
 	if (leased)
 		pool_release(hub_pool(hub), c->inst, c->session->id);
 	session_call_unref(c);
+	if (sent && hub->turns)
+		session_turn_next(hub, inst);
 	/* Last: a drain waiting for quiet may end the runtime from here. */
 	if (leased)
 		hub_request_done(hub);
@@ -205,6 +279,8 @@ static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 		session_call_unref(c);
 		return;
 	}
+	if (session_call_wait_turn(c, inst))
+		return;
 	int64_t id;
 	if (c->params_text) {
 		/* A call that came as text goes on as text. */
@@ -336,6 +412,35 @@ static bool session_route_text_taken(struct session *s, size_t found,
 			return true;
 	}
 	return false;
+}
+
+json_t *session_tool_schema(struct session *s, const char *name)
+{
+	for (size_t i = 0; i < s->nsrv; i++) {
+		const struct server_config *srv = s->srv[i];
+		if (!session_server_usable(srv))
+			continue;
+		struct instance *inst =
+			pool_instance_find(hub_pool(s->hub), s->keys[i]);
+		json_t *tools =
+			inst ? instance_list(inst, INSTANCE_TOOLS) : NULL;
+		struct router_view v = {srv->prefix, tools, true, &srv->tools};
+		const char *orig = NULL;
+		if (tools == NULL || router_resolve(&v, 1, INSTANCE_TOOLS, name,
+						    true, &orig) < 0)
+			continue;
+		size_t j;
+		json_t *t;
+		json_array_foreach(tools, j, t)
+		{
+			const char *n =
+				json_string_value(json_object_get(t, "name"));
+			if (n && strcmp(n, orig) == 0)
+				return json_object_get(t, "inputSchema");
+		}
+		return NULL;
+	}
+	return NULL;
 }
 
 bool session_route_text(struct session *s, const char *name, size_t name_len,
@@ -476,7 +581,7 @@ void session_call_abort(struct call *c, const char *why)
 {
 	if (c->done)
 		return;
-	bool sent = c->server_id > 0;
+	bool sent = c->order != 0; /* it reached its server */
 	if (sent) {
 		/* The request's handle is stable across re-sends; only when
 		 * the instance settled it here will the reply callback not

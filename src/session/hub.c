@@ -165,6 +165,27 @@ static void hub_inst_notification_cb(void *ctx, struct instance *inst,
 	hub_fanout_done(&f);
 }
 
+bool hub_instance_asks(struct hub *hub, struct instance *inst)
+{
+	return keymap_count(&hub->askers) > 0 &&
+	       keymap_get(&hub->askers, instance_key(inst)) != NULL;
+}
+
+/* inst's server asked a client mid-call and its transport could not say
+ * which call asked: from now on its calls take turns (calls.c), so the
+ * next request can only be the one call's in flight. */
+static void hub_note_asker(struct hub *hub, struct instance *inst)
+{
+	if (keymap_get(&hub->askers, instance_key(inst)))
+		return;
+	char *key = xstrdup(instance_key(inst));
+	keymap_put(&hub->askers, key, key);
+	log_info("server \"%s\" asks its clients in the middle of calls and "
+		 "cannot say which call asks: its calls take turns from now "
+		 "on",
+		 instance_name(inst));
+}
+
 /* Over stdio, the likeliest cause of a server's request across sessions
  * (see session_cause_rank). */
 static struct session *hub_guess_cause(struct hub *hub, struct instance *inst)
@@ -208,6 +229,8 @@ static void hub_inst_request_cb(void *ctx, struct instance *inst, json_t *msg,
 		: strcmp(method, "roots/list") == 0	      ? "roots"
 							      : NULL;
 	struct call *call = cause ? hub_cause_call(hub, inst, cause) : NULL;
+	if (cause == NULL && cap)
+		hub_note_asker(hub, inst);
 	struct session *target = call	 ? call->session
 				 : cause ? NULL
 					 : hub_guess_cause(hub, inst);
@@ -370,6 +393,9 @@ void hub_free(struct hub *hub)
 		return;
 	/* Nothing finds a session that is going. */
 	keymap_free(&hub->by_id);
+	for (size_t i = 0; i < hub->askers.cap; i++)
+		free(hub->askers.slots[i].val);
+	keymap_free(&hub->askers);
 	while (hub->sessions) {
 		struct hub_entry *e = hub->sessions;
 		hub->sessions = e->next;

@@ -54,11 +54,21 @@ struct hub {
 	struct hub_metrics_req *metrics_reqs;
 	/* Sign-ins through clients' URL-mode elicitation (signin.c). */
 	struct signin_flow *signins;
+	/* Over stdio a server's request names no call: the instances (by
+	 * key; key and value owned, the same string) whose servers have
+	 * asked a client in the middle of a call, and the calls waiting for
+	 * their turn on one of them (calls.c), in order. */
+	struct keymap askers;
+	struct call *turns;
 };
 
 /* What the hub's instances report (the pool passes them on); shared for
  * the unit tests, which hand it messages with a cause. */
 extern const struct instance_cbs hub_instance_cbs;
+
+/* hub.c: whether inst's server asks its clients mid-call over a transport
+ * that cannot say which call asked (stdio). */
+bool hub_instance_asks(struct hub *hub, struct instance *inst);
 
 /* signin.c: the flows under way end (hub_free, after the sessions). */
 void hub_signins_free(struct hub *hub);

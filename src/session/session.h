@@ -148,6 +148,10 @@ void session_call_related(struct call *c, json_t *msg);
 bool session_forward_server_request(struct session *s, struct instance *inst,
 				    json_t *msg, struct call *cause,
 				    bool guess);
+/* The inputSchema of the tool the session knows as name (borrowed, good
+ * until its server's lists change), or NULL when no running server has
+ * it. */
+json_t *session_tool_schema(struct session *s, const char *name);
 /* The id the server gave its request that the client knows as client_id
  * (borrowed), or NULL when no such request waits. */
 json_t *session_server_request_id(struct session *s, const char *client_id);

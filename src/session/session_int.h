@@ -52,6 +52,10 @@ struct call {
 	bool signin_tried;
 	bool done;
 	bool leased; /* holds c->inst for the session */
+	/* Waiting for its turn on a server that asks mid-call (calls.c),
+	 * on hub->turns; the pending callback's reference stays with it. */
+	bool waiting_turn;
+	struct call *next_turn;
 	int refs;
 };
 

@@ -718,3 +718,179 @@ export const DEMO_TOOLS = [
 	'notify_changed',
 	'log',
 ];
+
+// ---- a raw MCP 2026-07-28 client over fetch (stateless: no initialize,
+// no session; _meta and the SEP-2243 headers on every request) ----
+
+export const MODERN = '2026-07-28';
+export const META_VERSION = 'io.modelcontextprotocol/protocolVersion';
+export const META_CAPS = 'io.modelcontextprotocol/clientCapabilities';
+export const META_INFO = 'io.modelcontextprotocol/clientInfo';
+export const META_LOG = 'io.modelcontextprotocol/logLevel';
+export const META_SERVER = 'io.modelcontextprotocol/serverInfo';
+export const META_SUB = 'io.modelcontextprotocol/subscriptionId';
+
+// A header value as SEP-2243 sends it: the text itself when it is visible
+// ASCII without surrounding spaces (and not sentinel-shaped), else the
+// base64 sentinel.
+export function mcpHeaderValue(s) {
+	const plain = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(s);
+	if (plain && !/^=\?base64\?.*\?=$/i.test(s))
+		return s;
+	return `=?base64?${Buffer.from(s, 'utf8').toString('base64')}?=`;
+}
+
+// What Mcp-Name carries for a message, or null when the method has none.
+function mcpName(msg) {
+	const p = msg.params ?? {};
+	if (msg.method === 'tools/call' || msg.method === 'prompts/get')
+		return typeof p.name === 'string' ? p.name : null;
+	if (msg.method === 'resources/read')
+		return typeof p.uri === 'string' ? p.uri : null;
+	return null;
+}
+
+// One 2026-07-28 client. caps: the clientCapabilities it declares on every
+// request; key: an API key sent as Authorization: Bearer (the principal);
+// space: the ?space= folder. Every answer is checked to carry no
+// Mcp-Session-Id (the revision has none, and mcpvisor mints none for it).
+export class ModernClient {
+	constructor(url, { caps = {}, key = null, space = null, name = 'mcpvisor-e2e-modern' } = {}) {
+		this.url = space ? `${url}?space=${encodeURIComponent(space)}` : url;
+		this.caps = caps;
+		this.key = key;
+		this.name = name;
+		this.nextId = 1;
+	}
+
+	// The request _meta: the three envelope keys, then extra over them.
+	meta(extra = {}) {
+		return {
+			[META_VERSION]: MODERN,
+			[META_CAPS]: this.caps,
+			[META_INFO]: { name: this.name, version: '0.0.0' },
+			...extra,
+		};
+	}
+
+	// A request message; id defaults to the next number. meta is merged
+	// over this.meta(); meta: null sends params without _meta.
+	message(method, params = {}, { id, meta = {} } = {}) {
+		const p = { ...params };
+		if (meta !== null)
+			p._meta = { ...this.meta(), ...meta, ...(params._meta ?? {}) };
+		return { jsonrpc: '2.0', id: id ?? this.nextId++, method, params: p };
+	}
+
+	// The HTTP headers of a POST of msg: MCP-Protocol-Version (the
+	// _meta claim, or MODERN), Mcp-Method, Mcp-Name where the method has
+	// one, the key; extra over them (a null value leaves a header out).
+	headersFor(msg, extra = {}) {
+		const h = {
+			'content-type': 'application/json',
+			accept: 'application/json, text/event-stream',
+			'mcp-protocol-version': MODERN,
+		};
+		if (msg && !Array.isArray(msg) && msg.method) {
+			h['mcp-method'] = msg.method;
+			const claim = msg.params?._meta?.[META_VERSION];
+			if (typeof claim === 'string')
+				h['mcp-protocol-version'] = claim;
+			const n = mcpName(msg);
+			if (n !== null)
+				h['mcp-name'] = mcpHeaderValue(n);
+		}
+		if (this.key)
+			h.authorization = `Bearer ${this.key}`;
+		for (const [k, v] of Object.entries(extra)) {
+			if (v === null)
+				delete h[k.toLowerCase()];
+			else
+				h[k.toLowerCase()] = v;
+		}
+		return h;
+	}
+
+	noSession(res, what) {
+		assert.equal(res.headers.get('mcp-session-id'), null,
+			`${what}: a modern answer carries no Mcp-Session-Id`);
+	}
+
+	// POSTs msg (an object, or a string sent as it is) with headersFor;
+	// the Response, unread.
+	async post(msg, { headers = {}, signal } = {}) {
+		const res = await fetch(this.url, {
+			method: 'POST',
+			headers: this.headersFor(typeof msg === 'string' ? null : msg, headers),
+			body: typeof msg === 'string' ? msg : JSON.stringify(msg),
+			signal,
+		});
+		this.noSession(res, `POST ${msg.method ?? 'batch'}`);
+		return res;
+	}
+
+	// Sends msg and reads the whole answer: {id (msg's), status, headers,
+	// contentType, msgs (every message, JSON or SSE), reply (the answer
+	// with msg's id), notes (the notifications among msgs)}.
+	async exchange(msg, opts = {}) {
+		const res = await this.post(msg, opts);
+		const msgs = await readMessages(res);
+		const reply = msgs.find((m) => m.id === msg.id && (m.result || m.error)) ?? null;
+		return {
+			id: msg.id,
+			status: res.status,
+			headers: res.headers,
+			contentType: res.headers.get('content-type') ?? '',
+			msgs,
+			reply,
+			notes: msgs.filter((m) => m.id === undefined),
+		};
+	}
+
+	// A request answered 200: its reply (result or error). opts: meta
+	// (over the envelope), id, headers.
+	async request(method, params = {}, opts = {}) {
+		const msg = this.message(method, params, opts);
+		const r = await this.exchange(msg, opts);
+		assert.equal(r.status, 200, `${method}: HTTP ${r.status} ${JSON.stringify(r.msgs)}`);
+		assert.ok(r.reply, `${method}: no answer to id ${msg.id} in ${JSON.stringify(r.msgs)}`);
+		return r.reply;
+	}
+
+	async result(method, params = {}, opts = {}) {
+		const r = await this.request(method, params, opts);
+		assert.ok(r.result, `${method} failed: ${JSON.stringify(r.error)}`);
+		return r.result;
+	}
+
+	call(name, args = {}, opts = {}) {
+		return this.result('tools/call', { name, arguments: args }, opts);
+	}
+
+	// Opens subscriptions/listen with id and the notifications asked;
+	// resolves once the answer's head is in (HTTP 200, SSE) with {msgs
+	// (each message as it comes), next(pred, ms, what) (the first that
+	// pred accepts, from the start), close()}.
+	async listen(notifications, { id = this.nextId++ } = {}) {
+		const ctl = new AbortController();
+		const msg = this.message('subscriptions/listen', { notifications }, { id });
+		const res = await this.post(msg, { signal: ctl.signal });
+		assert.equal(res.status, 200, `listen: HTTP ${res.status} ${res.status === 200 ? '' : await res.text()}`);
+		assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/, 'listen answers with SSE');
+		const msgs = [];
+		(async () => {
+			try {
+				for await (const m of sseStream(res.body))
+					msgs.push(m);
+			} catch {
+				// closed by the test
+			}
+		})();
+		return {
+			id,
+			msgs,
+			next: (pred, ms, what) => waitFor(() => msgs.find(pred), ms, what),
+			close: () => ctl.abort(),
+		};
+	}
+}

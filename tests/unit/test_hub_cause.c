@@ -188,3 +188,81 @@ Test(hub_cause, a_cause_that_is_no_call_asks_nobody)
 	rich_close(&a);
 	rich_close(&b);
 }
+
+struct turn_probe {
+	struct session *s;
+	json_t *id;
+};
+
+/* The call exists and waits for its turn, unsent. */
+static bool call_waits_turn(void *arg)
+{
+	struct turn_probe *p = arg;
+	struct call *c = session_find_call(p->s, p->id);
+	return c && c->waiting_turn && c->server_id == 0;
+}
+
+/* Over stdio a server's request names no call. Once a server has asked
+ * so, its calls take turns: B's call waits, unsent, while A's runs (a
+ * second question can only be A's), and goes when A's ends. Without
+ * turns B's call is sent at once and the next question is a guess. */
+Test(hub_cause, calls_take_turns_on_a_server_that_asks_without_a_cause)
+{
+	struct rich a, b;
+	rich_open(&a);
+	rich_open(&b);
+	rich_call(&a, 1);
+	struct instance *inst = a.c->inst;
+	cr_assert_not(hub_instance_asks(fx_hub, inst), "not before it asks");
+	json_t *q = sampling("srv-1");
+	hub_instance_cbs.on_request(fx_hub, inst, q, NULL);
+	json_decref(q);
+	cr_assert(hub_instance_asks(fx_hub, inst));
+	cr_assert_eq(count_method(a.call->cap.msgs, "sampling/createMessage"),
+		     1, "A was asked");
+
+	b.call =
+		fx_send(b.s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
+			     "\"tools/call\",\"params\":{\"name\":"
+			     "\"shared__sleep\",\"arguments\":{\"ms\":5000}}}");
+	struct turn_probe tp = {b.s, json_integer(2)};
+	cr_assert(fx_run_until(call_waits_turn, &tp), "B waits for its turn");
+
+	/* A ends (its session goes): B's call goes to the server. */
+	hub_session_end(fx_hub, a.s);
+	struct sent_probe p = {b.s, tp.id, NULL};
+	cr_assert(fx_run_until(call_sent, &p), "B is sent once A ended");
+	cr_assert_not(p.c->waiting_turn);
+	json_decref(tp.id);
+	fx_req_free(a.call);
+	exchange_unref(a.ex);
+	json_decref(a.stream.msgs);
+	rich_close(&b);
+}
+
+/* A call that waits for its turn and is cancelled (its client went)
+ * leaves the line, and is never sent. */
+Test(hub_cause, a_call_waiting_its_turn_can_be_cancelled)
+{
+	struct rich a, b;
+	rich_open(&a);
+	rich_open(&b);
+	rich_call(&a, 1);
+	struct instance *inst = a.c->inst;
+	json_t *q = sampling("srv-1");
+	hub_instance_cbs.on_request(fx_hub, inst, q, NULL);
+	json_decref(q);
+	b.call =
+		fx_send(b.s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
+			     "\"tools/call\",\"params\":{\"name\":"
+			     "\"shared__sleep\",\"arguments\":{\"ms\":5000}}}");
+	struct turn_probe tp = {b.s, json_integer(2)};
+	cr_assert(fx_run_until(call_waits_turn, &tp));
+	hub_session_end(fx_hub, b.s);
+	cr_assert_null(fx_hub->turns, "nothing waits any more");
+	json_decref(tp.id);
+	fx_req_free(b.call);
+	exchange_unref(b.ex);
+	json_decref(b.stream.msgs);
+	rich_close(&a);
+}
