@@ -12,7 +12,9 @@
 #include "jsonrpc/jsonrpc.h"
 #include "modern/modern_int.h"
 #include "session/hub.h"
+#include "util/buf.h"
 #include "util/clock.h"
+#include "util/jsonscan.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
@@ -177,6 +179,14 @@ static json_t *front_server_info(struct modern_req *r)
 		  : json_pack("{s:s,s:s}", "name", "mcpvisor", "version", "0");
 }
 
+/* Whether r's result gets the cache hints: a cacheable method's, and
+ * not a retry's (its answer is the call's, not the list's). */
+static bool front_hints_due(struct modern_req *r)
+{
+	return front_cacheable(r->method) && r->rounds == 0 &&
+	       json_object_get(jr_params(r->msg), "requestState") == NULL;
+}
+
 /* The revision's fields on a result: resultType, the cache hints where
  * they are due (private when the answer depends on the client's space),
  * and serverInfo in _meta. result is changed (a copy of the caller's). */
@@ -185,9 +195,7 @@ static void front_stamp_result(struct modern_req *r, json_t *result)
 	if (json_object_get(result, "resultType") == NULL)
 		json_object_set_new(result, "resultType",
 				    json_string("complete"));
-	bool retry = json_object_get(jr_params(r->msg), "requestState") ||
-		     r->rounds > 0;
-	if (front_cacheable(r->method) && !retry) {
+	if (front_hints_due(r)) {
 		if (json_object_get(result, "ttlMs") == NULL)
 			json_object_set_new(result, "ttlMs", json_integer(0));
 		if (json_object_get(result, "cacheScope") == NULL)
@@ -235,6 +243,99 @@ static json_t *front_answer(struct modern_req *r, json_t *msg)
 	return out;
 }
 
+/* Whether the object text p[0..n) has no members. */
+static bool front_text_empty_object(const char *p, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (p[i] != ' ' && p[i] != '\t' && p[i] != '\n' && p[i] != '\r')
+			return p[i] == '}';
+	return false;
+}
+
+static void front_put_id(struct buf *b, json_t *id)
+{
+	if (json_is_integer(id) && json_integer_value(id) >= 0) {
+		buf_put_u64(b, (unsigned long long)json_integer_value(id));
+		return;
+	}
+	char *text = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
+	buf_puts(b, text);
+	free(text);
+}
+
+/* The session's answer as text (a result, the session's id on it)
+ * stamped as front_answer stamps it, without a parse or a dump: the
+ * client's id, and the fields the result lacks written in at the start
+ * of the result object and of its _meta. NULL when the text is anything
+ * else (an error, a server's message) or the result's _meta is not an
+ * object or names serverInfo already: front_answer takes those. A call's
+ * answer is the hot path of every modern client, and jansson would cost
+ * more than everything else mcpvisor does for it. */
+static char *front_answer_text(struct modern_req *r, const char *data,
+			       size_t len, size_t *out_len)
+{
+	static const char *const keys[] = {"method", "result", "error"};
+	static const char *const rkeys[] = {"resultType", "ttlMs", "cacheScope",
+					    "_meta"};
+	static const char *const mkeys[] = {META_SERVER_INFO};
+	struct jsonscan_span sp[3], rp[4], mp[1];
+	if (jsonscan_members(data, len, keys, 3, sp) < 0 || sp[0].len ||
+	    sp[2].len || sp[1].len == 0 || data[sp[1].off] != '{')
+		return NULL;
+	const char *res = data + sp[1].off;
+	size_t rlen = sp[1].len;
+	if (jsonscan_members(res, rlen, rkeys, 4, rp) < 0)
+		return NULL;
+	const char *meta = rp[3].len ? res + rp[3].off : NULL;
+	if (meta &&
+	    (*meta != '{' ||
+	     jsonscan_members(meta, rp[3].len, mkeys, 1, mp) < 0 || mp[0].len))
+		return NULL;
+	json_t *si = front_server_info(r);
+	char *si_text = json_dumps(si, JSON_COMPACT);
+	json_decref(si);
+	struct buf b;
+	buf_init(&b);
+	buf_reserve(&b, len + 160 + strlen(si_text));
+	buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
+	front_put_id(&b, r->client_id);
+	buf_puts(&b, ",\"result\":{");
+	/* Each member written in ends with a comma, for the result's own. */
+	if (rp[0].len == 0)
+		buf_puts(&b, "\"resultType\":\"complete\",");
+	if (front_hints_due(r)) {
+		if (rp[1].len == 0)
+			buf_puts(&b, "\"ttlMs\":0,");
+		if (rp[2].len == 0)
+			buf_puts(&b, r->sp && r->sp->space
+					     ? "\"cacheScope\":\"private\","
+					     : "\"cacheScope\":\"public\",");
+	}
+	if (meta == NULL) {
+		buf_puts(&b, "\"_meta\":{\"" META_SERVER_INFO "\":");
+		buf_puts(&b, si_text);
+		buf_puts(&b, "},");
+	}
+	if (front_text_empty_object(res, rlen)) {
+		b.len--; /* the last comma: resultType at least went in */
+		buf_puts(&b, "}");
+	} else if (meta == NULL) {
+		buf_append(&b, res + 1, rlen - 1);
+	} else {
+		size_t in = rp[3].off + 1; /* just inside _meta's brace */
+		buf_append(&b, res + 1, in - 1);
+		buf_puts(&b, "\"" META_SERVER_INFO "\":");
+		buf_puts(&b, si_text);
+		if (!front_text_empty_object(meta, rp[3].len))
+			buf_puts(&b, ",");
+		buf_append(&b, res + in, rlen - in);
+	}
+	buf_puts(&b, "}");
+	free(si_text);
+	*out_len = b.len;
+	return buf_steal(&b);
+}
+
 /* A notification of the server during r's call: progress passes,
  * logging only at the level r's request asked. */
 static void front_notification(struct modern_req *r, json_t *msg)
@@ -254,11 +355,22 @@ static void front_notification(struct modern_req *r, json_t *msg)
 
 /* ---- the session's side of a request ---- */
 
+static void mreq_emit(struct modern_req *r, char *text, size_t len, int status,
+		      bool final);
+
 static void front_deliver(void *ctx, json_t *msg, const char *event_id,
 			  const char *data, size_t len)
 {
 	struct modern_req *r = ctx;
 	json_t *parsed = NULL;
+	if (msg == NULL && r->state == MREQ_RUN && r->ops) {
+		size_t n;
+		char *text = front_answer_text(r, data, len, &n);
+		if (text) {
+			mreq_emit(r, text, n, 200, true);
+			return;
+		}
+	}
 	if (msg == NULL) {
 		parsed = json_loadb(data, len, 0, NULL);
 		msg = parsed;
@@ -312,6 +424,30 @@ static int front_status(json_t *out)
 		       : 200;
 }
 
+/* Sends text (taken, len bytes) to r's client, which r->ops must be. */
+static void mreq_emit(struct modern_req *r, char *text, size_t len, int status,
+		      bool final)
+{
+	const struct modern_sink_ops *ops = r->ops;
+	void *ctx = r->ctx;
+	if (final) {
+		r->ops = NULL;
+		r->ctx = NULL;
+		r->state = MREQ_DONE;
+	}
+	r->depth++;
+	if (final && !r->streaming) {
+		ops->json(ctx, status, text, len);
+	} else {
+		r->streaming = true;
+		ops->event(ctx, text, len);
+		if (final)
+			ops->end(ctx);
+	}
+	r->depth--;
+	free(text);
+}
+
 void mreq_send(struct modern_req *r, json_t *out, bool final)
 {
 	if (r->ops == NULL) {
@@ -324,25 +460,7 @@ void mreq_send(struct modern_req *r, json_t *out, bool final)
 		return;
 	}
 	char *text = json_dumps(out, JSON_COMPACT);
-	size_t len = strlen(text);
-	const struct modern_sink_ops *ops = r->ops;
-	void *ctx = r->ctx;
-	if (final) {
-		r->ops = NULL;
-		r->ctx = NULL;
-		r->state = MREQ_DONE;
-	}
-	r->depth++;
-	if (final && !r->streaming) {
-		ops->json(ctx, front_status(out), text, len);
-	} else {
-		r->streaming = true;
-		ops->event(ctx, text, len);
-		if (final)
-			ops->end(ctx);
-	}
-	r->depth--;
-	free(text);
+	mreq_emit(r, text, strlen(text), front_status(out), final);
 	json_decref(out);
 }
 
