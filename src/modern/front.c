@@ -355,6 +355,21 @@ static void front_notification(struct modern_req *r, json_t *msg)
 
 /* ---- the session's side of a request ---- */
 
+/* A call that came as text (modern_call_text) is parsed when it needs
+ * more than its answer stamped: a server's request for the bridge (the
+ * capabilities it declared, the digest of its params), a notification,
+ * an error. */
+static void front_parse_text(struct modern_req *r)
+{
+	if (r->text == NULL)
+		return;
+	r->msg = json_loadb(r->text, r->text_len, 0, NULL);
+	json_t *meta = json_object_get(jr_params(r->msg), "_meta");
+	r->caps = json_incref(json_object_get(meta, META_CLIENT_CAPS));
+	free(r->text);
+	r->text = NULL;
+}
+
 static void mreq_emit(struct modern_req *r, char *text, size_t len, int status,
 		      bool final);
 
@@ -371,6 +386,7 @@ static void front_deliver(void *ctx, json_t *msg, const char *event_id,
 			return;
 		}
 	}
+	front_parse_text(r);
 	if (msg == NULL) {
 		parsed = json_loadb(data, len, 0, NULL);
 		msg = parsed;
@@ -481,6 +497,7 @@ static void mreq_free(struct modern_req *r)
 	json_decref(r->pending);
 	json_decref(r->held);
 	json_decref(r->param_headers);
+	free(r->text);
 	free(r->method);
 	free(r->principal);
 	free(r);
@@ -633,6 +650,44 @@ static void front_dispatch(struct modern_req *r, struct session *s)
 		mreq_free(r);
 }
 
+/* A new request of principal (method and id borrowed), in m's list. */
+static struct modern_req *mreq_new(struct modern *m, const char *method,
+				   json_t *id, const char *principal,
+				   const struct modern_sink_ops *ops, void *ctx)
+{
+	struct modern_req *r = xcalloc(1, sizeof *r);
+	r->m = m;
+	r->next = &m->reqs;
+	r->prev = m->reqs.prev;
+	r->prev->next = r;
+	m->reqs.prev = r;
+	r->method = xstrdup(method);
+	r->client_id = json_incref(id);
+	r->log_level = ENVELOPE_LOG_NONE;
+	r->inner_id = json_integer(++m->next_inner);
+	r->principal = xstrdup(principal);
+	r->pending = json_object();
+	r->ops = ops;
+	r->ctx = ctx;
+	return r;
+}
+
+/* After r's first turn (its depth back to 0): ended or answered, it goes
+ * (NULL); else the handle the HTTP side keeps. */
+static struct modern_req *mreq_settle(struct modern_req *r)
+{
+	if (r->state == MREQ_DONE || r->ended) {
+		if (!r->ended)
+			mreq_end(r);
+		else if (r->depth == 0)
+			mreq_free(r);
+		return NULL;
+	}
+	if (r->ops == NULL && r->state != MREQ_PARKED)
+		return NULL;
+	return r;
+}
+
 struct modern_req *modern_request(struct modern *m, json_t *msg,
 				  const struct envelope *env,
 				  const char *principal, const char *space,
@@ -647,23 +702,12 @@ struct modern_req *modern_request(struct modern *m, json_t *msg,
 	    (!json_is_string(state) ||
 	     reqstate_claims(json_string_value(state))))
 		return bridge_retry(m, msg, env, principal, ops, ctx);
-	struct modern_req *r = xcalloc(1, sizeof *r);
-	r->m = m;
-	r->next = &m->reqs;
-	r->prev = m->reqs.prev;
-	r->prev->next = r;
-	m->reqs.prev = r;
+	struct modern_req *r =
+		mreq_new(m, env->method, jr_id(msg), principal, ops, ctx);
 	r->msg = json_incref(msg);
-	r->method = xstrdup(env->method);
-	r->client_id = json_incref(jr_id(msg));
 	r->caps = json_incref(env->client_caps);
 	r->log_level = env->log_level;
-	r->inner_id = json_integer(++m->next_inner);
-	r->principal = xstrdup(principal);
-	r->pending = json_object();
 	r->param_headers = param_headers ? json_incref(param_headers) : NULL;
-	r->ops = ops;
-	r->ctx = ctx;
 	r->sp = space_get(m, principal, space);
 	r->depth++;
 	if (r->sp == NULL) {
@@ -677,16 +721,63 @@ struct modern_req *modern_request(struct modern *m, json_t *msg,
 			front_dispatch(r, s);
 	}
 	r->depth--;
-	if (r->state == MREQ_DONE || r->ended) {
-		if (!r->ended)
-			mreq_end(r);
-		else if (r->depth == 0)
-			mreq_free(r);
-		return NULL;
+	return mreq_settle(r);
+}
+
+static const char *front_param_asked(void *arg, const char *lname)
+{
+	*(bool *)arg = true;
+	return NULL;
+}
+
+/* Whether tool (as the session knows it) marks no argument with
+ * x-mcp-header: the check asks for a header per mark, arguments or not.
+ * A marked tool's call takes the general path, which checks them. */
+static bool front_text_params_none(struct session *s, const char *tool)
+{
+	json_t *schema = session_tool_schema(s, tool);
+	bool asked = false;
+	struct envelope_err e;
+	envelope_check_params(schema, NULL, front_param_asked, &asked, &e);
+	envelope_err_clear(&e);
+	return !asked;
+}
+
+bool modern_call_text(struct modern *m, const struct modern_text_call *tc,
+		      const char *principal, const char *space,
+		      const struct modern_sink_ops *ops, void *ctx,
+		      struct modern_req **out)
+{
+	struct modern_space *sp = space_get(m, principal, space);
+	struct session *s =
+		sp && sp->sid[0] ? hub_session_find(m->hub, sp->sid) : NULL;
+	if (s == NULL)
+		return false; /* the general path makes it */
+	const char *params = tc->body + tc->params_off;
+	struct session_text_route rt;
+	if (!session_route_text(s, params + tc->name_off + 1, tc->name_len - 2,
+				&rt))
+		return false;
+	if (!front_text_params_none(s, rt.tool)) {
+		free(rt.tool);
+		return false;
 	}
-	if (r->ops == NULL && r->state != MREQ_PARKED)
-		return NULL;
-	return r;
+	struct modern_req *r =
+		mreq_new(m, "tools/call", tc->id, principal, ops, ctx);
+	/* Parsed only if the call needs more than its answer stamped. */
+	r->text = xstrndup(tc->body, tc->len);
+	r->text_len = tc->len;
+	r->sp = sp;
+	sp->used_ms = clock_now_ms();
+	r->depth++;
+	snprintf(r->sid, sizeof r->sid, "%s", session_id(s));
+	r->state = MREQ_RUN;
+	r->ex = exchange_new(&front_ops, r, 1);
+	session_call_text(s, &rt, r->inner_id, params, tc->params_len,
+			  tc->name_off, tc->name_len, r->ex);
+	r->depth--;
+	*out = mreq_settle(r);
+	return true;
 }
 
 /* ---- deadlines ---- */
