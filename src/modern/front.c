@@ -58,6 +58,7 @@ static void space_free(struct modern_space *sp)
 		exchange_unref(sp->fan);
 	}
 	json_decref(sp->init);
+	free(sp->server_info);
 	free(sp->principal);
 	free(sp->space);
 	free(sp);
@@ -127,6 +128,8 @@ static void space_made(void *arg, json_t *result, struct session *s)
 		snprintf(sp->sid, sizeof sp->sid, "%s", session_id(s));
 		json_decref(sp->init);
 		sp->init = result;
+		free(sp->server_info);
+		sp->server_info = NULL;
 	}
 	struct modern_req *w = sp->waiting;
 	sp->waiting = NULL;
@@ -177,6 +180,19 @@ static json_t *front_server_info(struct modern_req *r)
 			     : NULL;
 	return si ? json_incref(si)
 		  : json_pack("{s:s,s:s}", "name", "mcpvisor", "version", "0");
+}
+
+/* serverInfo as JSON text, made once per hidden session. */
+static const char *front_server_info_text(struct modern_req *r)
+{
+	if (r->sp == NULL || r->sp->init == NULL)
+		return "{\"name\":\"mcpvisor\",\"version\":\"0\"}";
+	if (r->sp->server_info == NULL) {
+		json_t *si = front_server_info(r);
+		r->sp->server_info = json_dumps(si, JSON_COMPACT);
+		json_decref(si);
+	}
+	return r->sp->server_info;
 }
 
 /* Whether r's result gets the cache hints: a cacheable method's, and
@@ -291,9 +307,7 @@ static char *front_answer_text(struct modern_req *r, const char *data,
 	    (*meta != '{' ||
 	     jsonscan_members(meta, rp[3].len, mkeys, 1, mp) < 0 || mp[0].len))
 		return NULL;
-	json_t *si = front_server_info(r);
-	char *si_text = json_dumps(si, JSON_COMPACT);
-	json_decref(si);
+	const char *si_text = front_server_info_text(r);
 	struct buf b;
 	buf_init(&b);
 	buf_reserve(&b, len + 160 + strlen(si_text));
@@ -331,7 +345,6 @@ static char *front_answer_text(struct modern_req *r, const char *data,
 		buf_append(&b, res + in, rlen - in);
 	}
 	buf_puts(&b, "}");
-	free(si_text);
 	*out_len = b.len;
 	return buf_steal(&b);
 }

@@ -37,6 +37,7 @@ struct modern_space {
 	char *space;		      /* NULL: none */
 	char sid[SESSION_ID_LEN + 1]; /* "" until made, or after it ended */
 	json_t *init;		      /* the result of its initialize */
+	char *server_info;	      /* its serverInfo as text, or NULL */
 	struct hub_init *hi;	      /* the session being made */
 	struct modern_req *waiting;   /* requests waiting for it */
 	struct exchange *fan;	      /* its standing stream: listeners */
