@@ -57,16 +57,20 @@ $(SAN)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_SAN) -c -o $@ $<
 
+# A fixture's own further files are prerequisites of its program (below);
+# the fixture recipes link every .c prerequisite.
 build/%: demo/%.c $(DEMO_LIB) $(DEMO_HDRS)
 	@mkdir -p build
-	$(CC) $(CFLAGS_REL) -o $@ $< $(DEMO_LIB) $(PKG_LIBS)
+	$(CC) $(CFLAGS_REL) -o $@ $(filter %.c,$^) $(PKG_LIBS)
 
 $(SAN)/mcpvisor: $(SAN_OBJ) $(SAN)/src/main.o
 	$(CC) $(LDFLAGS_SAN) -o $@ $^ $(PKG_LIBS)
 
 $(SAN)/%: demo/%.c $(DEMO_LIB) $(DEMO_HDRS)
 	@mkdir -p $(SAN)
-	$(CC) $(CFLAGS_SAN) $(LDFLAGS_SAN) -o $@ $< $(DEMO_LIB) $(PKG_LIBS)
+	$(CC) $(CFLAGS_SAN) $(LDFLAGS_SAN) -o $@ $(filter %.c,$^) $(PKG_LIBS)
+
+build/conformance-server $(SAN)/conformance-server: demo/conformance-asks.c
 
 # The container tests' image: the demo fixture linked statically (Debian
 # ships the .a of each library), alone in a tarball with fixed owners and

@@ -1,9 +1,12 @@
 /*
  * Conformance fixture server: a stdio MCP server (newline-delimited JSON-RPC)
  * offering every tool, prompt, resource and template that the server
- * scenarios of @modelcontextprotocol/conformance 0.1.16 expect, plus a few
- * extras for end-to-end tests. It owns one poll() loop with timers so slow
- * calls and its own requests to the client never block other requests.
+ * scenarios of @modelcontextprotocol/conformance expect (0.1.16, and
+ * 0.2.0-alpha.12's 2025-11-25 and 2026-07-28 sets through a gateway), plus a
+ * few extras for end-to-end tests. It owns one poll() loop with timers so
+ * slow calls and its own requests to the client never block other requests;
+ * those requests are conformance-asks.c's. It stays a 2025-era server: what
+ * a 2026-07-28 client gets as input_required is a gateway's doing.
  */
 
 #include <errno.h>
@@ -21,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conformance.h"
 #include "fixture-http.h"
 
 /* An input line longer than this is skipped whole. */
@@ -36,9 +40,6 @@
 #define CONF_MAX_PAGE_SIZE 1000
 #define CONF_MAX_SLOW_MS 60000
 #define CONF_MAX_COMPLETIONS 100
-/* How long a request to the client (sampling, elicitation, roots) may go
- * unanswered before the tool gives up and cancels it. */
-#define CONF_ASK_TIMEOUT_MS 60000
 #define CONF_STEP_MS 50
 #define CONF_SLOW_PROGRESS_MS 100
 #define CONF_RECONNECT_MS 100
@@ -53,13 +54,6 @@ static const char conf_png[] =
 	"DElEQVR42mP4z8AAAAMBAQD3A0FDAAAAAElFTkSuQmCC";
 static const char conf_wav[] = "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAAB"
 			       "AAgAZGF0YQgAAACAgICAgICAgA==";
-
-#define CONF_ERR_PARSE -32700
-#define CONF_ERR_REQUEST -32600
-#define CONF_ERR_METHOD -32601
-#define CONF_ERR_PARAMS -32602
-#define CONF_ERR_INTERNAL -32603
-#define CONF_ERR_NO_RESOURCE -32002
 
 static const char *const conf_versions[] = {
 	"2025-11-25",
@@ -76,83 +70,9 @@ static const char *const conf_levels[] = {
 #define CONF_LEVEL_INFO 1
 #define CONF_NLEVELS (sizeof(conf_levels) / sizeof(conf_levels[0]))
 
-enum conf_phase {
-	CONF_PHASE_NEW,		 /* no initialize yet */
-	CONF_PHASE_INITIALIZING, /* answered initialize, awaiting initialized */
-	CONF_PHASE_READY,
-};
-
-enum conf_job_kind {
-	CONF_JOB_LOGGING,  /* three log messages ~50 ms apart */
-	CONF_JOB_PROGRESS, /* progress 0, 50, 100 of 100 ~50 ms apart */
-	CONF_JOB_DELAY,	   /* answers after total_ms, progress meanwhile */
-	CONF_JOB_ASK,	   /* asks the client something, answers from that */
-};
-
-struct conf_server;
-
-/* Turns the client's answer (result or error, one of them NULL) into the
- * tool's CallToolResult. Returns a new reference. */
-typedef json_t *conf_reply_fn(struct conf_server *s, json_t *result,
-			      json_t *error);
-
-struct conf_job {
-	struct conf_job *next;
-	enum conf_job_kind kind;
-	json_t *id;    /* the client's request id */
-	json_t *token; /* progress token, or NULL */
-	int step;
-	int64_t wake_ms; /* -1: waits for a message, not for time */
-	int64_t start_ms;
-	int64_t total_ms;
-	char *text; /* what a delay job answers */
-	/* CONF_JOB_ASK */
-	const char *method;
-	json_t *ask_params;
-	json_int_t out_id; /* id of our request; 0 until sent */
-	conf_reply_fn *reply;
-};
-
-struct conf_server {
-	enum conf_phase phase;
-	char version[16];
-	json_t *client_caps;
-	size_t log_level;
-	bool dynamic_on;
-	unsigned watched_rev;
-	json_t *subs; /* URIs the client subscribed to */
-	struct conf_job *jobs;
-	size_t njobs;
-	json_int_t next_out_id;
-	size_t page_size;
-	bool verbose;
-
-	/* Over HTTP (NULL over stdio): the session, the client request that
-	 * what is sent now belongs to, and the next session's state. */
-	struct fxh_session *hs;
-	json_t *cause;
-	struct conf_server *http_next;
-
-	char *in;
-	size_t in_len;
-	size_t in_cap;
-	bool in_skipping;
-	bool in_eof;
-
-	char *out;
-	size_t out_off;
-	size_t out_len;
-	size_t out_cap;
-	bool out_nonblock;
-	bool out_dead;
-};
-
 /* ---- small helpers ---------------------------------------------------- */
 
-static void conf_log(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-
-static void conf_log(const char *fmt, ...)
+void conf_log(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -174,7 +94,7 @@ static void *conf_xrealloc(void *p, size_t n)
 	return q;
 }
 
-static void *conf_xcalloc(size_t n, size_t size)
+void *conf_xcalloc(size_t n, size_t size)
 {
 	void *p = calloc(n ? n : 1, size ? size : 1);
 
@@ -185,7 +105,7 @@ static void *conf_xcalloc(size_t n, size_t size)
 	return p;
 }
 
-static char *conf_xstrdup(const char *str)
+char *conf_xstrdup(const char *str)
 {
 	char *p = strdup(str);
 
@@ -196,10 +116,7 @@ static char *conf_xstrdup(const char *str)
 	return p;
 }
 
-static char *conf_xasprintf(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-
-static char *conf_xasprintf(const char *fmt, ...)
+char *conf_xasprintf(const char *fmt, ...)
 {
 	va_list ap;
 	char *p;
@@ -215,8 +132,7 @@ static char *conf_xasprintf(const char *fmt, ...)
 	return p;
 }
 
-/* json_pack that cannot fail: a NULL here is a bug in this file. */
-static json_t *conf_pack(const char *fmt, ...)
+json_t *conf_pack(const char *fmt, ...)
 {
 	json_error_t err;
 	va_list ap;
@@ -232,8 +148,7 @@ static json_t *conf_pack(const char *fmt, ...)
 	return v;
 }
 
-/* Parses one of this file's constant JSON texts. */
-static json_t *conf_parse_const(const char *text)
+json_t *conf_parse_const(const char *text)
 {
 	json_error_t err;
 	json_t *v = json_loads(text, 0, &err);
@@ -245,7 +160,7 @@ static json_t *conf_parse_const(const char *text)
 	return v;
 }
 
-static char *conf_dump(json_t *v)
+char *conf_dump(json_t *v)
 {
 	char *p = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 
@@ -256,7 +171,7 @@ static char *conf_dump(json_t *v)
 	return p;
 }
 
-static int64_t conf_now_ms(void)
+int64_t conf_now_ms(void)
 {
 	struct timespec ts;
 
@@ -265,21 +180,19 @@ static int64_t conf_now_ms(void)
 }
 
 /* Protocol revisions are dates, so string order is time order. */
-static bool conf_version_at_least(const struct conf_server *s,
-				  const char *version)
+bool conf_version_at_least(const struct conf_server *s, const char *version)
 {
 	return strcmp(s->version, version) >= 0;
 }
 
-static bool conf_client_has(const struct conf_server *s, const char *cap)
+bool conf_caps_has(json_t *caps, const char *cap)
 {
-	return json_is_object(json_object_get(s->client_caps, cap));
+	return json_is_object(json_object_get(caps, cap));
 }
 
-/* Form mode: an empty elicitation capability means form only. */
-static bool conf_client_has_form(const struct conf_server *s)
+bool conf_caps_has_form(json_t *caps)
 {
-	json_t *el = json_object_get(s->client_caps, "elicitation");
+	json_t *el = json_object_get(caps, "elicitation");
 
 	if (!json_is_object(el))
 		return false;
@@ -288,7 +201,7 @@ static bool conf_client_has_form(const struct conf_server *s)
 	return json_object_get(el, "form") != NULL;
 }
 
-static const char *conf_str(json_t *obj, const char *key)
+const char *conf_str(json_t *obj, const char *key)
 {
 	return json_string_value(json_object_get(obj, key));
 }
@@ -319,8 +232,8 @@ static void conf_flush(struct conf_server *s)
 	}
 }
 
-/* Queues one message and tries to write it at once. Takes ownership. */
-static void conf_send(struct conf_server *s, json_t *msg)
+/* Queues one message and tries to write it at once. */
+void conf_send(struct conf_server *s, json_t *msg)
 {
 	char *text = conf_dump(msg);
 	size_t n = strlen(text);
@@ -354,8 +267,7 @@ static void conf_send(struct conf_server *s, json_t *msg)
 	conf_flush(s);
 }
 
-/* Takes ownership of result. */
-static void conf_send_result(struct conf_server *s, json_t *id, json_t *result)
+void conf_send_result(struct conf_server *s, json_t *id, json_t *result)
 {
 	conf_send(s, conf_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id,
 			       "result", result));
@@ -373,12 +285,8 @@ static void conf_send_error_data(struct conf_server *s, json_t *id, int code,
 			       id ? id : json_null(), "error", err));
 }
 
-static void conf_send_error(struct conf_server *s, json_t *id, int code,
-			    const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void conf_send_error(struct conf_server *s, json_t *id, int code,
-			    const char *fmt, ...)
+void conf_send_error(struct conf_server *s, json_t *id, int code,
+		     const char *fmt, ...)
 {
 	va_list ap;
 	char *msg;
@@ -391,9 +299,8 @@ static void conf_send_error(struct conf_server *s, json_t *id, int code,
 	free(msg);
 }
 
-/* Takes ownership of params, which may be NULL. */
-static void conf_notify(struct conf_server *s, const char *method,
-			json_t *params)
+/* params may be NULL. */
+void conf_notify(struct conf_server *s, const char *method, json_t *params)
 {
 	json_t *msg =
 		conf_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", method);
@@ -432,7 +339,7 @@ static void conf_notify_progress(struct conf_server *s, json_t *token,
 
 /* ---- content builders --------------------------------------------------- */
 
-static json_t *conf_text_block(const char *text)
+json_t *conf_text_block(const char *text)
 {
 	return conf_pack("{s:s,s:s}", "type", "text", "text", text);
 }
@@ -443,15 +350,12 @@ static json_t *conf_image_block(void)
 			 "mimeType", "image/png");
 }
 
-static json_t *conf_text_result(const char *text)
+json_t *conf_text_result(const char *text)
 {
 	return conf_pack("{s:[o]}", "content", conf_text_block(text));
 }
 
-static json_t *conf_error_result(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-
-static json_t *conf_error_result(const char *fmt, ...)
+json_t *conf_error_result(const char *fmt, ...)
 {
 	va_list ap;
 	char *msg;
@@ -469,9 +373,8 @@ static json_t *conf_error_result(const char *fmt, ...)
 
 /* ---- jobs ------------------------------------------------------------- */
 
-static struct conf_job *conf_job_new(struct conf_server *s,
-				     enum conf_job_kind kind, json_t *id,
-				     json_t *token)
+struct conf_job *conf_job_new(struct conf_server *s, enum conf_job_kind kind,
+			      json_t *id, json_t *token)
 {
 	struct conf_job *j = conf_xcalloc(1, sizeof(*j));
 
@@ -486,18 +389,18 @@ static struct conf_job *conf_job_new(struct conf_server *s,
 	return j;
 }
 
-static void conf_job_free(struct conf_job *j)
+void conf_job_free(struct conf_job *j)
 {
 	if (j == NULL)
 		return;
 	json_decref(j->id);
 	json_decref(j->token);
-	json_decref(j->ask_params);
+	conf_asks_free(j->asks);
 	free(j->text);
 	free(j);
 }
 
-static void conf_job_unlink(struct conf_server *s, struct conf_job *j)
+void conf_job_unlink(struct conf_server *s, struct conf_job *j)
 {
 	struct conf_job **pp;
 
@@ -565,30 +468,7 @@ static bool conf_job_step(struct conf_server *s, struct conf_job *j,
 		return true;
 	}
 	case CONF_JOB_ASK:
-		if (j->out_id == 0) {
-			/* The lifecycle forbids our requests until the client
-			 * says it is initialized. */
-			if (s->phase != CONF_PHASE_READY) {
-				j->wake_ms = -1;
-				return false;
-			}
-			j->out_id = ++s->next_out_id;
-			conf_send(s, conf_pack("{s:s,s:I,s:s,s:O}", "jsonrpc",
-					       "2.0", "id", j->out_id, "method",
-					       j->method, "params",
-					       j->ask_params));
-			j->wake_ms = now + CONF_ASK_TIMEOUT_MS;
-			return false;
-		}
-		conf_notify(s, "notifications/cancelled",
-			    conf_pack("{s:I,s:s}", "requestId", j->out_id,
-				      "reason", "timed out"));
-		conf_send_result(s, j->id,
-				 conf_error_result("The client did not answer "
-						   "%s within %d ms",
-						   j->method,
-						   CONF_ASK_TIMEOUT_MS));
-		return true;
+		return conf_asks_step(s, j, now);
 	}
 	return true;
 }
@@ -644,52 +524,11 @@ static void conf_jobs_cancel(struct conf_server *s, json_t *request_id)
 	if (j == NULL)
 		return; /* finished already, or never ours: both are normal */
 	s->cause = j->id;
-	if (j->out_id != 0)
-		conf_notify(s, "notifications/cancelled",
-			    conf_pack("{s:I,s:s}", "requestId", j->out_id,
-				      "reason",
-				      "the request that needed it was "
-				      "cancelled"));
+	if (j->kind == CONF_JOB_ASK)
+		conf_asks_cancel(s, j,
+				 "the request that needed it was cancelled");
 	s->cause = NULL;
 	conf_job_unlink(s, j);
-	conf_job_free(j);
-}
-
-/* A response to one of our requests. */
-static void conf_jobs_answer(struct conf_server *s, json_t *msg)
-{
-	json_t *id = json_object_get(msg, "id");
-	json_t *result = json_object_get(msg, "result");
-	json_t *error = json_object_get(msg, "error");
-	struct conf_job *j;
-
-	for (j = s->jobs; j != NULL; j = j->next) {
-		if (j->kind == CONF_JOB_ASK && j->out_id != 0 &&
-		    json_is_integer(id) && json_integer_value(id) == j->out_id)
-			break;
-	}
-	if (j == NULL) {
-		char *text = conf_dump(id);
-
-		conf_log("response to unknown request id %s ignored", text);
-		free(text);
-		return;
-	}
-	if (!json_is_object(result))
-		result = NULL;
-	if (!json_is_object(error))
-		error = NULL;
-	conf_job_unlink(s, j);
-	s->cause = j->id;
-	if (result == NULL && error == NULL)
-		conf_send_result(s, j->id,
-				 conf_error_result("The client answered %s "
-						   "with neither result nor "
-						   "error",
-						   j->method));
-	else
-		conf_send_result(s, j->id, j->reply(s, result, error));
-	s->cause = NULL;
 	conf_job_free(j);
 }
 
@@ -699,15 +538,33 @@ static void conf_jobs_wake_waiting(struct conf_server *s)
 	int64_t now = conf_now_ms();
 
 	for (j = s->jobs; j != NULL; j = j->next) {
-		if (j->kind == CONF_JOB_ASK && j->out_id == 0)
+		if (j->kind == CONF_JOB_ASK && j->wake_ms < 0)
 			j->wake_ms = now;
 	}
 }
 
 /* ---- tools ------------------------------------------------------------ */
 
-typedef void conf_tool_fn(struct conf_server *s, json_t *id, json_t *args,
-			  json_t *token);
+/* When an item is listed (and found). */
+enum conf_shown {
+	CONF_SHOWN_ALWAYS,
+	CONF_SHOWN_DYNAMIC,   /* while test_toggle_dynamic has it on */
+	CONF_SHOWN_TRIGGERED, /* while test_trigger_*_change has it on */
+};
+
+static bool conf_shown(const struct conf_server *s, enum conf_shown shown,
+		       bool prompt)
+{
+	switch (shown) {
+	case CONF_SHOWN_ALWAYS:
+		return true;
+	case CONF_SHOWN_DYNAMIC:
+		return s->dynamic_on;
+	case CONF_SHOWN_TRIGGERED:
+		return prompt ? s->triggered_prompt : s->triggered_tool;
+	}
+	return false;
+}
 
 struct conf_tool {
 	const char *name;
@@ -715,7 +572,7 @@ struct conf_tool {
 	const char *description;
 	const char *schema; /* inputSchema, JSON text */
 	const char *since;  /* oldest revision that has what it returns */
-	bool dynamic;	    /* listed only while test_toggle_dynamic is on */
+	enum conf_shown shown;
 	conf_tool_fn *call;
 };
 
@@ -910,6 +767,81 @@ static void conf_tool_toggle(struct conf_server *s, json_t *id, json_t *args,
 						  : "Dynamic items removed"));
 }
 
+/* The 2026-07-28 suite's hooks for subscriptions/listen: each changes the
+ * list for real (a gateway that compares lists sees a change) and says so,
+ * one kind of list each, so a filter on the kinds can be checked. */
+static void conf_tool_trigger_tool(struct conf_server *s, json_t *id,
+				   json_t *args, json_t *token)
+{
+	s->triggered_tool = !s->triggered_tool;
+	conf_notify(s, "notifications/tools/list_changed", NULL);
+	conf_send_result(s, id,
+			 conf_text_result(s->triggered_tool
+						  ? "test_triggered_tool added"
+						  : "test_triggered_tool "
+						    "removed"));
+}
+
+static void conf_tool_trigger_prompt(struct conf_server *s, json_t *id,
+				     json_t *args, json_t *token)
+{
+	s->triggered_prompt = !s->triggered_prompt;
+	conf_notify(s, "notifications/prompts/list_changed", NULL);
+	conf_send_result(
+		s, id,
+		conf_text_result(s->triggered_prompt
+					 ? "test_triggered_prompt added"
+					 : "test_triggered_prompt "
+					   "removed"));
+}
+
+static void conf_tool_triggered(struct conf_server *s, json_t *id, json_t *args,
+				json_t *token)
+{
+	conf_send_result(s, id,
+			 conf_text_result("The triggered tool is available."));
+}
+
+/* Logs at four levels before its answer, at once: which of them reach a
+ * client is the level's business (logging/setLevel here, a 2026-07-28
+ * request's _meta logLevel at a gateway). */
+static void conf_tool_log_levels(struct conf_server *s, json_t *id,
+				 json_t *args, json_t *token)
+{
+	static const size_t levels[] = {0, 1, 3, 4}; /* debug .. error */
+	size_t i;
+
+	for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+		char *text = conf_xasprintf("test_logging_tool: a %s message",
+					    conf_levels[levels[i]]);
+
+		conf_notify_log(s, levels[i], text);
+		free(text);
+	}
+	conf_send_result(s, id,
+			 conf_text_result("Logged at debug, info, warning and "
+					  "error"));
+}
+
+/* A tool whose argument a 2026-07-28 client mirrors in an Mcp-Param-Region
+ * header (SEP-2243): the header's checks are the gateway's. */
+static void conf_tool_custom_headers(struct conf_server *s, json_t *id,
+				     json_t *args, json_t *token)
+{
+	const char *region = conf_str(args, "region");
+	char *text;
+
+	if (region == NULL) {
+		conf_send_result(s, id,
+				 conf_error_result("region (string) is "
+						   "required"));
+		return;
+	}
+	text = conf_xasprintf("Region: %s", region);
+	conf_send_result(s, id, conf_text_result(text));
+	free(text);
+}
+
 static bool conf_subscribed(const struct conf_server *s, const char *uri)
 {
 	size_t i;
@@ -941,307 +873,52 @@ static void conf_tool_update_watched(struct conf_server *s, json_t *id,
 	free(text);
 }
 
-/* Starts a job that asks the client. Takes ownership of params. */
-static void conf_ask(struct conf_server *s, json_t *id, json_t *token,
-		     const char *method, json_t *params, conf_reply_fn *reply)
-{
-	struct conf_job *j = conf_job_new(s, CONF_JOB_ASK, id, token);
-
-	j->method = method;
-	j->ask_params = params;
-	j->reply = reply;
-}
-
-static json_t *conf_client_error(json_t *error, const char *what)
-{
-	const char *msg = conf_str(error, "message");
-
-	return conf_error_result("%s failed: %s", what,
-				 msg ? msg : "(no message)");
-}
-
-static json_t *conf_sampling_reply(struct conf_server *s, json_t *result,
-				   json_t *error)
-{
-	json_t *content, *block;
-	char *text = NULL, *out;
-	json_t *r;
-	size_t i;
-
-	if (error != NULL)
-		return conf_client_error(error, "Sampling");
-	content = json_object_get(result, "content");
-	if (json_is_object(content)) {
-		if (conf_str(content, "text") != NULL)
-			text = conf_xstrdup(conf_str(content, "text"));
-	} else if (json_is_array(content)) {
-		json_array_foreach(content, i, block)
-		{
-			const char *t = conf_str(block, "text");
-			char *joined;
-
-			if (t == NULL)
-				continue;
-			joined = conf_xasprintf("%s%s", text ? text : "", t);
-			free(text);
-			text = joined;
-		}
-	} else {
-		return conf_error_result("Sampling result has no content");
-	}
-	out = conf_xasprintf("LLM response: %s",
-			     text ? text : "(no text content)");
-	r = conf_text_result(out);
-	free(out);
-	free(text);
-	return r;
-}
-
-static void conf_tool_sampling(struct conf_server *s, json_t *id, json_t *args,
-			       json_t *token)
-{
-	const char *prompt = conf_str(args, "prompt");
-
-	if (prompt == NULL) {
-		conf_send_result(s, id,
-				 conf_error_result("prompt (string) is "
-						   "required"));
-		return;
-	}
-	if (!conf_client_has(s, "sampling")) {
-		conf_send_result(s, id,
-				 conf_error_result("The client did not declare "
-						   "the sampling capability"));
-		return;
-	}
-	conf_ask(s, id, token, "sampling/createMessage",
-		 conf_pack("{s:[{s:s,s:{s:s,s:s}}],s:i}", "messages", "role",
-			   "user", "content", "type", "text", "text", prompt,
-			   "maxTokens", 100),
-		 conf_sampling_reply);
-}
-
-static json_t *conf_elicit_result(json_t *result, json_t *error,
-				  const char *prefix)
-{
-	const char *action;
-	json_t *content, *r;
-	char *dump, *text;
-
-	if (error != NULL)
-		return conf_client_error(error, "Elicitation");
-	action = conf_str(result, "action");
-	if (action == NULL ||
-	    (strcmp(action, "accept") != 0 && strcmp(action, "decline") != 0 &&
-	     strcmp(action, "cancel") != 0))
-		return conf_error_result("Elicitation result has no valid "
-					 "action");
-	content = json_object_get(result, "content");
-	dump = content ? conf_dump(content) : conf_xstrdup("{}");
-	text = conf_xasprintf("%s: action=%s, content=%s", prefix, action,
-			      dump);
-	r = conf_text_result(text);
-	free(text);
-	free(dump);
-	return r;
-}
-
-static json_t *conf_elicit_reply(struct conf_server *s, json_t *result,
-				 json_t *error)
-{
-	return conf_elicit_result(result, error, "User response");
-}
-
-static json_t *conf_elicit_done_reply(struct conf_server *s, json_t *result,
-				      json_t *error)
-{
-	return conf_elicit_result(result, error, "Elicitation completed");
-}
-
-static const char conf_schema_contact[] =
-	"{\"type\":\"object\",\"properties\":{"
-	"\"username\":{\"type\":\"string\",\"description\":\"User's "
-	"response\"},"
-	"\"email\":{\"type\":\"string\",\"description\":\"User's email "
-	"address\"}},"
-	"\"required\":[\"username\",\"email\"]}";
-
-static const char conf_schema_defaults[] =
-	"{\"type\":\"object\",\"properties\":{"
-	"\"name\":{\"type\":\"string\",\"description\":\"User name\","
-	"\"default\":\"John Doe\"},"
-	"\"age\":{\"type\":\"integer\",\"description\":\"User age\","
-	"\"default\":30},"
-	"\"score\":{\"type\":\"number\",\"description\":\"User score\","
-	"\"default\":95.5},"
-	"\"status\":{\"type\":\"string\",\"description\":\"User status\","
-	"\"enum\":[\"active\",\"inactive\",\"pending\"],"
-	"\"default\":\"active\"},"
-	"\"verified\":{\"type\":\"boolean\",\"description\":\"Verification "
-	"status\",\"default\":true}},"
-	"\"required\":[]}";
-
-static const char conf_schema_enums[] =
-	"{\"type\":\"object\",\"properties\":{"
-	"\"untitledSingle\":{\"type\":\"string\",\"description\":\"Select one "
-	"option\",\"enum\":[\"option1\",\"option2\",\"option3\"]},"
-	"\"titledSingle\":{\"type\":\"string\",\"description\":\"Select one "
-	"option with titles\",\"oneOf\":["
-	"{\"const\":\"value1\",\"title\":\"First Option\"},"
-	"{\"const\":\"value2\",\"title\":\"Second Option\"},"
-	"{\"const\":\"value3\",\"title\":\"Third Option\"}]},"
-	"\"legacyEnum\":{\"type\":\"string\",\"description\":\"Select one "
-	"option (legacy)\",\"enum\":[\"opt1\",\"opt2\",\"opt3\"],"
-	"\"enumNames\":[\"Option One\",\"Option Two\",\"Option Three\"]},"
-	"\"untitledMulti\":{\"type\":\"array\",\"description\":\"Select "
-	"multiple options\",\"minItems\":1,\"maxItems\":3,"
-	"\"items\":{\"type\":\"string\","
-	"\"enum\":[\"option1\",\"option2\",\"option3\"]}},"
-	"\"titledMulti\":{\"type\":\"array\",\"description\":\"Select "
-	"multiple options with titles\",\"minItems\":1,\"maxItems\":3,"
-	"\"items\":{\"anyOf\":["
-	"{\"const\":\"value1\",\"title\":\"First Choice\"},"
-	"{\"const\":\"value2\",\"title\":\"Second Choice\"},"
-	"{\"const\":\"value3\",\"title\":\"Third Choice\"}]}}},"
-	"\"required\":[]}";
-
-/* Shared by the elicitation tools: checks the client can take a form. */
-static void conf_elicit(struct conf_server *s, json_t *id, json_t *token,
-			const char *message, const char *schema,
-			conf_reply_fn *reply)
-{
-	json_t *params;
-
-	if (!conf_client_has_form(s)) {
-		conf_send_result(s, id,
-				 conf_error_result("The client did not declare "
-						   "form elicitation"));
-		return;
-	}
-	params = conf_pack("{s:s,s:o}", "message", message, "requestedSchema",
-			   conf_parse_const(schema));
-	/* mode arrived with 2025-11-25; older clients must not see it. */
-	if (conf_version_at_least(s, "2025-11-25"))
-		json_object_set_new(params, "mode", json_string("form"));
-	conf_ask(s, id, token, "elicitation/create", params, reply);
-}
-
-static void conf_tool_elicitation(struct conf_server *s, json_t *id,
-				  json_t *args, json_t *token)
-{
-	const char *message = conf_str(args, "message");
-
-	if (message == NULL) {
-		conf_send_result(s, id,
-				 conf_error_result("message (string) is "
-						   "required"));
-		return;
-	}
-	conf_elicit(s, id, token, message, conf_schema_contact,
-		    conf_elicit_reply);
-}
-
-static void conf_tool_elicit_defaults(struct conf_server *s, json_t *id,
-				      json_t *args, json_t *token)
-{
-	conf_elicit(s, id, token,
-		    "Please review and update the form fields with defaults",
-		    conf_schema_defaults, conf_elicit_done_reply);
-}
-
-static void conf_tool_elicit_enums(struct conf_server *s, json_t *id,
-				   json_t *args, json_t *token)
-{
-	conf_elicit(s, id, token, "Please select options from the enum fields",
-		    conf_schema_enums, conf_elicit_done_reply);
-}
-
-static json_t *conf_roots_reply(struct conf_server *s, json_t *result,
-				json_t *error)
-{
-	json_t *roots, *root;
-	char *text, *next;
-	json_t *r;
-	size_t i;
-
-	if (error != NULL)
-		return conf_client_error(error, "roots/list");
-	roots = json_object_get(result, "roots");
-	if (!json_is_array(roots))
-		return conf_error_result(
-			"roots/list result has no roots array");
-	text = conf_xasprintf("Roots (%zu):", json_array_size(roots));
-	json_array_foreach(roots, i, root)
-	{
-		const char *uri = conf_str(root, "uri");
-
-		next = conf_xasprintf("%s %s", text, uri ? uri : "(no uri)");
-		free(text);
-		text = next;
-	}
-	r = conf_text_result(text);
-	free(text);
-	return r;
-}
-
-static void conf_tool_roots(struct conf_server *s, json_t *id, json_t *args,
-			    json_t *token)
-{
-	if (!conf_client_has(s, "roots")) {
-		conf_send_result(s, id,
-				 conf_error_result("The client did not declare "
-						   "the roots capability"));
-		return;
-	}
-	conf_ask(s, id, token, "roots/list", json_object(), conf_roots_reply);
-}
-
 static const struct conf_tool conf_tools[] = {
 	{"test_simple_text", "Simple text",
-	 "Tests simple text content response", CONF_NO_ARGS, NULL, false,
-	 conf_tool_simple_text},
+	 "Tests simple text content response", CONF_NO_ARGS, NULL,
+	 CONF_SHOWN_ALWAYS, conf_tool_simple_text},
 	{"test_image_content", "Image content", "Tests image content response",
-	 CONF_NO_ARGS, NULL, false, conf_tool_image},
+	 CONF_NO_ARGS, NULL, CONF_SHOWN_ALWAYS, conf_tool_image},
 	{"test_audio_content", "Audio content", "Tests audio content response",
-	 CONF_NO_ARGS, "2025-03-26", false, conf_tool_audio},
+	 CONF_NO_ARGS, "2025-03-26", CONF_SHOWN_ALWAYS, conf_tool_audio},
 	{"test_embedded_resource", "Embedded resource",
-	 "Tests embedded resource content response", CONF_NO_ARGS, NULL, false,
-	 conf_tool_embedded},
+	 "Tests embedded resource content response", CONF_NO_ARGS, NULL,
+	 CONF_SHOWN_ALWAYS, conf_tool_embedded},
 	{"test_multiple_content_types", "Multiple content types",
 	 "Tests response with multiple content types (text, image, resource)",
-	 CONF_NO_ARGS, NULL, false, conf_tool_mixed},
+	 CONF_NO_ARGS, NULL, CONF_SHOWN_ALWAYS, conf_tool_mixed},
 	{"test_tool_with_logging", "Tool with logging",
 	 "Tests tool that emits three info log messages ~50 ms apart",
-	 CONF_NO_ARGS, NULL, false, conf_tool_logging},
+	 CONF_NO_ARGS, NULL, CONF_SHOWN_ALWAYS, conf_tool_logging},
 	{"test_tool_with_progress", "Tool with progress",
 	 "Tests tool that reports progress 0, 50 and 100 of 100 ~50 ms apart",
-	 CONF_NO_ARGS, NULL, false, conf_tool_progress},
+	 CONF_NO_ARGS, NULL, CONF_SHOWN_ALWAYS, conf_tool_progress},
 	{"test_error_handling", "Error handling",
 	 "Tests error response handling: always returns isError", CONF_NO_ARGS,
-	 NULL, false, conf_tool_error},
+	 NULL, CONF_SHOWN_ALWAYS, conf_tool_error},
 	{"test_reconnection", "Reconnection",
 	 "Tests SSE stream disconnection and client reconnection (SEP-1699): "
 	 "answers after 100 ms so the transport can close the stream first",
-	 CONF_NO_ARGS, NULL, false, conf_tool_reconnection},
+	 CONF_NO_ARGS, NULL, CONF_SHOWN_ALWAYS, conf_tool_reconnection},
 	{"test_sampling", "Sampling",
 	 "Tests server-initiated sampling (LLM completion request)",
 	 "{\"type\":\"object\",\"properties\":{\"prompt\":{\"type\":\"string\","
 	 "\"description\":\"The prompt to send to the LLM\"}},"
 	 "\"required\":[\"prompt\"]}",
-	 NULL, false, conf_tool_sampling},
+	 NULL, CONF_SHOWN_ALWAYS, conf_tool_sampling},
 	{"test_elicitation", "Elicitation",
 	 "Tests server-initiated elicitation (user input request)",
 	 "{\"type\":\"object\",\"properties\":{\"message\":{\"type\":"
 	 "\"string\","
 	 "\"description\":\"The message to show the user\"}},"
 	 "\"required\":[\"message\"]}",
-	 "2025-06-18", false, conf_tool_elicitation},
+	 "2025-06-18", CONF_SHOWN_ALWAYS, conf_tool_elicitation},
 	{"test_elicitation_sep1034_defaults", "Elicitation defaults",
 	 "Tests elicitation with default values per SEP-1034", CONF_NO_ARGS,
-	 "2025-06-18", false, conf_tool_elicit_defaults},
+	 "2025-06-18", CONF_SHOWN_ALWAYS, conf_tool_elicit_defaults},
 	{"test_elicitation_sep1330_enums", "Elicitation enums",
 	 "Tests elicitation with enum schema improvements per SEP-1330",
-	 CONF_NO_ARGS, "2025-06-18", false, conf_tool_elicit_enums},
+	 CONF_NO_ARGS, "2025-06-18", CONF_SHOWN_ALWAYS, conf_tool_elicit_enums},
 	{"json_schema_2020_12_tool", "JSON Schema 2020-12",
 	 "Tool with JSON Schema 2020-12 features for conformance testing "
 	 "(SEP-1613)",
@@ -1252,30 +929,98 @@ static const struct conf_tool conf_tools[] = {
 	 "\"properties\":{\"name\":{\"type\":\"string\"},"
 	 "\"address\":{\"$ref\":\"#/$defs/address\"}},"
 	 "\"additionalProperties\":false}",
-	 NULL, false, conf_tool_json_schema},
+	 NULL, CONF_SHOWN_ALWAYS, conf_tool_json_schema},
 	{"test_resource_link", "Resource link",
 	 "Returns a resource_link to test://static-text", CONF_NO_ARGS,
-	 "2025-06-18", false, conf_tool_resource_link},
+	 "2025-06-18", CONF_SHOWN_ALWAYS, conf_tool_resource_link},
 	{"test_roots", "Roots", "Asks the client for its roots (roots/list)",
-	 CONF_NO_ARGS, NULL, false, conf_tool_roots},
+	 CONF_NO_ARGS, NULL, CONF_SHOWN_ALWAYS, conf_tool_roots},
 	{"test_slow", "Slow",
 	 "Answers after ms milliseconds (default 1000), reporting progress "
 	 "every 100 ms when given a progress token; cancellable",
 	 "{\"type\":\"object\",\"properties\":{\"ms\":{\"type\":\"integer\","
 	 "\"minimum\":0,\"maximum\":60000,\"description\":\"How long to "
 	 "take\"}}}",
-	 NULL, false, conf_tool_slow},
+	 NULL, CONF_SHOWN_ALWAYS, conf_tool_slow},
 	{"test_toggle_dynamic", "Toggle dynamic items",
 	 "Adds or removes test_dynamic_tool, test_dynamic_prompt and "
 	 "test://dynamic, and sends the three list_changed notifications",
-	 CONF_NO_ARGS, NULL, false, conf_tool_toggle},
+	 CONF_NO_ARGS, NULL, CONF_SHOWN_ALWAYS, conf_tool_toggle},
 	{"test_update_watched", "Update watched resource",
 	 "Changes test://watched-resource and sends "
 	 "notifications/resources/updated if it is subscribed",
-	 CONF_NO_ARGS, NULL, false, conf_tool_update_watched},
+	 CONF_NO_ARGS, NULL, CONF_SHOWN_ALWAYS, conf_tool_update_watched},
 	{"test_dynamic_tool", "Dynamic tool",
 	 "Listed only while test_toggle_dynamic has it on", CONF_NO_ARGS, NULL,
-	 true, conf_tool_dynamic},
+	 CONF_SHOWN_DYNAMIC, conf_tool_dynamic},
+	/* What the 2026-07-28 suite calls by name (the everything-server's
+	 * names), each done the 2025 way: a request to the client in the
+	 * middle of the call, whose id is the input's name. */
+	{"test_input_required_result_elicitation", "Elicit a name",
+	 "Asks the user's name (elicitation/create, id user_name) and greets "
+	 "them",
+	 CONF_NO_ARGS, "2025-06-18", CONF_SHOWN_ALWAYS,
+	 conf_tool_ir_elicitation},
+	{"test_input_required_result_sampling", "Sample an answer",
+	 "Asks the client's model a question (sampling/createMessage, id "
+	 "capital_question) and returns its answer",
+	 CONF_NO_ARGS, NULL, CONF_SHOWN_ALWAYS, conf_tool_ir_sampling},
+	{"test_input_required_result_list_roots", "List roots",
+	 "Asks the client's roots (roots/list, id client_roots) and lists them",
+	 CONF_NO_ARGS, NULL, CONF_SHOWN_ALWAYS, conf_tool_ir_roots},
+	{"test_input_required_result_request_state", "Confirm",
+	 "Asks the user to confirm (elicitation/create, id confirm); answers "
+	 "state-ok",
+	 CONF_NO_ARGS, "2025-06-18", CONF_SHOWN_ALWAYS,
+	 conf_tool_ir_request_state},
+	{"test_input_required_result_multiple_inputs", "Three inputs at once",
+	 "Asks elicitation (user_name), sampling (greeting) and roots/list "
+	 "(client_roots) at once, before any answer",
+	 CONF_NO_ARGS, "2025-06-18", CONF_SHOWN_ALWAYS, conf_tool_ir_multiple},
+	{"test_input_required_result_multi_round", "Two rounds",
+	 "Asks a name (step1), then, once answered, a colour (step2), then "
+	 "answers",
+	 CONF_NO_ARGS, "2025-06-18", CONF_SHOWN_ALWAYS,
+	 conf_tool_ir_multi_round},
+	{"test_input_required_result_tampered_state", "Confirm (state check)",
+	 "Asks the user to confirm (elicitation/create, id confirm); a "
+	 "gateway's "
+	 "requestState for it must not be forgeable",
+	 CONF_NO_ARGS, "2025-06-18", CONF_SHOWN_ALWAYS, conf_tool_ir_tampered},
+	{"test_input_required_result_capabilities", "Ask what is declared",
+	 "Asks elicitation, sampling and roots/list, each only when the "
+	 "request's _meta clientCapabilities (else initialize's) declares it",
+	 CONF_NO_ARGS, NULL, CONF_SHOWN_ALWAYS, conf_tool_ir_capabilities},
+	{"test_missing_capability", "Sampling, declared or not",
+	 "Asks sampling/createMessage whatever the client declared (for a "
+	 "gateway's missing-capability error)",
+	 CONF_NO_ARGS, NULL, CONF_SHOWN_ALWAYS, conf_tool_missing_capability},
+	{"test_streaming_elicitation", "Elicitation mid-call",
+	 "Asks the user's name in the middle of the call (elicitation/create, "
+	 "id streaming_name)",
+	 CONF_NO_ARGS, "2025-06-18", CONF_SHOWN_ALWAYS,
+	 conf_tool_streaming_elicitation},
+	{"test_logging_tool", "Logging at four levels",
+	 "Logs at debug, info, warning and error, then answers", CONF_NO_ARGS,
+	 NULL, CONF_SHOWN_ALWAYS, conf_tool_log_levels},
+	{"test_trigger_tool_change", "Change the tool list",
+	 "Adds or removes test_triggered_tool and sends "
+	 "notifications/tools/list_changed",
+	 CONF_NO_ARGS, NULL, CONF_SHOWN_ALWAYS, conf_tool_trigger_tool},
+	{"test_trigger_prompt_change", "Change the prompt list",
+	 "Adds or removes test_triggered_prompt and sends "
+	 "notifications/prompts/list_changed",
+	 CONF_NO_ARGS, NULL, CONF_SHOWN_ALWAYS, conf_tool_trigger_prompt},
+	{"test_triggered_tool", "Triggered tool",
+	 "Listed only while test_trigger_tool_change has it on", CONF_NO_ARGS,
+	 NULL, CONF_SHOWN_TRIGGERED, conf_tool_triggered},
+	{"test_custom_headers", "Custom header",
+	 "Echoes region, which a 2026-07-28 client mirrors in the "
+	 "Mcp-Param-Region header",
+	 "{\"type\":\"object\",\"properties\":{\"region\":{\"type\":"
+	 "\"string\",\"description\":\"A region name\","
+	 "\"x-mcp-header\":\"Region\"}},\"required\":[\"region\"]}",
+	 NULL, CONF_SHOWN_ALWAYS, conf_tool_custom_headers},
 };
 
 #define CONF_NTOOLS (sizeof(conf_tools) / sizeof(conf_tools[0]))
@@ -1290,7 +1035,7 @@ static const struct conf_tool *conf_tool_find(const struct conf_server *s,
 
 		if (strcmp(t->name, name) != 0)
 			continue;
-		if (t->dynamic && !s->dynamic_on)
+		if (!conf_shown(s, t->shown, false))
 			return NULL;
 		if (t->since != NULL && !conf_version_at_least(s, t->since))
 			return NULL;
@@ -1306,27 +1051,35 @@ struct conf_prompt {
 	const char *title;
 	const char *description;
 	const char *arguments; /* JSON array text */
-	bool dynamic;
+	enum conf_shown shown;
 };
 
 static const struct conf_prompt conf_prompts[] = {
 	{"test_simple_prompt", "Simple Test Prompt",
-	 "A simple prompt without arguments", "[]", false},
+	 "A simple prompt without arguments", "[]", CONF_SHOWN_ALWAYS},
 	{"test_prompt_with_arguments", "Prompt With Arguments",
 	 "A prompt with required arguments",
 	 "[{\"name\":\"arg1\",\"description\":\"First test argument\","
 	 "\"required\":true},{\"name\":\"arg2\",\"description\":\"Second test "
 	 "argument\",\"required\":true}]",
-	 false},
+	 CONF_SHOWN_ALWAYS},
 	{"test_prompt_with_embedded_resource", "Prompt With Embedded Resource",
 	 "A prompt that includes an embedded resource",
 	 "[{\"name\":\"resourceUri\",\"description\":\"URI of the resource to "
 	 "embed\",\"required\":true}]",
-	 false},
+	 CONF_SHOWN_ALWAYS},
 	{"test_prompt_with_image", "Prompt With Image",
-	 "A prompt that includes image content", "[]", false},
+	 "A prompt that includes image content", "[]", CONF_SHOWN_ALWAYS},
 	{"test_dynamic_prompt", "Dynamic Prompt",
-	 "Listed only while test_toggle_dynamic has it on", "[]", true},
+	 "Listed only while test_toggle_dynamic has it on", "[]",
+	 CONF_SHOWN_DYNAMIC},
+	{"test_input_required_result_prompt", "Prompt With Elicited Context",
+	 "Asks the user for a context (elicitation/create, id user_context), "
+	 "then answers with it",
+	 "[]", CONF_SHOWN_ALWAYS},
+	{"test_triggered_prompt", "Triggered Prompt",
+	 "Listed only while test_trigger_prompt_change has it on", "[]",
+	 CONF_SHOWN_TRIGGERED},
 };
 
 #define CONF_NPROMPTS (sizeof(conf_prompts) / sizeof(conf_prompts[0]))
@@ -1338,7 +1091,7 @@ static const struct conf_prompt *conf_prompt_find(const struct conf_server *s,
 
 	for (i = 0; i < CONF_NPROMPTS; i++) {
 		if (strcmp(conf_prompts[i].name, name) == 0 &&
-		    (!conf_prompts[i].dynamic || s->dynamic_on))
+		    conf_shown(s, conf_prompts[i].shown, true))
 			return &conf_prompts[i];
 	}
 	return NULL;
@@ -1604,7 +1357,7 @@ static void conf_on_prompts_list(struct conf_server *s, json_t *id,
 		const struct conf_prompt *p = &conf_prompts[i];
 		json_t *prompt;
 
-		if (p->dynamic && !s->dynamic_on)
+		if (!conf_shown(s, p->shown, true))
 			continue;
 		prompt = conf_pack("{s:s,s:s,s:o}", "name", p->name,
 				   "description", p->description, "arguments",
@@ -1670,6 +1423,15 @@ static void conf_on_prompts_get(struct conf_server *s, json_t *id,
 		}
 	}
 	json_decref(decl);
+	if (strcmp(name, "test_input_required_result_prompt") == 0) {
+		if (s->njobs >= CONF_MAX_JOBS)
+			conf_send_error(s, id, CONF_ERR_INTERNAL,
+					"Too many requests in flight (%d)",
+					CONF_MAX_JOBS);
+		else
+			conf_prompt_ir(s, id, p->description);
+		return;
+	}
 
 	messages = json_array();
 	if (strcmp(name, "test_prompt_with_arguments") == 0) {
@@ -1704,6 +1466,10 @@ static void conf_on_prompts_get(struct conf_server *s, json_t *id,
 		json_array_append_new(messages,
 				      conf_prompt_message(conf_text_block(
 					      "This is the dynamic prompt.")));
+	} else if (strcmp(name, "test_triggered_prompt") == 0) {
+		json_array_append_new(
+			messages, conf_prompt_message(conf_text_block(
+					  "This is the triggered prompt.")));
 	} else {
 		json_array_append_new(messages,
 				      conf_prompt_message(conf_text_block(
@@ -1994,7 +1760,9 @@ static void conf_on_request(struct conf_server *s, json_t *id,
 	if (params == NULL)
 		params = empty = json_object();
 	s->cause = id;
+	s->request_meta = json_object_get(params, "_meta");
 	conf_methods[i].fn(s, id, params);
+	s->request_meta = NULL;
 	s->cause = NULL;
 	json_decref(empty);
 }
@@ -2061,7 +1829,7 @@ static void conf_on_message(struct conf_server *s, json_t *msg)
 	}
 	if (method == NULL && id != NULL &&
 	    (json_object_get(msg, "result") || json_object_get(msg, "error"))) {
-		conf_jobs_answer(s, msg);
+		conf_asks_answer(s, msg);
 		return;
 	}
 	if (id != NULL)
@@ -2234,9 +2002,7 @@ static void conf_check_constants(void)
 		json_decref(conf_parse_const(conf_tools[i].schema));
 	for (i = 0; i < CONF_NPROMPTS; i++)
 		json_decref(conf_parse_const(conf_prompts[i].arguments));
-	json_decref(conf_parse_const(conf_schema_contact));
-	json_decref(conf_parse_const(conf_schema_defaults));
-	json_decref(conf_parse_const(conf_schema_enums));
+	conf_asks_check_constants();
 }
 
 static void conf_server_init(struct conf_server *s)

@@ -173,14 +173,17 @@ CONF_AUTH26="scope-step-up resource-mismatch iss-unexpected iss-normalized
 	metadata-issuer-mismatch"
 
 # The official suite both ways (mcpvisor in front of the C fixture over
-# stdio, and over HTTP on a port it owns), the fixture alone over HTTP, the
-# suite's client scenarios with mcpvisor as the client (the authorization
-# ones too), and the fixtures' own checks over stdio and HTTP. Each part has
-# its own runtime, home and ports (all port 0): CONF_JOBS of them run at
-# once.
+# stdio, and over HTTP on a port it owns), the fixture alone over HTTP, what
+# the 2026-07-28 and 2025-11-25 revisions require (0.2.0-alpha.12, mcpvisor
+# in front of the fixture over stdio: the 2026 clients' stateless wire, and
+# the same URL at 2025-11-25), the suite's client scenarios with mcpvisor as
+# the client (the authorization ones too), and the fixtures' own checks over
+# stdio and HTTP. Each part has its own runtime, home and ports (all port
+# 0): CONF_JOBS of them run at once.
 run_conformance() {
 	c=tests/conformance
 	parts="conformance conformance-http conformance-fixture-http
+		conformance-2026-07-28 conformance-2025-11-25
 		conformance-client fixture-stdio-check fixture-http-check"
 	for s in $CONF_AUTH; do
 		parts="$parts client-auth-$s"
@@ -205,6 +208,10 @@ conf_one() { # name
 	conformance) conf_run "$1" sh $c/run-against-runtime.sh ;;
 	conformance-http) conf_run "$1" sh $c/run-against-runtime.sh --http ;;
 	conformance-fixture-http) conf_run "$1" sh $c/run-fixture-http.sh ;;
+	conformance-2026-07-28 | conformance-2025-11-25)
+		conf_run "$1" sh $c/run-against-runtime.sh \
+			--requirements "${1#conformance-}"
+		;;
 	conformance-client) conf_run "$1" sh $c/run-client.sh ;;
 	client-auth-authorization-server-migration)
 		conf_run "$1" sh $c/run-client-auth.sh --force \

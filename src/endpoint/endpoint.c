@@ -747,6 +747,8 @@ void endpoint_stop_accepting(struct endpoint *ep)
 void endpoint_set_draining(struct endpoint *ep)
 {
 	ep->draining = true;
+	/* A call waiting for a retry that would be refused now. */
+	modern_drain(ep->modern);
 }
 
 void endpoint_free(struct endpoint *ep)

@@ -129,12 +129,17 @@ json_t *jr_error(const json_t *id, int code, const char *message, json_t *data)
 
 bool jr_method_is_idempotent(const char *method)
 {
-	static const char *const safe[] = {
-		"initialize",	       "ping",
-		"tools/list",	       "prompts/list",
-		"prompts/get",	       "resources/list",
-		"resources/read",      "resources/templates/list",
-		"completion/complete", NULL};
+	static const char *const safe[] = {"initialize",
+					   "ping",
+					   "tools/list",
+					   "prompts/list",
+					   "prompts/get",
+					   "resources/list",
+					   "resources/read",
+					   "resources/templates/list",
+					   "completion/complete",
+					   "server/discover",
+					   NULL};
 	for (int i = 0; safe[i]; i++)
 		if (strcmp(method, safe[i]) == 0)
 			return true;

@@ -196,7 +196,7 @@ bool mc_status_fault(struct mc_stream *s, int status)
 }
 
 /* A request that got no response: what it means for the session. */
-static void mc_no_response(struct mc_stream *s, int err, bool sent)
+void mc_no_response(struct mc_stream *s, int err, bool sent)
 {
 	struct mcpc *m = s->m;
 	if (!sent && !m->ever_ok) {
@@ -251,6 +251,8 @@ static bool mc_decide(struct mc_stream *s, int status)
 bool mc_post_head(struct mc_stream *s, int status)
 {
 	struct mcpc *m = s->m;
+	if (s->modern)
+		return mc_modern_head(s, status);
 	if (m->transport == MC_DECIDING && !mc_decide(s, status))
 		return false;
 	if (mc_status_fault(s, status))
@@ -326,6 +328,10 @@ static void mc_resume_or_lose(struct mc_stream *s, bool refused)
 void mc_post_done(struct mc_stream *s, int status, int err, bool sent)
 {
 	struct mcpc *m = s->m;
+	if (s->modern) {
+		mc_modern_done(s, status, err, sent);
+		return;
+	}
 	/* The initialized notification not accepted: no GET stream follows
 	 * it, so nothing waits for one. */
 	if (s->opens_get &&
@@ -647,6 +653,7 @@ static void mc_free_cb(uv_handle_t *h)
 	free(m->session_id);
 	free(m->version_hdr);
 	free(m->version);
+	free(m->modern_version);
 	free(m->endpoint);
 	free(m);
 	if (done)
@@ -685,9 +692,11 @@ json_t *mcpc_describe(const struct mcpc *m, bool verbose)
 	json_t *o = json_pack("{s:s, s:s}", "url", m->url, "protocol",
 			      m->transport == MC_LEGACY ? "sse"
 							: "streamable-http");
-	if (m->version)
+	if (m->version || m->modern_version)
 		json_object_set_new(o, "protocolVersion",
-				    json_string(m->version));
+				    json_string(m->version
+							? m->version
+							: m->modern_version));
 	if (verbose && m->session_id) {
 		char hex[65];
 		sha256_hex(m->session_id, strlen(m->session_id), hex);

@@ -126,8 +126,8 @@ struct mcpc_cbs {
 
 /* 0 and *out, or -errno (-EINVAL: bad URL, too many headers).
  * Nothing is sent until the first mcpc_send (which should be
- * initialize). No callback runs from inside mcpc_new, mcpc_send,
- * mcpc_forget or mcpc_close. */
+ * initialize) or mcpc_send_modern. No callback runs from inside mcpc_new,
+ * mcpc_send, mcpc_forget or mcpc_close. */
 int mcpc_new(struct httpc *http, const struct mcpc_opts *opts,
 	     const struct mcpc_cbs *cbs, void *ctx, struct mcpc **out);
 /* Sends one JSON-RPC message (copied). id > 0 for a request (the id in
@@ -145,8 +145,13 @@ int mcpc_send(struct mcpc *m, const char *msg, size_t len, int64_t id);
  * id as for mcpc_send. Its answer, and whatever comes on its stream, go
  * to on_message with related = id; an HTTP 4xx answer that carries a
  * JSON-RPC message is that message (the revision's errors come so), not a
- * fault. Dropping its stream (mcpc_forget) is how it is cancelled. Same
- * returns as mcpc_send. */
+ * fault. A 4xx without the answer (a server of an older revision that
+ * cannot place the message) is on_lost(id, OUTBOX_REFUSED); a stream that
+ * ends before its answer is not resumed (the revision has none): on_lost
+ * (id, OUTBOX_CUT). 401 and 403 are faults as for mcpc_send. Dropping its
+ * stream (mcpc_forget) is how it is cancelled. Same returns as mcpc_send,
+ * and -EINVAL when msg has no params._meta protocol-version claim (a
+ * token), -EPROTONOSUPPORT on a legacy HTTP+SSE session. */
 int mcpc_send_modern(struct mcpc *m, const char *msg, size_t len, int64_t id);
 /* Stops listening for request id's answer (its stream is dropped). */
 void mcpc_forget(struct mcpc *m, int64_t id);

@@ -56,6 +56,11 @@ struct mc_stream {
 	size_t partial;	       /* bytes of an unfinished message held */
 	size_t sent_len;       /* its body's bytes, while waiting */
 	bool opens_get;	       /* notifications/initialized: GET after it */
+	/* A message of 2026-07-28 (mcpc_send_modern): no session, no
+	 * resumption, its own header lines (version, method, name; NULL
+	 * when none), an error status that carries its answer. */
+	bool modern;
+	char *modern_hdr[3];
 	/* "Authorization: ..." from the provider as this request went (a
 	 * secret, wiped when let go), NULL when none. */
 	char *auth_line;
@@ -136,7 +141,10 @@ struct mcpc {
 	char *session_id;  /* its value (for describe) */
 	char *version_hdr; /* "MCP-Protocol-Version: ..." */
 	char *version;	   /* its value */
-	char *endpoint;	   /* legacy: where messages are POSTed */
+	/* The version the last modern message claimed (for describe when
+	 * no initialize settled one). */
+	char *modern_version;
+	char *endpoint; /* legacy: where messages are POSTed */
 	void (*done)(void *arg);
 	void *done_arg;
 };
@@ -177,6 +185,9 @@ void mc_resume_done(struct mc_stream *s, int status, int err, bool sent);
 void mc_get_done(struct mc_stream *s, int status, int err, bool sent);
 void mc_fault(struct mcpc *m, enum mcpc_fault f, int status, const char *text,
 	      const char *resource_metadata);
+/* A request that got no response (err: the HTTP client's): a fault when
+ * the server was never reached, else the request is lost. */
+void mc_no_response(struct mc_stream *s, int err, bool sent);
 /* Why a request got no answer (err: the HTTP client's -errno, 0 when it
  * gave none), naming the server's address ("localhost:3001") and the
  * cause. Caller frees. */
@@ -203,6 +214,12 @@ void mc_flush_held(struct mcpc *m);
 void mc_ungate(struct mcpc *m);
 /* The DELETE on close ended, or there is none: let everything go. */
 void mc_close_finish(struct mcpc *m);
+
+/* modern.c */
+/* A modern POST's response head and end (mc_post_head, mc_post_done
+ * send them here). */
+bool mc_modern_head(struct mc_stream *s, int status);
+void mc_modern_done(struct mc_stream *s, int status, int err, bool sent);
 
 /* legacy.c */
 /* Opens the legacy stream (auto mode: the initialize is held first). */

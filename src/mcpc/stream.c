@@ -53,6 +53,8 @@ void mc_stream_forget_auth(struct mc_stream *s)
 static void mc_stream_free(struct mc_stream *s)
 {
 	mc_stream_forget_auth(s);
+	for (int i = 0; i < 3; i++)
+		free(s->modern_hdr[i]);
 	if (s->parser_on)
 		sse_free(&s->parser);
 	buf_free(&s->body);
@@ -195,11 +197,16 @@ int mc_stream_start(struct mc_stream *s, const char *method, const char *url,
 		h[n++] = "Accept: application/json, text/event-stream";
 	else if (s->kind != MC_LEGACY_POST && s->kind != MC_DELETE)
 		h[n++] = "Accept: text/event-stream";
-	s->had_session = streamable && m->session_hdr;
+	/* A modern message is stateless: its own version and names, never
+	 * the session's. */
+	s->had_session = streamable && m->session_hdr && !s->modern;
 	if (s->had_session)
 		h[n++] = m->session_hdr;
-	if (streamable && m->version_hdr)
+	if (streamable && m->version_hdr && !s->modern)
 		h[n++] = m->version_hdr;
+	for (int i = 0; s->modern && i < 3; i++)
+		if (s->modern_hdr[i])
+			h[n++] = s->modern_hdr[i];
 	struct buf lei;
 	buf_init(&lei);
 	if ((s->kind == MC_RESUME || s->kind == MC_GET) && s->last_id) {

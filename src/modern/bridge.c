@@ -182,6 +182,8 @@ static void bridge_ask(struct modern_req *r)
 	if (r->ended)
 		return;
 	r->state = MREQ_PARKED;
+	if (r->ex)
+		exchange_set_waits_client(r->ex, true);
 	r->deadline_ms = clock_now_ms() + REQSTATE_TTL_MS;
 	r->m->nparked++;
 	modern_arm(r->m);
@@ -268,6 +270,8 @@ struct modern_req *bridge_retry(struct modern *m, json_t *msg,
 	/* The same call goes on for this request. */
 	m->nparked--;
 	r->state = MREQ_RUN;
+	if (r->ex)
+		exchange_set_waits_client(r->ex, false);
 	json_decref(r->client_id);
 	r->client_id = json_incref(jr_id(msg));
 	json_decref(r->caps);

@@ -873,6 +873,18 @@ void modern_free(struct modern *m)
 	uv_close((uv_handle_t *)&m->timer, front_timer_closed);
 }
 
+void modern_drain(struct modern *m)
+{
+	struct modern_req *r = m->reqs.next;
+	while (r != &m->reqs) {
+		struct modern_req *next = r->next;
+		if (r->state == MREQ_PARKED)
+			mreq_end(r);
+		r = next;
+	}
+	modern_arm(m);
+}
+
 size_t modern_parked(const struct modern *m)
 {
 	return m->nparked;

@@ -81,6 +81,9 @@ bool modern_call_text(struct modern *m, const struct modern_text_call *tc,
  * upstream. The sink is not called again. */
 void modern_release(struct modern_req *r);
 
+/* The runtime drains: a call kept waiting for a client's retry cannot go
+ * on (new requests are refused), so each is cancelled upstream now. */
+void modern_drain(struct modern *m);
 /* Calls waiting for a client's retry, and open listen streams. */
 size_t modern_parked(const struct modern *m);
 size_t modern_listeners(const struct modern *m);

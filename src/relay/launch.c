@@ -231,6 +231,32 @@ bool launch_owns(const struct launch *l)
 	       procfs_alive((pid_t)l->own_pid, l->own_start);
 }
 
+/* The kernel's flag on a task that has begun to exit (PF_EXITING in
+ * /proc/PID/stat's ninth field). */
+#define LAUNCH_PF_EXITING 0x4u
+
+/* pid is on its way out (killed): its sockets close before its last file
+ * (the home's lock) does, so for a moment it holds the lock of a runtime
+ * that no longer answers. */
+static bool launch_pid_exiting(long pid)
+{
+	char path[64], text[512];
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "re");
+	if (f == NULL)
+		return false;
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	const char *p = strrchr(text, ')');
+	char state = 0;
+	unsigned flags = 0;
+	if (p == NULL ||
+	    sscanf(p + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) != 2)
+		return false;
+	return procfs_state_dead(state) || (flags & LAUNCH_PF_EXITING);
+}
+
 /* A runtime answers: ours, or one whose loss is not the one we saw. NULL
  * when it is taken; else the sentence for the host (to free). */
 static char *launch_take(struct launch *l, const struct runtime_info *info)
@@ -301,6 +327,11 @@ static void launch_find(struct launch *l)
 	bool marked = mark_read(l->home, &mk) == 0;
 	if (rc == 0 && marked && info.pid == mk.old_pid)
 		rc = -EAGAIN; /* the old one, on its way out */
+	/* The lost one, killed and not yet gone: looked at again when it is
+	 * (its pid is watched), not taken for one that hangs. */
+	if (rc == 0 && l->why != RELAY_LOSS_NONE && info.pid == l->lost_pid &&
+	    launch_pid_exiting(info.pid))
+		rc = -EAGAIN;
 	if (rc == 0) {
 		fail = launch_take(l, &info);
 		goto done;

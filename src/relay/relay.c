@@ -20,70 +20,19 @@
 #include "relay/msg.h"
 #include "relay/recall.h"
 #include "relay/relay.h"
+#include "relay/relay_int.h"
 #include "util/clock.h"
 #include "util/jsonscan.h"
 #include "util/xmalloc.h"
-
-enum relay_state {
-	RS_DOWN,       /* no session; the next request recovers */
-	RS_RECOVERING, /* ops->recover runs */
-	RS_INIT,       /* our own initialize is in flight */
-	RS_LIVE,
-};
-
-enum rreq_kind {
-	RK_HOST,   /* the host's: answered to it */
-	RK_INIT,   /* our re-initialize */
-	RK_REPLAY, /* setLevel, subscribe again: answer dropped */
-	RK_PROBE,  /* a list the host saw, asked of a new runtime */
-};
 
 /* Our initialize of a new runtime lost this many times in a row (the
  * runtime answers pings): the runtime is lost. */
 #define RELAY_INIT_TRIES 3
 
-struct rreq {
-	struct relay *r;
-	enum rreq_kind kind;
-	char *host_id;	    /* raw JSON text of the host's id */
-	uint64_t wait_from; /* arrival or the loss it waits through */
-	uint64_t written;   /* when it went on the current link */
-	bool orphan;	    /* its stream ended: decided after a ping */
-	/* The rule's verdict, answered once recovery says why the runtime
-	 * was lost (OUTBOX_RESEND: nothing owed). */
-	enum outbox_verdict owed;
-	enum relay_list list; /* a first-page list request, else RL_NONE */
-};
-
-struct relay {
-	const struct relay_ops *ops;
-	void *ctx;
-	struct outbox *ob;
-	enum relay_state state;
-	char *init_line; /* the host's initialize, as sent */
-	size_t init_len;
-	unsigned init_tries; /* our initialize lost in a row */
-	struct replay *replays;
-	struct relay_lists lists; /* what the host last saw of each list */
-	uint64_t last_life;	  /* last byte or heartbeat from the runtime */
-	uint64_t ping_at;	  /* 0: no ping in flight */
-	uint64_t lives;		  /* signs of life, counted */
-	uint64_t ping_lives;	  /* lives when the ping went */
-	uint64_t links;		  /* sessions opened */
-	unsigned recoveries;
-	bool host_initialized;
-	/* A request was refused while others run on this runtime (one
-	 * draining for a restart): new ones wait until those end. */
-	bool hold;
-};
-
-static const char *const msg_keys[] = {"id", "method", "params"};
-enum { K_ID, K_METHOD, K_PARAMS, K_N };
-
 /* ---- host output ---- */
 
-static void relay_host_error(struct relay *r, const char *id, int code,
-			     const char *text)
+void relay_host_error(struct relay *r, const char *id, int code,
+		      const char *text)
 {
 	size_t n;
 	char *s = relay_msg_error(id, code, text, &n);
@@ -105,16 +54,18 @@ static void relay_req_done(void *arg, json_t *response, bool sent)
 	struct rreq *q = arg;
 	struct relay *r = q->r;
 	bool host = q->kind == RK_HOST;
+	if (q->kind == RK_LISTEN && q->listen)
+		q->listen->ours = 0;
 	free(q->host_id);
 	free(q);
 	if (host && outbox_count_external(r->ob) == 0 && r->ops->settled)
 		r->ops->settled(r->ctx);
 }
 
-static struct outbox_req *relay_req_add(struct relay *r, enum rreq_kind kind,
-					const char *method, const char *line,
-					size_t len,
-					const struct jsonscan_span *id_span)
+struct outbox_req *relay_req_add(struct relay *r, enum rreq_kind kind,
+				 const char *method, const char *line,
+				 size_t len,
+				 const struct jsonscan_span *id_span)
 {
 	struct rreq *q = xcalloc(1, sizeof *q);
 	q->r = r;
@@ -137,7 +88,7 @@ static struct outbox_req *relay_req_add(struct relay *r, enum rreq_kind kind,
 }
 
 /* Let go without an answer (the outbox calls nothing for this). */
-static void relay_cancel(struct relay *r, struct outbox_req *o)
+void relay_req_cancel(struct relay *r, struct outbox_req *o)
 {
 	struct rreq *q = outbox_req_arg(o);
 	outbox_settle(r->ob, o, OUTBOX_CANCELLED, NULL);
@@ -152,12 +103,16 @@ static void relay_answer_error(struct relay *r, struct outbox_req *o, int code,
 			       const char *text)
 {
 	struct rreq *q = outbox_req_arg(o);
+	struct rlisten *rl = q->kind == RK_LISTEN ? q->listen : NULL;
 	if (q->kind == RK_HOST)
 		relay_host_error(r, q->host_id, code, text);
 	outbox_settle(r->ob, o,
 		      outbox_req_reached(o) > 0 ? OUTBOX_LOST_SENT
 						: OUTBOX_LOST_UNSENT,
 		      NULL);
+	/* A listen's request failing ends the host's listen with it. */
+	if (rl)
+		relay_listen_fail_of(r, rl, code, text);
 }
 
 /* The answer the rule's verdict v owes request o, with why the runtime
@@ -182,7 +137,7 @@ static void relay_answer_verdict(struct relay *r, struct outbox_req *o,
 }
 
 /* Writes a queued request on the link, as the rule allows. */
-static void relay_send_one(struct relay *r, struct outbox_req *o)
+void relay_req_send(struct relay *r, struct outbox_req *o)
 {
 	struct rreq *q = outbox_req_arg(o);
 	if (!outbox_may_write(o)) {
@@ -195,9 +150,20 @@ static void relay_send_one(struct relay *r, struct outbox_req *o)
 	outbox_written(r->ob, o, r->links);
 	q->written = clock_now_ms();
 	q->orphan = false;
-	int rc = r->ops->link_send(r->ctx, msg, len, id);
+	int rc = q->modern ? r->ops->link_send_modern(r->ctx, msg, len, id)
+			   : r->ops->link_send(r->ctx, msg, len, id);
 	if (rc == 0)
 		return;
+	if (rc == -EINVAL && q->modern) {
+		/* Its version claim is no version (mcpc reads the header
+		 * from it): this request's fault, not the runtime's. */
+		outbox_judge(r->ob, o, OUTBOX_UNWRITTEN);
+		relay_answer_error(r, o, JR_INVALID_PARAMS,
+				   "Invalid params: _meta's "
+				   "io.modelcontextprotocol/protocolVersion "
+				   "is not a version; it was not sent");
+		return;
+	}
 	if (rc == -EMSGSIZE) {
 		/* Too large for the link (our longer id spliced in): this
 		 * request's fault, not the runtime's. */
@@ -215,20 +181,33 @@ static void relay_send_one(struct relay *r, struct outbox_req *o)
 	relay_loss(r, RELAY_LOSS_REFUSED);
 }
 
+/* A 2025 request needs the session initialized on this runtime; a
+ * modern one carries all it needs (its _meta), so it never waits for our
+ * initialize (a modern host never sends one). */
+bool relay_may_send(const struct relay *r, bool modern)
+{
+	return !r->hold &&
+	       (r->state == RS_LIVE || (modern && r->state == RS_INIT));
+}
+
 /* Sends every queued host request, oldest first (after the initialize
  * when one is among them). */
 static bool relay_flush_step(void *arg, struct outbox_req *o)
 {
 	struct relay *r = arg;
-	if (r->state != RS_LIVE || r->hold)
+	if (!relay_may_send(r, true))
 		return false;
-	if (outbox_req_state(o) == OUTBOX_QUEUED)
-		relay_send_one(r, o);
+	struct rreq *q = outbox_req_arg(o);
+	if (outbox_req_state(o) == OUTBOX_QUEUED &&
+	    relay_may_send(r, q->modern))
+		relay_req_send(r, o);
 	return true;
 }
 
+/* The host's listens go first on a new link: they are its oldest. */
 static void relay_flush(struct relay *r)
 {
+	relay_listens_resume(r);
 	outbox_each(r->ob, relay_flush_step, r);
 	relay_arm(r);
 }
@@ -267,7 +246,9 @@ static bool relay_loss_step(void *arg, struct outbox_req *o)
 	struct relay_walk *w = arg;
 	struct rreq *q = outbox_req_arg(o);
 	if (q->kind != RK_HOST) {
-		relay_cancel(w->r, o);
+		/* A listen's goes too: the host's listen waits for the
+		 * next runtime (relay_listens_resume). */
+		relay_req_cancel(w->r, o);
 		return true;
 	}
 	if (outbox_req_state(o) == OUTBOX_WRITTEN) {
@@ -294,6 +275,7 @@ static void relay_loss(struct relay *r, enum relay_loss why)
 	r->recoveries++;
 	struct relay_walk w = {.r = r, .now = clock_now_ms()};
 	outbox_each(r->ob, relay_loss_step, &w);
+	relay_listens_lost(r, w.now);
 	r->ops->recover(r->ctx, why);
 	relay_arm(r);
 }
@@ -301,8 +283,10 @@ static void relay_loss(struct relay *r, enum relay_loss why)
 static bool relay_fail_step(void *arg, struct outbox_req *o)
 {
 	struct relay_walk *w = arg;
-	/* One written now may have run: the rule says what to tell. */
-	if (outbox_req_state(o) == OUTBOX_WRITTEN &&
+	/* One written now may have run: the rule says what to tell (a
+	 * listen changes nothing). */
+	struct rreq *q = outbox_req_arg(o);
+	if (q->kind != RK_LISTEN && outbox_req_state(o) == OUTBOX_WRITTEN &&
 	    outbox_rule(o, OUTBOX_ENDING) == OUTBOX_FAIL_MAYBE)
 		relay_answer_verdict(w->r, o, OUTBOX_FAIL_MAYBE, w->why);
 	else
@@ -322,6 +306,7 @@ static void relay_fail_all(struct relay *r, const char *text)
 	relay_settle_owed(r, text);
 	struct relay_walk w = {.r = r, .why = text};
 	outbox_each(r->ob, relay_fail_step, &w);
+	relay_listens_fail(r, text);
 	relay_arm(r);
 }
 
@@ -330,18 +315,22 @@ static void relay_init_send(struct relay *r)
 {
 	r->state = RS_INIT;
 	struct jsonscan_span sp[K_N];
-	jsonscan_members(r->init_line, r->init_len, msg_keys, K_N, sp);
+	jsonscan_members(r->init_line, r->init_len, relay_msg_keys, K_N, sp);
 	struct outbox_req *o = relay_req_add(
 		r, RK_INIT, "initialize", r->init_line, r->init_len, &sp[K_ID]);
-	relay_send_one(r, o);
-	relay_arm(r);
+	relay_req_send(r, o);
+	/* Modern requests and listens do not wait for it. */
+	if (r->state == RS_INIT)
+		relay_flush(r);
+	else
+		relay_arm(r);
 }
 
 /* Our initialize's answer will not come though the runtime lives: ask
  * again, a few times; then the runtime is lost. Never left waiting. */
 static void relay_init_lost(struct relay *r, struct outbox_req *o)
 {
-	relay_cancel(r, o);
+	relay_req_cancel(r, o);
 	if (r->state != RS_INIT)
 		return;
 	if (++r->init_tries >= RELAY_INIT_TRIES) {
@@ -373,7 +362,8 @@ void relay_recovered(struct relay *r, const char *fail)
 	bool host_init_waits = false;
 	for (struct outbox_req *o = outbox_first(r->ob); o;
 	     o = outbox_next(r->ob, o))
-		if (strcmp(outbox_req_method(o), "initialize") == 0)
+		if (strcmp(outbox_req_method(o), "initialize") == 0 &&
+		    !((struct rreq *)outbox_req_arg(o))->modern)
 			host_init_waits = true;
 	if (host_init_waits || r->init_line == NULL) {
 		r->state = RS_LIVE;
@@ -392,12 +382,12 @@ static void relay_probe_list(struct relay *r, enum relay_list l)
 			       relay_list_method(l));
 	size_t len = strlen(line);
 	struct jsonscan_span sp[K_N];
-	jsonscan_members(line, len, msg_keys, K_N, sp);
+	jsonscan_members(line, len, relay_msg_keys, K_N, sp);
 	struct outbox_req *o = relay_req_add(r, RK_PROBE, relay_list_method(l),
 					     line, len, &sp[K_ID]);
 	((struct rreq *)outbox_req_arg(o))->list = l;
 	free(line);
-	relay_send_one(r, o);
+	relay_req_send(r, o);
 }
 
 /* The answer to our re-initialize: the session is whole again. */
@@ -416,9 +406,10 @@ static void relay_reinit_done(struct relay *r, bool ok)
 	for (struct replay *p = r->replays; p && r->state == RS_LIVE;
 	     p = p->next) {
 		struct jsonscan_span sp[K_N];
-		if (jsonscan_members(p->line, p->len, msg_keys, K_N, sp) < 0)
+		if (jsonscan_members(p->line, p->len, relay_msg_keys, K_N, sp) <
+		    0)
 			continue;
-		relay_send_one(r, relay_req_add(r, RK_REPLAY, "replay", p->line,
+		relay_req_send(r, relay_req_add(r, RK_REPLAY, "replay", p->line,
 						p->len, &sp[K_ID]));
 	}
 	/* The new runtime's lists may differ from what the host saw: each
@@ -434,7 +425,8 @@ static void relay_reinit_done(struct relay *r, bool ok)
 static void relay_hold_check(struct relay *r)
 {
 	if (r->hold && r->state == RS_LIVE &&
-	    outbox_count_written(r->ob, r->links) == 0)
+	    outbox_count_written(r->ob, r->links) ==
+		    relay_listens_written(r, r->links))
 		relay_loss(r, RELAY_LOSS_REFUSED);
 }
 
@@ -458,6 +450,11 @@ static void relay_arm(struct relay *r)
 		if (at == 0 || t < at)
 			at = t;
 	}
+	uint64_t lc = r->state == RS_RECOVERING || r->state == RS_DOWN
+			      ? relay_listens_next_cap(r)
+			      : 0;
+	if (lc && (at == 0 || lc < at))
+		at = lc;
 	if (r->ping_at && (at == 0 || r->ping_at + RELAY_PING_TIMEOUT_MS < at))
 		at = r->ping_at + RELAY_PING_TIMEOUT_MS;
 	if (at && at < now)
@@ -492,15 +489,19 @@ static void relay_orphan(struct relay *r, struct outbox_req *o)
 		relay_init_lost(r, o);
 		return;
 	}
+	if (q->kind == RK_LISTEN) {
+		relay_listen_cut(r, o);
+		return;
+	}
 	enum outbox_verdict v = outbox_judge(r->ob, o, OUTBOX_CUT);
 	if (q->kind != RK_HOST) {
-		relay_cancel(r, o);
+		relay_req_cancel(r, o);
 		return;
 	}
 	if (v != OUTBOX_RESEND)
 		relay_answer_verdict(r, o, v, NULL);
 	else if (r->state == RS_LIVE && !r->hold)
-		relay_send_one(r, o);
+		relay_req_send(r, o);
 }
 
 static bool relay_orphan_step(void *arg, struct outbox_req *o)
@@ -559,6 +560,7 @@ void relay_tick(struct relay *r)
 	if (r->state == RS_RECOVERING || r->state == RS_DOWN) {
 		struct relay_walk w = {.r = r, .now = now};
 		outbox_each(r->ob, relay_cap_step, &w);
+		relay_listens_cap(r, now);
 	} else if (r->ping_at == 0) {
 		for (struct outbox_req *o = outbox_first(r->ob); o;
 		     o = outbox_next(r->ob, o)) {
@@ -588,8 +590,16 @@ void relay_link_message(struct relay *r, const char *msg, size_t len,
 {
 	relay_life(r);
 	struct jsonscan_span sp[K_N];
-	if (jsonscan_members(msg, len, msg_keys, K_N, sp) < 0)
+	if (jsonscan_members(msg, len, relay_msg_keys, K_N, sp) < 0)
 		return;
+	struct outbox_req *lo =
+		related > 0 ? outbox_find(r->ob, related) : NULL;
+	if (lo && ((struct rreq *)outbox_req_arg(lo))->kind == RK_LISTEN) {
+		relay_listen_message(r, lo, msg, len);
+		relay_hold_check(r);
+		relay_arm(r);
+		return;
+	}
 	long long id = 0;
 	if (sp[K_METHOD].len || !jsonscan_int(msg, &sp[K_ID], &id)) {
 		/* The server's own request or notification: the host's. */
@@ -635,7 +645,7 @@ static bool relay_unrun(struct relay *r, struct outbox_req *o,
 	/* Ours go with the session (an initialize is sent again by the
 	 * recovery that follows). */
 	if (q->kind != RK_HOST) {
-		relay_cancel(r, o);
+		relay_req_cancel(r, o);
 		return false;
 	}
 	if (v == OUTBOX_RESEND)
@@ -649,6 +659,17 @@ void relay_link_lost(struct relay *r, int64_t id, enum outbox_fact f)
 	struct outbox_req *o = outbox_find(r->ob, id);
 	if (o == NULL || outbox_req_state(o) != OUTBOX_WRITTEN)
 		return;
+	if (f == OUTBOX_CUT &&
+	    ((struct rreq *)outbox_req_arg(o))->kind == RK_LISTEN) {
+		/* A listen's stream ending says nothing of the calls in
+		 * flight (a draining runtime ends it, and refuses the ping's
+		 * connection while it answers them): listened again at once;
+		 * a runtime that is gone refuses that, which is a fact. */
+		relay_listen_cut(r, o);
+		relay_hold_check(r);
+		relay_arm(r);
+		return;
+	}
 	if (f == OUTBOX_CUT) {
 		/* Its stream ended with no answer: a runtime that still
 		 * answers a ping lost only this stream; one that does not is
@@ -717,14 +738,24 @@ static void host_cancel(struct relay *r, const char *line, size_t len)
 	json_decref(m);
 	if (want == NULL)
 		return;
+	if (relay_listen_cancel(r, want)) {
+		free(want);
+		relay_hold_check(r);
+		return;
+	}
 	for (struct outbox_req *o = outbox_first(r->ob); o;
 	     o = outbox_next(r->ob, o)) {
 		struct rreq *q = outbox_req_arg(o);
 		if (q->kind != RK_HOST || strcmp(q->host_id, want) != 0)
 			continue;
 		int64_t id = outbox_req_id(o);
-		if (outbox_req_state(o) == OUTBOX_WRITTEN &&
-		    r->state == RS_LIVE) {
+		if (q->modern) {
+			/* The revision's cancellation: its stream dropped,
+			 * which the runtime takes as one; no answer. */
+			if (outbox_req_state(o) == OUTBOX_WRITTEN)
+				r->ops->link_forget(r->ctx, id);
+		} else if (outbox_req_state(o) == OUTBOX_WRITTEN &&
+			   r->state == RS_LIVE) {
 			char *s = xasprintf(
 				"{\"jsonrpc\":\"2.0\",\"method\":"
 				"\"notifications/cancelled\",\"params\":{"
@@ -734,7 +765,7 @@ static void host_cancel(struct relay *r, const char *line, size_t len)
 			free(s);
 			r->ops->link_forget(r->ctx, id);
 		}
-		relay_cancel(r, o);
+		relay_req_cancel(r, o);
 		break;
 	}
 	free(want);
@@ -759,7 +790,7 @@ void relay_host_line(struct relay *r, const char *line, size_t len)
 				 "Invalid Request: batches are not supported");
 		return;
 	}
-	if (jsonscan_members_strict(line, len, msg_keys, K_N, sp) < 0) {
+	if (jsonscan_members_strict(line, len, relay_msg_keys, K_N, sp) < 0) {
 		relay_host_error(
 			r, NULL, JR_PARSE_ERROR,
 			"Parse error: the line is not one JSON object");
@@ -785,9 +816,16 @@ void relay_host_line(struct relay *r, const char *line, size_t len)
 			r->ops->link_send(r->ctx, line, len, 0);
 		return;
 	}
+	/* The era is the message's own: a host may speak both. */
+	bool modern = relay_modern_claims(line, len, &sp[K_PARAMS]);
 	if (sp[K_ID].len == 0) {
 		if (strcmp(method, "notifications/cancelled") == 0) {
 			host_cancel(r, line, len);
+			return;
+		}
+		if (modern) {
+			if (relay_may_send(r, true))
+				r->ops->link_send_modern(r->ctx, line, len, 0);
 			return;
 		}
 		if (strcmp(method, "notifications/initialized") == 0)
@@ -806,18 +844,31 @@ void relay_host_line(struct relay *r, const char *line, size_t len)
 			"Invalid Request: id must be a string or number");
 		return;
 	}
-	if (strcmp(method, "initialize") == 0) {
+	if (modern && strcmp(method, "subscriptions/listen") == 0) {
+		relay_listen_start(r, line, len, &sp[K_ID]);
+		if (r->state == RS_DOWN)
+			relay_loss(r, RELAY_LOSS_NONE);
+		else
+			relay_arm(r);
+		return;
+	}
+	/* A modern request leaves nothing for a re-initialized session to
+	 * hear again, and its lists are not the session's. */
+	if (!modern && strcmp(method, "initialize") == 0) {
 		free(r->init_line);
 		r->init_line = xstrndup(line, len);
 		r->init_len = len;
 	}
-	recall_keep(&r->replays, method, line, len, &sp[K_PARAMS]);
+	if (!modern)
+		recall_keep(&r->replays, method, line, len, &sp[K_PARAMS]);
 	struct outbox_req *o =
 		relay_req_add(r, RK_HOST, method, line, len, &sp[K_ID]);
-	((struct rreq *)outbox_req_arg(o))->list =
-		relay_list_of(method, line, &sp[K_PARAMS]);
-	if (r->state == RS_LIVE && !r->hold) {
-		relay_send_one(r, o);
+	struct rreq *q = outbox_req_arg(o);
+	q->modern = modern;
+	if (!modern)
+		q->list = relay_list_of(method, line, &sp[K_PARAMS]);
+	if (relay_may_send(r, modern)) {
+		relay_req_send(r, o);
 		relay_arm(r);
 	} else if (r->state == RS_DOWN) {
 		relay_loss(r, RELAY_LOSS_NONE);
@@ -853,6 +904,7 @@ void relay_free(struct relay *r)
 		next = outbox_next(r->ob, o);
 		outbox_settle(r->ob, o, OUTBOX_LOST_UNSENT, NULL);
 	}
+	relay_listens_free(r);
 	outbox_free(r->ob);
 	recall_free(r->replays);
 	free(r->init_line);

@@ -6,6 +6,11 @@
  * and the timer are the caller's (relay/run.c on mcpc, or a test's fakes),
  * and their results come back through the relay_* event calls. Time is
  * clock_now_ms(), so tests drive it with the fake clock.
+ *
+ * The host may speak either era on the same stdio: a message whose
+ * params._meta claims MCP 2026-07-28 is forwarded as one (no initialize
+ * needed, cancelled by dropping its stream), a subscriptions/listen is
+ * kept open across runtimes; the rest is the 2025 session.
  */
 #ifndef MCPV_RELAY_RELAY_H
 #define MCPV_RELAY_RELAY_H
@@ -42,6 +47,12 @@ struct relay_ops {
 	/* One message; id > 0 for a request (ours), 0 otherwise. 0 or
 	 * -errno (nothing was sent). */
 	int (*link_send)(void *ctx, const char *msg, size_t len, int64_t id);
+	/* One message of MCP 2026-07-28 (its params._meta claims the
+	 * version): a POST of its own, no session, its answer and stream
+	 * reported with related = id; dropping its stream (link_forget)
+	 * cancels it. As link_send otherwise. */
+	int (*link_send_modern)(void *ctx, const char *msg, size_t len,
+				int64_t id);
 	void (*link_forget)(void *ctx, int64_t id);
 	/* Drops the session; no event of it comes after this. */
 	void (*link_close)(void *ctx);

@@ -281,6 +281,13 @@ static int run_link_send(void *ctx, const char *msg, size_t len, int64_t id)
 	return u->mc ? mcpc_send(u->mc, msg, len, id) : -EPIPE;
 }
 
+static int run_link_send_modern(void *ctx, const char *msg, size_t len,
+				int64_t id)
+{
+	struct run *u = ctx;
+	return u->mc ? mcpc_send_modern(u->mc, msg, len, id) : -EPIPE;
+}
+
 static void run_link_forget(void *ctx, int64_t id)
 {
 	struct run *u = ctx;
@@ -442,6 +449,7 @@ static char *run_space_query(const char *space)
 static const struct relay_ops run_ops = {
 	.link_open = run_link_open,
 	.link_send = run_link_send,
+	.link_send_modern = run_link_send_modern,
 	.link_forget = run_link_forget,
 	.link_close = run_link_close,
 	.ping = run_ping,

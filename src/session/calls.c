@@ -48,13 +48,16 @@ static void session_call_ready_cb(void *arg, struct instance *inst, int err);
  * retry (input_required) keeps its turn, so the answers can only reach
  * the call that asked. */
 
-/* Another call of any session is on inst's server now. */
+/* A call of another session is on inst's server now. One client's calls
+ * run side by side: the likeliest cause among them is the one that does
+ * not wait for its client (session_cause_on), and a wrong guess could
+ * show that client only its own question. */
 static bool session_turn_taken(struct hub *hub, struct instance *inst,
 			       const struct call *self)
 {
 	for (struct hub_entry *e = hub->sessions; e; e = e->next)
-		for (struct call *c = e->s->calls.next; c != &e->s->calls;
-		     c = c->next)
+		for (struct call *c = e->s->calls.next;
+		     e->s != self->session && c != &e->s->calls; c = c->next)
 			if (c != self && c->inst == inst && !c->done &&
 			    c->server_id > 0)
 				return true;

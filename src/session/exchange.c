@@ -14,6 +14,7 @@ struct exchange {
 	unsigned expected;
 	bool standing;
 	bool attached;
+	bool waits_client; /* its client was asked and has not answered */
 	int refs;
 	exchange_record_fn record;
 	void *rctx;
@@ -231,6 +232,16 @@ int exchange_rebind(struct exchange *ex, const struct exchange_ops *ops,
 	ex->ctx = ctx;
 	ex->attached = true;
 	return 0;
+}
+
+void exchange_set_waits_client(struct exchange *ex, bool on)
+{
+	ex->waits_client = on;
+}
+
+bool exchange_waits_client(const struct exchange *ex)
+{
+	return ex->waits_client;
 }
 
 bool exchange_attached(const struct exchange *ex)

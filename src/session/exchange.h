@@ -94,6 +94,12 @@ void exchange_detach(struct exchange *ex);
 int exchange_rebind(struct exchange *ex, const struct exchange_ops *ops,
 		    void *ctx);
 bool exchange_attached(const struct exchange *ex);
+/* The calls of ex wait for their client, who was asked what their server
+ * asked and has not come back yet (a 2026-07-28 client answered
+ * input_required): the server waits too, so the next question of that
+ * server is likelier another call's (session_cause_on). */
+void exchange_set_waits_client(struct exchange *ex, bool on);
+bool exchange_waits_client(const struct exchange *ex);
 /* Every expected response was sent (never true for a standing stream). */
 bool exchange_finished(const struct exchange *ex);
 bool exchange_standing(const struct exchange *ex);

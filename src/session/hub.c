@@ -188,21 +188,35 @@ static void hub_note_asker(struct hub *hub, struct instance *inst)
 
 /* Over stdio, the likeliest cause of a server's request across sessions
  * (see session_cause_rank). */
+/* A session's likeliest call on an instance, ranked (session_cause_rank). */
+struct hub_rank {
+	bool waits;
+	unsigned asked;
+	uint64_t order;
+};
+
+/* Whether a ranks before b: not waiting for its client, else asked
+ * least, else the oldest. */
+static bool hub_rank_before(const struct hub_rank *a, const struct hub_rank *b)
+{
+	if (a->waits != b->waits)
+		return !a->waits;
+	if (a->asked != b->asked)
+		return a->asked < b->asked;
+	return a->order < b->order;
+}
+
 static struct session *hub_guess_cause(struct hub *hub, struct instance *inst)
 {
 	struct session *target = NULL;
-	unsigned best_asked = 0;
-	uint64_t best_order = 0;
+	struct hub_rank best = {0}, r;
 	for (struct hub_entry *e = hub->sessions; e; e = e->next) {
-		unsigned asked;
-		uint64_t order;
-		if (!session_cause_rank(e->s, inst, &asked, &order))
+		if (!session_cause_rank(e->s, inst, &r.waits, &r.asked,
+					&r.order))
 			continue;
-		if (target == NULL || asked < best_asked ||
-		    (asked == best_asked && order < best_order)) {
+		if (target == NULL || hub_rank_before(&r, &best)) {
 			target = e->s;
-			best_asked = asked;
-			best_order = order;
+			best = r;
 		}
 	}
 	return target;

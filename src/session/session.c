@@ -456,13 +456,19 @@ struct call *session_newest_call_on(struct session *s, struct instance *inst)
 struct call *session_cause_on(struct session *s, struct instance *inst)
 {
 	struct call *best = NULL;
+	bool best_waits = false;
 	for (struct call *c = s->calls.next; c != &s->calls; c = c->next) {
 		if (c->inst != inst || c->server_id <= 0 ||
 		    !exchange_attached(c->ex))
 			continue;
-		if (best == NULL || c->asked < best->asked ||
-		    (c->asked == best->asked && c->order < best->order))
+		bool waits = exchange_waits_client(c->ex);
+		if (best == NULL || (best_waits && !waits) ||
+		    (waits == best_waits &&
+		     (c->asked < best->asked ||
+		      (c->asked == best->asked && c->order < best->order)))) {
 			best = c;
+			best_waits = waits;
+		}
 	}
 	return best;
 }
@@ -477,12 +483,13 @@ void session_route_related(struct session *s, struct instance *inst,
 		session_notify(s, msg);
 }
 
-bool session_cause_rank(struct session *s, struct instance *inst,
+bool session_cause_rank(struct session *s, struct instance *inst, bool *waits,
 			unsigned *asked, uint64_t *order)
 {
 	struct call *c = session_cause_on(s, inst);
 	if (c == NULL)
 		return false;
+	*waits = exchange_waits_client(c->ex);
 	*asked = c->asked;
 	*order = c->order;
 	return true;

@@ -126,11 +126,12 @@ bool session_owns(const struct session *s, struct instance *inst);
  * server, which is everyone's and has no roots. */
 bool session_roots_for(const struct session *s, struct instance *inst);
 /* Over stdio a server's request carries no link to the call that caused
- * it: the likeliest cause is the call on inst asked least so far, then the
- * oldest (each call that asks its client once, in order, is matched
- * exactly). Gives that call's rank (asked, order); false when the session
- * has no call on inst. */
-bool session_cause_rank(struct session *s, struct instance *inst,
+ * it: the likeliest cause is a call on inst that does not wait for its
+ * client (exchange_waits_client), then the one asked least so far, then
+ * the oldest (each call that asks its client once, in order, is matched
+ * exactly). Gives that call's rank (waits, asked, order); false when the
+ * session has no call on inst. */
+bool session_cause_rank(struct session *s, struct instance *inst, bool *waits,
 			unsigned *asked, uint64_t *order);
 /* A notification from inst's server for the client: on the stream of the
  * session's newest call on inst, else on the standing stream. */

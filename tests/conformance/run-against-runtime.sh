@@ -4,28 +4,85 @@
 # suite against its endpoint, stops the runtime and checks it exited 0.
 # With --http the fixture is a local HTTP server on a port mcpvisor owns
 # (args --http {port}, url http://127.0.0.1:{port}/mcp) instead of stdio.
-# Usage: tests/conformance/run-against-runtime.sh [--http] [suite options...]
+# With --requirements REV the suite is 0.2.0-alpha.12 (tests/conformance/auth)
+# running what revision REV requires (2026-07-28: the stateless wire;
+# 2025-11-25), and the last line counts the checks of the scenarios REV
+# scores: "N passed, M failed" (a scored scenario that did not run is one
+# failure); those it runs without scoring are counted apart, above it.
+# Usage: tests/conformance/run-against-runtime.sh [--http]
+#            [--requirements REV] [suite options...]
 set -u
 mode=stdio
-if [ "${1:-}" = --http ]; then
-	mode=http
-	shift
-fi
+reqs=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	--http)
+		mode=http
+		shift
+		;;
+	--requirements)
+		reqs=$2
+		shift 2
+		;;
+	*) break ;;
+	esac
+done
 root=$(cd "$(dirname "$0")/../.." && pwd)
+modules=$root/tests/node_modules
+[ -n "$reqs" ] && modules=$root/tests/conformance/auth/node_modules
 bin=${MCPVISOR_BIN:-$root/build/san/mcpvisor}
 fixture=${CONFORMANCE_SERVER:-$root/build/san/conformance-server}
 case $bin in /*) ;; *) bin=$root/$bin ;; esac
 case $fixture in /*) ;; *) fixture=$root/$fixture ;; esac
+# The checks of the scenarios the revision's yaml lists under server:, from
+# the suite's summary lines ("✓ NAME: N passed, M failed").
+scored_total() { # yaml log revision
+	awk -v rev="$3" '
+	FNR == NR {
+		if ($0 ~ /^server:/) { on = 1; next }
+		if ($0 ~ /^[a-z_]+:/) on = 0
+		if (on && $1 == "-") scored[$2] = 1
+		next
+	}
+	/^=== SUMMARY ===/ { summary = 1; next }
+	summary && / passed, [0-9]+ failed$/ {
+		name = $2
+		sub(/:$/, "", name)
+		if (name in scored) {
+			seen[name] = 1
+			p += $3; f += $5
+			if ($5 > 0) failing = failing " " name
+		} else {
+			np += $3; nf += $5
+		}
+	}
+	END {
+		n = 0
+		for (name in scored) {
+			n++
+			if (!(name in seen)) { f++; failing = failing " " name "(not run)" }
+		}
+		printf "not scored by %s: %d passed, %d failed\n", rev, np, nf
+		if (failing != "") print "scored and failing:" failing
+		printf "%d passed, %d failed (the checks of the %d scenarios %s scores)\n", p, f, n, rev
+	}' "$1" "$2"
+}
+
 home=$(mktemp -d /tmp/mcpvisor-conf.XXXXXX)
+# An app server is everyone's and never sees a client's roots; the
+# 2026-07-28 set asks a client's roots through the bridge, so there the
+# fixture is the client's own (one per principal's session).
+scope=app
+[ "$reqs" = 2026-07-28 ] && scope=session
 if [ "$mode" = http ]; then
 	cat >"$home/mcp.json" <<JSON
 {"mcpServers": {"conformance": {"command": "$fixture",
   "args": ["--http", "{port}"], "url": "http://127.0.0.1:{port}/mcp",
-  "scope": "app", "prefix": ""}}}
+  "scope": "$scope", "prefix": ""}}}
 JSON
 else
 	cat >"$home/mcp.json" <<JSON
-{"mcpServers": {"conformance": {"command": "$fixture", "scope": "app",
+{"mcpServers": {"conformance": {"command": "$fixture", "scope": "$scope",
   "prefix": ""}}}
 JSON
 fi
@@ -50,8 +107,18 @@ if [ -z "$url" ]; then
 	cleanup
 	exit 2
 fi
-sh "$root/tests/conformance/run.sh" "$url" "$root/tests/node_modules" "$@"
-rc=$?
+if [ -z "$reqs" ]; then
+	sh "$root/tests/conformance/run.sh" "$url" "$modules" "$@"
+	rc=$?
+else
+	sh "$root/tests/conformance/run.sh" "$url" "$modules" \
+		--requirements "$reqs" "$@" >"$home/suite.out" 2>&1
+	rc=$?
+	cat "$home/suite.out"
+	scored_total \
+		"$modules/@modelcontextprotocol/conformance/requirements/$reqs.yaml" \
+		"$home/suite.out" "$reqs"
+fi
 kill -TERM "$pid"
 wait "$pid"
 src=$?

@@ -1,15 +1,19 @@
 #!/bin/sh
 # Runs the official MCP conformance suite's server scenarios
-# (@modelcontextprotocol/conformance 0.1.16) against a Streamable HTTP
-# endpoint and prints its output; the exit code is the suite's.
+# (@modelcontextprotocol/conformance 0.1.16, or 0.2.0-alpha.12 from
+# tests/conformance/auth) against a Streamable HTTP endpoint and prints its
+# output; the exit code is the suite's.
 #
 #   tests/conformance/run.sh URL [NODE_MODULES] [suite options...]
 #
 # URL           the MCP endpoint, on localhost/127.0.0.1/[::1] (the DNS
 #               rebinding scenario needs a loopback URL)
-# NODE_MODULES  where the suite is installed (default: tests/node_modules)
+# NODE_MODULES  where the suite is installed (default: tests/node_modules,
+#               0.1.16; tests/conformance/auth/node_modules has
+#               0.2.0-alpha.12)
 # suite options passed on, e.g. --scenario ping, --suite all,
-#               --expected-failures FILE, -o DIR, --verbose
+#               --expected-failures FILE, -o DIR, --verbose; with
+#               0.2.0-alpha.12 also --requirements 2026-07-28
 # On node < 22 the suite is loaded with globsync-shim.mjs, which supplies
 # the fs.globSync it imports.
 set -u
@@ -29,8 +33,7 @@ fi
 pkg=$modules/@modelcontextprotocol/conformance
 entry=$pkg/dist/index.js
 if [ ! -f "$entry" ]; then
-	echo "$0: $entry not found: install" \
-		"@modelcontextprotocol/conformance@0.1.16 there" >&2
+	echo "$0: $entry not found: run make npm-deps" >&2
 	exit 2
 fi
 if ! command -v node >/dev/null 2>&1; then
@@ -38,8 +41,11 @@ if ! command -v node >/dev/null 2>&1; then
 	exit 2
 fi
 version=$(node -p "require('$pkg/package.json').version")
-[ "$version" = 0.1.16 ] ||
-	echo "$0: warning: conformance $version installed, written for 0.1.16" >&2
+case $version in
+0.1.16 | 0.2.0-alpha.12) ;;
+*) echo "$0: warning: conformance $version installed, written for" \
+	"0.1.16 and 0.2.0-alpha.12" >&2 ;;
+esac
 
 major=$(node -p 'process.versions.node.split(".")[0]')
 minor=$(node -p 'process.versions.node.split(".")[1]')

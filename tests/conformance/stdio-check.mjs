@@ -27,6 +27,20 @@ const SUITE_PROMPTS = [
   "test_simple_prompt", "test_prompt_with_arguments",
   "test_prompt_with_embedded_resource", "test_prompt_with_image",
 ];
+// What the 0.2.0-alpha.12 suite's 2026-07-28 set calls by name.
+const SUITE26_TOOLS = [
+  "test_input_required_result_elicitation",
+  "test_input_required_result_sampling",
+  "test_input_required_result_list_roots",
+  "test_input_required_result_request_state",
+  "test_input_required_result_multiple_inputs",
+  "test_input_required_result_multi_round",
+  "test_input_required_result_tampered_state",
+  "test_input_required_result_capabilities", "test_missing_capability",
+  "test_streaming_elicitation", "test_logging_tool",
+  "test_trigger_tool_change", "test_trigger_prompt_change",
+];
+const CAPS_KEY = "io.modelcontextprotocol/clientCapabilities";
 
 class Peer {
   constructor(args = []) {
@@ -497,7 +511,8 @@ test("resources: list, templates, read text/binary/template, -32002",
     check(tm.uri === "test://template/123/data" &&
       JSON.parse(tm.text).data === "Data for ID: 123", "template read");
     const nf = await p.call("resources/read", { uri: "test://nope" });
-    check(nf.error?.code === -32002, JSON.stringify(nf));
+    check(nf.error?.code === -32002 && nf.error.data?.uri === "test://nope",
+      JSON.stringify(nf));
   });
 
 test("subscriptions: updated only while subscribed", async (p) => {
@@ -583,6 +598,290 @@ test("list_changed: toggling the dynamic items", async (p) => {
   await p.tool("test_toggle_dynamic");
   const r = await p.call("tools/call", { name: "test_dynamic_tool" });
   check(r.error?.code === -32602, "dynamic tool still callable");
+});
+
+// The 2026-07-28 suite's tools, done the 2025 way: requests to the client
+// in the middle of the call, whose ids are the input names that suite
+// expects (a gateway makes them the inputRequests keys).
+const answerTo = (p, req, result) =>
+  p.send({ jsonrpc: "2.0", id: req.id, result });
+const sampled = (text) => ({ role: "assistant",
+  content: { type: "text", text }, model: "m", stopReason: "endTurn" });
+const ROOTS = { roots: [{ uri: "file:///test/root", name: "Test Root" }] };
+
+test("2026 inputs: listed, each asked under its input's name", async (p) => {
+  await p.init();
+  const names = (await p.call("tools/list")).result.tools.map((t) => t.name);
+  for (const n of SUITE26_TOOLS) check(names.includes(n), `missing ${n}`);
+  const prompts = (await p.call("prompts/list")).result.prompts
+    .map((x) => x.name);
+  check(prompts.includes("test_input_required_result_prompt"), "prompt");
+  const cases = [
+    ["test_input_required_result_elicitation", "elicitation/create",
+      "user_name", { action: "accept", content: { name: "Alice" } },
+      "Hello, Alice!"],
+    ["test_input_required_result_sampling", "sampling/createMessage",
+      "capital_question", sampled("Paris."), "LLM response: Paris."],
+    ["test_input_required_result_list_roots", "roots/list", "client_roots",
+      ROOTS, "Roots (1): file:///test/root"],
+    ["test_input_required_result_request_state", "elicitation/create",
+      "confirm", { action: "accept", content: { ok: true } },
+      'state-ok: action=accept, content={"ok":true}'],
+    ["test_input_required_result_tampered_state", "elicitation/create",
+      "confirm", { action: "accept", content: { ok: true } },
+      'state-ok: action=accept, content={"ok":true}'],
+    ["test_streaming_elicitation", "elicitation/create", "streaming_name",
+      { action: "decline" }, 'No name given: action=decline, content={}'],
+  ];
+  for (const [tool, method, key, answer, text] of cases) {
+    const id = p.request("tools/call", { name: tool, arguments: {} });
+    const req = await p.next(isRequest(method));
+    check(req?.id === key, `${tool}: asked ${JSON.stringify(req)}`);
+    if (method === "elicitation/create")
+      check(req.params.mode === "form" &&
+        req.params.requestedSchema.type === "object", `${tool}: form`);
+    if (method === "sampling/createMessage")
+      check(req.params.messages[0].content.text ===
+        "What is the capital of France?", `${tool}: question`);
+    answerTo(p, req, answer);
+    const r = await p.next((m) => m.id === id && !m.method);
+    check(r?.result && textOf(r.result) === text && !r.result.isError,
+      `${tool}: ${JSON.stringify(r)}`);
+  }
+});
+
+test("2026 multiple inputs: three asked before any answer", async (p) => {
+  await p.init();
+  const id = p.request("tools/call",
+    { name: "test_input_required_result_multiple_inputs", arguments: {} });
+  const el = await p.next(isRequest("elicitation/create"));
+  const sa = await p.next(isRequest("sampling/createMessage"));
+  const ro = await p.next(isRequest("roots/list"));
+  check(el?.id === "user_name" && sa?.id === "greeting" &&
+    ro?.id === "client_roots", JSON.stringify([el, sa, ro]));
+  check(sa.params.maxTokens === 50, "greeting maxTokens");
+  answerTo(p, ro, ROOTS);
+  answerTo(p, sa, sampled("Hello there!"));
+  check(await p.next((m) => m.id === id, 300) === null,
+    "answered before the last input");
+  answerTo(p, el, { action: "accept", content: { name: "Alice" } });
+  const r = await p.next((m) => m.id === id && !m.method);
+  check(r.result.content.map((c) => c.text).join("|") ===
+    "Hello, Alice!|LLM response: Hello there!|Roots (1): file:///test/root",
+  JSON.stringify(r.result));
+});
+
+test("2026 multi-round: asks step2 only once step1 is answered",
+  async (p) => {
+    await p.init();
+    const id = p.request("tools/call",
+      { name: "test_input_required_result_multi_round", arguments: {} });
+    const s1 = await p.next(isRequest("elicitation/create"));
+    check(s1?.id === "step1", JSON.stringify(s1));
+    check(await p.next(isRequest("elicitation/create"), 300) === null,
+      "step2 asked before step1's answer");
+    answerTo(p, s1, { action: "accept", content: { name: "Alice" } });
+    const s2 = await p.next(isRequest("elicitation/create"));
+    check(s2?.id === "step2" &&
+      s2.params.requestedSchema.properties.color, JSON.stringify(s2));
+    answerTo(p, s2, { action: "accept", content: { color: "blue" } });
+    const r = await p.next((m) => m.id === id && !m.method);
+    check(textOf(r.result) === "Alice likes blue.", JSON.stringify(r));
+  });
+
+test("2026 inputs: two calls at once keep their ids and answers apart",
+  async (p) => {
+    await p.init();
+    const a = p.request("tools/call",
+      { name: "test_input_required_result_elicitation", arguments: {} });
+    const ra = await p.next(isRequest("elicitation/create"));
+    const b = p.request("tools/call",
+      { name: "test_input_required_result_elicitation", arguments: {} });
+    const rb = await p.next(isRequest("elicitation/create"));
+    check(ra.id === "user_name" && typeof rb.id === "string" &&
+      rb.id.startsWith("user_name-"), `${ra.id} ${rb.id}`);
+    answerTo(p, rb, { action: "accept", content: { name: "Bob" } });
+    const r2 = await p.next((m) => m.id === b && !m.method);
+    answerTo(p, ra, { action: "accept", content: { name: "Alice" } });
+    const r1 = await p.next((m) => m.id === a && !m.method);
+    check(textOf(r1.result) === "Hello, Alice!" &&
+      textOf(r2.result) === "Hello, Bob!", `${textOf(r1.result)} ${textOf(r2.result)}`);
+    // Once answered, the name is free again.
+    p.request("tools/call",
+      { name: "test_input_required_result_elicitation", arguments: {} });
+    check((await p.next(isRequest("elicitation/create")))?.id === "user_name",
+      "name not reused");
+  });
+
+test("2026 capabilities: the request's _meta decides what is asked",
+  async (p) => {
+    await p.init();
+    const call = (caps) => p.request("tools/call", {
+      name: "test_input_required_result_capabilities", arguments: {},
+      ...(caps && { _meta: { [CAPS_KEY]: caps } }) });
+    const only = call({ sampling: {} });
+    const sa = await p.next(isRequest("sampling/createMessage"));
+    check(sa?.id === "capital_question", JSON.stringify(sa));
+    answerTo(p, sa, sampled("Paris."));
+    const r = await p.next((m) => m.id === only && !m.method);
+    check(textOf(r.result) === "LLM response: Paris.", JSON.stringify(r));
+    check(!p.queue.some((m) => m.method), "asked more than sampling");
+    const none = call({});
+    const rn = await p.next((m) => m.id === none && !m.method);
+    check(textOf(rn.result).includes("nothing to ask") &&
+      !p.queue.some((m) => m.method), JSON.stringify(rn));
+    // Without _meta: what initialize declared (all three).
+    const all = call(null);
+    const asked = [await p.next(isRequest("elicitation/create")),
+      await p.next(isRequest("sampling/createMessage")),
+      await p.next(isRequest("roots/list"))];
+    check(asked.every((m) => m), "not all three asked");
+    answerTo(p, asked[0], { action: "cancel" });
+    answerTo(p, asked[1], sampled("x"));
+    answerTo(p, asked[2], ROOTS);
+    check((await p.next((m) => m.id === all && !m.method)).result.content
+      .length === 3, "three answers");
+  });
+
+test("2026 capabilities: per-request ones over initialize's; missing_capability asks anyway",
+  async (p) => {
+    await p.init("2025-11-25", {});
+    const no = await p.tool("test_input_required_result_elicitation");
+    check(no.isError && !p.queue.some((m) => m.method),
+      "asked without the capability");
+    const id = p.request("tools/call", {
+      name: "test_input_required_result_elicitation", arguments: {},
+      _meta: { [CAPS_KEY]: { elicitation: {} } } });
+    const el = await p.next(isRequest("elicitation/create"));
+    check(el?.id === "user_name", "per-request elicitation not asked");
+    answerTo(p, el, { action: "accept", content: { name: "Al" } });
+    check(textOf((await p.next((m) => m.id === id)).result) === "Hello, Al!",
+      "answer");
+    const mc = p.request("tools/call",
+      { name: "test_missing_capability", arguments: {} });
+    const sa = await p.next(isRequest("sampling/createMessage"));
+    check(sa?.id === "capital_question", JSON.stringify(sa));
+    p.send({ jsonrpc: "2.0", id: sa.id,
+      error: { code: -32021, message: "sampling not declared" } });
+    const r = await p.next((m) => m.id === mc && !m.method);
+    check(r.result.isError &&
+      textOf(r.result) === "Sampling failed: sampling not declared",
+    JSON.stringify(r));
+  });
+
+test("2026 prompt: elicits a context, then the messages; error -32603",
+  async (p) => {
+    await p.init();
+    const id = p.request("prompts/get",
+      { name: "test_input_required_result_prompt" });
+    const el = await p.next(isRequest("elicitation/create"));
+    check(el?.id === "user_context", JSON.stringify(el));
+    answerTo(p, el, { action: "accept", content: { context: "tea" } });
+    const r = await p.next((m) => m.id === id && !m.method);
+    check(r.result?.messages?.[0]?.content?.text ===
+      "Write with this context: tea" && r.result.description,
+    JSON.stringify(r));
+    const id2 = p.request("prompts/get",
+      { name: "test_input_required_result_prompt" });
+    const el2 = await p.next(isRequest("elicitation/create"));
+    p.send({ jsonrpc: "2.0", id: el2.id,
+      error: { code: -1, message: "no user" } });
+    const e = await p.next((m) => m.id === id2 && !m.method);
+    check(e.error?.code === -32603 && e.error.message.includes("no user"),
+      JSON.stringify(e));
+  });
+
+test("2026 inputs: cancel or a bad answer ends every request of the round",
+  async (p) => {
+    await p.init();
+    const multi = () => p.request("tools/call",
+      { name: "test_input_required_result_multiple_inputs", arguments: {} });
+    const three = async () => [
+      await p.next(isRequest("elicitation/create")),
+      await p.next(isRequest("sampling/createMessage")),
+      await p.next(isRequest("roots/list"))];
+    const a = multi();
+    const ra = await three();
+    p.notify("notifications/cancelled", { requestId: a, reason: "test" });
+    const gone = [];
+    for (let i = 0; i < 3; i++)
+      gone.push((await p.next((m) =>
+        m.method === "notifications/cancelled"))?.params.requestId);
+    check(gone.sort().join() === ra.map((m) => m.id).sort().join(),
+      gone.join());
+    const b = multi();
+    const rb = await three();
+    answerTo(p, rb[0], "not an object");
+    const r = await p.next((m) => m.id === b && !m.method);
+    check(r.result.isError &&
+      textOf(r.result).includes("neither result nor error"), JSON.stringify(r));
+    const back = [];
+    for (let i = 0; i < 2; i++)
+      back.push((await p.next((m) =>
+        m.method === "notifications/cancelled"))?.params.requestId);
+    check(back.sort().join() === [rb[1].id, rb[2].id].sort().join(),
+      back.join());
+    answerTo(p, rb[1], sampled("late"));
+    check((await p.call("ping")).result, "ping after");
+    check(await p.next((m) => m.id === a, 200) === null, "cancelled answered");
+  });
+
+test("test_logging_tool: four levels, the session's level filters",
+  async (p) => {
+    await p.init();
+    await p.tool("test_logging_tool");
+    const info = p.notifications("notifications/message");
+    check(info.map((m) => m.params.level).join() === "info,warning,error",
+      info.map((m) => m.params.level).join());
+    await p.call("logging/setLevel", { level: "debug" });
+    const r = await p.tool("test_logging_tool");
+    const all = p.notifications("notifications/message");
+    check(all.map((m) => m.params.level).join() ===
+      "debug,info,warning,error", all.map((m) => m.params.level).join());
+    check(textOf(r) === "Logged at debug, info, warning and error", textOf(r));
+  });
+
+test("test_trigger_*_change: one list changes, one notification",
+  async (p) => {
+    await p.init();
+    const tools = async () =>
+      (await p.call("tools/list")).result.tools.map((t) => t.name);
+    const prompts = async () =>
+      (await p.call("prompts/list")).result.prompts.map((x) => x.name);
+    const changed = () => p.queue.filter((m) =>
+      m.method?.endsWith("list_changed")).map((m) => m.method);
+    check(!(await tools()).includes("test_triggered_tool"), "listed early");
+    await p.tool("test_trigger_tool_change");
+    check(changed().join() === "notifications/tools/list_changed",
+      changed().join());
+    p.notifications("notifications/tools/list_changed");
+    check((await tools()).includes("test_triggered_tool"), "not added");
+    check(!(await p.tool("test_triggered_tool")).isError, "call");
+    check(!(await prompts()).includes("test_triggered_prompt"),
+      "prompt changed by the tool trigger");
+    await p.tool("test_trigger_prompt_change");
+    check(changed().join() === "notifications/prompts/list_changed",
+      changed().join());
+    p.notifications("notifications/prompts/list_changed");
+    check((await prompts()).includes("test_triggered_prompt"), "no prompt");
+    const g = await p.call("prompts/get", { name: "test_triggered_prompt" });
+    check(g.result?.messages?.[0]?.content?.text ===
+      "This is the triggered prompt.", JSON.stringify(g));
+    await p.tool("test_trigger_tool_change");
+    check(!(await tools()).includes("test_triggered_tool"), "not removed");
+    const gone = await p.call("tools/call", { name: "test_triggered_tool" });
+    check(gone.error?.code === -32602, "removed tool still callable");
+  });
+
+test("test_custom_headers: an x-mcp-header argument, echoed", async (p) => {
+  await p.init();
+  const t = (await p.call("tools/list")).result.tools
+    .find((x) => x.name === "test_custom_headers");
+  check(t?.inputSchema.properties.region["x-mcp-header"] === "Region",
+    JSON.stringify(t));
+  check(textOf(await p.tool("test_custom_headers", { region: "us-west1" })) ===
+    "Region: us-west1", "echo");
+  check((await p.tool("test_custom_headers", {})).isError, "no region");
 });
 
 test("pagination with --page-size 4", async (p) => {

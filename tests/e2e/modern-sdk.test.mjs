@@ -135,9 +135,5 @@ test('SDK 2.x pinned to 2026-07-28: lists and calls tools; elicit and sample of 
 	});
 });
 
-// The relay (`mcpvisor relay`, stdio) serves 2025 hosts only so far; the
-// 2.x client would reach it with StdioClientTransport from
-// '@modelcontextprotocol/client/stdio', pinned the same way (its pinned
-// probe of a base StdioClientTransport runs on a sibling process, so the
-// relay would be started twice).
-test.todo('SDK 2.x pinned to 2026-07-28 through `mcpvisor relay` over stdio: elicit and sample bridged (the relay\'s 2026 side is not built yet)');
+// The same client over stdio through `mcpvisor relay` is in
+// relay-modern.test.mjs.

@@ -1,18 +1,21 @@
 /*
  * The relay's launcher on a real home: a runtime it did not start is
- * never signalled (the host gets one sentence naming it), and a restart
+ * never signalled (the host gets one sentence naming it), one that is
+ * exiting is waited for rather than named, and a restart
  * mark makes it wait for the new runtime instead of starting one. The
  * "runtimes" are forked children that hold the home's lock and write a
  * runtime file, as a runtime does.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -209,7 +212,9 @@ Test(relay_launch, a_waited_start_wakes_the_loop_by_events_not_a_poll,
 	cr_assert_eq(mark_write(home, old), 0);
 	end_runtime(old);
 	launch_recover(l, RELAY_LOSS_REFUSED);
-	uv_timer_t later;
+	/* Static: its close completes in the teardown's loop run, after
+	 * this frame is gone. */
+	static uv_timer_t later;
 	uv_timer_init(&loop, &later);
 	uv_timer_start(&later, later_cb, 300, 0);
 	int turns = 0;
@@ -225,4 +230,80 @@ Test(relay_launch, a_waited_start_wakes_the_loop_by_events_not_a_poll,
 	uv_close((uv_handle_t *)&later, NULL);
 	launch_free(l);
 	end_runtime(later_rt);
+}
+
+static void *exiting_hold(void *arg)
+{
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* A child that holds the lock and names itself, as fake_runtime, then
+ * begins to exit and does not finish: its leader thread ends (the kernel
+ * marks it exiting, a zombie) while another thread keeps its files, the
+ * lock among them. So a killed runtime looks for a moment: its sockets
+ * gone, its lock not yet. */
+static pid_t exiting_runtime(void)
+{
+	int ready[2];
+	cr_assert_eq(pipe(ready), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		long holder;
+		int fd = runtime_lock_take(P.lock_file, &holder);
+		char *text = xasprintf("{\"pid\":%ld,\"port\":1,\"socket\":"
+				       "\"%s\"}",
+				       (long)getpid(), P.socket_path);
+		FILE *f = fopen(P.runtime_file, "w");
+		fputs(text, f);
+		fclose(f);
+		pthread_t t;
+		if (fd < 0 || pthread_create(&t, NULL, exiting_hold, NULL) != 0)
+			_exit(1);
+		if (write(ready[1], "y", 1) != 1)
+			_exit(1);
+		pthread_exit(NULL);
+	}
+	close(ready[1]);
+	char c = 0;
+	cr_assert_eq(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	live_set(0, pid);
+	return pid;
+}
+
+/* The runtime it did not start is lost because it was killed: while it
+ * is still on its way out (its lock not yet let go), the host is not
+ * told to kill it; the relay waits for it to be gone. */
+Test(relay_launch, a_lost_runtime_on_its_way_out_is_waited_for_not_named,
+     .timeout = 15)
+{
+	pid_t rt = exiting_runtime();
+	struct launch *l = launch_new(&loop, home, on_done, NULL);
+	launch_recover(l, RELAY_LOSS_NONE);
+	run_until(1, 2000);
+	cr_assert_eq(dones, 1);
+	cr_assert_null(fail_text, "%s", fail_text);
+	/* Its leader has ended: the kernel says it is exiting. */
+	for (int i = 0; i < 2000; i++) {
+		char path[64], st[256] = "";
+		snprintf(path, sizeof path, "/proc/%ld/stat", (long)rt);
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (fgets(st, sizeof st, f) == NULL)
+				st[0] = '\0';
+			fclose(f);
+		}
+		const char *p = strrchr(st, ')');
+		if (p && p[2] == 'Z')
+			break;
+		usleep(1000);
+	}
+	launch_recover(l, RELAY_LOSS_SILENT);
+	run_until(2, 300);
+	cr_assert_eq(dones, 1, "told: %s", fail_text ? fail_text : "");
+	launch_free(l);
+	end_runtime(rt);
 }
