@@ -145,7 +145,7 @@ FUZZ_BIN := $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%)
 FUZZ_LIB_SRC := $(filter src/http/% src/util/% src/jsonrpc/framer.c \
 	src/config/% src/auth/www_auth.c src/auth/meta.c src/auth/form.c \
 	src/auth/scope.c src/auth/urls.c src/jsonrpc/jsonrpc.c \
-	src/modern/envelope% src/modern/reqstate.c,$(LIB_SRC))
+	src/jsonrpc/envelope% src/modern/reqstate.c,$(LIB_SRC))
 FUZZ_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ)/obj/%.o)
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 CFLAGS_FUZZ := -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link \

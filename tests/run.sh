@@ -177,14 +177,16 @@ CONF_AUTH26="scope-step-up resource-mismatch iss-unexpected iss-normalized
 # the 2026-07-28 and 2025-11-25 revisions require (0.2.0-alpha.12, mcpvisor
 # in front of the fixture over stdio: the 2026 clients' stateless wire, and
 # the same URL at 2025-11-25), the suite's client scenarios with mcpvisor as
-# the client (the authorization ones too), and the fixtures' own checks over
-# stdio and HTTP. Each part has its own runtime, home and ports (all port
-# 0): CONF_JOBS of them run at once.
+# the client (of 2025-11-25, and of 2026-07-28 against servers of that
+# revision alone; the authorization ones too), and the fixtures' own checks
+# over stdio and HTTP. Each part has its own runtime, home and ports (all
+# port 0): CONF_JOBS of them run at once.
 run_conformance() {
 	c=tests/conformance
 	parts="conformance conformance-http conformance-fixture-http
 		conformance-2026-07-28 conformance-2025-11-25
-		conformance-client fixture-stdio-check fixture-http-check"
+		conformance-client conformance-client26 fixture-stdio-check
+		fixture-http-check"
 	for s in $CONF_AUTH; do
 		parts="$parts client-auth-$s"
 	done
@@ -213,6 +215,7 @@ conf_one() { # name
 			--requirements "${1#conformance-}"
 		;;
 	conformance-client) conf_run "$1" sh $c/run-client.sh ;;
+	conformance-client26) conf_run "$1" sh $c/run-client26.sh ;;
 	client-auth-authorization-server-migration)
 		conf_run "$1" sh $c/run-client-auth.sh --force \
 			auth/authorization-server-migration

@@ -1,6 +1,6 @@
 /*
  * The HTTP side of MCP 2026-07-28 at /mcp: which POST is modern, its
- * envelope checked (modern/envelope.h) and answered with the status the
+ * envelope checked (jsonrpc/envelope.h) and answered with the status the
  * revision names, the principal it is served for, and the sink its answer
  * comes through: one JSON body, or an SSE stream once a notification comes
  * first (or the answer takes long enough that a heartbeat is due).
@@ -128,7 +128,12 @@ static bool ep_modern_streams(const char *method)
 bool ep_modern_post(struct conn *c, const struct http_request *req,
 		    json_t *body)
 {
-	const char *pv = http_request_header(req, "mcp-protocol-version");
+	/* A request of a 2025 session (its id sent, no claim in the body)
+	 * is the 2025 path's, whatever its version header says. */
+	const char *pv =
+		http_request_header(req, "mcp-session-id")
+			? NULL
+			: http_request_header(req, "mcp-protocol-version");
 	if (json_is_array(body)) {
 		size_t i;
 		json_t *m;

@@ -611,7 +611,11 @@ void httpc_free(struct httpc *c)
 static bool httpc_header_ok(const char *h)
 {
 	const char *colon = strchr(h, ':');
-	return colon && colon != h && strpbrk(h, "\r\n") == NULL;
+	size_t n = strlen(h);
+	/* "Name;" is libcurl's way to send a header with an empty value. */
+	bool empty = !colon && n > 1 && h[n - 1] == ';' &&
+		     strcspn(h, " \t;") == n - 1;
+	return (empty || (colon && colon != h)) && strpbrk(h, "\r\n") == NULL;
 }
 
 /* Sets the options every request gets (see httpc.h and the file head). */

@@ -15,6 +15,7 @@
 #include "instance/backoff.h"
 #include "instance/instance_int.h"
 #include "journal/journal.h"
+#include "jsonrpc/envelope.h"
 #include "jsonrpc/jsonrpc.h"
 #include "transport/upstream.h"
 #include "util/buf.h"
@@ -291,7 +292,8 @@ void instance_init_reply_cb(void *arg, json_t *resp, bool sent)
 	}
 	const char *version =
 		json_string_value(json_object_get(result, "protocolVersion"));
-	if (!mcp_version_supported(version)) {
+	bool modern = version && strcmp(version, MODERN_VERSION) == 0;
+	if (!mcp_version_supported(version) && !modern) {
 		instance_fail(
 			inst, INSTANCE_FAILED,
 			xasprintf("server answered initialize with "
@@ -302,6 +304,8 @@ void instance_init_reply_cb(void *arg, json_t *resp, bool sent)
 	}
 	free(inst->protocol_version);
 	inst->protocol_version = xstrdup(version);
+	/* Its era is known: the next opens speak 2025 at once. */
+	inst->era_legacy = !modern;
 	json_t *caps = json_object_get(result, "capabilities");
 	json_decref(inst->caps);
 	inst->caps = json_is_object(caps) ? json_incref(caps) : json_object();
@@ -340,6 +344,10 @@ void instance_seed_lists(struct instance *inst, json_t *lists)
 		json_string_value(json_object_get(lists, "instructions"));
 	if (instr && inst->instructions == NULL)
 		inst->instructions = instance_instructions_copy(instr);
+	/* Known to speak a 2025 revision: no probe at its start. */
+	const char *era = json_string_value(json_object_get(lists, "era"));
+	if (era && strcmp(era, INSTANCE_ERA_2025) == 0)
+		inst->era_legacy = true;
 	inst->lists_cached = true;
 	inst->lists_known = true;
 }
@@ -359,5 +367,8 @@ json_t *instance_lists_json(const struct instance *inst)
 	if (inst->instructions)
 		json_object_set_new(o, "instructions",
 				    json_string(inst->instructions));
+	/* Only a remote server is probed for its era: only its is kept. */
+	if (inst->era_legacy && inst->server.kind == SERVER_HTTP_REMOTE)
+		json_object_set_new(o, "era", json_string(INSTANCE_ERA_2025));
 	return o;
 }

@@ -240,13 +240,15 @@ bool instance_signs_in(const struct instance *inst);
 
 /* Milliseconds until a failed instance may be started again (backoff). */
 uint64_t instance_backoff_remaining_ms(const struct instance *inst);
-/* Offers lists from the tool cache until the server itself answers. */
+/* Offers lists from the tool cache until the server itself answers (and
+ * takes its "era"). */
 void instance_seed_lists(struct instance *inst, json_t *lists);
 /* What the server's initialize answer said about how to use it (from the
  * tool cache until it runs), or NULL. */
 const char *instance_instructions(const struct instance *inst);
-/* The lists as {"tools":[...],...} (and "instructions"), new
- * reference. */
+/* The lists as {"tools":[...],...} (and "instructions", and "era":
+ * "2025" for a remote server known to speak a 2025 revision, so the tool
+ * cache spares its next start the probe), new reference. */
 json_t *instance_lists_json(const struct instance *inst);
 /* Whether the lists are known (from a start, or the cache) so listing
  * needs no start. */

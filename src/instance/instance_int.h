@@ -20,6 +20,9 @@
 #include "util/ratelimit.h"
 
 #define INSTANCE_STDERR_TAIL 10
+/* The lists' "era" (and the tool cache's) of a server known to speak a
+ * 2025 revision. */
+#define INSTANCE_ERA_2025 "2025"
 
 struct secrets;
 
@@ -164,6 +167,10 @@ struct instance {
 	json_t *caps;
 	char *instructions; /* from its initialize answer, or the cache */
 	char *protocol_version;
+	/* The server answered an initialize with a 2025 revision (or the
+	 * tool cache says it did, "era": INSTANCE_ERA_2025): the next opens
+	 * do not probe for 2026-07-28 (until a start fails). */
+	bool era_legacy;
 	char *last_error;
 	char *stderr_tail;
 	/* The last failure, kept while the instance lives and handed to

@@ -44,6 +44,7 @@ int instance_open_upstream(struct instance *inst)
 		.token = token,
 		.startup_timeout_ms = inst->startup_timeout_ms,
 		.key = inst->public_key,
+		.probe_era = !inst->era_legacy,
 	};
 	/* The bearer goes on each request, read anew every time. */
 	if (instance_signs_in(inst)) {

@@ -153,6 +153,11 @@ int mcpc_send(struct mcpc *m, const char *msg, size_t len, int64_t id);
  * and -EINVAL when msg has no params._meta protocol-version claim (a
  * token), -EPROTONOSUPPORT on a legacy HTTP+SSE session. */
 int mcpc_send_modern(struct mcpc *m, const char *msg, size_t len, int64_t id);
+/* The same with more header lines ("Name: value", or "Name;" for an empty
+ * value; NULL-terminated, copied): the Mcp-Param-* headers of a
+ * tools/call. -E2BIG when they do not fit beside the others. */
+int mcpc_send_modern_with(struct mcpc *m, const char *msg, size_t len,
+			  int64_t id, const char *const *extra);
 /* Stops listening for request id's answer (its stream is dropped). */
 void mcpc_forget(struct mcpc *m, int64_t id);
 /* Stops (on) or resumes reading what the server sends, on every stream

@@ -61,6 +61,7 @@ struct mc_stream {
 	 * when none), an error status that carries its answer. */
 	bool modern;
 	char *modern_hdr[3];
+	char **extra_hdr; /* more lines (Mcp-Param-*), NULL-terminated */
 	/* "Authorization: ..." from the provider as this request went (a
 	 * secret, wiped when let go), NULL when none. */
 	char *auth_line;

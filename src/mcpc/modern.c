@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "modern/envelope.h"
+#include "jsonrpc/envelope.h"
 #include "util/jsonscan.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
@@ -87,6 +87,12 @@ fail:
 
 int mcpc_send_modern(struct mcpc *m, const char *msg, size_t len, int64_t id)
 {
+	return mcpc_send_modern_with(m, msg, len, id, NULL);
+}
+
+int mcpc_send_modern_with(struct mcpc *m, const char *msg, size_t len,
+			  int64_t id, const char *const *extra)
+{
 	if (m->life != MC_OPEN)
 		return -EPIPE;
 	if (len > MCPC_MAX_MESSAGE)
@@ -100,6 +106,13 @@ int mcpc_send_modern(struct mcpc *m, const char *msg, size_t len, int64_t id)
 		m->want_drain = true;
 		return -ENOBUFS;
 	}
+	/* Room beside the configured lines and ours (type, accept, version,
+	 * method, name, the provider's Authorization). */
+	size_t nx = 0;
+	while (extra && extra[nx])
+		nx++;
+	if (m->nheaders + 6 + nx > HTTPC_MAX_HEADERS)
+		return -E2BIG;
 	char *version, *method, *name;
 	int rc = mm_headers(msg, len, &version, &method, &name);
 	if (rc < 0)
@@ -109,6 +122,11 @@ int mcpc_send_modern(struct mcpc *m, const char *msg, size_t len, int64_t id)
 	s->modern_hdr[0] = xasprintf("MCP-Protocol-Version: %s", version);
 	s->modern_hdr[1] = method ? xasprintf("Mcp-Method: %s", method) : NULL;
 	s->modern_hdr[2] = name ? xasprintf("Mcp-Name: %s", name) : NULL;
+	if (nx) {
+		s->extra_hdr = xcalloc(nx + 1, sizeof *s->extra_hdr);
+		for (size_t i = 0; i < nx; i++)
+			s->extra_hdr[i] = xstrdup(extra[i]);
+	}
 	if (!m->modern_version || strcmp(m->modern_version, version) != 0) {
 		free(m->modern_version);
 		m->modern_version = version;

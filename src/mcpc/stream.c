@@ -55,6 +55,9 @@ static void mc_stream_free(struct mc_stream *s)
 	mc_stream_forget_auth(s);
 	for (int i = 0; i < 3; i++)
 		free(s->modern_hdr[i]);
+	for (size_t i = 0; s->extra_hdr && s->extra_hdr[i]; i++)
+		free(s->extra_hdr[i]);
+	free(s->extra_hdr);
 	if (s->parser_on)
 		sse_free(&s->parser);
 	buf_free(&s->body);
@@ -207,6 +210,8 @@ int mc_stream_start(struct mc_stream *s, const char *method, const char *url,
 	for (int i = 0; s->modern && i < 3; i++)
 		if (s->modern_hdr[i])
 			h[n++] = s->modern_hdr[i];
+	for (size_t i = 0; s->extra_hdr && s->extra_hdr[i]; i++)
+		h[n++] = s->extra_hdr[i];
 	struct buf lei;
 	buf_init(&lei);
 	if ((s->kind == MC_RESUME || s->kind == MC_GET) && s->last_id) {

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <uv.h>
 
-#include "modern/envelope.h"
+#include "jsonrpc/envelope.h"
 
 struct hub;
 struct modern;

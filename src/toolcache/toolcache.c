@@ -236,6 +236,13 @@ static bool toolcache_lists_ok(const json_t *lists)
 				return false;
 			continue;
 		}
+		/* The server's MCP era when it is known to be a 2025 one: its
+		 * next start sends initialize without a probe. */
+		if (strcmp(key, "era") == 0) {
+			if (!json_is_string(v))
+				return false;
+			continue;
+		}
 		bool known = false;
 		for (size_t i = 0; i < nkeys; i++)
 			if (strcmp(key, toolcache_list_keys[i]) == 0)

@@ -48,8 +48,9 @@ char *toolcache_name(const json_t *ident);
  * name. The file also records the format and the name it was written as,
  * so a copied or renamed file is not trusted. 0 or -errno: -EINVAL for a
  * name that is not 64 lowercase hex digits, or lists with a member other
- * than tools, prompts, resources, resourceTemplates (arrays of objects) and
- * instructions (a string); -EFBIG when the file would pass TOOLCACHE_MAX_BYTES.
+ * than tools, prompts, resources, resourceTemplates (arrays of objects),
+ * instructions and era (strings); -EFBIG when the file would pass
+ * TOOLCACHE_MAX_BYTES.
  */
 int toolcache_store(struct toolcache *tc, const char *name,
 		    const json_t *lists);

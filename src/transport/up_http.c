@@ -12,6 +12,7 @@
 
 #include "config/secrets.h"
 #include "mcpc/mcpc.h"
+#include "transport/up_modern.h"
 #include "transport/upstream.h"
 #include "util/xmalloc.h"
 
@@ -19,6 +20,7 @@ struct upstream {
 	struct upstream_cbs cbs;
 	void *ctx;
 	struct mcpc *m;	     /* NULL once mcpc_close has let it go */
+	struct upm *upm;     /* the era, and the revision's side */
 	struct secrets *sec; /* the server's header, env and url secrets */
 	char *url;	     /* as configured (unmasked: a secret may be in
 				it; masked on the way out) */
@@ -52,6 +54,7 @@ static void up_http_free(struct upstream *u)
 			       strlen(u->fault.auth_sent));
 	free((char *)u->fault.auth_sent);
 	secrets_free(u->sec);
+	upm_free(u->upm);
 	free(u->url);
 	free(u);
 }
@@ -93,19 +96,40 @@ static void up_http_defer_cb(uv_timer_t *t)
 	}
 }
 
-static void up_http_message_cb(void *ctx, const char *msg, size_t len,
-			       int64_t related)
+static void up_http_deliver(void *ctx, const char *msg, size_t len,
+			    int64_t related)
 {
 	struct upstream *u = ctx;
 	if (!u->closing && !u->fault_pending)
 		u->cbs.on_message(u->ctx, msg, len, related);
 }
 
-static void up_http_lost_cb(void *ctx, int64_t id, enum outbox_fact f)
+static void up_http_lose(void *ctx, int64_t id, enum outbox_fact f)
 {
 	struct upstream *u = ctx;
 	if (!u->closing && !u->fault_pending)
 		u->cbs.on_lost(u->ctx, id, f);
+}
+
+static void up_http_message_cb(void *ctx, const char *msg, size_t len,
+			       int64_t related)
+{
+	struct upstream *u = ctx;
+	if (u->closing || u->fault_pending)
+		return;
+	if (u->upm && upm_message(u->upm, msg, len, related))
+		return;
+	up_http_deliver(u, msg, len, related);
+}
+
+static void up_http_lost_cb(void *ctx, int64_t id, enum outbox_fact f)
+{
+	struct upstream *u = ctx;
+	if (u->closing || u->fault_pending)
+		return;
+	if (u->upm && upm_lost(u->upm, id, f))
+		return;
+	up_http_lose(u, id, f);
 }
 
 static void up_http_drain_cb(void *ctx)
@@ -218,6 +242,12 @@ static int up_http_open(uv_loop_t *loop, const struct upstream_spec *spec,
 		up_http_free(u);
 		return rc;
 	}
+	/* The revision has no binding to the legacy HTTP+SSE transport. */
+	if (spec->probe_era && u->mode != MCPC_SSE) {
+		static const struct upm_out uo = {up_http_deliver,
+						  up_http_lose};
+		u->upm = upm_new(u->m, true, &uo, u);
+	}
 	uv_timer_init(loop, &u->defer);
 	u->defer.data = u;
 	*out = u;
@@ -229,13 +259,21 @@ static int up_http_send(struct upstream *u, const char *msg, size_t len,
 {
 	if (u->closing || u->fault_pending)
 		return -EPIPE;
+	if (u->upm) {
+		int rc = upm_send(u->upm, msg, len, id);
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
+	}
 	return mcpc_send(u->m, msg, len, id);
 }
 
 static void up_http_forget(struct upstream *u, int64_t id)
 {
-	if (!u->closing)
-		mcpc_forget(u->m, id);
+	if (u->closing)
+		return;
+	if (u->upm)
+		upm_forget(u->upm, id);
+	mcpc_forget(u->m, id);
 }
 
 /* Clients stopped reading what the server sends: so does the session
@@ -271,6 +309,8 @@ static json_t *up_http_describe(const struct upstream *u, bool verbose)
 		json_object_del(d, "sessionId");
 	const char *t = u->mode == MCPC_SSE ? "sse" : up_http_transport(d);
 	json_object_set_new(d, "transport", json_string(t));
+	if (upm_modern(u->upm))
+		json_object_set_new(d, "era", json_string("2026-07-28"));
 	return d;
 }
 

@@ -180,6 +180,10 @@ struct upstream_spec {
 	 * only the configured headers. */
 	const char *(*authorization)(void *arg);
 	void *auth_arg;
+	/* HTTP kinds: whether the server's MCP revision is found out at the
+	 * initialize (a 2026-07-28 server is then spoken to in its
+	 * revision); false: it is known to speak a 2025 one. */
+	bool probe_era;
 };
 
 /* What a transport can tell, for the instance's choices. */

@@ -103,7 +103,17 @@ const CALLS = {
   tools_call: [["add_numbers", { a: 5, b: 3 }]],
   "elicitation-sep1034-client-defaults": [["test_client_elicitation_defaults", {}]],
   "sse-retry": [["test_reconnection", {}]],
+  // 2026-07-28: the rounds of input_required (mcpvisor retries for the
+  // SDK 1.x client, which speaks 2025), a call between them, none.
+  "sep-2322-client-request-state": [["test_mrtr_echo_state", {}],
+    ["test_mrtr_unrelated", {}], ["test_mrtr_no_state", {}],
+    ["test_mrtr_no_result_type", {}]],
 };
+// 2026-07-28 scenarios whose servers look at every kind of request:
+// every listed tool is called (with the context's arguments when it names
+// them), every resource read, every prompt got.
+const EXERCISE = new Set(["http-standard-headers", "http-custom-headers",
+  "http-invalid-tool-headers"]);
 
 function log(...a) {
   console.error("client-driver:", ...a);
@@ -195,8 +205,43 @@ async function drive(url) {
       log(`${name}: ${JSON.stringify(r.content).slice(0, 200)}`);
       if (r.isError) throw new Error(`${name} answered isError`);
     }
+    if (EXERCISE.has(scenario)) await exercise(client, tools);
   } finally {
     await client.close();
+  }
+}
+
+// Every tool (the context's calls first, with their arguments), resource
+// and prompt the server offers, through mcpvisor.
+async function exercise(client, tools) {
+  const ctx = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? "{}");
+  const calls = Array.isArray(ctx.toolCalls) ? ctx.toolCalls : [];
+  for (const c of calls) {
+    if (!tools.some((t) => t.name === c.name)) continue;
+    const r = await client.callTool({ name: c.name, arguments: c.arguments ?? {} });
+    log(`${c.name}: ${JSON.stringify(r.content).slice(0, 200)}`);
+  }
+  for (const t of tools) {
+    if (calls.some((c) => c.name === t.name)) continue;
+    const r = await client.callTool({ name: t.name, arguments: {} });
+    log(`${t.name}: ${JSON.stringify(r.content).slice(0, 200)}`);
+  }
+  const caps = client.getServerCapabilities() ?? {};
+  if (caps.resources) {
+    const { resources } = await client.listResources();
+    for (const r of resources) {
+      await client.readResource({ uri: r.uri });
+      log(`read ${r.uri}`);
+    }
+  }
+  if (caps.prompts) {
+    const { prompts } = await client.listPrompts();
+    for (const p of prompts) {
+      const args = {};
+      for (const a of p.arguments ?? []) if (a.required) args[a.name] = "x";
+      await client.getPrompt({ name: p.name, arguments: args });
+      log(`prompt ${p.name}`);
+    }
   }
 }
 
@@ -288,14 +333,18 @@ async function callSigningIn(client, h, name) {
     if (!/mcpvisor login scenario/.test(text) || logins >= MAX_LOGINS)
       throw new Error(`${name}: ${text.slice(0, 300)}`);
     await login(h);
-    // The runtime takes up the new tokens by itself (a watch on the token
-    // store): wait for it to serve the server again before the new call.
-    const until = Date.now() + START_MS;
-    while ((await stateOf(h)) !== "running") {
-      if (Date.now() > until)
-        throw new Error("the runtime did not take up the new sign-in");
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitRunning(h);
+  }
+}
+
+// The runtime takes up new tokens by itself (a watch on the token store):
+// waits for it to serve the server again.
+async function waitRunning(h) {
+  const until = Date.now() + START_MS;
+  while ((await stateOf(h)) !== "running") {
+    if (Date.now() > until)
+      throw new Error("the runtime did not take up the new sign-in");
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
 
@@ -304,8 +353,20 @@ async function driveAuth(url, h) {
     { capabilities: {} });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   try {
-    const { tools } = await client.listTools();
+    let { tools } = await client.listTools();
     log(`tools: ${tools.map((t) => t.name).join(", ") || "(none)"}`);
+    // A server whose first requests after the sign-in already ask for
+    // another (a 2026-07-28 server, whose discover is an authorized
+    // request: auth/authorization-server-migration moves to a new
+    // authorization server after it) leaves the server needing a sign-in
+    // before any tool is listed: the user signs in again, as status says.
+    if (tools.length === 0 && logins < MAX_LOGINS &&
+        (await stateOf(h)) === "needs_auth") {
+      await login(h);
+      await waitRunning(h);
+      ({ tools } = await client.listTools());
+      log(`tools: ${tools.map((t) => t.name).join(", ") || "(none)"}`);
+    }
     if (tools.length === 0) throw new Error("no tools after the sign-in");
     for (const t of tools) await callSigningIn(client, h, t.name);
   } finally {

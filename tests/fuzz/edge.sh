@@ -4,7 +4,7 @@
 # The numbers are the limits in src/http/httpparse.h, src/config/config.h,
 # src/config/filter.h, src/util/jsonscan.h, src/config/jsonc.h,
 # src/auth/www_auth.h, src/auth/meta.h, src/auth/form.h and
-# src/modern/envelope.h; each limit gets one input on it and one past it.
+# src/jsonrpc/envelope.h; each limit gets one input on it and one past it.
 # Usage: tests/fuzz/edge.sh DIR
 set -eu
 out=${1:?usage: edge.sh DIR}
@@ -122,7 +122,7 @@ for n in 32 33; do
 	awk -v n=$n 'BEGIN { for (i = 0; i < n; i++) printf "%sp%d=v", i ? "&" : "", i }' >"$r/params-$n"
 done
 
-# envelope (src/modern/envelope.h): ENVELOPE_MAX_HEADER on a Mcp-Name and
+# envelope (src/jsonrpc/envelope.h): ENVELOPE_MAX_HEADER on a Mcp-Name and
 # a Mcp-Param, ENVELOPE_MAX_SCHEMA_DEPTH (the root is 0) and
 # ENVELOPE_MAX_PARAMS in the body's "schema".
 e=$out/envelope

@@ -1,6 +1,6 @@
 /*
  * libFuzzer harness for the 2026-07-28 request envelope
- * (src/modern/envelope.c, envelope_params.c), which reads what any HTTP
+ * (src/jsonrpc/envelope.c, envelope_params.c), which reads what any HTTP
  * client POSTs: headers and a JSON body. The input is header lines
  * ("name:value", names lower-cased here) up to an empty line, then the
  * body. Beyond the sanitizers: a header value decodes to UTF-8 no longer
@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonrpc/envelope.h"
 #include "jsonrpc/framer.h"
 #include "jsonrpc/jsonrpc.h"
-#include "modern/envelope.h"
 
 #define FE_MAX_INPUT (64 * 1024)
 #define FE_MAX_HDRS 16

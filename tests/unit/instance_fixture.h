@@ -38,6 +38,7 @@ struct upstream {
 	const char *(*authorization)(void *arg);
 	void *auth_arg;
 	int64_t forgot; /* the last id forget was given */
+	bool probe_era; /* what the spec said */
 };
 #define fake_conn upstream
 
@@ -68,6 +69,7 @@ static inline int fake_open(uv_loop_t *loop, const struct upstream_spec *spec,
 	c->http = spec->http;
 	c->authorization = spec->authorization;
 	c->auth_arg = spec->auth_arg;
+	c->probe_era = spec->probe_era;
 	conns[nconns++] = c;
 	*out = c;
 	/* As a process transport does: it appeared, from inside open. */

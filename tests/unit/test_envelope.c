@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonrpc/envelope.h"
 #include "jsonrpc/jsonrpc.h"
-#include "modern/envelope.h"
 
 /* ---- a request's headers, looked up by lowercase name ---- */
 
@@ -170,6 +170,11 @@ Test(envelope, classify_by_claim_then_header)
 	for (size_t i = 0; i < sizeof news / sizeof *news; i++)
 		cr_assert_eq(envelope_classify(legacy, news[i]),
 			     ENVELOPE_MODERN, "%s", news[i]);
+	/* Older than every revision: the 2025 path names it unsupported. */
+	const char *older[] = {"1999-01-01", "2024-01-01", "2025-11-24"};
+	for (size_t i = 0; i < sizeof older / sizeof *older; i++)
+		cr_assert_eq(envelope_classify(legacy, older[i]),
+			     ENVELOPE_LEGACY, "%s", older[i]);
 	json_decref(legacy);
 
 	json_t *batch = load("[{\"method\":\"ping\"}]");

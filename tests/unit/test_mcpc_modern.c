@@ -310,3 +310,31 @@ Test(mcpc_modern, refuses_what_it_cannot_send)
 		     -EPROTONOSUPPORT);
 	tm_stop(&t);
 }
+
+Test(mcpc_modern, extra_header_lines_go_with_the_message)
+{
+	struct tmc t;
+	tm_start(&t, MCPC_STREAMABLE, mm_script_plain);
+	/* The Mcp-Param-* lines of a tools/call; "Name;" is an empty
+	 * value. */
+	const char *extra[] = {"Mcp-Param-Region: us-west1",
+			       "Mcp-Param-EmptyVal;", NULL};
+	const char *msg = MM_CALL(5, "echo");
+	cr_assert_eq(mcpc_send_modern_with(t.m, msg, strlen(msg), 5, extra), 0);
+	tm_run_until(&t, tm_msgs1, "the call's answer");
+	const struct tm_req *call = tm_nth(&t, "POST", 0);
+	cr_assert(tm_has_header(call, "mcp-param-region: us-west1\n"), "%s",
+		  call->headers);
+	cr_assert(tm_has_header(call, "mcp-param-emptyval: \n"), "%s",
+		  call->headers);
+	cr_assert(tm_has_header(call, "mcp-name: echo\n"));
+	/* More lines than fit beside the others: refused, nothing sent. */
+	const char *many[HTTPC_MAX_HEADERS + 1];
+	for (int i = 0; i < HTTPC_MAX_HEADERS; i++)
+		many[i] = "Mcp-Param-X: 1";
+	many[HTTPC_MAX_HEADERS] = NULL;
+	cr_assert_eq(mcpc_send_modern_with(t.m, msg, strlen(msg), 6, many),
+		     -E2BIG);
+	cr_assert_eq(t.nreqs, 1);
+	tm_stop(&t);
+}

@@ -51,7 +51,9 @@ enum envelope_era {
 /* The era of one message (any JSON value) of a POST: modern when its
  * params._meta carries the protocol-version claim (any value), or when
  * header_version (MCP-Protocol-Version, NULL: none) names a version that
- * is not a legacy one (2024-11-05 ... 2025-11-25); legacy otherwise. */
+ * is not a legacy one (2024-11-05 ... 2025-11-25) and sorts after them
+ * (a date older than every revision is the 2025 path's to refuse);
+ * legacy otherwise. */
 enum envelope_era envelope_classify(json_t *msg, const char *header_version);
 
 /* Log levels of MCP logging, in order; ENVELOPE_LOG_NONE: not asked. */

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "jsonrpc/envelope.h"
+#include "jsonrpc/envelope_int.h"
 #include "jsonrpc/jsonrpc.h"
-#include "modern/envelope.h"
-#include "modern/envelope_int.h"
 #include "util/xmalloc.h"
 
 #define ENV_ANNOTATION "x-mcp-header"

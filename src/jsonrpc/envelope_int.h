@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "modern/envelope.h"
+#include "jsonrpc/envelope.h"
 
 /* Room for ENVELOPE_MAX_QUOTE bytes escaped (at most 4 bytes each, as
  * "\xNN"), the "..." that says it was cut, and the NUL. */

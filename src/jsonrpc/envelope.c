@@ -5,16 +5,16 @@
  * header value sentinel (SEP-2243) and the per-request log level. The
  * x-mcp-header part is envelope_params.c. Pure: no I/O, no state.
  */
-#include "modern/envelope.h"
+#include "jsonrpc/envelope.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "auth/form.h"
+#include "jsonrpc/envelope_int.h"
 #include "jsonrpc/framer.h"
 #include "jsonrpc/jsonrpc.h"
-#include "modern/envelope_int.h"
 #include "util/buf.h"
 #include "util/escape.h"
 #include "util/xmalloc.h"
@@ -144,6 +144,9 @@ static const char *env_trim(const char *s, size_t *len)
 	return s;
 }
 
+/* The newest revision of the 2025 era. */
+#define ENV_NEWEST_LEGACY "2025-11-25"
+
 enum envelope_era envelope_classify(json_t *msg, const char *header_version)
 {
 	if (env_claim(msg) != NULL)
@@ -160,7 +163,11 @@ enum envelope_era envelope_classify(json_t *msg, const char *header_version)
 		return ENVELOPE_MODERN;
 	memcpy(name, v, n);
 	name[n] = '\0';
-	return mcp_version_supported(name) ? ENVELOPE_LEGACY : ENVELOPE_MODERN;
+	/* A version older than every revision (dates sort as text) is no
+	 * modern claim: the 2025 path refuses it by name. */
+	if (mcp_version_supported(name) || strcmp(name, ENV_NEWEST_LEGACY) < 0)
+		return ENVELOPE_LEGACY;
+	return ENVELOPE_MODERN;
 }
 
 static bool env_sentinel_shaped(const char *s, size_t n)

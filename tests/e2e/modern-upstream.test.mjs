@@ -1,0 +1,147 @@
+// mcpvisor in front of a server that speaks only MCP 2026-07-28
+// (fixtures/modern-server.mjs, a remote url server): found out by
+// server/discover, spoken to in its revision (every request with _meta and
+// the standard headers, no initialize, no session), its list changes heard
+// on subscriptions/listen; and its input_required answers, turned into
+// elicitation requests for a 2025 client (the SDK 1.x), passed through
+// untouched to a 2026 client.
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+	ElicitRequestSchema,
+	ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+
+import { ModernClient, REPO, startListener, waitFor, withRuntime } from './lib.mjs';
+
+const FIXTURE = path.join(REPO, 'tests/e2e/fixtures/modern-server.mjs');
+
+// The requests the fixture printed, in order.
+function requests(server) {
+	return server
+		.output()
+		.split('\n')
+		.filter((l) => l.startsWith('REQ '))
+		.map((l) => JSON.parse(l.slice(4)));
+}
+
+async function modernServer(t) {
+	const server = await startListener(t, FIXTURE, [], 'the 2026 fixture');
+	return { server, config: { modern: { url: `http://127.0.0.1:${server.port}/mcp`, scope: 'app' } } };
+}
+
+async function sdkConnect(rt, capabilities = {}) {
+	const client = new Client({ name: 'mcpvisor-e2e-2025', version: '0.0.0' }, { capabilities });
+	const transport = new StreamableHTTPClientTransport(new URL(rt.url));
+	await client.connect(transport);
+	return { client, transport };
+}
+
+test('a 2025 client lists and calls a 2026-only server through mcpvisor, and hears its list change', {
+	timeout: 60_000,
+}, async (t) => {
+	const { server, config } = await modernServer(t);
+	await withRuntime(t, config, async (rt) => {
+		const { client, transport } = await sdkConnect(rt);
+		const { tools } = await client.listTools();
+		assert.deepEqual(tools.map((x) => x.name), ['modern__echo', 'modern__ask', 'modern__add_tool']);
+		const echo = await client.callTool({ name: 'modern__echo', arguments: { text: 'héllo' } });
+		assert.deepEqual(echo.content, [{ type: 'text', text: 'héllo' }]);
+		assert.ok(!echo.isError);
+
+		// Spoken to in its revision: the probe, then requests with the
+		// envelope; never initialize, never a session.
+		const seen = requests(server);
+		assert.equal(seen[0].method, 'server/discover');
+		assert.ok(!seen.some((r) => r.method === 'initialize'), 'no initialize was sent');
+		for (const r of seen) {
+			assert.equal(r.headers['mcp-protocol-version'], '2026-07-28', `${r.method}: version header`);
+			assert.equal(r.headers['mcp-method'], r.method, `${r.method}: Mcp-Method`);
+			assert.equal(r.headers['mcp-session-id'], undefined, `${r.method}: no session`);
+			assert.equal(r.meta['io.modelcontextprotocol/protocolVersion'], '2026-07-28');
+			assert.equal(typeof r.meta['io.modelcontextprotocol/clientCapabilities'], 'object');
+			assert.equal(r.meta['io.modelcontextprotocol/clientInfo']?.name, 'mcpvisor');
+		}
+		const call = seen.find((r) => r.method === 'tools/call');
+		assert.equal(call.headers['mcp-name'], 'echo');
+		await waitFor(() => requests(server).some((r) => r.method === 'subscriptions/listen'),
+			10_000, 'the listen stream');
+
+		const st = await rt.status();
+		const inst = st.servers.find((x) => x.name === 'modern').instances[0];
+		assert.equal(inst.protocolVersion, '2026-07-28');
+
+		// A tool added upstream: its list_changed comes on the listen
+		// stream, mcpvisor lists again, and the client hears of it.
+		let changed = 0;
+		client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+			changed++;
+		});
+		await client.callTool({ name: 'modern__add_tool', arguments: { name: 'later' } });
+		await waitFor(() => changed > 0, 10_000, 'tools/list_changed at the client');
+		const again = await client.listTools();
+		assert.ok(again.tools.some((x) => x.name === 'modern__later'), 'the new tool is listed');
+		await transport.terminateSession();
+		await client.close();
+	});
+});
+
+test('input_required from a 2026 server becomes elicitation requests to a 2025 client, round after round', {
+	timeout: 60_000,
+}, async (t) => {
+	const { server, config } = await modernServer(t);
+	await withRuntime(t, config, async (rt) => {
+		const { client, transport } = await sdkConnect(rt, { elicitation: {} });
+		const asked = [];
+		client.setRequestHandler(ElicitRequestSchema, async (req) => {
+			asked.push(req.params.message);
+			return { action: 'accept', content: { name: asked.length === 1 ? 'Ada' : 'Grace' } };
+		});
+		const r = await client.callTool({ name: 'modern__ask', arguments: { rounds: 2 } });
+		assert.deepEqual(r.content, [{ type: 'text', text: 'Hello Ada and Grace' }]);
+		assert.deepEqual(asked, ['Your name (round 1)?', 'Your name (round 2)?']);
+		// Each retry went with a new id, the answers, and the state as
+		// the server gave it (the fixture refuses any other).
+		const calls = requests(server).filter((x) => x.method === 'tools/call');
+		assert.equal(calls.length, 3);
+		assert.equal(new Set(calls.map((c) => c.id)).size, 3, 'a new id per round');
+		assert.equal(calls[0].requestState, undefined);
+		assert.deepEqual(calls[1].inputResponses, { name_0: { action: 'accept', content: { name: 'Ada' } } });
+		assert.equal(typeof calls[2].requestState, 'string');
+		await transport.terminateSession();
+		await client.close();
+	});
+});
+
+test('input_required from a 2026 server reaches a 2026 client untouched, and its retry goes upstream', {
+	timeout: 60_000,
+}, async (t) => {
+	const { server, config } = await modernServer(t);
+	await withRuntime(t, config, async (rt) => {
+		const mc = new ModernClient(rt.url, { caps: { elicitation: {} } });
+		const first = await mc.request('tools/call', { name: 'modern__ask', arguments: {} });
+		const res1 = first.result ?? first;
+		assert.equal(res1.resultType, 'input_required', JSON.stringify(first));
+		const upstreamState = requests(server).length; // for the order below
+		assert.ok(upstreamState > 0);
+		const key = Object.keys(res1.inputRequests)[0];
+		assert.equal(key, 'name_0');
+		assert.equal(res1.inputRequests[key].method, 'elicitation/create');
+		const second = await mc.request('tools/call', {
+			name: 'modern__ask',
+			arguments: {},
+			inputResponses: { [key]: { action: 'accept', content: { name: 'Lin' } } },
+			requestState: res1.requestState,
+		});
+		const res2 = second.result ?? second;
+		assert.deepEqual(res2.content, [{ type: 'text', text: 'Hello Lin' }], JSON.stringify(second));
+		const calls = requests(server).filter((x) => x.method === 'tools/call');
+		assert.equal(calls.length, 2);
+		assert.equal(calls[1].requestState, res1.requestState, 'the state went back byte for byte');
+		assert.equal(calls[1].meta['io.modelcontextprotocol/clientCapabilities']?.elicitation !== undefined, true);
+	});
+});
