@@ -50,6 +50,13 @@
 #define LG_SAMPLE_NS (100 * 1000000ULL)
 #define LG_TICK_MS 50
 #define LG_PROTO "2025-11-25"
+#define LG_MODERN "2026-07-28"
+/* What every 2026-07-28 request carries in params._meta. */
+#define LG_MODERN_META                                                         \
+	"\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"" LG_MODERN  \
+	"\",\"io.modelcontextprotocol/clientCapabilities\":{},"                \
+	"\"io.modelcontextprotocol/clientInfo\":{\"name\":"                    \
+	"\"mcpvisor-bench\",\"version\":\"1.0.0\"}}"
 
 enum lg_target { LG_T_STDIO, LG_T_TCP, LG_T_UNIX };
 
@@ -185,6 +192,7 @@ struct lg {
 	const char *ready;
 	pid_t rss_pid;
 	int hold;
+	int modern; /* --modern: stateless 2026-07-28 requests, no session */
 	uint64_t since_ns;
 	json_t *meta;
 
@@ -466,6 +474,51 @@ static int lg_msg_scan(const char *p, size_t n, struct lg_msg *m)
 	}
 }
 
+/* The value of the top-level member key of the object p[0..n): 0 with
+ * *v and *vn set, -1 when p is not an object or has no such member. */
+static int lg_json_member(const char *p, size_t n, const char *key,
+			  const char **v, size_t *vn)
+{
+	const char *e = p + n;
+	size_t want = strlen(key);
+	int found = -1;
+
+	p = lg_json_ws(p, e);
+	if (p >= e || *p != '{')
+		return -1;
+	p = lg_json_ws(p + 1, e);
+	if (p < e && *p == '}')
+		return -1;
+	for (;;) {
+		const char *k, *ke, *vs, *ve;
+
+		if (p >= e || *p != '"')
+			return -1;
+		k = p + 1;
+		ke = lg_json_str(p, e);
+		if (ke == NULL)
+			return -1;
+		p = lg_json_ws(ke, e);
+		if (p >= e || *p != ':')
+			return -1;
+		vs = lg_json_ws(p + 1, e);
+		ve = lg_json_skip(vs, e);
+		if (ve == NULL)
+			return -1;
+		if ((size_t)(ke - 1 - k) == want && memcmp(k, key, want) == 0) {
+			*v = vs;
+			*vn = (size_t)(ve - vs);
+			found = 0; /* the last one counts, as jansson keeps */
+		}
+		p = lg_json_ws(ve, e);
+		if (p < e && *p == ',') {
+			p = lg_json_ws(p + 1, e);
+			continue;
+		}
+		return p < e && *p == '}' ? found : -1;
+	}
+}
+
 /* Forward declarations: the session state machine and the transports call
  * each other. */
 static void lg_sess_reply(struct lg_sess *s, int ok);
@@ -496,6 +549,22 @@ static int lg_check(struct lg_sess *s, const struct lg_msg *m, enum lg_phase ph)
 	if (!m->has_result) {
 		lg_sess_fail(s, "answer without result");
 		return -1;
+	}
+	if (G.modern) {
+		/* 2026-07-28: every result says what it is. */
+		const char *v = NULL;
+		size_t vn = 0;
+
+		if (lg_json_member(m->result, m->result_len, "resultType", &v,
+				   &vn) < 0 ||
+		    vn != 10 || memcmp(v, "\"complete\"", 10) != 0) {
+			lg_sess_fail(s,
+				     "result is not resultType complete: %.*s",
+				     (int)(m->result_len > 200 ? 200
+							       : m->result_len),
+				     m->result);
+			return -1;
+		}
 	}
 	if (ph == LG_PH_CALL && memmem(m->result, m->result_len, s->text,
 				       strlen(s->text)) == NULL) {
@@ -822,8 +891,22 @@ static void lg_conn_flush(struct lg_sess *s)
 	}
 }
 
+/* The headers of a 2026-07-28 request (SEP-2243): its version, method
+ * and, for a call, the tool's name. */
+static void lg_modern_headers(char *out, size_t cap, const char *method,
+			      const char *name)
+{
+	snprintf(out, cap,
+		 "MCP-Protocol-Version: " LG_MODERN "\r\n"
+		 "Mcp-Method: %s\r\n"
+		 "%s%s%s",
+		 method, name ? "Mcp-Name: " : "", name ? name : "",
+		 name ? "\r\n" : "");
+}
+
+/* extra: more header lines (each ending in CRLF), or NULL. */
 static void lg_http_send(struct lg_sess *s, const char *verb, const char *body,
-			 size_t blen)
+			 size_t blen, const char *extra)
 {
 	char hdr[1024];
 	int n, err;
@@ -844,9 +927,10 @@ static void lg_http_send(struct lg_sess *s, const char *verb, const char *body,
 		     verb, G.path, G.hosthdr, blen,
 		     s->sid[0] ? "Mcp-Session-Id: " : "", s->sid,
 		     s->sid[0] ? "\r\n" : "",
-		     s->phase != LG_PH_INIT ? "MCP-Protocol-Version: " LG_PROTO
-					      "\r\n"
-					    : "");
+		     extra ? extra
+		     : s->phase != LG_PH_INIT
+			     ? "MCP-Protocol-Version: " LG_PROTO "\r\n"
+			     : "");
 	lg_buf_add(&s->wb, hdr, (size_t)n);
 	lg_buf_add(&s->wb, body, blen);
 	lg_conn_flush(s);
@@ -1210,7 +1294,7 @@ static void lg_conn_event(struct lg_sess *s, uint32_t events)
 static void lg_sess_send(struct lg_sess *s, enum lg_phase ph,
 			 const char *method)
 {
-	char body[512];
+	char body[1024], extra[256];
 	int n;
 
 	s->phase = ph;
@@ -1222,8 +1306,8 @@ static void lg_sess_send(struct lg_sess *s, enum lg_phase ph,
 			     "{\"jsonrpc\":\"2.0\",\"method\":\"%s\"}", method);
 	} else {
 		int64_t id = (int64_t)(++s->seq * LG_ID_STRIDE + s->idx);
-		const char *params = "{}";
-		char call[160];
+		const char *params = G.modern ? "{" LG_MODERN_META "}" : "{}";
+		char call[512];
 
 		s->want_id = id;
 		if (ph == LG_PH_INIT) {
@@ -1236,8 +1320,8 @@ static void lg_sess_send(struct lg_sess *s, enum lg_phase ph,
 				 s->idx, s->seq);
 			snprintf(call, sizeof(call),
 				 "{\"name\":\"echo\",\"arguments\":{\"text\":"
-				 "\"%s\"}}",
-				 s->text);
+				 "\"%s\"}%s}",
+				 s->text, G.modern ? "," LG_MODERN_META : "");
 			params = call;
 		}
 		n = snprintf(body, sizeof(body),
@@ -1253,7 +1337,10 @@ static void lg_sess_send(struct lg_sess *s, enum lg_phase ph,
 			lg_sess_reply(s, 1); /* stdio notifications get none */
 		return;
 	}
-	lg_http_send(s, "POST", body, (size_t)n);
+	if (G.modern)
+		lg_modern_headers(extra, sizeof(extra), method,
+				  ph == LG_PH_CALL ? "echo" : NULL);
+	lg_http_send(s, "POST", body, (size_t)n, G.modern ? extra : NULL);
 }
 
 static void lg_sess_delete(struct lg_sess *s)
@@ -1263,7 +1350,7 @@ static void lg_sess_delete(struct lg_sess *s)
 	G.inflight++;
 	s->want_id = -1;
 	s->t_sent = lg_now();
-	lg_http_send(s, "DELETE", "", 0);
+	lg_http_send(s, "DELETE", "", 0, NULL);
 }
 
 static void lg_sess_call(struct lg_sess *s)
@@ -1422,6 +1509,11 @@ static void lg_sess_start(struct lg_sess *s)
 	G.attempts++;
 	s->retry_at = 0;
 	s->t_init = lg_now();
+	if (G.modern) {
+		/* 2026-07-28 has no initialize: every request stands alone. */
+		lg_sess_ready(s);
+		return;
+	}
 	lg_sess_send(s, LG_PH_INIT, "initialize");
 }
 
@@ -1773,6 +1865,8 @@ static json_t *lg_result_new(const char *mode)
 
 	json_object_set_new(out, "mode", json_string(mode));
 	json_object_set_new(out, "transport", json_string(lg_target_name()));
+	json_object_set_new(out, "protocol",
+			    json_string(G.modern ? LG_MODERN : LG_PROTO));
 	lg_set_meta(out);
 	return out;
 }
@@ -2328,6 +2422,8 @@ static void lg_usage(void)
 	      "         --stdio-per-session (one CMD per session),\n"
 	      "         --url http://127.0.0.1:P/mcp,\n"
 	      "         --unix PATH [--path /mcp]\n"
+	      "         --modern: HTTP as MCP 2026-07-28 (no initialize, no\n"
+	      "         session; _meta and headers on every request)\n"
 	      "modes:   latency [--calls N] [--warmup-calls N]\n"
 	      "         throughput [--sessions N] [--seconds S] [--warmup S]\n"
 	      "         sessions --open N [--rss-pid PID] [--settle-ms N]\n"
@@ -2404,6 +2500,8 @@ static void lg_parse(int argc, char **argv)
 			snprintf(G.hosthdr, sizeof(G.hosthdr), "localhost");
 			G.target = LG_T_UNIX;
 			have_target = 1;
+		} else if (strcmp(a, "--modern") == 0) {
+			G.modern = 1;
 		} else if (strcmp(a, "--path") == 0) {
 			snprintf(G.path, sizeof(G.path), "%s",
 				 lg_arg(argc, argv, &i));
@@ -2477,6 +2575,11 @@ static void lg_parse(int argc, char **argv)
 		lg_die("host needs --url, --unix or --runtime-file");
 	if (G.mode == LG_M_HOST && G.target == LG_T_STDIO)
 		lg_die("host probes over HTTP");
+	if (G.modern && (G.target == LG_T_STDIO ||
+			 (G.mode != LG_M_LATENCY && G.mode != LG_M_THROUGHPUT &&
+			  G.mode != LG_M_LIST && G.mode != LG_M_FIRST)))
+		lg_die("--modern is for latency, throughput, list and "
+		       "first-call over HTTP");
 }
 
 int main(int argc, char **argv)

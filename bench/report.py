@@ -14,6 +14,7 @@ import time
 TARGETS = [
     ("floor", "direct stdio (floor)"),
     ("mcpvisor_tcp", "mcpvisor, TCP"),
+    ("mcpvisor_modern", "mcpvisor, TCP, 2026-07-28"),
     ("mcpvisor_unix", "mcpvisor, Unix socket"),
     ("mcpvisor_relay", "mcpvisor relay (stdio)"),
     ("supergateway", "supergateway"),
@@ -23,14 +24,24 @@ TARGETS = [
     ("mcpvisor_http", "echo over HTTP, via mcpvisor"),
 ]
 PEERS = ["supergateway", "mcp_proxy"]
-SHORT = {"floor": "floor", "mcpvisor_tcp": "mcpvisor", "mcpvisor_unix":
+SHORT = {"floor": "floor", "mcpvisor_tcp": "mcpvisor",
+         "mcpvisor_modern": "2026-07-28", "mcpvisor_unix":
          "mcpvisor unix", "mcpvisor_relay": "relay",
          "supergateway": "supergateway",
          "mcp_proxy": "mcp-proxy", "http_direct": "http direct",
          "mcpvisor_http": "via mcpvisor"}
 # The stdio rows' mcpvisor runs under one host ("mcpvisor"); every other
 # target is its own host (the relay too: its RSS and start are its own).
+# The 2026-07-28 row runs on that host too, but its start (a 2025
+# initialize) and RSS are the 2025 row's: it shows only its own calls.
 MCPVISOR_STDIO = ("mcpvisor_tcp", "mcpvisor_unix")
+# What a 2026-07-28 tools/call may cost over a 2025 one through mcpvisor
+# (issue 20): p50 latency pinned, and calls/s inverted (2025 / modern).
+MODERN_COST = 1.10
+MODERN_COST_METRICS = [("p50_pinned_ms", "p50 pinned", False),
+                       ("p99_pinned_ms", "p99 pinned", False),
+                       ("calls_per_s_8", "calls/s@8", True),
+                       ("calls_per_s_32", "calls/s@32", True)]
 
 # metric: (label, lower is better)
 METRICS = {
@@ -204,7 +215,8 @@ def ratio(a, b):
 def ratios(res):
     out = {}
     fig = {k: v["figures"] for k, v in res.items() if v["available"]}
-    pairs = [("mcpvisor_tcp", "floor"), ("mcpvisor_unix", "floor"),
+    pairs = [("mcpvisor_tcp", "floor"), ("mcpvisor_modern", "mcpvisor_tcp"),
+             ("mcpvisor_unix", "floor"),
              ("mcpvisor_relay", "mcpvisor_unix")]
     pairs += [(p, "mcpvisor_tcp") for p in PEERS]
     pairs += [("mcpvisor_http", "http_direct")]
@@ -212,6 +224,23 @@ def ratios(res):
         if a in fig and b in fig:
             out["%s/%s" % (a, b)] = {
                 m: ratio(fig[a].get(m), fig[b].get(m)) for m in METRICS}
+    return out
+
+
+def modern_cost(res):
+    """What a 2026-07-28 call costs over a 2025 one, per figure: the median
+    over the rounds of each round's ratio (the two ran back to back in a
+    round, so a round's ratio sees one machine), as cost: latency modern /
+    2025, calls/s 2025 / modern."""
+    mo, tc = res.get("mcpvisor_modern"), res.get("mcpvisor_tcp")
+    if not mo or not tc or not mo["available"] or not tc["available"]:
+        return {}
+    out = {}
+    for m, _, inverse in MODERN_COST_METRICS:
+        a, b = mo["rounds"].get(m, {}), tc["rounds"].get(m, {})
+        per = [ratio(b[r], a[r]) if inverse else ratio(a[r], b[r])
+               for r in a if r in b]
+        out[m] = median(per)
     return out
 
 
@@ -230,7 +259,7 @@ def load_figures(path):
     return out
 
 
-def checks(res, ex, figures=()):
+def checks(res, ex, figures=(), cost=None):
     f = {k: v["figures"] for k, v in res.items() if v["available"]}
     mv, fl = f.get("mcpvisor_tcp", {}), f.get("floor", {})
     peers = [f[p] for p in PEERS if p in f]
@@ -260,6 +289,13 @@ def checks(res, ex, figures=()):
     bt = best("calls_per_s_32", False)
     add("calls/s at 32 sessions: mcpvisor TCP / best peer >= 10",
         ratio(t32, bt), 10, lambda v, l: v >= l)
+    for m, label, inverse in MODERN_COST_METRICS:
+        if m == "p99_pinned_ms":
+            continue  # shown, not held: one slow call in 2,000 moves it
+        add("2026-07-28 tools/call cost over 2025, mcpvisor TCP: %s%s "
+            "<= %.2f" % (label, " (2025 / 2026-07-28)" if inverse else "",
+                         MODERN_COST), (cost or {}).get(m), MODERN_COST,
+            lambda v, l: v <= l)
     hv, hd = f.get("mcpvisor_http", {}), f.get("http_direct", {})
     hp50, dp50 = hv.get("p50_pinned_ms"), hd.get("p50_pinned_ms")
     add("p50 echo over HTTP, pinned: mcpvisor adds <= 0.1 ms (ms added)",
@@ -427,6 +463,14 @@ def print_report(doc):
                 fmt_num(ex.get("first_list_ms_warm"), "ms")))
         for e in ex.get("errors", []):
             lines.append("  error: " + e)
+    cost = doc.get("modern_cost")
+    if cost:
+        lines.append(
+            "2026-07-28 / 2025 through mcpvisor TCP, cost (median of the "
+            "rounds' ratios; calls/s as 2025 / 2026-07-28; target <= "
+            "%.2f): %s" % (MODERN_COST, ", ".join(
+                "%s %s" % (label, fmt_num(cost.get(m), "x"))
+                for m, label, _ in MODERN_COST_METRICS)))
     rl = res.get("mcpvisor_relay")
     if rl and rl["available"]:
         lines.append(
@@ -541,7 +585,9 @@ def main():
         "metrics": {m: l for m, (l, _) in METRICS.items()},
     }
     doc["relay_recovery"] = load_figures(a.figures)
-    doc["checks"] = checks(res, ex, doc["relay_recovery"])
+    doc["modern_cost"] = modern_cost(res)
+    doc["checks"] = checks(res, ex, doc["relay_recovery"],
+                           doc["modern_cost"])
     with open(a.out, "w") as f:
         json.dump(rounded(doc), f, indent=1, sort_keys=True)
         f.write("\n")

@@ -1,8 +1,9 @@
 #!/bin/sh
 # make bench: runs the C load generator, side by side, against the same echo
 # server reached directly over stdio (the floor), through mcpvisor (TCP and
-# Unix socket, one app-scoped shared instance; and `mcpvisor relay`, stdio in
-# front of that socket), supergateway and mcp-proxy; and an echo served over
+# Unix socket, one app-scoped shared instance; MCP 2026-07-28 requests on
+# the same TCP endpoint; and `mcpvisor relay`, stdio in front of that
+# socket), supergateway and mcp-proxy; and an echo served over
 # HTTP (the demo fixture's --http) reached directly and through mcpvisor as a
 # url server; prints one table and writes bench/results/latest.json.
 # `--smoke` is the short check that make test runs. Every process it starts
@@ -158,6 +159,29 @@ http_runs() { # target round target-args...
 	done
 }
 
+# mcpvisor over TCP, 2025-11-25 sessions (the figures of http_runs) and
+# MCP 2026-07-28 requests (--modern: no session, _meta on each) to the
+# same runtime and server, each modern figure right after its 2025 twin
+# so that the two see the same machine: pinned latency and calls/s with 8
+# and 32 sessions (clients, for the modern one).
+tcp_runs() { # round url
+	r=$1
+	pin_tree "$GWPID" "$PINCPU"
+	run_lg mcpvisor_tcp "$r" latency_pinned 1 --url "$2" latency \
+		--calls "$CALLS"
+	run_lg mcpvisor_modern "$r" latency_pinned 1 --url "$2" --modern \
+		latency --calls "$CALLS"
+	pin_tree "$GWPID" "$ALLCPU"
+	run_lg mcpvisor_tcp "$r" latency 0 --url "$2" latency --calls "$CALLS"
+	for n in 1 8 32; do
+		run_lg mcpvisor_tcp "$r" "throughput_$n" 0 --url "$2" \
+			throughput --sessions "$n" --seconds "$SECS"
+		[ "$n" = 1 ] && continue
+		run_lg mcpvisor_modern "$r" "throughput_$n" 0 --url "$2" \
+			--modern throughput --sessions "$n" --seconds "$SECS"
+	done
+}
+
 mcpvisor_config() { # file
 	cat >"$1" <<EOF
 {"mcpServers":{"echo":{"command":"$ECHO","scope":"app","prefix":""}}}
@@ -167,7 +191,7 @@ EOF
 mcpvisor_round() { # round
 	r=$1
 	if [ ! -x "$MCPVISOR" ]; then
-		for t in mcpvisor_tcp mcpvisor_unix; do
+		for t in mcpvisor_tcp mcpvisor_modern mcpvisor_unix; do
 			crash_line "$t" unavailable "$MCPVISOR is not built" >>"$RAW"
 		done
 		return
@@ -181,7 +205,7 @@ mcpvisor_round() { # round
 	if [ "$HOST_OK" != 1 ]; then
 		why=$(json_field "$HOST_LINE" first_error)
 		tail -n 5 "$WORK/mcpvisor-$r.log" >&2
-		for t in mcpvisor_tcp mcpvisor_unix; do
+		for t in mcpvisor_tcp mcpvisor_modern mcpvisor_unix; do
 			crash_line "$t" unavailable "mcpvisor serve: $why" >>"$RAW"
 		done
 		host_stop "mcpvisor-$r"
@@ -189,7 +213,7 @@ mcpvisor_round() { # round
 	fi
 	url=$(json_field "$HOST_LINE" url)
 	sock=$(json_field "$HOST_LINE" socket)
-	http_runs mcpvisor_tcp "$r" --url "$url"
+	tcp_runs "$r" "$url"
 	if [ -n "$sock" ]; then
 		http_runs mcpvisor_unix "$r" --unix "$sock" --path /mcp
 		relay_runs "$r" "$home"
@@ -465,6 +489,13 @@ smoke() {
 			run_lg mcpvisor_tcp 0 throughput 0 --url "$url" \
 				throughput --sessions 4 --seconds 0.3 --warmup 0.05
 			smoke_check "mcpvisor tcp throughput, 4 sessions"
+			run_lg mcpvisor_modern 0 latency 0 --url "$url" \
+				--modern latency --calls 200 --warmup-calls 10
+			smoke_check "mcpvisor tcp latency, 2026-07-28 requests"
+			run_lg mcpvisor_modern 0 throughput 0 --url "$url" \
+				--modern throughput --sessions 4 --seconds 0.3 \
+				--warmup 0.05
+			smoke_check "mcpvisor tcp throughput, 4 clients, 2026-07-28"
 			run_lg mcpvisor_unix 0 latency 0 --unix "$sock" \
 				--path /mcp latency --calls 200 --warmup-calls 10
 			smoke_check "mcpvisor unix latency"

@@ -204,6 +204,9 @@ void ep_sse_write(struct conn *c, const char *id, const char *data, size_t len,
 /* A POST body (parsed) whose message is modern is answered: true. */
 bool ep_modern_post(struct conn *c, const struct http_request *req,
 		    json_t *body);
+/* A plain 2026-07-28 tools/call (the common case), checked and forwarded
+ * as text before any parse: true when taken (answered or under way). */
+bool ep_modern_text_call(struct conn *c, const struct http_request *req);
 /* A GET or DELETE naming a 2026-07-28 version: 405, true. */
 bool ep_modern_other(struct conn *c, const struct http_request *req);
 

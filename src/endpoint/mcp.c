@@ -459,7 +459,8 @@ static void ep_post_exchange(struct conn *c, struct session *s,
 static void ep_handle_post(struct conn *c, const struct http_request *req)
 {
 	struct ep_post p = {0};
-	if (!ep_post_headers_ok(c, req) || ep_text_call(c, req))
+	if (!ep_post_headers_ok(c, req) || ep_modern_text_call(c, req) ||
+	    ep_text_call(c, req))
 		return;
 	if (!ep_post_parse(c, req, &p) || ep_modern_post(c, req, p.body) ||
 	    !ep_post_classify(c, &p))

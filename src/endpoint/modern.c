@@ -16,6 +16,7 @@
 #include "modern/modern.h"
 #include "session/hub.h"
 #include "util/clock.h"
+#include "util/jsonscan.h"
 #include "util/sha256.h"
 #include "util/xmalloc.h"
 
@@ -197,6 +198,140 @@ bool ep_modern_post(struct conn *c, const struct http_request *req,
 	free(space);
 	free(principal);
 	return true;
+}
+
+static bool ep_span_is(const char *text, const struct jsonscan_span *sp,
+		       const char *want)
+{
+	size_t n = strlen(want);
+	return sp->len == n && memcmp(text + sp->off, want, n) == 0;
+}
+
+/* A name (its JSON string at sp, quotes included) that Mcp-Name carries
+ * plainly: visible ASCII with nothing escaped, not sentinel-shaped, so
+ * the header must hold the very same bytes. */
+static bool ep_plain_name(const char *text, const struct jsonscan_span *sp)
+{
+	const char *s = text + sp->off + 1;
+	size_t n = sp->len - 2;
+	if (sp->len < 3 || text[sp->off] != '"' ||
+	    (n >= 9 && memcmp(s, "=?base64?", 9) == 0))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x21 || s[i] > 0x7e || s[i] == '\\')
+			return false;
+	return true;
+}
+
+static bool ep_header_is(const struct http_request *req, const char *lname,
+			 const char *want, size_t n)
+{
+	const char *v = http_request_header(req, lname);
+	return v && strlen(v) == n && memcmp(v, want, n) == 0;
+}
+
+static bool ep_has_param_headers(const struct http_request *req)
+{
+	for (size_t i = 0; i < req->nheaders; i++)
+		if (strncmp(req->headers[i].name, "mcp-param-", 10) == 0)
+			return true;
+	return false;
+}
+
+/* The body of a plain modern tools/call, scanned: its spans in tc. The
+ * scans accept only text jansson accepts with member names every reader
+ * finds alike; the plain case is a subset of what envelope_check
+ * accepts (the right version in the body and the headers, the required
+ * _meta keys of the right types, Mcp-Method and Mcp-Name as the body
+ * says), without what asks for more than forwarding. */
+static bool ep_modern_scan(const struct http_request *req,
+			   struct modern_text_call *tc, bool *int_id,
+			   long long *iv)
+{
+	static const char *const keys[] = {"jsonrpc", "id", "method", "params"};
+	static const char *const pkeys[] = {"name", "_meta", "requestState",
+					    "inputResponses"};
+	static const char *const mkeys[] = {META_PROTOCOL_VERSION,
+					    META_CLIENT_CAPS, META_CLIENT_INFO,
+					    META_LOG_LEVEL, "progressToken"};
+	struct jsonscan_span sp[4], pp[4], mp[5];
+	const char *body = req->body;
+	if (jsonscan_members_strict(body, req->body_len, keys, 4, sp) < 0 ||
+	    !ep_span_is(body, &sp[0], "\"2.0\"") ||
+	    !ep_span_is(body, &sp[2], "\"tools/call\"") || sp[1].len == 0 ||
+	    sp[3].len == 0 || body[sp[3].off] != '{')
+		return false;
+	const char *params = body + sp[3].off;
+	if (jsonscan_members_strict(params, sp[3].len, pkeys, 4, pp) < 0 ||
+	    !ep_plain_name(params, &pp[0]) || pp[1].len == 0 ||
+	    params[pp[1].off] != '{' || pp[2].len || pp[3].len)
+		return false;
+	const char *meta = params + pp[1].off;
+	if (jsonscan_members_strict(meta, pp[1].len, mkeys, 5, mp) < 0 ||
+	    !ep_span_is(meta, &mp[0], "\"" MODERN_VERSION "\"") ||
+	    mp[1].len == 0 || meta[mp[1].off] != '{' ||
+	    (mp[2].len && meta[mp[2].off] != '{') || mp[3].len || mp[4].len)
+		return false;
+	*int_id = jsonscan_int(body, &sp[1], iv);
+	if (!*int_id && (body[sp[1].off] != '"' ||
+			 memchr(body + sp[1].off, '\\', sp[1].len) != NULL))
+		return false;
+	if (!ep_header_is(req, "mcp-name", params + pp[0].off + 1,
+			  pp[0].len - 2) ||
+	    ep_has_param_headers(req))
+		return false;
+	tc->body = body;
+	tc->len = req->body_len;
+	tc->params_off = sp[3].off;
+	tc->params_len = sp[3].len;
+	tc->name_off = pp[0].off;
+	tc->name_len = pp[0].len;
+	tc->id_off = sp[1].off;
+	tc->id_len = sp[1].len;
+	return true;
+}
+
+bool ep_modern_text_call(struct conn *c, const struct http_request *req)
+{
+	static const char version[] = MODERN_VERSION;
+	static const char method[] = "tools/call";
+	if (c->ep->draining || req->body_len == 0 ||
+	    !ep_header_is(req, "mcp-protocol-version", version,
+			  sizeof version - 1) ||
+	    !ep_header_is(req, "mcp-method", method, sizeof method - 1))
+		return false;
+	struct modern_text_call tc;
+	bool int_id;
+	long long iv;
+	if (!ep_modern_scan(req, &tc, &int_id, &iv))
+		return false;
+	char *space = http_query_param(req->url, "space");
+	if (space && (space[0] != '/' || strlen(space) > 4096)) {
+		free(space);
+		return false; /* the general path says why */
+	}
+	char *principal = ep_principal(c, req);
+	tc.id = int_id ? json_integer(iv)
+		       : json_stringn(req->body + tc.id_off + 1, tc.id_len - 2);
+	/* As ep_modern_post: the answer may become a stream, whose
+	 * heartbeat counts from here. */
+	bool sse = c->sse;
+	uint64_t sse_ms = c->sse_ms;
+	c->sse = true;
+	c->sse_ms = clock_now_ms();
+	struct modern_req *r = NULL;
+	bool taken = modern_call_text(c->ep->modern, &tc, principal, space,
+				      &ep_modern_sink, c, &r);
+	if (!taken) {
+		c->sse = sse;
+		c->sse_ms = sse_ms;
+	} else if (r) {
+		c->mreq = r;
+	}
+	json_decref(tc.id);
+	free(principal);
+	free(space);
+	return taken;
 }
 
 bool ep_modern_other(struct conn *c, const struct http_request *req)

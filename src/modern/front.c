@@ -12,7 +12,9 @@
 #include "jsonrpc/jsonrpc.h"
 #include "modern/modern_int.h"
 #include "session/hub.h"
+#include "util/buf.h"
 #include "util/clock.h"
+#include "util/jsonscan.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
@@ -56,6 +58,7 @@ static void space_free(struct modern_space *sp)
 		exchange_unref(sp->fan);
 	}
 	json_decref(sp->init);
+	free(sp->server_info);
 	free(sp->principal);
 	free(sp->space);
 	free(sp);
@@ -125,6 +128,8 @@ static void space_made(void *arg, json_t *result, struct session *s)
 		snprintf(sp->sid, sizeof sp->sid, "%s", session_id(s));
 		json_decref(sp->init);
 		sp->init = result;
+		free(sp->server_info);
+		sp->server_info = NULL;
 	}
 	struct modern_req *w = sp->waiting;
 	sp->waiting = NULL;
@@ -177,6 +182,27 @@ static json_t *front_server_info(struct modern_req *r)
 		  : json_pack("{s:s,s:s}", "name", "mcpvisor", "version", "0");
 }
 
+/* serverInfo as JSON text, made once per hidden session. */
+static const char *front_server_info_text(struct modern_req *r)
+{
+	if (r->sp == NULL || r->sp->init == NULL)
+		return "{\"name\":\"mcpvisor\",\"version\":\"0\"}";
+	if (r->sp->server_info == NULL) {
+		json_t *si = front_server_info(r);
+		r->sp->server_info = json_dumps(si, JSON_COMPACT);
+		json_decref(si);
+	}
+	return r->sp->server_info;
+}
+
+/* Whether r's result gets the cache hints: a cacheable method's, and
+ * not a retry's (its answer is the call's, not the list's). */
+static bool front_hints_due(struct modern_req *r)
+{
+	return front_cacheable(r->method) && r->rounds == 0 &&
+	       json_object_get(jr_params(r->msg), "requestState") == NULL;
+}
+
 /* The revision's fields on a result: resultType, the cache hints where
  * they are due (private when the answer depends on the client's space),
  * and serverInfo in _meta. result is changed (a copy of the caller's). */
@@ -185,9 +211,7 @@ static void front_stamp_result(struct modern_req *r, json_t *result)
 	if (json_object_get(result, "resultType") == NULL)
 		json_object_set_new(result, "resultType",
 				    json_string("complete"));
-	bool retry = json_object_get(jr_params(r->msg), "requestState") ||
-		     r->rounds > 0;
-	if (front_cacheable(r->method) && !retry) {
+	if (front_hints_due(r)) {
 		if (json_object_get(result, "ttlMs") == NULL)
 			json_object_set_new(result, "ttlMs", json_integer(0));
 		if (json_object_get(result, "cacheScope") == NULL)
@@ -235,6 +259,96 @@ static json_t *front_answer(struct modern_req *r, json_t *msg)
 	return out;
 }
 
+/* Whether the object text p[0..n) has no members. */
+static bool front_text_empty_object(const char *p, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (p[i] != ' ' && p[i] != '\t' && p[i] != '\n' && p[i] != '\r')
+			return p[i] == '}';
+	return false;
+}
+
+static void front_put_id(struct buf *b, json_t *id)
+{
+	if (json_is_integer(id) && json_integer_value(id) >= 0) {
+		buf_put_u64(b, (unsigned long long)json_integer_value(id));
+		return;
+	}
+	char *text = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
+	buf_puts(b, text);
+	free(text);
+}
+
+/* The session's answer as text (a result, the session's id on it)
+ * stamped as front_answer stamps it, without a parse or a dump: the
+ * client's id, and the fields the result lacks written in at the start
+ * of the result object and of its _meta. NULL when the text is anything
+ * else (an error, a server's message) or the result's _meta is not an
+ * object or names serverInfo already: front_answer takes those. A call's
+ * answer is the hot path of every modern client, and jansson would cost
+ * more than everything else mcpvisor does for it. */
+static char *front_answer_text(struct modern_req *r, const char *data,
+			       size_t len, size_t *out_len)
+{
+	static const char *const keys[] = {"method", "result", "error"};
+	static const char *const rkeys[] = {"resultType", "ttlMs", "cacheScope",
+					    "_meta"};
+	static const char *const mkeys[] = {META_SERVER_INFO};
+	struct jsonscan_span sp[3], rp[4], mp[1];
+	if (jsonscan_members(data, len, keys, 3, sp) < 0 || sp[0].len ||
+	    sp[2].len || sp[1].len == 0 || data[sp[1].off] != '{')
+		return NULL;
+	const char *res = data + sp[1].off;
+	size_t rlen = sp[1].len;
+	if (jsonscan_members(res, rlen, rkeys, 4, rp) < 0)
+		return NULL;
+	const char *meta = rp[3].len ? res + rp[3].off : NULL;
+	if (meta &&
+	    (*meta != '{' ||
+	     jsonscan_members(meta, rp[3].len, mkeys, 1, mp) < 0 || mp[0].len))
+		return NULL;
+	const char *si_text = front_server_info_text(r);
+	struct buf b;
+	buf_init(&b);
+	buf_reserve(&b, len + 160 + strlen(si_text));
+	buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
+	front_put_id(&b, r->client_id);
+	buf_puts(&b, ",\"result\":{");
+	/* Each member written in ends with a comma, for the result's own. */
+	if (rp[0].len == 0)
+		buf_puts(&b, "\"resultType\":\"complete\",");
+	if (front_hints_due(r)) {
+		if (rp[1].len == 0)
+			buf_puts(&b, "\"ttlMs\":0,");
+		if (rp[2].len == 0)
+			buf_puts(&b, r->sp && r->sp->space
+					     ? "\"cacheScope\":\"private\","
+					     : "\"cacheScope\":\"public\",");
+	}
+	if (meta == NULL) {
+		buf_puts(&b, "\"_meta\":{\"" META_SERVER_INFO "\":");
+		buf_puts(&b, si_text);
+		buf_puts(&b, "},");
+	}
+	if (front_text_empty_object(res, rlen)) {
+		b.len--; /* the last comma: resultType at least went in */
+		buf_puts(&b, "}");
+	} else if (meta == NULL) {
+		buf_append(&b, res + 1, rlen - 1);
+	} else {
+		size_t in = rp[3].off + 1; /* just inside _meta's brace */
+		buf_append(&b, res + 1, in - 1);
+		buf_puts(&b, "\"" META_SERVER_INFO "\":");
+		buf_puts(&b, si_text);
+		if (!front_text_empty_object(meta, rp[3].len))
+			buf_puts(&b, ",");
+		buf_append(&b, res + in, rlen - in);
+	}
+	buf_puts(&b, "}");
+	*out_len = b.len;
+	return buf_steal(&b);
+}
+
 /* A notification of the server during r's call: progress passes,
  * logging only at the level r's request asked. */
 static void front_notification(struct modern_req *r, json_t *msg)
@@ -254,11 +368,38 @@ static void front_notification(struct modern_req *r, json_t *msg)
 
 /* ---- the session's side of a request ---- */
 
+/* A call that came as text (modern_call_text) is parsed when it needs
+ * more than its answer stamped: a server's request for the bridge (the
+ * capabilities it declared, the digest of its params), a notification,
+ * an error. */
+static void front_parse_text(struct modern_req *r)
+{
+	if (r->text == NULL)
+		return;
+	r->msg = json_loadb(r->text, r->text_len, 0, NULL);
+	json_t *meta = json_object_get(jr_params(r->msg), "_meta");
+	r->caps = json_incref(json_object_get(meta, META_CLIENT_CAPS));
+	free(r->text);
+	r->text = NULL;
+}
+
+static void mreq_emit(struct modern_req *r, char *text, size_t len, int status,
+		      bool final);
+
 static void front_deliver(void *ctx, json_t *msg, const char *event_id,
 			  const char *data, size_t len)
 {
 	struct modern_req *r = ctx;
 	json_t *parsed = NULL;
+	if (msg == NULL && r->state == MREQ_RUN && r->ops) {
+		size_t n;
+		char *text = front_answer_text(r, data, len, &n);
+		if (text) {
+			mreq_emit(r, text, n, 200, true);
+			return;
+		}
+	}
+	front_parse_text(r);
 	if (msg == NULL) {
 		parsed = json_loadb(data, len, 0, NULL);
 		msg = parsed;
@@ -312,6 +453,30 @@ static int front_status(json_t *out)
 		       : 200;
 }
 
+/* Sends text (taken, len bytes) to r's client, which r->ops must be. */
+static void mreq_emit(struct modern_req *r, char *text, size_t len, int status,
+		      bool final)
+{
+	const struct modern_sink_ops *ops = r->ops;
+	void *ctx = r->ctx;
+	if (final) {
+		r->ops = NULL;
+		r->ctx = NULL;
+		r->state = MREQ_DONE;
+	}
+	r->depth++;
+	if (final && !r->streaming) {
+		ops->json(ctx, status, text, len);
+	} else {
+		r->streaming = true;
+		ops->event(ctx, text, len);
+		if (final)
+			ops->end(ctx);
+	}
+	r->depth--;
+	free(text);
+}
+
 void mreq_send(struct modern_req *r, json_t *out, bool final)
 {
 	if (r->ops == NULL) {
@@ -324,25 +489,7 @@ void mreq_send(struct modern_req *r, json_t *out, bool final)
 		return;
 	}
 	char *text = json_dumps(out, JSON_COMPACT);
-	size_t len = strlen(text);
-	const struct modern_sink_ops *ops = r->ops;
-	void *ctx = r->ctx;
-	if (final) {
-		r->ops = NULL;
-		r->ctx = NULL;
-		r->state = MREQ_DONE;
-	}
-	r->depth++;
-	if (final && !r->streaming) {
-		ops->json(ctx, front_status(out), text, len);
-	} else {
-		r->streaming = true;
-		ops->event(ctx, text, len);
-		if (final)
-			ops->end(ctx);
-	}
-	r->depth--;
-	free(text);
+	mreq_emit(r, text, strlen(text), front_status(out), final);
 	json_decref(out);
 }
 
@@ -364,6 +511,7 @@ static void mreq_free(struct modern_req *r)
 	json_decref(r->held);
 	json_decref(r->param_headers);
 	json_decref(r->subs);
+	free(r->text);
 	free(r->method);
 	free(r->principal);
 	free(r);
@@ -511,6 +659,44 @@ static void front_dispatch(struct modern_req *r, struct session *s)
 		mreq_free(r);
 }
 
+/* A new request of principal (method and id borrowed), in m's list. */
+static struct modern_req *mreq_new(struct modern *m, const char *method,
+				   json_t *id, const char *principal,
+				   const struct modern_sink_ops *ops, void *ctx)
+{
+	struct modern_req *r = xcalloc(1, sizeof *r);
+	r->m = m;
+	r->next = &m->reqs;
+	r->prev = m->reqs.prev;
+	r->prev->next = r;
+	m->reqs.prev = r;
+	r->method = xstrdup(method);
+	r->client_id = json_incref(id);
+	r->log_level = ENVELOPE_LOG_NONE;
+	r->inner_id = json_integer(++m->next_inner);
+	r->principal = xstrdup(principal);
+	r->pending = json_object();
+	r->ops = ops;
+	r->ctx = ctx;
+	return r;
+}
+
+/* After r's first turn (its depth back to 0): ended or answered, it goes
+ * (NULL); else the handle the HTTP side keeps. */
+static struct modern_req *mreq_settle(struct modern_req *r)
+{
+	if (r->state == MREQ_DONE || r->ended) {
+		if (!r->ended)
+			mreq_end(r);
+		else if (r->depth == 0)
+			mreq_free(r);
+		return NULL;
+	}
+	if (r->ops == NULL && r->state != MREQ_PARKED)
+		return NULL;
+	return r;
+}
+
 struct modern_req *modern_request(struct modern *m, json_t *msg,
 				  const struct envelope *env,
 				  const char *principal, const char *space,
@@ -525,23 +711,12 @@ struct modern_req *modern_request(struct modern *m, json_t *msg,
 	    (!json_is_string(state) ||
 	     reqstate_claims(json_string_value(state))))
 		return bridge_retry(m, msg, env, principal, ops, ctx);
-	struct modern_req *r = xcalloc(1, sizeof *r);
-	r->m = m;
-	r->next = &m->reqs;
-	r->prev = m->reqs.prev;
-	r->prev->next = r;
-	m->reqs.prev = r;
+	struct modern_req *r =
+		mreq_new(m, env->method, jr_id(msg), principal, ops, ctx);
 	r->msg = json_incref(msg);
-	r->method = xstrdup(env->method);
-	r->client_id = json_incref(jr_id(msg));
 	r->caps = json_incref(env->client_caps);
 	r->log_level = env->log_level;
-	r->inner_id = json_integer(++m->next_inner);
-	r->principal = xstrdup(principal);
-	r->pending = json_object();
 	r->param_headers = param_headers ? json_incref(param_headers) : NULL;
-	r->ops = ops;
-	r->ctx = ctx;
 	r->sp = space_get(m, principal, space);
 	r->depth++;
 	if (r->sp == NULL) {
@@ -555,16 +730,63 @@ struct modern_req *modern_request(struct modern *m, json_t *msg,
 			front_dispatch(r, s);
 	}
 	r->depth--;
-	if (r->state == MREQ_DONE || r->ended) {
-		if (!r->ended)
-			mreq_end(r);
-		else if (r->depth == 0)
-			mreq_free(r);
-		return NULL;
+	return mreq_settle(r);
+}
+
+static const char *front_param_asked(void *arg, const char *lname)
+{
+	*(bool *)arg = true;
+	return NULL;
+}
+
+/* Whether tool (as the session knows it) marks no argument with
+ * x-mcp-header: the check asks for a header per mark, arguments or not.
+ * A marked tool's call takes the general path, which checks them. */
+static bool front_text_params_none(struct session *s, const char *tool)
+{
+	json_t *schema = session_tool_schema(s, tool);
+	bool asked = false;
+	struct envelope_err e;
+	envelope_check_params(schema, NULL, front_param_asked, &asked, &e);
+	envelope_err_clear(&e);
+	return !asked;
+}
+
+bool modern_call_text(struct modern *m, const struct modern_text_call *tc,
+		      const char *principal, const char *space,
+		      const struct modern_sink_ops *ops, void *ctx,
+		      struct modern_req **out)
+{
+	struct modern_space *sp = space_get(m, principal, space);
+	struct session *s =
+		sp && sp->sid[0] ? hub_session_find(m->hub, sp->sid) : NULL;
+	if (s == NULL)
+		return false; /* the general path makes it */
+	const char *params = tc->body + tc->params_off;
+	struct session_text_route rt;
+	if (!session_route_text(s, params + tc->name_off + 1, tc->name_len - 2,
+				&rt))
+		return false;
+	if (!front_text_params_none(s, rt.tool)) {
+		free(rt.tool);
+		return false;
 	}
-	if (r->ops == NULL && r->state != MREQ_PARKED)
-		return NULL;
-	return r;
+	struct modern_req *r =
+		mreq_new(m, "tools/call", tc->id, principal, ops, ctx);
+	/* Parsed only if the call needs more than its answer stamped. */
+	r->text = xstrndup(tc->body, tc->len);
+	r->text_len = tc->len;
+	r->sp = sp;
+	sp->used_ms = clock_now_ms();
+	r->depth++;
+	snprintf(r->sid, sizeof r->sid, "%s", session_id(s));
+	r->state = MREQ_RUN;
+	r->ex = exchange_new(&front_ops, r, 1);
+	session_call_text(s, &rt, r->inner_id, params, tc->params_len,
+			  tc->name_off, tc->name_len, r->ex);
+	r->depth--;
+	*out = mreq_settle(r);
+	return true;
 }
 
 /* ---- deadlines ---- */

@@ -13,6 +13,7 @@
 #define MCPV_MODERN_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <uv.h>
 
@@ -50,6 +51,31 @@ struct modern_req *modern_request(struct modern *m, json_t *msg,
 				  const char *principal, const char *space,
 				  json_t *param_headers,
 				  const struct modern_sink_ops *ops, void *ctx);
+/* A tools/call the endpoint scanned and found plainly well formed, as
+ * text: envelope_check would accept it, and nothing in it asks for more
+ * than forwarding (no logLevel, progressToken, requestState,
+ * inputResponses or Mcp-Param-* headers). Offsets of values (their
+ * quotes included) in body, and in params for name. */
+struct modern_text_call {
+	const char *body;
+	size_t len;
+	json_t *id; /* the request's id, borrowed */
+	size_t params_off, params_len;
+	size_t name_off, name_len;
+	size_t id_off, id_len;
+};
+
+/* Serves tc as modern_request would, without parsing it: when its
+ * principal's session in space is made and the name routes plainly to
+ * one server's tool. False when it does not: nothing was done, and the
+ * caller takes the general path (parse, envelope_check,
+ * modern_request), which answers every other case. True: *out is what
+ * modern_request would have returned. */
+bool modern_call_text(struct modern *m, const struct modern_text_call *tc,
+		      const char *principal, const char *space,
+		      const struct modern_sink_ops *ops, void *ctx,
+		      struct modern_req **out);
+
 /* The HTTP side went away before the answer ended: a call kept for a
  * client's retry (input_required) stays; anything else is cancelled
  * upstream. The sink is not called again. */

@@ -40,6 +40,7 @@ struct modern_space {
 	char *space;		      /* NULL: none */
 	char sid[SESSION_ID_LEN + 1]; /* "" until made, or after it ended */
 	json_t *init;		      /* the result of its initialize */
+	char *server_info;	      /* its serverInfo as text, or NULL */
 	struct hub_init *hi;	      /* the session being made */
 	struct modern_req *waiting;   /* requests waiting for it */
 	struct exchange *fan;	      /* its standing stream: listeners */
@@ -70,6 +71,11 @@ struct modern_req {
 	int depth; /* inside a call that may end it: freed after */
 	bool ended;
 	json_t *msg; /* the first request, as sent (reference) */
+	/* A call that came as text: the request until it is parsed (into
+	 * msg and caps), which only a call that needs more than its answer
+	 * stamped is (front.c). */
+	char *text;
+	size_t text_len;
 	char *method;
 	json_t *client_id; /* the id of the HTTP request answered now */
 	json_t *caps;	   /* what that request declared */
