@@ -41,9 +41,4 @@ int form_parse(const char *s, size_t len, struct form_query *q);
 const char *form_get(const struct form_query *q, const char *name);
 void form_query_clear(struct form_query *q);
 
-/* Standard base64 with padding. */
-void form_base64(struct buf *out, const void *data, size_t len);
-/* base64url without padding (RFC 7636). */
-void form_base64url(struct buf *out, const void *data, size_t len);
-
 #endif

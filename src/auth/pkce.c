@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "auth/form.h"
+#include "util/base64.h"
 #include "util/buf.h"
 #include "util/random.h"
 #include "util/sha256.h"
@@ -24,7 +24,7 @@ char *pkce_challenge(const char *verifier)
 	struct buf b;
 	sha256_bytes(verifier, strlen(verifier), d);
 	buf_init(&b);
-	form_base64url(&b, d, sizeof d);
+	base64_append(&b, d, sizeof d, BASE64_URL, false);
 	return buf_steal(&b);
 }
 

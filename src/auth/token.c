@@ -9,6 +9,7 @@
 
 #include "auth/fetch.h"
 #include "auth/form.h"
+#include "util/base64.h"
 #include "util/buf.h"
 #include "util/xmalloc.h"
 
@@ -48,7 +49,7 @@ void treq_build(const struct treq_opts *o, char **body, char **auth_header)
 		buf_puts(&cred, ":");
 		form_escape(&cred, c->client_secret);
 		buf_puts(&h, "Authorization: Basic ");
-		form_base64(&h, cred.data, cred.len);
+		base64_append(&h, cred.data, cred.len, BASE64_STD, true);
 		explicit_bzero(cred.data, cred.len);
 		buf_free(&cred);
 		*auth_header = buf_steal(&h);

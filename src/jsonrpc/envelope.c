@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth/form.h"
 #include "jsonrpc/envelope_int.h"
 #include "jsonrpc/framer.h"
 #include "jsonrpc/jsonrpc.h"
+#include "util/base64.h"
 #include "util/buf.h"
 #include "util/escape.h"
 #include "util/xmalloc.h"
@@ -178,67 +178,19 @@ static bool env_sentinel_shaped(const char *s, size_t n)
 		       0;
 }
 
-static int env_b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-/* Standard base64, padded, canonical (the bits padding leaves are 0):
- * the decoded bytes (NUL-terminated) and their length, or NULL. */
+/* Standard base64, padded, canonical: the decoded bytes
+ * (NUL-terminated) and their length, or NULL. */
 static char *env_b64_decode(const char *s, size_t n, size_t *out_len)
 {
-	if (n % 4 != 0)
+	unsigned char *out = xmalloc(n / 4 * 3 + 3);
+	long got = base64_decode(s, n, out, BASE64_STD, true);
+	if (got < 0) {
+		free(out);
 		return NULL;
-	size_t pad = 0;
-	if (n > 0 && s[n - 1] == '=')
-		pad = n > 1 && s[n - 2] == '=' ? 2 : 1;
-	char *out = xmalloc(n / 4 * 3 + 1);
-	size_t w = 0;
-	for (size_t i = 0; i < n; i += 4) {
-		int v[4];
-		bool last = i + 4 == n;
-		for (int k = 0; k < 4; k++) {
-			if (last && k >= 4 - (int)pad) {
-				v[k] = 0;
-				continue;
-			}
-			v[k] = env_b64_value((unsigned char)s[i + k]);
-			if (v[k] < 0)
-				goto fail;
-		}
-		unsigned long q =
-			(unsigned long)v[0] << 18 | (unsigned long)v[1] << 12 |
-			(unsigned long)v[2] << 6 | (unsigned long)v[3];
-		out[w++] = (char)(q >> 16);
-		if (last && pad == 2) {
-			if (q & 0xffff)
-				goto fail;
-			break;
-		}
-		out[w++] = (char)(q >> 8 & 0xff);
-		if (last && pad == 1) {
-			if (q & 0xff)
-				goto fail;
-			break;
-		}
-		out[w++] = (char)(q & 0xff);
 	}
-	out[w] = '\0';
-	*out_len = w;
-	return out;
-fail:
-	free(out);
-	return NULL;
+	out[got] = '\0';
+	*out_len = (size_t)got;
+	return (char *)out;
 }
 
 int envelope_header_view(const char *raw, struct envelope_view *v)
@@ -301,7 +253,7 @@ char *envelope_header_encode(const char *s)
 	struct buf b;
 	buf_init(&b);
 	buf_puts(&b, ENV_SENTINEL_HEAD);
-	form_base64(&b, s, n);
+	base64_append(&b, s, n, BASE64_STD, true);
 	buf_puts(&b, ENV_SENTINEL_TAIL);
 	return buf_steal(&b);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/base64.h"
 #include "util/clock.h"
 #include "util/hmap.h"
 #include "util/random.h"
@@ -74,64 +75,13 @@ struct reqstate {
 	struct rs_entry *head, *tail;
 };
 
-static const char rs_b64u[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-static void rs_b64u_encode(const unsigned char *in, size_t n, char *out)
-{
-	size_t o = 0;
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16;
-		if (i + 1 < n)
-			v |= (uint32_t)in[i + 1] << 8;
-		if (i + 2 < n)
-			v |= in[i + 2];
-		out[o++] = rs_b64u[(v >> 18) & 63];
-		out[o++] = rs_b64u[(v >> 12) & 63];
-		if (i + 1 < n)
-			out[o++] = rs_b64u[(v >> 6) & 63];
-		if (i + 2 < n)
-			out[o++] = rs_b64u[v & 63];
-	}
-	out[o] = '\0';
-}
-
-static int rs_b64u_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '-')
-		return 62;
-	if (c == '_')
-		return 63;
-	return -1;
-}
-
-/* Exactly RS_B64_LEN(n) characters into n bytes; false for any other
- * character or for bits set past the last byte, so each byte string has
- * one encoding only and no flipped character decodes to the same bytes. */
+/* Exactly RS_B64_LEN(n) characters into n bytes (canonical: no flipped
+ * character decodes to the same bytes). */
 static bool rs_b64u_decode(const char *in, unsigned char *out, size_t n)
 {
-	uint32_t acc = 0;
-	int bits = 0;
-	size_t o = 0;
-	for (size_t i = 0; i < RS_B64_LEN(n); i++) {
-		int v = rs_b64u_value((unsigned char)in[i]);
-		if (v < 0)
-			return false;
-		acc = (acc << 6) | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (unsigned char)(acc >> bits);
-			acc &= (1u << bits) - 1;
-		}
-	}
-	return o == n && acc == 0;
+	/* RS_B64_LEN(n) characters hold at most n bytes. */
+	return base64_decode(in, RS_B64_LEN(n), out, BASE64_URL, false) ==
+	       (long)n;
 }
 
 static void rs_put64(unsigned char *p, uint64_t v)
@@ -367,10 +317,11 @@ char *reqstate_seal(struct reqstate *rs, const char *handle,
 
 	char *s = xmalloc(RS_STATE_LEN + 1);
 	memcpy(s, RS_PREFIX, RS_PREFIX_LEN);
-	rs_b64u_encode(payload, RS_PAYLOAD_BYTES, s + RS_PREFIX_LEN);
+	base64_encode(s + RS_PREFIX_LEN, payload, RS_PAYLOAD_BYTES, BASE64_URL,
+		      false);
 	s[RS_PREFIX_LEN + RS_PAYLOAD_CHARS] = '.';
-	rs_b64u_encode(mac, SHA256_BYTES,
-		       s + RS_PREFIX_LEN + RS_PAYLOAD_CHARS + 1);
+	base64_encode(s + RS_PREFIX_LEN + RS_PAYLOAD_CHARS + 1, mac,
+		      SHA256_BYTES, BASE64_URL, false);
 	return s;
 }
 

@@ -529,28 +529,6 @@ Test(form, escape_round_trip)
 	buf_free(&b);
 }
 
-Test(form, base64)
-{
-	struct buf b;
-	buf_init(&b);
-	const char *in[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
-	const char *std[] = {"",	 "Zg==",     "Zm8=",	"Zm9v",
-			     "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
-	for (size_t i = 0; i < 7; i++) {
-		buf_reset(&b);
-		form_base64(&b, in[i], strlen(in[i]));
-		cr_assert_str_eq(b.len ? b.data : "", std[i]);
-	}
-	buf_reset(&b);
-	const unsigned char url[] = {0xfb, 0xff, 0xbf};
-	form_base64url(&b, url, 3);
-	cr_assert_str_eq(b.data, "-_-_");
-	buf_reset(&b);
-	form_base64url(&b, url, 2);
-	cr_assert_str_eq(b.data, "-_8");
-	buf_free(&b);
-}
-
 /* ---- PKCE ---- */
 
 Test(pkce, rfc7636_appendix_b)
