@@ -159,14 +159,13 @@ CONF_AUTH="metadata-default metadata-var1 metadata-var2 metadata-var3
 	scope-omitted-when-undefined scope-step-up scope-retry-limit
 	token-endpoint-auth-basic token-endpoint-auth-post
 	token-endpoint-auth-none pre-registration"
-# And five of 2026-07-28, scored by their checks alone (their servers
-# refuse the 2025-11-25 requests mcpvisor makes after the login;
-# tests/conformance/auth/expected-2026-07-28.txt names the checks that need
-# them): scope-step-up for the challenge behind a refused initialize, and
-# the suite's own word on the refusals (resource, iss, issuer) that the
-# unit tests hold to the table. The rest of that set repeats what the unit
-# tests and the parts above check, at 3 to 4 s of CPU a part; run it with
-# run-client-auth.sh --spec-version 2026-07-28 --checks-only.
+# And five of 2026-07-28, run whole (the login, then mcpvisor's
+# 2026-07-28 requests to the scenario's server, the client's exit
+# counted): scope-step-up for the challenge behind the discover probe,
+# and the suite's own word on the refusals (resource, iss, issuer) that
+# the unit tests hold to the table. The rest of that set repeats what the
+# unit tests and the parts above check, at 3 to 4 s of CPU a part; run it
+# with run-client-auth.sh --spec-version 2026-07-28 SCENARIO.
 # authorization-server-migration runs whole instead, at the 2025-11-25 wire
 # (client-auth-authorization-server-migration).
 CONF_AUTH26="scope-step-up resource-mismatch iss-unexpected iss-normalized
@@ -222,7 +221,7 @@ conf_one() { # name
 		;;
 	client-auth26-*)
 		conf_run "$1" sh $c/run-client-auth.sh --spec-version 2026-07-28 \
-			--checks-only "auth/${1#client-auth26-}"
+			"auth/${1#client-auth26-}"
 		;;
 	client-auth-*)
 		conf_run "$1" sh $c/run-client-auth.sh "auth/${1#client-auth-}"
