@@ -106,7 +106,12 @@ test('input_required from a 2026 server becomes elicitation requests to a 2025 c
 		assert.deepEqual(asked, ['Your name (round 1)?', 'Your name (round 2)?']);
 		// Each retry went with a new id, the answers, and the state as
 		// the server gave it (the fixture refuses any other).
-		const calls = requests(server).filter((x) => x.method === 'tools/call');
+		// The fixture prints each request on its stdout, which may reach
+		// this process after the answer did: wait for the lines, then
+		// count exactly.
+		const toolCalls = () => requests(server).filter((x) => x.method === 'tools/call');
+		await waitFor(() => toolCalls().length >= 3, 10_000, 'the three tools/call lines of the fixture');
+		const calls = toolCalls();
 		assert.equal(calls.length, 3);
 		assert.equal(new Set(calls.map((c) => c.id)).size, 3, 'a new id per round');
 		assert.equal(calls[0].requestState, undefined);
@@ -139,7 +144,9 @@ test('input_required from a 2026 server reaches a 2026 client untouched, and its
 		});
 		const res2 = second.result ?? second;
 		assert.deepEqual(res2.content, [{ type: 'text', text: 'Hello Lin' }], JSON.stringify(second));
-		const calls = requests(server).filter((x) => x.method === 'tools/call');
+		const toolCalls = () => requests(server).filter((x) => x.method === 'tools/call');
+		await waitFor(() => toolCalls().length >= 2, 10_000, 'the two tools/call lines of the fixture');
+		const calls = toolCalls();
 		assert.equal(calls.length, 2);
 		assert.equal(calls[1].requestState, res1.requestState, 'the state went back byte for byte');
 		assert.equal(calls[1].meta['io.modelcontextprotocol/clientCapabilities']?.elicitation !== undefined, true);
