@@ -18,22 +18,6 @@
 #include "util/log.h"
 #include "util/xmalloc.h"
 
-/* The methods whose results a client may cache (SEP-2549). */
-static bool front_cacheable(const char *method)
-{
-	static const char *const m[] = {"server/discover",
-					"tools/list",
-					"prompts/list",
-					"resources/list",
-					"resources/templates/list",
-					"resources/read",
-					NULL};
-	for (int i = 0; m[i]; i++)
-		if (strcmp(method, m[i]) == 0)
-			return true;
-	return false;
-}
-
 /* Whether a method's answer may carry notifications first (progress,
  * logging, a server's request): the ones forwarded to a server's call. */
 static bool front_forwards(const char *method)
@@ -171,184 +155,6 @@ static struct session *space_session(struct modern_space *sp,
 	return NULL;
 }
 
-/* ---- stamping answers ---- */
-
-static json_t *front_server_info(struct modern_req *r)
-{
-	json_t *si = r->sp && r->sp->init
-			     ? json_object_get(r->sp->init, "serverInfo")
-			     : NULL;
-	return si ? json_incref(si)
-		  : json_pack("{s:s,s:s}", "name", "mcpvisor", "version", "0");
-}
-
-/* serverInfo as JSON text, made once per hidden session. */
-static const char *front_server_info_text(struct modern_req *r)
-{
-	if (r->sp == NULL || r->sp->init == NULL)
-		return "{\"name\":\"mcpvisor\",\"version\":\"0\"}";
-	if (r->sp->server_info == NULL) {
-		json_t *si = front_server_info(r);
-		r->sp->server_info = json_dumps(si, JSON_COMPACT);
-		json_decref(si);
-	}
-	return r->sp->server_info;
-}
-
-/* Whether r's result gets the cache hints: a cacheable method's, and
- * not a retry's (its answer is the call's, not the list's). */
-static bool front_hints_due(struct modern_req *r)
-{
-	return front_cacheable(r->method) && r->rounds == 0 &&
-	       json_object_get(jr_params(r->msg), "requestState") == NULL;
-}
-
-/* The revision's fields on a result: resultType, the cache hints where
- * they are due (private when the answer depends on the client's space),
- * and serverInfo in _meta. result is changed (a copy of the caller's). */
-static void front_stamp_result(struct modern_req *r, json_t *result)
-{
-	if (json_object_get(result, "resultType") == NULL)
-		json_object_set_new(result, "resultType",
-				    json_string("complete"));
-	if (front_hints_due(r)) {
-		if (json_object_get(result, "ttlMs") == NULL)
-			json_object_set_new(result, "ttlMs", json_integer(0));
-		if (json_object_get(result, "cacheScope") == NULL)
-			json_object_set_new(result, "cacheScope",
-					    json_string(r->sp && r->sp->space
-								? "private"
-								: "public"));
-	}
-	json_t *meta = json_object_get(result, "_meta");
-	if (!json_is_object(meta)) {
-		meta = json_object();
-		json_object_set_new(result, "_meta", meta);
-	} else {
-		meta = json_copy(meta);
-		json_object_set_new(result, "_meta", meta);
-	}
-	json_object_set_new(meta, META_SERVER_INFO, front_server_info(r));
-}
-
-/* The answer of the session (msg borrowed) as the client sees it: its
- * own id, the revision's fields; a resource the server did not find is
- * -32602 with the uri (2026-07-28 has no -32002). */
-static json_t *front_answer(struct modern_req *r, json_t *msg)
-{
-	json_t *out = json_copy(msg);
-	json_object_set(out, "id", r->client_id);
-	json_t *result = json_object_get(msg, "result");
-	json_t *err = json_object_get(msg, "error");
-	if (json_is_object(result)) {
-		result = json_copy(result);
-		json_object_set_new(out, "result", result);
-		front_stamp_result(r, result);
-	} else if (json_is_object(err) &&
-		   json_integer_value(json_object_get(err, "code")) ==
-			   JR_RESOURCE_NOT_FOUND) {
-		err = json_copy(err);
-		json_object_set_new(out, "error", err);
-		json_object_set_new(err, "code",
-				    json_integer(JR_INVALID_PARAMS));
-		json_t *uri = json_object_get(jr_params(r->msg), "uri");
-		if (uri && json_object_get(err, "data") == NULL)
-			json_object_set_new(err, "data",
-					    json_pack("{s:O}", "uri", uri));
-	}
-	return out;
-}
-
-/* Whether the object text p[0..n) has no members. */
-static bool front_text_empty_object(const char *p, size_t n)
-{
-	for (size_t i = 1; i < n; i++)
-		if (p[i] != ' ' && p[i] != '\t' && p[i] != '\n' && p[i] != '\r')
-			return p[i] == '}';
-	return false;
-}
-
-static void front_put_id(struct buf *b, json_t *id)
-{
-	if (json_is_integer(id) && json_integer_value(id) >= 0) {
-		buf_put_u64(b, (unsigned long long)json_integer_value(id));
-		return;
-	}
-	char *text = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
-	buf_puts(b, text);
-	free(text);
-}
-
-/* The session's answer as text (a result, the session's id on it)
- * stamped as front_answer stamps it, without a parse or a dump: the
- * client's id, and the fields the result lacks written in at the start
- * of the result object and of its _meta. NULL when the text is anything
- * else (an error, a server's message) or the result's _meta is not an
- * object or names serverInfo already: front_answer takes those. A call's
- * answer is the hot path of every modern client, and jansson would cost
- * more than everything else mcpvisor does for it. */
-static char *front_answer_text(struct modern_req *r, const char *data,
-			       size_t len, size_t *out_len)
-{
-	static const char *const keys[] = {"method", "result", "error"};
-	static const char *const rkeys[] = {"resultType", "ttlMs", "cacheScope",
-					    "_meta"};
-	static const char *const mkeys[] = {META_SERVER_INFO};
-	struct jsonscan_span sp[3], rp[4], mp[1];
-	if (jsonscan_members(data, len, keys, 3, sp) < 0 || sp[0].len ||
-	    sp[2].len || sp[1].len == 0 || data[sp[1].off] != '{')
-		return NULL;
-	const char *res = data + sp[1].off;
-	size_t rlen = sp[1].len;
-	if (jsonscan_members(res, rlen, rkeys, 4, rp) < 0)
-		return NULL;
-	const char *meta = rp[3].len ? res + rp[3].off : NULL;
-	if (meta &&
-	    (*meta != '{' ||
-	     jsonscan_members(meta, rp[3].len, mkeys, 1, mp) < 0 || mp[0].len))
-		return NULL;
-	const char *si_text = front_server_info_text(r);
-	struct buf b;
-	buf_init(&b);
-	buf_reserve(&b, len + 160 + strlen(si_text));
-	buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
-	front_put_id(&b, r->client_id);
-	buf_puts(&b, ",\"result\":{");
-	/* Each member written in ends with a comma, for the result's own. */
-	if (rp[0].len == 0)
-		buf_puts(&b, "\"resultType\":\"complete\",");
-	if (front_hints_due(r)) {
-		if (rp[1].len == 0)
-			buf_puts(&b, "\"ttlMs\":0,");
-		if (rp[2].len == 0)
-			buf_puts(&b, r->sp && r->sp->space
-					     ? "\"cacheScope\":\"private\","
-					     : "\"cacheScope\":\"public\",");
-	}
-	if (meta == NULL) {
-		buf_puts(&b, "\"_meta\":{\"" META_SERVER_INFO "\":");
-		buf_puts(&b, si_text);
-		buf_puts(&b, "},");
-	}
-	if (front_text_empty_object(res, rlen)) {
-		b.len--; /* the last comma: resultType at least went in */
-		buf_puts(&b, "}");
-	} else if (meta == NULL) {
-		buf_append(&b, res + 1, rlen - 1);
-	} else {
-		size_t in = rp[3].off + 1; /* just inside _meta's brace */
-		buf_append(&b, res + 1, in - 1);
-		buf_puts(&b, "\"" META_SERVER_INFO "\":");
-		buf_puts(&b, si_text);
-		if (!front_text_empty_object(meta, rp[3].len))
-			buf_puts(&b, ",");
-		buf_append(&b, res + in, rlen - in);
-	}
-	buf_puts(&b, "}");
-	*out_len = b.len;
-	return buf_steal(&b);
-}
-
 /* A notification of the server during r's call: progress passes,
  * logging only at the level r's request asked. */
 static void front_notification(struct modern_req *r, json_t *msg)
@@ -393,7 +199,7 @@ static void front_deliver(void *ctx, json_t *msg, const char *event_id,
 	json_t *parsed = NULL;
 	if (msg == NULL && r->state == MREQ_RUN && r->ops) {
 		size_t n;
-		char *text = front_answer_text(r, data, len, &n);
+		char *text = stamp_answer_text(r, data, len, &n);
 		if (text) {
 			mreq_emit(r, text, n, 200, true);
 			return;
@@ -414,7 +220,7 @@ static void front_deliver(void *ctx, json_t *msg, const char *event_id,
 	} else if (method) {
 		front_notification(r, msg);
 	} else if (r->state != MREQ_DONE) {
-		json_t *out = front_answer(r, msg);
+		json_t *out = stamp_answer(r, msg);
 		mreq_send(r, out, true);
 	}
 	json_decref(parsed);
@@ -590,7 +396,7 @@ static json_t *front_discover(struct modern_req *r)
 	if (json_is_string(instr))
 		json_object_set(result, "instructions", instr);
 	json_t *msg = jr_result(r->inner_id, result);
-	json_t *out = front_answer(r, msg);
+	json_t *out = stamp_answer(r, msg);
 	json_decref(msg);
 	return out;
 }

@@ -136,6 +136,16 @@ void mreq_end(struct modern_req *r);
 /* Sets the timer for the nearest deadline of any request. */
 void modern_arm(struct modern *m);
 
+/* stamp.c */
+/* The session's answer (msg borrowed) as r's client sees it: its own id
+ * and the revision's fields. A new message. */
+json_t *stamp_answer(struct modern_req *r, json_t *msg);
+/* The same for an answer that came as text (len bytes): a new text
+ * (*out_len bytes), or NULL when it is not of the simple form the text
+ * path takes (the caller parses it then). */
+char *stamp_answer_text(struct modern_req *r, const char *data, size_t len,
+			size_t *out_len);
+
 /* bridge.c */
 /* A server's request (msg borrowed) for r's client. */
 void bridge_server_request(struct modern_req *r, json_t *msg);
