@@ -96,10 +96,10 @@ void bridge_server_request(struct modern_req *r, json_t *msg)
 		s ? session_server_request_id(s, json_string_value(id)) : NULL;
 	char *key = bridge_key(r, server_id);
 	json_t *params = jr_params(msg);
-	json_object_set_new(r->pending, key,
-			    json_pack("{s:O,s:s,s:O}", "id", id, "method",
-				      method, "params",
-				      params ? params : json_object()));
+	json_object_set_new(
+		r->pending, key,
+		json_pack("{s:O,s:s,s:o}", "id", id, "method", method, "params",
+			  params ? json_incref(params) : json_object()));
 	free(key);
 	if (r->state == MREQ_PARKED)
 		return; /* asked in the next round, when the client is back */
