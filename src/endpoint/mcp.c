@@ -172,12 +172,27 @@ static bool ep_origin_ok(const char *origin)
 	return ep_host_is_loopback(p, len);
 }
 
+/* Whether the Accept list names type or * / *: each media range's type,
+ * before any parameters, compared whole. */
 static bool ep_accepts(const char *accept, const char *type)
 {
 	if (accept == NULL)
 		return false;
-	return strcasestr(accept, type) != NULL ||
-	       strstr(accept, "*/*") != NULL;
+	size_t tlen = strlen(type);
+	for (const char *p = accept; *p;) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		size_t n = strcspn(p, ",;");
+		size_t len = n;
+		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		if ((len == tlen && strncasecmp(p, type, len) == 0) ||
+		    (len == 3 && memcmp(p, "*/*", 3) == 0))
+			return true;
+		p += n;
+		p += strcspn(p, ","); /* past any parameters */
+	}
+	return false;
 }
 
 /* The forwarded methods: answered as a stream, so progress can flow. */

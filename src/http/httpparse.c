@@ -46,6 +46,12 @@ enum httpparse_chunk {
 	CK_END,
 };
 
+/* One header in hstore: the name at name (name_len bytes), the value at
+ * value, each followed by a NUL. */
+struct httpparse_hspan {
+	size_t name, name_len, value, value_len;
+};
+
 struct httpparse {
 	http_parser hp;
 	struct buf head;   /* the head, gathered until it ends */
@@ -64,8 +70,16 @@ struct httpparse {
 	bool headers_pending; /* paused in on_headers_complete */
 	enum httpparse_hpiece hpiece;
 	size_t header_bytes;
-	struct buf url, field, value, body;
-	size_t hcap;
+	struct buf url, body;
+	/* Every header of the request, name (lower-cased) and value, each
+	 * NUL-terminated, one after the other: one buffer kept from request
+	 * to request, so a request's headers cost no allocation. The
+	 * request's pointers into it are set when the head ends (it may move
+	 * while it grows). */
+	struct buf hstore;
+	struct httpparse_hspan *spans; /* where each header lies in hstore */
+	size_t nspans, hcap;
+	size_t req_cap; /* room in req.headers */
 	struct http_request req;
 	int err_status;
 	const char *err_reason;
@@ -117,35 +131,28 @@ static unsigned httpparse_single_bit(const char *name, size_t len)
 	return memcmp(name, want, len) == 0 ? bit : 0;
 }
 
+/* The value of the header in progress is whole: its trailing blanks go
+ * (the library skips the leading ones), it gets its NUL, and the name is
+ * checked against the single-valued ones. */
 static void httpparse_commit_header(struct httpparse *p)
 {
-	struct http_request *r = &p->req;
-	if (r->nheaders == p->hcap) {
-		p->hcap = p->hcap ? p->hcap * 2 : 8;
-		r->headers =
-			xrealloc(r->headers, p->hcap * sizeof(*r->headers));
+	struct httpparse_hspan *h = &p->spans[p->nspans - 1];
+	if (p->hpiece == HP_FIELD) { /* a name without a value */
+		buf_append(&p->hstore, "", 1);
+		h->value = p->hstore.len;
 	}
-	char *name = xstrndup(p->field.data ? p->field.data : "", p->field.len);
-	for (char *c = name; *c; c++)
-		if (*c >= 'A' && *c <= 'Z')
-			*c = (char)(*c - 'A' + 'a');
-	const char *v = p->value.data ? p->value.data : "";
-	size_t vlen = p->value.len;
-	while (vlen && (*v == ' ' || *v == '\t')) {
-		v++;
-		vlen--;
-	}
-	while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
-		vlen--;
-	unsigned bit = httpparse_single_bit(name, strlen(name));
+	size_t end = p->hstore.len;
+	while (end > h->value && (p->hstore.data[end - 1] == ' ' ||
+				  p->hstore.data[end - 1] == '\t'))
+		end--;
+	p->hstore.len = end;
+	h->value_len = end - h->value;
+	buf_append(&p->hstore, "", 1);
+	unsigned bit = httpparse_single_bit(p->hstore.data + h->name,
+					    h->name_len);
 	if (p->singles & bit)
 		p->repeated = true;
 	p->singles |= bit;
-	r->headers[r->nheaders].name = name;
-	r->headers[r->nheaders].value = xstrndup(v, vlen);
-	r->nheaders++;
-	buf_reset(&p->field);
-	buf_reset(&p->value);
 }
 
 static int httpparse_count_header_bytes(struct httpparse *p, size_t len)
@@ -182,11 +189,24 @@ static int httpparse_header_field_cb(http_parser *hp, const char *at,
 	if (p->hpiece != HP_FIELD) {
 		if (p->hpiece == HP_VALUE)
 			httpparse_commit_header(p);
-		if (p->req.nheaders >= HTTP_MAX_HEADERS)
+		if (p->nspans >= HTTP_MAX_HEADERS)
 			return httpparse_fail(p, 431, "too many headers");
+		if (p->nspans == p->hcap) {
+			p->hcap = p->hcap ? p->hcap * 2 : 16;
+			p->spans = xrealloc(p->spans,
+					    p->hcap * sizeof(*p->spans));
+		}
+		p->spans[p->nspans++] = (struct httpparse_hspan){
+			.name = p->hstore.len};
 		p->hpiece = HP_FIELD;
 	}
-	buf_append(&p->field, at, len);
+	size_t from = p->hstore.len;
+	buf_append(&p->hstore, at, len);
+	for (char *c = p->hstore.data + from; c < p->hstore.data + p->hstore.len;
+	     c++)
+		if (*c >= 'A' && *c <= 'Z')
+			*c = (char)(*c - 'A' + 'a');
+	p->spans[p->nspans - 1].name_len += len;
 	return 0;
 }
 
@@ -198,8 +218,12 @@ static int httpparse_header_value_cb(http_parser *hp, const char *at,
 		return -1;
 	if (p->headers_complete)
 		return 0;
+	if (p->hpiece == HP_FIELD) {
+		buf_append(&p->hstore, "", 1);
+		p->spans[p->nspans - 1].value = p->hstore.len;
+	}
 	p->hpiece = HP_VALUE;
-	buf_append(&p->value, at, len);
+	buf_append(&p->hstore, at, len);
 	return 0;
 }
 
@@ -239,7 +263,20 @@ static int httpparse_headers_complete_cb(http_parser *hp)
 	r->http_major = hp->http_major;
 	r->http_minor = hp->http_minor;
 	r->keep_alive = http_should_keep_alive(hp) != 0;
-	r->url = buf_steal(&p->url);
+	/* The request's view of the headers, now that hstore is whole. */
+	if (p->nspans > p->req_cap) {
+		p->req_cap = p->hcap;
+		r->headers = xrealloc(r->headers,
+				      p->req_cap * sizeof(*r->headers));
+	}
+	for (size_t i = 0; i < p->nspans; i++) {
+		r->headers[i].name = p->hstore.data + p->spans[i].name;
+		r->headers[i].name_len = p->spans[i].name_len;
+		r->headers[i].value = p->hstore.data + p->spans[i].value;
+	}
+	r->nheaders = p->nspans;
+	buf_append(&p->url, "", 0);
+	r->url = p->url.data;
 	/* An empty body is still a valid NUL-terminated string. */
 	buf_append(&p->body, "", 0);
 	r->body = p->body.data;
@@ -308,23 +345,24 @@ static const http_parser_settings httpparse_settings = {
 	.on_message_complete = httpparse_message_complete_cb,
 };
 
+/* Bodies up to this size keep their storage for the next request. */
+#define HTTPPARSE_KEEP_BODY 65536
+
 static void httpparse_clear_request(struct httpparse *p)
 {
 	struct http_request *r = &p->req;
-	for (size_t i = 0; i < r->nheaders; i++) {
-		free(r->headers[i].name);
-		free(r->headers[i].value);
-	}
-	free(r->headers);
-	free(r->url);
+	struct http_header *headers = r->headers;
 	memset(r, 0, sizeof(*r));
-	p->hcap = 0;
+	r->headers = headers;
+	p->nspans = 0;
 	buf_reset(&p->url);
-	buf_reset(&p->field);
-	buf_reset(&p->value);
+	buf_reset(&p->hstore);
 	/* Give a large body's storage back rather than keep it per
 	 * connection. */
-	buf_free(&p->body);
+	if (p->body.cap > HTTPPARSE_KEEP_BODY)
+		buf_free(&p->body);
+	else
+		buf_reset(&p->body);
 	p->headers_complete = false;
 	p->headers_pending = false;
 	p->hpiece = HP_NONE;
@@ -347,8 +385,7 @@ struct httpparse *httpparse_new(size_t max_body)
 	struct httpparse *p = xcalloc(1, sizeof(*p));
 	p->max_body = max_body;
 	buf_init(&p->url);
-	buf_init(&p->field);
-	buf_init(&p->value);
+	buf_init(&p->hstore);
 	buf_init(&p->body);
 	buf_init(&p->head);
 	http_parser_init(&p->hp, HTTP_REQUEST);
@@ -362,9 +399,10 @@ void httpparse_free(struct httpparse *p)
 	if (p == NULL)
 		return;
 	httpparse_clear_request(p);
+	free(p->req.headers);
+	free(p->spans);
 	buf_free(&p->url);
-	buf_free(&p->field);
-	buf_free(&p->value);
+	buf_free(&p->hstore);
 	buf_free(&p->body);
 	buf_free(&p->head);
 	free(p);
@@ -657,8 +695,10 @@ const struct http_request *httpparse_request(const struct httpparse *p)
 
 const char *http_request_header(const struct http_request *r, const char *name)
 {
+	size_t len = strlen(name);
 	for (size_t i = 0; i < r->nheaders; i++)
-		if (strcasecmp(r->headers[i].name, name) == 0)
+		if (r->headers[i].name_len == len &&
+		    strncasecmp(r->headers[i].name, name, len) == 0)
 			return r->headers[i].value;
 	return NULL;
 }

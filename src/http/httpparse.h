@@ -29,13 +29,14 @@ enum http_method {
 };
 
 struct http_header {
-	char *name; /* lower-cased */
-	char *value;
+	const char *name; /* lower-cased */
+	size_t name_len;
+	const char *value;
 };
 
 struct http_request {
 	enum http_method method;
-	char *url; /* raw target: path and query */
+	const char *url; /* raw target: path and query */
 	struct http_header *headers;
 	size_t nheaders;
 	char *body; /* NUL-terminated, may contain NULs */
