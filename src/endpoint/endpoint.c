@@ -150,6 +150,10 @@ static void ep_flush_cb(uv_check_t *h)
 		c->dirty = false;
 		if (c->state == CONN_CLOSING)
 			continue;
+		/* A message held for the form it goes in and not followed by
+		 * the end of its answer in the same turn: the stream starts. */
+		if (c->held)
+			ep_sse_start(c);
 		if (ep_conn_flush(c) < 0)
 			ep_conn_close(c);
 		else if (c->over || ep_conn_pending(c) > EP_OUT_CAP)
@@ -160,7 +164,7 @@ static void ep_flush_cb(uv_check_t *h)
 	uv_check_stop(h);
 }
 
-static void ep_conn_mark_dirty(struct conn *c)
+void ep_conn_mark_dirty(struct conn *c)
 {
 	if (!c->dirty) {
 		c->dirty = true;
@@ -223,6 +227,7 @@ static void ep_conn_close_cb(uv_handle_t *h)
 	httpparse_free(c->hp);
 	buf_free(&c->in);
 	buf_free(&c->out);
+	buf_free(&c->held_data);
 	free(c);
 	ep->open_handles--;
 	if (ep->freeing && ep->open_handles == 0) {
@@ -375,6 +380,8 @@ void ep_conn_request_done(struct conn *c)
 	uv_timer_stop(&c->early_timer);
 	ep_conn_release_exchange(c);
 	c->sse = c->sse_started = c->standing = c->batch = false;
+	c->prime_pending = c->held = false;
+	buf_reset(&c->held_data);
 	c->sent_continue = false;
 	if (c->linger || !c->keep_alive || c->close_after) {
 		ep_conn_linger(c);

@@ -24,6 +24,10 @@ struct modern_req;
 #define EP_READ_KEEP (64 * 1024)
 #define EP_MAX_BATCH 100
 #define EP_SSE_RETRY_MS 1000
+/* An answer that comes first and alone goes as a plain JSON body up to
+ * this size; a larger one goes as an SSE stream, which a client cut off
+ * half-way can resume (Last-Event-ID from its priming event). */
+#define EP_JSON_ANSWER_MAX (64 * 1024)
 /* Output a connection may hold (its queued writes plus what waits for the
  * end of the loop turn). Over it, the client is not reading: an SSE
  * answer is dropped (parked; the client resumes with Last-Event-ID),
@@ -145,6 +149,12 @@ struct conn {
 	bool dirty;
 	bool prime_pending; /* the SSE priming event is still to be sent */
 	char prime_id[EXCHANGE_EVENT_ID_MAX];
+	/* The first message of a POST's answer, held until the end of the
+	 * loop turn decides the form: the answer alone is a plain JSON body
+	 * with a length; anything else starts the SSE stream, this first. */
+	bool held;
+	struct buf held_data;
+	char held_id[EXCHANGE_EVENT_ID_MAX]; /* "": it had no event id */
 	int handles; /* open libuv handles of this conn */
 
 	/* Limits. */
@@ -168,6 +178,8 @@ struct conn {
 /* endpoint.c: connections, writing and simple answers */
 void ep_write(struct conn *c, const char *data, size_t len);
 void ep_write_buf(struct conn *c, struct buf *b);
+/* c has output for the end of this loop turn (or a held message). */
+void ep_conn_mark_dirty(struct conn *c);
 /* Closes at once (what the socket does not take now is dropped).
  * Idempotent: any path may call it, once or more. */
 void ep_conn_close(struct conn *c);
@@ -197,6 +209,13 @@ void ep_respond_json(struct conn *c, int status, json_t *body,
 /* An HTTP-level error with a JSON-RPC error body. */
 void ep_fail(struct conn *c, int status, int code, const char *message);
 void ep_sse_start(struct conn *c);
+/* Holds the first message of a POST's answer (ep_sse_start sends it as
+ * the stream's first event if the stream starts). */
+void ep_hold(struct conn *c, const char *event_id, const char *data,
+	     size_t len);
+/* The held message is the whole answer: sent as a JSON body. False when
+ * there is none, or the stream has started. */
+bool ep_answer_held(struct conn *c);
 void ep_sse_write(struct conn *c, const char *id, const char *data, size_t len,
 		  long retry_ms);
 

@@ -44,14 +44,20 @@ static void ep_ex_deliver_cb(void *ctx, json_t *msg, const char *event_id,
 	if (c->state == CONN_CLOSING)
 		return;
 	if (c->sse) {
-		ep_sse_start(c);
-		if (data) {
-			ep_sse_write(c, event_id, data, len, -1);
+		/* The first message of a single request's answer waits for the
+		 * end of the turn: when it is the answer, it goes as JSON. */
+		bool hold = !c->sse_started && !c->held && !c->batch &&
+			    !c->standing;
+		char *text = data ? NULL : json_dumps(msg, JSON_COMPACT);
+		const char *d = data ? data : text;
+		size_t n = data ? len : strlen(text);
+		if (hold && n <= EP_JSON_ANSWER_MAX) {
+			ep_hold(c, data ? event_id : NULL, d, n);
 		} else {
-			char *text = json_dumps(msg, JSON_COMPACT);
-			ep_sse_write(c, NULL, text, strlen(text), -1);
-			free(text);
+			ep_sse_start(c);
+			ep_sse_write(c, data ? event_id : NULL, d, n, -1);
 		}
+		free(text);
 		return;
 	}
 	/* JSON mode carries only the answers; text comes only for them. */
@@ -79,8 +85,11 @@ static void ep_ex_finish_cb(void *ctx)
 	if (c->state == CONN_CLOSING)
 		return;
 	if (c->sse) {
-		ep_sse_start(c);
-		ep_write(c, "0\r\n\r\n", 5);
+		/* Finished with its one message: that was the answer. */
+		if (!(exchange_finished(c->ex) && ep_answer_held(c))) {
+			ep_sse_start(c);
+			ep_write(c, "0\r\n\r\n", 5);
+		}
 	} else {
 		char *extra = c->session_id
 				      ? xasprintf("Mcp-Session-Id: %s\r\n",

@@ -68,6 +68,51 @@ void ep_sse_start(struct conn *c)
 		c->prime_pending = false;
 		ep_sse_write(c, c->prime_id, "", 0, EP_SSE_RETRY_MS);
 	}
+	if (c->held) {
+		c->held = false;
+		ep_sse_write(c, c->held_id[0] ? c->held_id : NULL,
+			     c->held_data.data, c->held_data.len, -1);
+		buf_reset(&c->held_data);
+	}
+}
+
+void ep_hold(struct conn *c, const char *event_id, const char *data,
+	     size_t len)
+{
+	c->held = true;
+	buf_reset(&c->held_data);
+	buf_append(&c->held_data, data, len);
+	size_t n = event_id ? strlen(event_id) : 0;
+	if (n >= sizeof c->held_id)
+		n = sizeof c->held_id - 1;
+	memcpy(c->held_id, event_id ? event_id : "", n);
+	c->held_id[n] = '\0';
+	ep_conn_mark_dirty(c);
+}
+
+bool ep_answer_held(struct conn *c)
+{
+	if (!c->held || c->sse_started)
+		return false;
+	c->held = false;
+	c->prime_pending = false;
+	struct buf b;
+	buf_init(&b);
+	struct buf extra;
+	buf_init(&extra);
+	if (c->session_id) {
+		buf_puts(&extra, "Mcp-Session-Id: ");
+		buf_puts(&extra, c->session_id);
+		buf_puts(&extra, "\r\n");
+	}
+	httpresp_head(&b, 200, "application/json", (long long)c->held_data.len,
+		      c->keep_alive && !c->close_after, extra.data);
+	buf_free(&extra);
+	buf_append(&b, c->held_data.data, c->held_data.len);
+	ep_write_buf(c, &b);
+	buf_free(&b);
+	buf_reset(&c->held_data);
+	return true;
 }
 
 /* Writes one SSE event as one HTTP chunk. */
