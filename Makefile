@@ -107,7 +107,7 @@ deps:
 test-deps:
 	@sh scripts/deps.sh test
 
-# What only make bench needs on top (nginx, wrk, valgrind, strace).
+# What only make bench needs on top (nginx, wrk, curl, valgrind, strace).
 bench-deps:
 	@sh scripts/deps.sh bench
 

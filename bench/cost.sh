@@ -47,7 +47,11 @@ cleanup() {
 	for p in $LG_PID $WRAP_PID; do
 		wait "$p" 2>/dev/null
 	done
-	[ -n "${COST_KEEP:-}" ] && echo "cost: kept $WORK" >&2 || rm -rf "$WORK"
+	if [ -n "${COST_KEEP:-}" ]; then
+		echo "cost: kept $WORK" >&2
+	else
+		rm -rf "$WORK"
+	fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP

@@ -11,10 +11,11 @@ extra=""
 # with iptables for -p 127.0.0.1:PORT publishing; tmux holds the terminal
 # `mcpvisor top` is tested in. `make run` needs none of it.
 [ "${1:-}" = test ] && extra="podman runc netavark iptables tmux"
-# make bench: nginx and wrk for the limit row (an HTTP exchange at all),
-# valgrind and strace for the cost of a call (bench/cost.sh). The bench
-# starts its own nginx on a free port; the package's service is not wanted.
-[ "${1:-}" = bench ] && extra="nginx wrk valgrind strace"
+# make bench: nginx and wrk for the limit rows (an HTTP exchange at all;
+# curl opens mcpvisor's session for wrk), valgrind and strace for the cost
+# of a call (bench/cost.sh). The bench starts its own nginx on a free
+# port; the package's service is not wanted.
+[ "${1:-}" = bench ] && extra="nginx wrk curl valgrind strace"
 # clang and libclang-rt-dev (libFuzzer and the sanitizer runtimes; on
 # Debian 12 it pulls libclang-rt-14-dev, the version `clang` is) build the
 # fuzz harnesses. libcurl4-openssl-dev gives curl's headers (and brings
