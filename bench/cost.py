@@ -28,10 +28,13 @@ MATTER = ["read", "write", "writev", "readv", "recvfrom", "sendto",
 
 
 def callgrind(path):
-    """Total Ir and the calls into the allocator of one callgrind file."""
+    """Total Ir, the calls into the allocator and each function's own Ir
+    (self cost) of one callgrind file."""
     names, total = {}, None
     fn = cfn = None
     allocs = {"malloc": 0, "calloc": 0, "realloc": 0}
+    own = {}
+    after_calls = False
 
     def name_of(spec):
         m = re.match(r"\((\d+)\)(?: (.*))?$", spec)
@@ -43,17 +46,29 @@ def callgrind(path):
 
     with open(path, errors="replace") as f:
         for line in f:
+            c = line[:1]
+            if c.isdigit() or c in "+-*":
+                # A cost line: the callee's inclusive cost right after
+                # calls=, else the current function's own.
+                if not after_calls:
+                    parts = line.split()
+                    if len(parts) > 1:
+                        own[fn] = own.get(fn, 0) + int(parts[1])
+                after_calls = False
+                continue
+            after_calls = False
             if line.startswith("fn="):
                 fn = name_of(line[3:].rstrip("\n"))
             elif line.startswith("cfn="):
                 cfn = name_of(line[4:].rstrip("\n"))
             elif line.startswith("calls="):
+                after_calls = True
                 kind = ALLOC.get(cfn)
                 if kind and fn not in ALLOC:
                     allocs[kind] += int(line[6:].split()[0])
             elif line.startswith(("summary:", "totals:")):
                 total = int(line.split(":")[1].split()[0])
-    return total, allocs
+    return total, allocs, own
 
 
 def strace_dir(d, mcpvisor_path):
@@ -99,6 +114,8 @@ def main():
     ap.add_argument("--strace", nargs=2, metavar=("FEW", "MANY"))
     ap.add_argument("--mcpvisor", default="mcpvisor")
     ap.add_argument("--target-ir", type=float, default=20000)
+    ap.add_argument("--top", type=int, default=12,
+                    help="functions to list by their own instructions")
     ap.add_argument("--out")
     a = ap.parse_args()
     n = a.calls
@@ -112,13 +129,19 @@ def main():
                               "2026-07-28 (no session, _meta)")):
         if not pair:
             continue
-        (t0, al0), (t1, al1) = callgrind(pair[0]), callgrind(pair[1])
+        (t0, al0, f0), (t1, al1, f1) = (callgrind(pair[0]),
+                                         callgrind(pair[1]))
         ir = per(t0, t1, n, 1)
         mallocs = {k: per(al0[k], al1[k], n, 1) for k in al0}
         total = sum(v for v in mallocs.values() if v is not None)
+        fns = {k: per(f0.get(k, 0), f1.get(k, 0), n, 1)
+               for k in set(f0) | set(f1)}
+        top = sorted(((v, k) for k, v in fns.items() if v >= 1),
+                     reverse=True)[:a.top]
         doc[key] = {"instructions_per_call": ir,
                     "allocs_per_call": total, "allocs": mallocs,
-                    "instructions_total": [t0, t1]}
+                    "instructions_total": [t0, t1],
+                    "top_functions": [[k, v] for v, k in top]}
         lines.append(
             "tools/call, %s: %s instructions, %.2f allocations "
             "(malloc %.2f, calloc %.2f, realloc %.2f) per call%s" % (
@@ -126,6 +149,10 @@ def main():
                 mallocs["malloc"], mallocs["calloc"], mallocs["realloc"],
                 "" if key != "v2025" or ir is None else
                 " (target <= {:,.0f})".format(a.target_ir)))
+        if top:
+            lines.append("  its own instructions per call, by function "
+                         "(the %d largest):" % len(top))
+            lines += ["    %8.0f  %s" % (v, k) for v, k in top]
     if a.strace:
         (o0, s0), (o1, s1) = (strace_dir(a.strace[0], a.mcpvisor),
                               strace_dir(a.strace[1], a.mcpvisor))
