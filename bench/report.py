@@ -276,7 +276,7 @@ def limit(recs):
     out = {}
     for t in ("nginx", "mcpvisor_limit"):
         rounds, rss, peak, errors, why = {}, {}, {}, 0, None
-        p50, p99 = {}, {}
+        p50, p99, cpu = {}, {}, {}
         for r in recs:
             if r.get("target") != t:
                 continue
@@ -284,6 +284,8 @@ def limit(recs):
             if mode == "wrk":
                 rounds[rnd] = r.get("requests_per_s")
                 p50[rnd], p99[rnd] = r.get("p50_ms"), r.get("p99_ms")
+                if r.get("cpu_s") is not None and r.get("requests"):
+                    cpu[rnd] = r["cpu_s"] * 1e6 / r["requests"]
                 bad = (r.get("bad_answers") or 0) + (
                     r.get("socket_errors") or 0)
                 if bad:
@@ -304,6 +306,7 @@ def limit(recs):
                   "spread_pct": spread_pct(list(rounds.values())),
                   "p50_ms": median(list(p50.values())),
                   "p99_ms": median(list(p99.values())),
+                  "cpu_us_per_request": median(list(cpu.values())),
                   "rss_after_kb": median(list(rss.values())),
                   "peak_rss_kb": median(list(peak.values())),
                   "errors": errors, "first_error": why}
@@ -580,13 +583,17 @@ def print_report(doc):
         lines.append(
             "the limit: one HTTP exchange under wrk (1 thread, 32 "
             "keep-alive connections, %s s windows, a fixed tools/call "
-            "POST; the rounds run the two back to back)" %
+            "POST; the rounds run the two back to back; CPU: the server's, "
+            "with all it spawned, per request)" %
             doc["config"].get("wrk_window_s"))
         for label, v in (("nginx, fixed answer", ng),
                          ("mcpvisor to echo (stdio)", mv)):
             lines.append(
-                "  %-26s %10s req/s  p50 %s ms  p99 %s ms  RSS %s MB%s%s" % (
+                "  %-26s %10s req/s  CPU %s us/req  p50 %s ms  p99 %s ms  "
+                "RSS %s MB%s%s" % (
                     label, fmt_num(v["requests_per_s"], "rate"),
+                    "-" if v.get("cpu_us_per_request") is None
+                    else "%.1f" % v["cpu_us_per_request"],
                     fmt_num(v["p50_ms"], "ms"), fmt_num(v["p99_ms"], "ms"),
                     fmt_num(v["rss_after_kb"] or v["peak_rss_kb"], "mb"),
                     " (after the run)" if v["rss_after_kb"] else

@@ -27,6 +27,7 @@ WRK_SECS=$(awk "BEGIN { n = int(${SECS} * 2 + 0.5); print (n < 1 ? 1 : n) }")
 # No round starts that would end (judging by the last one) after this.
 BUDGET=${BENCH_BUDGET_S:-300}
 NCPU=$(nproc 2>/dev/null || echo 1)
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
 # Our own CPUs: pinned runs use the first, unpinned ones get them all back.
 ALLCPU=$(taskset -c -p $$ | sed 's/.*: //')
 PINCPU=$(echo "$ALLCPU" | sed 's/[^0-9].*//')
@@ -460,21 +461,37 @@ http {
 EOF
 }
 
-# wrk_run TARGET ROUND URL [SESSION]: one wrk window, one line in RAW.
+# tree_ticks PID: CPU clock ticks (user + system) used so far by a
+# gateway and everything it spawned that still runs.
+tree_ticks() {
+	tt_sum=0
+	for tt_pid in $("$LG" tree "$1" 2>/dev/null); do
+		tt_n=$(sed 's/.*) //' "/proc/$tt_pid/stat" 2>/dev/null |
+			awk '{ print $12 + $13 }')
+		tt_sum=$((tt_sum + ${tt_n:-0}))
+	done
+	echo "$tt_sum"
+}
+
+# wrk_run TARGET ROUND URL [SESSION]: one wrk window, one line in RAW,
+# with the CPU the gateway (GWPID and all it spawned) used in it.
 wrk_run() {
+	ticks0=$(tree_ticks "$GWPID")
 	MCP_SESSION=${4:-} "$WRK" -t1 -c32 -d"${WRK_SECS}s" --timeout 5s \
 		-s "$WORK/wrk.lua" "$3" >"$WORK/wrk.out" 2>>"$WORK/wrk.err" &
 	LGPID=$!
 	wait "$LGPID"
 	LGPID=""
+	ticks=$(($(tree_ticks "$GWPID") - ticks0))
 	line=$(grep '^{"requests"' "$WORK/wrk.out" | head -n 1)
 	if [ -z "$line" ]; then
 		crash_line "$1" wrk "wrk printed nothing" >>"$RAW"
 		tail -n 3 "$WORK/wrk.err" >&2
 		return
 	fi
-	printf '{"mode":"wrk","target":"%s","round":"%s","kind":"wrk",%s\n' \
-		"$1" "$2" "${line#\{}" >>"$RAW"
+	printf '{"mode":"wrk","target":"%s","round":"%s","kind":"wrk","cpu_s":%s,%s\n' \
+		"$1" "$2" "$(awk "BEGIN { print $ticks / $CLK_TCK }")" \
+		"${line#\{}" >>"$RAW"
 }
 
 nginx_run() { # round
