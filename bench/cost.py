@@ -112,6 +112,8 @@ def main():
     ap.add_argument("--callgrind", nargs=2, metavar=("FEW", "MANY"))
     ap.add_argument("--callgrind-modern", nargs=2, metavar=("FEW", "MANY"))
     ap.add_argument("--strace", nargs=2, metavar=("FEW", "MANY"))
+    ap.add_argument("--strace-32", nargs=4,
+                    metavar=("SHORT", "LONG", "CALLS_SHORT", "CALLS_LONG"))
     ap.add_argument("--mcpvisor", default="mcpvisor")
     ap.add_argument("--target-ir", type=float, default=20000)
     ap.add_argument("--top", type=int, default=12,
@@ -153,32 +155,47 @@ def main():
             lines.append("  its own instructions per call, by function "
                          "(the %d largest):" % len(top))
             lines += ["    %8.0f  %s" % (v, k) for v, k in top]
-    if a.strace:
-        (o0, s0), (o1, s1) = (strace_dir(a.strace[0], a.mcpvisor),
-                              strace_dir(a.strace[1], a.mcpvisor))
-        scale = 10000.0
+    scale = 10000.0
 
-        def table(x0, x1):
-            names = set(x0) | set(x1)
-            return {k: per(x0.get(k, 0), x1.get(k, 0), n, scale)
-                    for k in names}
-        own, srv = table(o0, o1), table(s0, s1)
+    def table(d0, d1, calls):
+        (o0, s0), (o1, s1) = (strace_dir(d0, a.mcpvisor),
+                              strace_dir(d1, a.mcpvisor))
+
+        def diff(x0, x1):
+            return {k: per(x0.get(k, 0), x1.get(k, 0), calls, scale)
+                    for k in set(x0) | set(x1)}
+        return diff(o0, o1), diff(s0, s1)
+    cols = []
+    if a.strace:
+        own, srv = table(a.strace[0], a.strace[1], n)
         doc["syscalls_per_10k_calls"] = {"mcpvisor": own, "server": srv}
         doc["syscalls_per_call"] = sum(own.values()) / scale
         doc["server_syscalls_per_call"] = sum(srv.values()) / scale
-        shown = [k for k in MATTER if k in own or k in srv]
-        shown += sorted((k for k in set(own) | set(srv)
-                         if k not in shown and
-                         max(abs(own.get(k, 0)), abs(srv.get(k, 0))) >= 5),
-                        key=lambda k: -abs(own.get(k, 0)))
+        cols += [("mcpvisor", own), ("server", srv)]
+    if a.strace_32:
+        c0, c1 = int(a.strace_32[2]), int(a.strace_32[3])
+        own, srv = table(a.strace_32[0], a.strace_32[1], c1 - c0) \
+            if c1 > c0 else ({}, {})
+        doc["syscalls_per_10k_calls_32_sessions"] = {
+            "mcpvisor": own, "server": srv, "calls": [c0, c1]}
+        cols += [("mcpv @32", own), ("server @32", srv)]
+    if cols:
+        every = set()
+        for _, c in cols:
+            every |= set(c)
+        shown = [k for k in MATTER if k in every]
+        shown += sorted((k for k in every if k not in shown and
+                         max(abs(c.get(k, 0)) for _, c in cols) >= 5),
+                        key=lambda k: -abs(cols[0][1].get(k, 0)))
         lines.append("system calls per 10,000 tools/call (strace -f; "
-                     "mcpvisor with its threads, and the echo server):")
-        lines.append("  %-16s %10s %10s" % ("", "mcpvisor", "server"))
-        for k in shown:
-            lines.append("  %-16s %10.0f %10.0f" % (k, own.get(k, 0),
-                                                   srv.get(k, 0)))
-        lines.append("  %-16s %10.0f %10.0f" % (
-            "all", sum(own.values()), sum(srv.values())))
+                     "mcpvisor with its threads, and the echo server; one "
+                     "session in sequence%s):" % (
+                         ", and 32 sessions at once" if a.strace_32 else ""))
+        lines.append("  %-16s" % "" + "".join("%11s" % h for h, _ in cols))
+        for k in shown + ["all"]:
+            lines.append("  %-16s" % k + "".join(
+                "%11.0f" % (sum(c.values()) if k == "all" else c.get(k, 0))
+                for _, c in cols))
     print("\n".join(lines))
     if a.out:
         with open(a.out, "w") as f:

@@ -141,6 +141,26 @@ cg_run() { # kind n [--modern]
 	}
 }
 
+# One strace directory under 32 sessions for SECS seconds (no warm-up, so
+# that every call counts); the loadgen's count of calls in st32-SECS.calls.
+st32_run() { # secs
+	secs=$1
+	mkdir -p "$WORK/st32-$secs"
+	start "st32-$secs" strace -f -ff -o "$WORK/st32-$secs/t" || return 1
+	"$LG" --url "$URL" --timeout-ms 60000 throughput --sessions 32 \
+		--seconds "$secs" --warmup 0 >"$WORK/lg.out" 2>>"$WORK/lg.err" &
+	LG_PID=$!
+	wait "$LG_PID"
+	LG_PID=""
+	stop
+	if ! grep -q '"ok":true' "$WORK/lg.out"; then
+		echo "cost: the loadgen failed: $(head -c 300 "$WORK/lg.out")" >&2
+		return 1
+	fi
+	sed -n 's/.*"calls":\([0-9]*\).*/\1/p' "$WORK/lg.out" \
+		>"$WORK/st32-$secs.calls"
+}
+
 # One strace directory (a file per process and thread) for N calls.
 st_run() { # n
 	n=$1
@@ -165,6 +185,12 @@ if cg_run modern "$BASE" --modern && cg_run modern "$MANY" --modern; then
 fi
 if st_run "$BASE" && st_run "$MANY"; then
 	args="$args --strace $WORK/st-$BASE $WORK/st-$MANY"
+fi
+# The same under 32 concurrent sessions: the difference of a 1 s and a
+# 3 s window over the difference of their calls (batching shows here).
+if [ "${COST_CONCURRENT:-1}" = 1 ] && st32_run 1 && st32_run 3; then
+	args="$args --strace-32 $WORK/st32-1 $WORK/st32-3"
+	args="$args $(cat "$WORK/st32-1.calls") $(cat "$WORK/st32-3.calls")"
 fi
 if [ -z "$args" ]; then
 	echo "cost: no figure" >&2

@@ -627,7 +627,7 @@ def print_report(doc):
         sc = cost.get("syscalls_per_10k_calls")
         if sc:
             own, srv = sc.get("mcpvisor", {}), sc.get("server", {})
-            names = [k for k in COST_SYSCALLS if k in own or k in srv]
+            names = [k for k in COST_SYSCALLS if abs(own.get(k, 0)) >= 5]
             names += sorted((k for k in own if k not in names and
                              abs(own[k]) >= 5), key=lambda k: -own[k])
             lines.append("  system calls per 10,000 calls (strace -f): "
@@ -637,6 +637,17 @@ def print_report(doc):
             lines.append("    mcpvisor: " + ", ".join(
                 "%s %s" % (k, fmt_num(own.get(k, 0), "rate"))
                 for k in names))
+        s32 = cost.get("syscalls_per_10k_calls_32_sessions")
+        if s32 and s32.get("mcpvisor"):
+            o32 = s32["mcpvisor"]
+            lines.append("    with 32 sessions at once: mcpvisor %s (%s), "
+                         "the echo server %s" % (
+                             fmt_num(sum(o32.values()), "rate"), ", ".join(
+                                 "%s %s" % (k, fmt_num(o32[k], "rate"))
+                                 for k in COST_SYSCALLS
+                                 if abs(o32.get(k, 0)) >= 5),
+                             fmt_num(sum(s32.get("server", {}).values()),
+                                     "rate")))
     if doc.get("relay_recovery"):
         lines.append("")
         lines.append("relay recovery (the SPEC's table; the scenarios of "
