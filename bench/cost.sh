@@ -6,7 +6,9 @@
 # 2026-07-28 call, and system calls per 10,000 calls (strace -f). Each
 # figure is the difference of two runs that differ only in the number of
 # sequential calls (COST_BASE and COST_BASE + COST_CALLS), divided by
-# COST_CALLS, so that start, initialize, warm-up and stop cancel out.
+# COST_CALLS, so that start, initialize, warm-up and stop cancel out; the
+# system calls also under 32 sessions at once (two windows, the
+# difference over the difference of their calls; COST_CONCURRENT=0 skips).
 # Alone: `sh bench/cost.sh` (MCPVISOR=, LOADGEN=, ECHO_SERVER= to measure
 # other builds; COST_OUT=FILE for the JSON, bench/results/cost.json by
 # default). make bench runs it once and puts the figures in latest.json.
