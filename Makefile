@@ -42,7 +42,7 @@ DEMO_BIN := $(DEMO_PROGS:%=build/%)
 DEMO_SAN := $(DEMO_PROGS:%=$(SAN)/%)
 
 .PHONY: all run test test-build unit e2e deps test-deps npm-deps format format-check \
-	install clean conformance bench fuzz fuzz-build test-images
+	install clean conformance bench bench-deps fuzz fuzz-build test-images
 
 all: build/mcpvisor $(DEMO_BIN)
 
@@ -107,6 +107,10 @@ deps:
 test-deps:
 	@sh scripts/deps.sh test
 
+# What only make bench needs on top (nginx, wrk, curl, valgrind, strace).
+bench-deps:
+	@sh scripts/deps.sh bench
+
 npm-deps:
 	@sh scripts/npm-deps.sh
 
@@ -169,7 +173,7 @@ fuzz: deps
 	@$(MAKE) --no-print-directory fuzz-build
 	@FUZZ_EDGE_CORPUS=1 sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
-bench: deps
+bench: bench-deps
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
 	@sh bench/run.sh
 

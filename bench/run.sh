@@ -5,7 +5,10 @@
 # the same TCP endpoint; and `mcpvisor relay`, stdio in front of that
 # socket), supergateway and mcp-proxy; and an echo served over
 # HTTP (the demo fixture's --http) reached directly and through mcpvisor as a
-# url server; prints one table and writes bench/results/latest.json.
+# url server; the limit (nginx's fixed answer under wrk, and mcpvisor under
+# the same load); and once, what a call costs in instructions, allocations
+# and system calls (bench/cost.sh); prints one table and writes
+# bench/results/latest.json.
 # `--smoke` is the short check that make test runs. Every process it starts
 # is stopped by pid.
 set -u
@@ -19,9 +22,12 @@ DEMO=${DEMO_SERVER:-$ROOT/build/demo-server}
 ROUNDS=${BENCH_ROUNDS:-3}
 SECS=${BENCH_SECONDS:-2}
 CALLS=${BENCH_CALLS:-2000}
+# The limit rows' wrk window: twice the throughput window, whole seconds.
+WRK_SECS=$(awk "BEGIN { n = int(${SECS} * 2 + 0.5); print (n < 1 ? 1 : n) }")
 # No round starts that would end (judging by the last one) after this.
-BUDGET=${BENCH_BUDGET_S:-270}
+BUDGET=${BENCH_BUDGET_S:-300}
 NCPU=$(nproc 2>/dev/null || echo 1)
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
 # Our own CPUs: pinned runs use the first, unpinned ones get them all back.
 ALLCPU=$(taskset -c -p $$ | sed 's/.*: //')
 PINCPU=$(echo "$ALLCPU" | sed 's/[^0-9].*//')
@@ -348,6 +354,224 @@ http_round() { # round
 	host_stop "httpd-$r"
 }
 
+# The limit: what one HTTP exchange on loopback costs at all. nginx (one
+# process: no master, no daemon; its own prefix, config and port) answers
+# POST /mcp with a fixed tools/call result as application/json; then a
+# fresh mcpvisor forwards the same tools/call to the echo server over
+# stdio. Both under the same wrk load (one thread, 32 keep-alive
+# connections, WRK_SECS), every answer checked by the script (a 2xx with
+# a result). The two run back to back, in the other order in every other
+# round, so that a round's ratio sees one machine.
+limit_round() { # round
+	r=$1
+	NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+	WRK=$(command -v wrk || echo "")
+	if [ ! -x "$NGINX" ] || [ -z "$WRK" ] || [ ! -x "$MCPVISOR" ] ||
+		! command -v curl >/dev/null 2>&1; then
+		for t in nginx mcpvisor_limit; do
+			crash_line "$t" unavailable "nginx, wrk, curl or mcpvisor is missing (make bench-deps)" >>"$RAW"
+		done
+		return
+	fi
+	if [ $((r % 2)) = 1 ]; then
+		nginx_run "$r"
+		mcpvisor_limit_run "$r"
+	else
+		mcpvisor_limit_run "$r"
+		nginx_run "$r"
+	fi
+}
+
+# The wrk script: a fixed tools/call POST (the same id every time, as a
+# fixed load is; mcpvisor answers each on its own request's stream) with
+# the session's headers when MCP_SESSION is set; counts the answers that
+# are not a 2xx with a result, and prints one JSON line.
+limit_files() {
+	cat >"$WORK/wrk.lua" <<'EOF'
+wrk.method = "POST"
+wrk.body = '{"jsonrpc":"2.0","id":2,"method":"tools/call",' ..
+	'"params":{"name":"echo","arguments":{"text":"hello"}}}'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json, text/event-stream"
+local sid = os.getenv("MCP_SESSION")
+if sid and sid ~= "" then
+	wrk.headers["Mcp-Session-Id"] = sid
+	wrk.headers["MCP-Protocol-Version"] = "2025-11-25"
+end
+bad = 0
+first = ""
+local threads = {}
+function setup(thread)
+	table.insert(threads, thread)
+end
+function response(status, headers, body)
+	if status < 200 or status > 299 or
+		not string.find(body or "", '"result"', 1, true) then
+		bad = bad + 1
+		if first == "" then
+			first = (status .. " " .. (body or ""):sub(1, 80)):gsub(
+				'[^%w %-_:,.{}]', '.')
+		end
+	end
+end
+function done(summary, latency, requests)
+	local nbad, why = 0, ""
+	for _, t in ipairs(threads) do
+		nbad = nbad + (t:get("bad") or 0)
+		if why == "" then why = t:get("first") or "" end
+	end
+	local e = summary.errors
+	io.write(string.format('{"requests":%d,"duration_us":%d,' ..
+		'"requests_per_s":%.1f,"bad_answers":%d,"socket_errors":%d,' ..
+		'"p50_ms":%.3f,"p99_ms":%.3f,"first_bad":"%s"}\n',
+		summary.requests, summary.duration,
+		summary.requests * 1e6 / summary.duration, nbad,
+		e.connect + e.read + e.write + e.timeout,
+		latency:percentile(50) / 1000, latency:percentile(99) / 1000,
+		why))
+end
+EOF
+}
+
+nginx_config() { # dir port
+	mkdir -p "$1/tmp"
+	cat >"$1/nginx.conf" <<EOF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $1/nginx.pid;
+error_log $1/error.log warn;
+events { worker_connections 1024; }
+http {
+	access_log off;
+	client_body_temp_path $1/tmp/body;
+	proxy_temp_path $1/tmp/proxy;
+	fastcgi_temp_path $1/tmp/fastcgi;
+	uwsgi_temp_path $1/tmp/uwsgi;
+	scgi_temp_path $1/tmp/scgi;
+	keepalive_requests 1000000000;
+	server {
+		listen 127.0.0.1:$2;
+		location = /mcp {
+			default_type application/json;
+			return 200 '{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"hello"}]}}';
+		}
+	}
+}
+EOF
+}
+
+# tree_ticks PID: CPU clock ticks (user + system) used so far by a
+# gateway and everything it spawned that still runs.
+tree_ticks() {
+	tt_sum=0
+	for tt_pid in $("$LG" tree "$1" 2>/dev/null); do
+		tt_n=$(sed 's/.*) //' "/proc/$tt_pid/stat" 2>/dev/null |
+			awk '{ print $12 + $13 }')
+		tt_sum=$((tt_sum + ${tt_n:-0}))
+	done
+	echo "$tt_sum"
+}
+
+# wrk_run TARGET ROUND URL [SESSION]: one wrk window, one line in RAW,
+# with the CPU the gateway (GWPID and all it spawned) used in it.
+wrk_run() {
+	ticks0=$(tree_ticks "$GWPID")
+	MCP_SESSION=${4:-} "$WRK" -t1 -c32 -d"${WRK_SECS}s" --timeout 5s \
+		-s "$WORK/wrk.lua" "$3" >"$WORK/wrk.out" 2>>"$WORK/wrk.err" &
+	LGPID=$!
+	wait "$LGPID"
+	LGPID=""
+	ticks=$(($(tree_ticks "$GWPID") - ticks0))
+	line=$(grep '^{"requests"' "$WORK/wrk.out" | head -n 1)
+	if [ -z "$line" ]; then
+		crash_line "$1" wrk "wrk printed nothing" >>"$RAW"
+		tail -n 3 "$WORK/wrk.err" >&2
+		return
+	fi
+	printf '{"mode":"wrk","target":"%s","round":"%s","kind":"wrk","cpu_s":%s,%s\n' \
+		"$1" "$2" "$(awk "BEGIN { print $ticks / $CLK_TCK }")" \
+		"${line#\{}" >>"$RAW"
+}
+
+nginx_run() { # round
+	r=$1
+	port=$("$LG" freeport)
+	url=http://127.0.0.1:$port/mcp
+	dir=$WORK/nginx-$r
+	nginx_config "$dir" "$port"
+	host_start "nginx-$r" nginx "$r" --timeout-ms 10000 --stop-ms 3000 \
+		--ready connect --url "$url" \
+		-- "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log"
+	if [ "$HOST_OK" = 1 ]; then
+		wrk_run nginx "$r" "$url"
+	else
+		tail -n 5 "$dir/error.log" "$WORK/nginx-$r.log" >&2
+		crash_line nginx unavailable "nginx did not start" >>"$RAW"
+	fi
+	host_stop "nginx-$r"
+}
+
+# open_session URL: initialize, then notifications/initialized; prints
+# the Mcp-Session-Id (nothing when either failed).
+open_session() {
+	curl -sS --max-time 10 -D "$WORK/init.h" -o /dev/null \
+		-H 'Content-Type: application/json' \
+		-H 'Accept: application/json, text/event-stream' \
+		-d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcpvisor-bench-wrk","version":"1.0.0"}}}' \
+		"$1" || return 0
+	sid=$(tr -d '\r' <"$WORK/init.h" |
+		sed -n 's/^[Mm][Cc][Pp]-[Ss]ession-[Ii][Dd]: *//p')
+	[ -n "$sid" ] || return 0
+	curl -sS --max-time 10 -o /dev/null -H 'Content-Type: application/json' \
+		-H "Mcp-Session-Id: $sid" -H 'MCP-Protocol-Version: 2025-11-25' \
+		-d '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+		"$1" || return 0
+	echo "$sid"
+}
+
+mcpvisor_limit_run() { # round
+	r=$1
+	home=$WORK/limit-home-$r
+	mkdir -p "$home"
+	host_start "limit-$r" mcpvisor_limit "$r" --timeout-ms 10000 \
+		--stop-ms 5000 --runtime-file "$home/run/runtime.json" \
+		-- "$MCPVISOR" serve --config "$WORK/mcpvisor.json" --port 0 \
+		--home "$home"
+	if [ "$HOST_OK" != 1 ]; then
+		why=$(json_field "$HOST_LINE" first_error)
+		crash_line mcpvisor_limit unavailable "mcpvisor serve: $why" \
+			>>"$RAW"
+		host_stop "limit-$r"
+		return
+	fi
+	url=$(json_field "$HOST_LINE" url)
+	sid=$(open_session "$url")
+	if [ -n "$sid" ]; then
+		wrk_run mcpvisor_limit "$r" "$url" "$sid"
+		# Its RSS right after the window (the host's line has the peak).
+		st=/proc/$GWPID/status
+		rss=$(sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\).*/\1/p' "$st" 2>/dev/null)
+		printf '{"mode":"wrk-rss","target":"mcpvisor_limit","round":"%s","kind":"rss","rss_kb":%s}\n' \
+			"$r" "${rss:-null}" >>"$RAW"
+	else
+		crash_line mcpvisor_limit wrk "no session: initialize failed" \
+			>>"$RAW"
+	fi
+	host_stop "limit-$r"
+}
+
+# What one call costs mcpvisor, counted (bench/cost.sh), once, on the
+# binaries of this run; its figures go into latest.json.
+cost_run() {
+	COST=$WORK/cost.json
+	MCPVISOR=$MCPVISOR LOADGEN=$LG ECHO_SERVER=$ECHO COST_OUT=$COST \
+		sh "$BENCH/cost.sh" &
+	LGPID=$!
+	wait "$LGPID" || echo "bench: cost.sh failed; no cost figures" >&2
+	LGPID=""
+}
+
 floor_round() { # round
 	r=$1
 	run_lg floor "$r" first_call 0 --stdio first-call -- "$ECHO"
@@ -601,12 +825,14 @@ bench() {
 	SG=$BENCH/node_modules/.bin/supergateway
 	MP=$BENCH/node_modules/.bin/mcp-proxy
 	mcpvisor_config "$WORK/mcpvisor.json"
+	limit_files
 	machine_info "$WORK/before.json"
 	start=$(now_s)
 	r=1
 	last=0
 	echo "bench: $ROUNDS rounds of $CALLS sequential calls and ${SECS} s" \
-		"throughput windows per target; 3 to 5 minutes"
+		"throughput windows per target (wrk: ${WRK_SECS} s); 4 to 6" \
+		"minutes"
 	while [ "$r" -le "$ROUNDS" ]; do
 		t0=$(now_s)
 		if [ $((t0 - start + last)) -gt "$BUDGET" ]; then
@@ -618,6 +844,7 @@ bench() {
 		floor_round "$r"
 		mcpvisor_round "$r"
 		http_round "$r"
+		limit_round "$r"
 		peer_round supergateway "$r" "$SG" --stdio "$ECHO" \
 			--outputTransport streamableHttp --stateful \
 			--port @PORT@ --logLevel none
@@ -627,6 +854,7 @@ bench() {
 		r=$((r + 1))
 	done
 	mcpvisor_extras
+	cost_run
 	relay_recovery
 	machine_info "$WORK/after.json"
 	# CPU of everything we ran (children, waited for): the rest is others'.
@@ -638,6 +866,7 @@ bench() {
 		--after "$WORK/after.json" --seconds "$(($(now_s) - start))" \
 		--calls "$CALLS" --window "$SECS" --package "$BENCH/package.json" \
 		--own-cpu "$own" --figures "$WORK/figures.jsonl" \
+		--cost "$WORK/cost.json" --wrk-seconds "$WRK_SECS" \
 		--out "$BENCH/results/latest.json"
 }
 
