@@ -184,6 +184,23 @@ static void up_http_fault_cb(void *ctx, const struct mcpc_fault_info *f)
 	up_http_kick(u);
 }
 
+/* The revision's side sends through the session (up_modern.h). */
+static int up_http_wire_post(void *w, const char *msg, size_t len, int64_t id,
+			     const char *const *headers)
+{
+	return mcpc_send_modern_with(w, msg, len, id, headers);
+}
+
+static int up_http_wire_send(void *w, const char *msg, size_t len, int64_t id)
+{
+	return mcpc_send(w, msg, len, id);
+}
+
+static void up_http_wire_forget(void *w, int64_t id)
+{
+	mcpc_forget(w, id);
+}
+
 static enum mcpc_mode up_http_mode(enum server_http_type t)
 {
 	switch (t) {
@@ -246,7 +263,12 @@ static int up_http_open(uv_loop_t *loop, const struct upstream_spec *spec,
 	if (spec->probe_era && u->mode != MCPC_SSE) {
 		static const struct upm_out uo = {up_http_deliver,
 						  up_http_lose};
-		u->upm = upm_new(u->m, true, &uo, u);
+		static const struct upm_wire uw = {
+			.post = up_http_wire_post,
+			.send = up_http_wire_send,
+			.forget = up_http_wire_forget,
+		};
+		u->upm = upm_new(&uw, u->m, UPM_PROBE_DISCOVER, &uo, u);
 	}
 	uv_timer_init(loop, &u->defer);
 	u->defer.data = u;
