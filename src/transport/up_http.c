@@ -29,6 +29,7 @@ struct upstream {
 	 * send, forget or stop: a fault to report, then on_closed. */
 	uv_timer_t defer;
 	bool fault_pending;
+	bool upm_later; /* the revision's side has answers to give */
 	struct upstream_fault fault; /* its strings owned (auth_sent wiped) */
 	bool closing;		     /* mcpc_close was called */
 	bool mcpc_done;		     /* its done callback ran */
@@ -85,6 +86,11 @@ static void up_http_close_mcpc(struct upstream *u)
 static void up_http_defer_cb(uv_timer_t *t)
 {
 	struct upstream *u = t->data;
+	if (u->upm_later) {
+		u->upm_later = false;
+		if (!u->closing && !u->fault_pending)
+			upm_run_later(u->upm);
+	}
 	if (u->fault_pending) {
 		u->fault_pending = false;
 		u->cbs.on_fault(u->ctx, &u->fault);
@@ -188,17 +194,27 @@ static void up_http_fault_cb(void *ctx, const struct mcpc_fault_info *f)
 static int up_http_wire_post(void *w, const char *msg, size_t len, int64_t id,
 			     const char *const *headers)
 {
-	return mcpc_send_modern_with(w, msg, len, id, headers);
+	struct upstream *u = w;
+	return mcpc_send_modern_with(u->m, msg, len, id, headers);
 }
 
 static int up_http_wire_send(void *w, const char *msg, size_t len, int64_t id)
 {
-	return mcpc_send(w, msg, len, id);
+	struct upstream *u = w;
+	return mcpc_send(u->m, msg, len, id);
 }
 
 static void up_http_wire_forget(void *w, int64_t id)
 {
-	mcpc_forget(w, id);
+	struct upstream *u = w;
+	mcpc_forget(u->m, id);
+}
+
+static void up_http_wire_kick(void *w)
+{
+	struct upstream *u = w;
+	u->upm_later = true;
+	up_http_kick(u);
 }
 
 static enum mcpc_mode up_http_mode(enum server_http_type t)
@@ -267,8 +283,9 @@ static int up_http_open(uv_loop_t *loop, const struct upstream_spec *spec,
 			.post = up_http_wire_post,
 			.send = up_http_wire_send,
 			.forget = up_http_wire_forget,
+			.kick = up_http_wire_kick,
 		};
-		u->upm = upm_new(&uw, u->m, UPM_PROBE_DISCOVER, &uo, u);
+		u->upm = upm_new(&uw, u, UPM_PROBE_DISCOVER, &uo, u);
 	}
 	uv_timer_init(loop, &u->defer);
 	u->defer.data = u;

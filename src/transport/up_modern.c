@@ -34,6 +34,7 @@ struct upm *upm_new(const struct upm_wire *wire, void *wctx, enum upm_probe how,
 	p->ctx = ctx;
 	p->era = how == UPM_PROBE_NONE ? UPM_LEGACY : UPM_UNKNOWN;
 	msgq_init(&p->held);
+	msgq_init(&p->later);
 	return p;
 }
 
@@ -46,6 +47,7 @@ void upm_free(struct upm *p)
 	free(p->log_level);
 	json_decref(p->subs);
 	msgq_clear(&p->held);
+	msgq_clear(&p->later);
 	json_decref(p->caps);
 	json_decref(p->client_info);
 	json_decref(p->listen_kinds);
@@ -53,6 +55,28 @@ void upm_free(struct upm *p)
 	json_decref(p->schemas);
 	upm_mrtr_free(p);
 	free(p);
+}
+
+void upm_out_message(struct upm *p, const char *msg, size_t len,
+		     int64_t related)
+{
+	if (p->in_send == 0) {
+		p->out.message(p->ctx, msg, len, related);
+		return;
+	}
+	bool first = p->later.head == NULL;
+	msgq_push(&p->later, msg, len, related);
+	if (first)
+		p->wire->kick(p->wctx);
+}
+
+void upm_run_later(struct upm *p)
+{
+	struct msgq_item *m;
+	while ((m = msgq_pop(&p->later)) != NULL) {
+		p->out.message(p->ctx, m->msg, m->len, m->id);
+		free(m);
+	}
 }
 
 bool upm_modern(const struct upm *p)
@@ -200,8 +224,8 @@ static bool upm_tools_answer(struct upm *p, const char *msg, size_t len,
 		char *s = json_dumps(a, JSON_COMPACT);
 		json_t *id = json_object_get(a, "id");
 		if (s)
-			p->out.message(p->ctx, s, strlen(s),
-				       json_integer_value(id));
+			upm_out_message(p, s, strlen(s),
+					json_integer_value(id));
 		free(s);
 	}
 	json_decref(a);
@@ -238,7 +262,7 @@ static void upm_give(struct upm *p, json_t *msg, int64_t related)
 {
 	char *s = json_dumps(msg, JSON_COMPACT);
 	if (s)
-		p->out.message(p->ctx, s, strlen(s), related);
+		upm_out_message(p, s, strlen(s), related);
 	free(s);
 }
 
@@ -322,7 +346,7 @@ static void upm_legacy(struct upm *p, const char *why)
 	if (p->init_err) {
 		char *e = p->init_err;
 		p->init_err = NULL;
-		p->out.message(p->ctx, e, strlen(e), p->init_id);
+		upm_out_message(p, e, strlen(e), p->init_id);
 		free(e);
 	} else {
 		int rc = p->wire->send(p->wctx, p->init_msg, p->init_len,
@@ -432,7 +456,7 @@ static void upm_init_answer(struct upm *p, const char *msg, size_t len,
 		p->era = UPM_LEGACY;
 		free(p->init_msg);
 		p->init_msg = NULL;
-		p->out.message(p->ctx, msg, len, p->init_id);
+		upm_out_message(p, msg, len, p->init_id);
 		upm_flush(p);
 		return;
 	}
@@ -637,7 +661,17 @@ static int upm_cancelled(struct upm *p, json_t *params)
 	return wire == id ? 0 : 1;
 }
 
+static int upm_send_in(struct upm *p, const char *msg, size_t len, int64_t id);
+
 int upm_send(struct upm *p, const char *msg, size_t len, int64_t id)
+{
+	p->in_send++;
+	int rc = upm_send_in(p, msg, len, id);
+	p->in_send--;
+	return rc;
+}
+
+static int upm_send_in(struct upm *p, const char *msg, size_t len, int64_t id)
 {
 	switch (p->era) {
 	case UPM_LEGACY:

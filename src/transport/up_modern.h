@@ -54,6 +54,10 @@ struct upm_wire {
 	/* Request id's answer is no longer waited for: its stream goes (the
 	 * revision's cancellation over HTTP). NULL on a channel. */
 	void (*forget)(void *w, int64_t id);
+	/* Asks the transport to call upm_run_later soon, outside of its
+	 * send (what upm_send answers itself cannot reach the instance from
+	 * inside the send: the instance keeps the request only after). */
+	void (*kick)(void *w);
 	/* One channel for every message (stdio): answers are known by their
 	 * id and listen streams by the subscription id in _meta,
 	 * cancellation is notifications/cancelled. */
@@ -105,6 +109,8 @@ bool upm_lost(struct upm *p, int64_t id, enum outbox_fact f);
 /* Request id is cancelled (its stream goes: the revision's cancel over
  * HTTP; on a channel the instance's notifications/cancelled says it). */
 void upm_forget(struct upm *p, int64_t id);
+/* Gives the instance what was answered inside upm_send (wire kick). */
+void upm_run_later(struct upm *p);
 /* Whether the server speaks 2026-07-28 (known after the probe). */
 bool upm_modern(const struct upm *p);
 

@@ -41,6 +41,8 @@ struct upm {
 	char *init_err;	      /* UPM_PROBE_AFTER_INIT: the initialize's error
 				 answer, the instance's if the server is legacy */
 	struct msgq held;     /* what the instance sent during the probe */
+	struct msgq later;    /* for the instance, made inside upm_send */
+	unsigned in_send;     /* upm_send is running (nested: flushes) */
 	json_t *caps;	      /* the instance's clientCapabilities */
 	json_t *client_info;  /* the instance's clientInfo */
 	json_t *listen_kinds; /* {"toolsListChanged":true,...}; NULL: none */
@@ -71,6 +73,9 @@ struct upm {
 	json_t *schemas;
 };
 
+/* Gives the instance msg: at once, or after upm_send returns. */
+void upm_out_message(struct upm *p, const char *msg, size_t len,
+		     int64_t related);
 /* Sends msg (with its _meta) as a message of the revision under id; a
  * tools/call with the Mcp-Param-* headers its tool's schema asks for. */
 int upm_post(struct upm *p, json_t *msg, int64_t id);

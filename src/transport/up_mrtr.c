@@ -98,7 +98,7 @@ static void upm_give(struct upm *p, int64_t related, json_t *msg)
 {
 	char *s = json_dumps(msg, JSON_COMPACT);
 	if (s)
-		p->out.message(p->ctx, s, strlen(s), related);
+		upm_out_message(p, s, strlen(s), related);
 	free(s);
 }
 
@@ -225,7 +225,7 @@ bool upm_mrtr_message(struct upm *p, const char *msg, size_t len,
 		if (c->wire_id == c->id)
 			return false; /* as it came */
 		/* A retry's notification: the instance knows the call's id. */
-		p->out.message(p->ctx, msg, len, c->id);
+		upm_out_message(p, msg, len, c->id);
 		return true;
 	}
 	json_t *result = json_object_get(a, "result");
