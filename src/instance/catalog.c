@@ -304,8 +304,10 @@ void instance_init_reply_cb(void *arg, json_t *resp, bool sent)
 	}
 	free(inst->protocol_version);
 	inst->protocol_version = xstrdup(version);
-	/* Its era is known: the next opens speak 2025 at once. */
+	/* Its era is known: the next opens speak 2025 at once, or (a
+	 * process) probe with server/discover first. */
 	inst->era_legacy = !modern;
+	inst->era_modern = modern;
 	json_t *caps = json_object_get(result, "capabilities");
 	json_decref(inst->caps);
 	inst->caps = json_is_object(caps) ? json_incref(caps) : json_object();
@@ -348,6 +350,8 @@ void instance_seed_lists(struct instance *inst, json_t *lists)
 	const char *era = json_string_value(json_object_get(lists, "era"));
 	if (era && strcmp(era, INSTANCE_ERA_2025) == 0)
 		inst->era_legacy = true;
+	else if (era && strcmp(era, INSTANCE_ERA_MODERN) == 0)
+		inst->era_modern = true;
 	inst->lists_cached = true;
 	inst->lists_known = true;
 }
@@ -367,8 +371,16 @@ json_t *instance_lists_json(const struct instance *inst)
 	if (inst->instructions)
 		json_object_set_new(o, "instructions",
 				    json_string(inst->instructions));
-	/* Only a remote server is probed for its era: only its is kept. */
-	if (inst->era_legacy && inst->server.kind == SERVER_HTTP_REMOTE)
+	/* What changes the next start's probe is kept: over HTTP a 2025
+	 * verdict (no server/discover first), for a process a 2026-07-28 one
+	 * (server/discover first; a 2025 process is sent the initialize
+	 * first anyway). */
+	bool http = inst->server.kind == SERVER_HTTP_REMOTE ||
+		    inst->server.kind == SERVER_HTTP_LOCAL ||
+		    inst->server.kind == SERVER_CONTAINER_HTTP;
+	if (inst->era_legacy && http)
 		json_object_set_new(o, "era", json_string(INSTANCE_ERA_2025));
+	else if (inst->era_modern && !http)
+		json_object_set_new(o, "era", json_string(INSTANCE_ERA_MODERN));
 	return o;
 }

@@ -308,8 +308,10 @@ void instance_fail_how(struct instance *inst, enum instance_state to, char *why,
 	}
 	/* A server that fails to start may have changed its revision: the
 	 * next start finds out again. */
-	if (was_starting)
+	if (was_starting) {
 		inst->era_legacy = false;
+		inst->era_modern = false;
+	}
 	/* A server that dies while handling a request that was sent again
 	 * after it died before is likely killed by it: that is a failed
 	 * start, so the backoff holds the next one, and nothing is queued

@@ -247,8 +247,9 @@ void instance_seed_lists(struct instance *inst, json_t *lists);
  * tool cache until it runs), or NULL. */
 const char *instance_instructions(const struct instance *inst);
 /* The lists as {"tools":[...],...} (and "instructions", and "era":
- * "2025" for a remote server known to speak a 2025 revision, so the tool
- * cache spares its next start the probe), new reference. */
+ * "2025" for an HTTP server known to speak a 2025 revision, so the tool
+ * cache spares its next start the probe, "2026-07-28" for a process known
+ * to speak it, so its next start probes first), new reference. */
 json_t *instance_lists_json(const struct instance *inst);
 /* Whether the lists are known (from a start, or the cache) so listing
  * needs no start. */

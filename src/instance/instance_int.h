@@ -23,6 +23,9 @@
 /* The lists' "era" (and the tool cache's) of a server known to speak a
  * 2025 revision. */
 #define INSTANCE_ERA_2025 "2025"
+/* ... and of a process known to speak 2026-07-28 (its next start sends
+ * server/discover first). */
+#define INSTANCE_ERA_MODERN "2026-07-28"
 
 struct secrets;
 
@@ -171,6 +174,10 @@ struct instance {
 	 * tool cache says it did, "era": INSTANCE_ERA_2025): the next opens
 	 * do not probe for 2026-07-28 (until a start fails). */
 	bool era_legacy;
+	/* A process (stdio) answered the probe as a server of 2026-07-28
+	 * (or the tool cache says it did): the next opens send it
+	 * server/discover first (until a start fails). */
+	bool era_modern;
 	char *last_error;
 	char *stderr_tail;
 	/* The last failure, kept while the instance lives and handed to

@@ -45,6 +45,7 @@ int instance_open_upstream(struct instance *inst)
 		.startup_timeout_ms = inst->startup_timeout_ms,
 		.key = inst->public_key,
 		.probe_era = !inst->era_legacy,
+		.era_modern = inst->era_modern,
 	};
 	/* The bearer goes on each request, read anew every time. */
 	if (instance_signs_in(inst)) {

@@ -29,6 +29,7 @@ struct upstream {
 	 * send, forget or stop: a fault to report, then on_closed. */
 	uv_timer_t defer;
 	bool fault_pending;
+	bool upm_later; /* the revision's side has answers to give */
 	struct upstream_fault fault; /* its strings owned (auth_sent wiped) */
 	bool closing;		     /* mcpc_close was called */
 	bool mcpc_done;		     /* its done callback ran */
@@ -85,6 +86,11 @@ static void up_http_close_mcpc(struct upstream *u)
 static void up_http_defer_cb(uv_timer_t *t)
 {
 	struct upstream *u = t->data;
+	if (u->upm_later) {
+		u->upm_later = false;
+		if (!u->closing && !u->fault_pending)
+			upm_run_later(u->upm);
+	}
 	if (u->fault_pending) {
 		u->fault_pending = false;
 		u->cbs.on_fault(u->ctx, &u->fault);
@@ -184,6 +190,33 @@ static void up_http_fault_cb(void *ctx, const struct mcpc_fault_info *f)
 	up_http_kick(u);
 }
 
+/* The revision's side sends through the session (up_modern.h). */
+static int up_http_wire_post(void *w, const char *msg, size_t len, int64_t id,
+			     const char *const *headers)
+{
+	struct upstream *u = w;
+	return mcpc_send_modern_with(u->m, msg, len, id, headers);
+}
+
+static int up_http_wire_send(void *w, const char *msg, size_t len, int64_t id)
+{
+	struct upstream *u = w;
+	return mcpc_send(u->m, msg, len, id);
+}
+
+static void up_http_wire_forget(void *w, int64_t id)
+{
+	struct upstream *u = w;
+	mcpc_forget(u->m, id);
+}
+
+static void up_http_wire_kick(void *w)
+{
+	struct upstream *u = w;
+	u->upm_later = true;
+	up_http_kick(u);
+}
+
 static enum mcpc_mode up_http_mode(enum server_http_type t)
 {
 	switch (t) {
@@ -246,7 +279,13 @@ static int up_http_open(uv_loop_t *loop, const struct upstream_spec *spec,
 	if (spec->probe_era && u->mode != MCPC_SSE) {
 		static const struct upm_out uo = {up_http_deliver,
 						  up_http_lose};
-		u->upm = upm_new(u->m, true, &uo, u);
+		static const struct upm_wire uw = {
+			.post = up_http_wire_post,
+			.send = up_http_wire_send,
+			.forget = up_http_wire_forget,
+			.kick = up_http_wire_kick,
+		};
+		u->upm = upm_new(&uw, u, UPM_PROBE_DISCOVER, &uo, u);
 	}
 	uv_timer_init(loop, &u->defer);
 	u->defer.data = u;

@@ -63,6 +63,7 @@ struct upstream {
 	/* The Authorization provider, passed on to the HTTP session. */
 	const char *(*authorization)(void *arg);
 	void *auth_arg;
+	bool probe_era;		/* passed on: the session finds out the era */
 	struct upstream *inner; /* upstream_http; NULL before and after */
 	struct secrets *sec;
 
@@ -357,6 +358,7 @@ static void upl_ready(struct upstream *u)
 		.http = u->http,
 		.authorization = u->authorization,
 		.auth_arg = u->auth_arg,
+		.probe_era = u->probe_era,
 	};
 	int rc = upstream_http.open(u->loop, &spec, &upl_inner_cbs, u,
 				    &u->inner);
@@ -629,6 +631,7 @@ int upl_open_driven(uv_loop_t *loop, const struct upstream_spec *spec,
 	u->http = spec->http;
 	u->authorization = spec->authorization;
 	u->auth_arg = spec->auth_arg;
+	u->probe_era = spec->probe_era;
 	u->ports = ports_default();
 	msgq_init(&u->queue);
 	u->inner_closed = true; /* until a session is opened */

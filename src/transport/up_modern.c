@@ -1,9 +1,11 @@
 /*
- * The 2026-07-28 side of an HTTP upstream (up_modern.h): the probe at the
+ * The 2026-07-28 side of an upstream (up_modern.h): the probe at the
  * initialize, the requests with the revision's _meta and headers (the
  * Mcp-Param-* of a tool's x-mcp-header arguments, from the schemas its
  * tools/list answers gave; tools whose annotations the revision forbids
- * are taken out of those answers), the listen stream.
+ * are taken out of those answers), the listen stream (list changes, and
+ * the resources 2025 clients subscribed to), logging/setLevel kept as
+ * the logLevel of 2025 clients' requests.
  */
 #include "transport/up_modern_int.h"
 
@@ -15,21 +17,24 @@
 #include <string.h>
 
 #include "jsonrpc/envelope.h"
+#include "jsonrpc/jsonrpc.h"
 #include "jsonrpc/msgq.h"
-#include "mcpc/mcpc.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
-struct upm *upm_new(struct mcpc *m, bool probe, const struct upm_out *out,
-		    void *ctx)
+struct upm *upm_new(const struct upm_wire *wire, void *wctx, enum upm_probe how,
+		    const struct upm_out *out, void *ctx)
 {
 	struct upm *p = xcalloc(1, sizeof *p);
-	p->m = m;
+	p->wire = wire;
+	p->wctx = wctx;
+	p->how = how;
 	p->out = *out;
 	p->ctx = ctx;
-	p->era = probe ? UPM_UNKNOWN : UPM_LEGACY;
+	p->era = how == UPM_PROBE_NONE ? UPM_LEGACY : UPM_UNKNOWN;
 	msgq_init(&p->held);
+	msgq_init(&p->later);
 	return p;
 }
 
@@ -38,7 +43,11 @@ void upm_free(struct upm *p)
 	if (p == NULL)
 		return;
 	free(p->init_msg);
+	free(p->init_err);
+	free(p->log_level);
+	json_decref(p->subs);
 	msgq_clear(&p->held);
+	msgq_clear(&p->later);
 	json_decref(p->caps);
 	json_decref(p->client_info);
 	json_decref(p->listen_kinds);
@@ -46,6 +55,28 @@ void upm_free(struct upm *p)
 	json_decref(p->schemas);
 	upm_mrtr_free(p);
 	free(p);
+}
+
+void upm_out_message(struct upm *p, const char *msg, size_t len,
+		     int64_t related)
+{
+	if (p->in_send == 0) {
+		p->out.message(p->ctx, msg, len, related);
+		return;
+	}
+	bool first = p->later.head == NULL;
+	msgq_push(&p->later, msg, len, related);
+	if (first)
+		p->wire->kick(p->wctx);
+}
+
+void upm_run_later(struct upm *p)
+{
+	struct msgq_item *m;
+	while ((m = msgq_pop(&p->later)) != NULL) {
+		p->out.message(p->ctx, m->msg, m->len, m->id);
+		free(m);
+	}
 }
 
 bool upm_modern(const struct upm *p)
@@ -136,8 +167,8 @@ int upm_post(struct upm *p, json_t *msg, int64_t id)
 				       json_object_get(params, "arguments"), 0,
 				       lines, &n);
 	}
-	int rc = mcpc_send_modern_with(p->m, s, strlen(s), id,
-				       (const char *const *)lines);
+	int rc = p->wire->post(p->wctx, s, strlen(s), id,
+			       (const char *const *)lines);
 	for (size_t i = 0; i < n; i++)
 		free(lines[i]);
 	free(s);
@@ -193,12 +224,55 @@ static bool upm_tools_answer(struct upm *p, const char *msg, size_t len,
 		char *s = json_dumps(a, JSON_COMPACT);
 		json_t *id = json_object_get(a, "id");
 		if (s)
-			p->out.message(p->ctx, s, strlen(s),
-				       json_integer_value(id));
+			upm_out_message(p, s, strlen(s),
+					json_integer_value(id));
 		free(s);
 	}
 	json_decref(a);
 	return dropped;
+}
+
+void upm_done(struct upm *p, int64_t id)
+{
+	if (id > 0 && p->wire->forget)
+		p->wire->forget(p->wctx, id);
+}
+
+void upm_cancel(struct upm *p, int64_t id)
+{
+	if (id <= 0)
+		return;
+	upm_done(p, id);
+	if (!p->wire->channel)
+		return;
+	/* One channel: the revision's cancellation is said. */
+	char msg[160];
+	int n = snprintf(msg, sizeof msg,
+			 "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+			 "cancelled\",\"params\":{\"requestId\":%" PRId64 "}}",
+			 id);
+	if (p->wire->send(p->wctx, msg, (size_t)n, 0) < 0)
+		log_debug("notifications/cancelled for %" PRId64
+			  " could not be sent",
+			  id);
+}
+
+/* Gives the instance msg (an object), related to request related. */
+static void upm_give(struct upm *p, json_t *msg, int64_t related)
+{
+	char *s = json_dumps(msg, JSON_COMPACT);
+	if (s)
+		upm_out_message(p, s, strlen(s), related);
+	free(s);
+}
+
+/* The instance's request id answered here, with result (taken). */
+static void upm_answer(struct upm *p, int64_t id, json_t *result)
+{
+	json_t *a = json_pack("{s:s,s:I,s:o}", "jsonrpc", "2.0", "id",
+			      (json_int_t)id, "result", result);
+	upm_give(p, a, id);
+	json_decref(a);
 }
 
 static int upm_request(struct upm *p, const char *method, json_t *params,
@@ -215,7 +289,10 @@ static int upm_request(struct upm *p, const char *method, json_t *params,
 
 /* ---- the probe ---------------------------------------------------------- */
 
-static int upm_probe(struct upm *p, const char *msg, size_t len, int64_t id)
+/* Keeps what the initialize says (the instance's capabilities and info,
+ * for the revision's _meta) and the message itself. */
+static void upm_keep_init(struct upm *p, const char *msg, size_t len,
+			  int64_t id)
 {
 	json_t *init = json_loadb(msg, len, 0, NULL);
 	json_t *params = json_object_get(init, "params");
@@ -231,9 +308,14 @@ static int upm_probe(struct upm *p, const char *msg, size_t len, int64_t id)
 	memcpy(p->init_msg, msg, len);
 	p->init_len = len;
 	p->init_id = id;
-	/* Under the initialize's id: what mcpc reports of it (a refusal, a
-	 * 401 fault's facts) is the initialize's for the instance. */
-	int rc = upm_request(p, "server/discover", json_object(), id);
+}
+
+/* server/discover, under the initialize's id: what the transport reports
+ * of it (a refusal, a 401 fault's facts) is the initialize's for the
+ * instance. */
+static int upm_discover(struct upm *p)
+{
+	int rc = upm_request(p, "server/discover", json_object(), p->init_id);
 	if (rc == 0)
 		p->era = UPM_PROBING;
 	return rc;
@@ -248,23 +330,32 @@ static void upm_flush(struct upm *p)
 	while ((h = msgq_pop(&now)) != NULL) {
 		int rc = upm_send(p, h->msg, h->len, h->id);
 		if (rc == 0) /* the 2025 way: as it came */
-			rc = mcpc_send(p->m, h->msg, h->len, h->id);
+			rc = p->wire->send(p->wctx, h->msg, h->len, h->id);
 		if (rc < 0 && h->id > 0)
 			p->out.lost(p->ctx, h->id, OUTBOX_UNWRITTEN);
 		free(h);
 	}
 }
 
-/* Not a server of the revision: the initialize goes as it came. */
+/* Not a server of the revision: the initialize goes as it came (or, when
+ * it went first, its error is the instance's answer). */
 static void upm_legacy(struct upm *p, const char *why)
 {
 	log_debug("server/discover: %s; speaking 2025 (initialize)", why);
 	p->era = UPM_LEGACY;
-	int rc = mcpc_send(p->m, p->init_msg, p->init_len, p->init_id);
+	if (p->init_err) {
+		char *e = p->init_err;
+		p->init_err = NULL;
+		upm_out_message(p, e, strlen(e), p->init_id);
+		free(e);
+	} else {
+		int rc = p->wire->send(p->wctx, p->init_msg, p->init_len,
+				       p->init_id);
+		if (rc < 0)
+			p->out.lost(p->ctx, p->init_id, OUTBOX_UNWRITTEN);
+	}
 	free(p->init_msg);
 	p->init_msg = NULL;
-	if (rc < 0)
-		p->out.lost(p->ctx, p->init_id, OUTBOX_UNWRITTEN);
 	upm_flush(p);
 }
 
@@ -286,10 +377,10 @@ static void upm_modern_init(struct upm *p, json_t *result)
 {
 	json_t *caps = json_object_get(result, "capabilities");
 	caps = json_is_object(caps) ? json_deep_copy(caps) : json_object();
-	/* The revision has no resources/subscribe and no logging/setLevel:
-	 * nothing is to ask for them. */
-	json_object_del(json_object_get(caps, "resources"), "subscribe");
-	json_object_del(caps, "logging");
+	/* resources.subscribe and logging stay: resources/subscribe and
+	 * logging/setLevel are answered here, in the revision's terms. */
+	p->can_subscribe = json_is_true(json_object_get(
+		json_object_get(caps, "resources"), "subscribe"));
 	json_t *kinds = json_object();
 	static const char *const caps_of[] = {"tools", "prompts", "resources"};
 	static const char *const kinds_of[] = {"toolsListChanged",
@@ -314,17 +405,13 @@ static void upm_modern_init(struct upm *p, json_t *result)
 	json_t *instr = json_object_get(result, "instructions");
 	if (json_is_string(instr))
 		json_object_set(r, "instructions", instr);
-	json_t *msg = json_pack("{s:s,s:I,s:o}", "jsonrpc", "2.0", "id",
-				(json_int_t)p->init_id, "result", r);
-	char *s = json_dumps(msg, JSON_COMPACT);
-	json_decref(msg);
 	p->era = UPM_MODERN;
 	free(p->init_msg);
 	p->init_msg = NULL;
+	free(p->init_err);
+	p->init_err = NULL;
 	log_debug("server/discover: the server speaks %s", MODERN_VERSION);
-	if (s)
-		p->out.message(p->ctx, s, strlen(s), p->init_id);
-	free(s);
+	upm_answer(p, p->init_id, r);
 	upm_flush(p);
 }
 
@@ -343,9 +430,8 @@ static void upm_probe_answer(struct upm *p, const char *msg, size_t len)
 					   "supported"))) {
 		json_decref(a);
 		p->probe_again = true;
-		mcpc_forget(p->m, p->init_id);
-		if (upm_request(p, "server/discover", json_object(),
-				p->init_id) < 0)
+		upm_done(p, p->init_id);
+		if (upm_discover(p) < 0)
 			upm_legacy(p, "the second probe could not be sent");
 		return;
 	}
@@ -359,22 +445,69 @@ static void upm_probe_answer(struct upm *p, const char *msg, size_t len)
 	json_decref(a);
 }
 
+/* The answer to an initialize that went first: a result is a 2025 server
+ * (it goes to the instance as it came); an error may be a server of the
+ * revision refusing it, which server/discover on the same process finds
+ * out. */
+static void upm_init_answer(struct upm *p, const char *msg, size_t len,
+			    bool error)
+{
+	if (!error) {
+		p->era = UPM_LEGACY;
+		free(p->init_msg);
+		p->init_msg = NULL;
+		upm_out_message(p, msg, len, p->init_id);
+		upm_flush(p);
+		return;
+	}
+	free(p->init_err);
+	p->init_err = xstrndup(msg, len);
+	if (upm_discover(p) < 0)
+		upm_legacy(p, "it could not be sent after the initialize's "
+			      "error");
+}
+
 /* ---- listening ---------------------------------------------------------- */
+
+/* The listen filter: the list changes the server offers, and the
+ * resources 2025 clients follow (when it can); NULL when nothing. */
+static json_t *upm_filter(struct upm *p)
+{
+	json_t *f = p->listen_kinds ? json_deep_copy(p->listen_kinds)
+				    : json_object();
+	if (p->can_subscribe && json_object_size(p->subs)) {
+		json_t *uris = json_array();
+		const char *uri;
+		json_t *n;
+		json_object_foreach(p->subs, uri, n)
+		{
+			json_array_append_new(uris, json_string(uri));
+		}
+		json_object_set_new(f, "resourceSubscriptions", uris);
+	}
+	if (json_object_size(f) == 0) {
+		json_decref(f);
+		return NULL;
+	}
+	return f;
+}
 
 static void upm_listen(struct upm *p)
 {
-	if (p->listen_kinds == NULL || p->relistens >= UPM_MAX_RELISTENS) {
-		if (p->listen_kinds)
+	json_t *filter = upm_filter(p);
+	if (filter == NULL || p->relistens >= UPM_MAX_RELISTENS) {
+		if (filter)
 			log_warn("the server's subscriptions/listen stream "
 				 "ended %d times in a row; its list changes "
 				 "are no longer heard",
 				 UPM_MAX_RELISTENS);
+		json_decref(filter);
 		p->listen_id = 0;
 		return;
 	}
 	p->listen_id = UPM_LISTEN_BASE + (int64_t)p->listen_seq++;
 	p->listen_ms = clock_now_ms();
-	json_t *params = json_pack("{s:O}", "notifications", p->listen_kinds);
+	json_t *params = json_pack("{s:o}", "notifications", filter);
 	if (upm_request(p, "subscriptions/listen", params, p->listen_id) < 0) {
 		log_warn("subscriptions/listen could not be sent");
 		p->listen_id = 0;
@@ -391,58 +524,175 @@ static void upm_relisten(struct upm *p)
 	upm_listen(p);
 }
 
-/* A message on the listen stream: list changes go on as 2025's (no
- * request caused them); the acknowledgement and the stream's final
- * answer stay here. */
-static void upm_listen_message(struct upm *p, const char *msg, size_t len)
+/* What is followed changed (a subscription): a new stream with the new
+ * filter; the one it replaces goes once the new one is acknowledged (the
+ * revision has no way to amend a filter), so nothing is missed between. */
+static void upm_refilter(struct upm *p)
+{
+	if (!p->listening)
+		return; /* the first stream opens with it */
+	if (p->listen_old)
+		upm_cancel(p, p->listen_old);
+	p->listen_old = p->listen_id;
+	p->relistens = 0;
+	upm_listen(p);
+	if (p->listen_id == 0 && p->listen_old) {
+		/* Nothing is followed any more: the old goes now. */
+		upm_cancel(p, p->listen_old);
+		p->listen_old = 0;
+	}
+}
+
+/* A message on listen stream sid: list changes and resource updates go
+ * on as 2025's (no request caused them); the acknowledgement and the
+ * stream's end stay here. */
+static void upm_listen_message(struct upm *p, const char *msg, size_t len,
+			       int64_t sid)
 {
 	json_t *n = json_loadb(msg, len, 0, NULL);
 	const char *method = json_string_value(json_object_get(n, "method"));
-	if (method == NULL) {
-		/* The stream's end, answered: listen again. */
+	/* Its end: answered, or (on a channel) cancelled by the server. */
+	if (method == NULL || strcmp(method, "notifications/cancelled") == 0) {
 		json_decref(n);
-		mcpc_forget(p->m, p->listen_id);
-		upm_relisten(p);
+		upm_done(p, sid);
+		if (sid == p->listen_old)
+			p->listen_old = 0;
+		else
+			upm_relisten(p);
 		return;
 	}
-	if (strcmp(method, "notifications/subscriptions/acknowledged") != 0) {
+	if (strcmp(method, "notifications/subscriptions/acknowledged") == 0) {
+		if (sid == p->listen_id && p->listen_old) {
+			upm_cancel(p, p->listen_old);
+			p->listen_old = 0;
+		}
+	} else {
 		json_t *params = json_object_get(n, "params");
 		json_object_del(json_object_get(params, "_meta"),
 				META_SUBSCRIPTION_ID);
 		if (json_object_size(json_object_get(params, "_meta")) == 0)
 			json_object_del(params, "_meta");
-		char *s = json_dumps(n, JSON_COMPACT);
-		if (s)
-			p->out.message(p->ctx, s, strlen(s), 0);
-		free(s);
+		upm_give(p, n, 0);
 	}
 	json_decref(n);
 }
 
+/* ---- what the revision removed, answered here --------------------------- */
+
+/* resources/subscribe or unsubscribe of a 2025 client: the set the
+ * listen stream follows changes. */
+static void upm_subscribe(struct upm *p, int64_t id, json_t *params, bool on)
+{
+	const char *uri = json_string_value(json_object_get(params, "uri"));
+	if (uri == NULL || (on && !p->can_subscribe)) {
+		json_t *e = json_pack(
+			"{s:s,s:I,s:{s:i,s:s}}", "jsonrpc", "2.0", "id",
+			(json_int_t)id, "error", "code",
+			uri ? JR_METHOD_NOT_FOUND : JR_INVALID_PARAMS,
+			"message",
+			uri ? "the server offers no resource subscriptions"
+			    : "params.uri must be a string");
+		upm_give(p, e, id);
+		json_decref(e);
+		return;
+	}
+	if (p->subs == NULL)
+		p->subs = json_object();
+	json_int_t n = json_integer_value(json_object_get(p->subs, uri));
+	bool changed;
+	if (on) {
+		changed = n == 0;
+		json_object_set_new(p->subs, uri, json_integer(n + 1));
+	} else {
+		changed = n == 1;
+		if (n <= 1)
+			json_object_del(p->subs, uri);
+		else
+			json_object_set_new(p->subs, uri, json_integer(n - 1));
+	}
+	upm_answer(p, id, json_object());
+	if (changed)
+		upm_refilter(p);
+}
+
+/* logging/setLevel of a 2025 client: its level goes in the _meta of the
+ * requests that follow (the revision's per-request level). */
+static void upm_set_level(struct upm *p, int64_t id, json_t *params)
+{
+	const char *level = json_string_value(json_object_get(params, "level"));
+	if (level == NULL) {
+		json_t *e = json_pack("{s:s,s:I,s:{s:i,s:s}}", "jsonrpc", "2.0",
+				      "id", (json_int_t)id, "error", "code",
+				      JR_INVALID_PARAMS, "message",
+				      "params.level must be a string");
+		upm_give(p, e, id);
+		json_decref(e);
+		return;
+	}
+	free(p->log_level);
+	p->log_level = xstrdup(level);
+	upm_answer(p, id, json_object());
+}
+
 /* ---- the API ------------------------------------------------------------ */
 
+static bool upm_is_initialize(const char *msg, size_t len, int64_t id)
+{
+	if (id <= 0 || !memmem(msg, len, "\"initialize\"", 12))
+		return false;
+	json_t *m = json_loadb(msg, len, 0, NULL);
+	const char *method = json_string_value(json_object_get(m, "method"));
+	bool init = method && strcmp(method, "initialize") == 0;
+	json_decref(m);
+	return init;
+}
+
+/* The instance's notifications/cancelled on a channel: a call carried on
+ * in rounds names its retry upstream (or nothing while a round waits for
+ * the client); 1 when dealt with here, 0 to send it as it came. */
+static int upm_cancelled(struct upm *p, json_t *params)
+{
+	json_t *rid = json_object_get(params, "requestId");
+	if (!json_is_integer(rid))
+		return 0;
+	int64_t id = json_integer_value(rid);
+	int64_t wire = upm_mrtr_wire(p, id);
+	upm_mrtr_forget(p, id); /* cancels a retry upstream, if any */
+	return wire == id ? 0 : 1;
+}
+
+static int upm_send_in(struct upm *p, const char *msg, size_t len, int64_t id);
+
 int upm_send(struct upm *p, const char *msg, size_t len, int64_t id)
+{
+	p->in_send++;
+	int rc = upm_send_in(p, msg, len, id);
+	p->in_send--;
+	return rc;
+}
+
+static int upm_send_in(struct upm *p, const char *msg, size_t len, int64_t id)
 {
 	switch (p->era) {
 	case UPM_LEGACY:
 		return 0;
 	case UPM_UNKNOWN:
 		/* Only an initialize probes (it is the first request). */
-		if (id <= 0 || !memmem(msg, len, "\"initialize\"", 12))
+		if (!upm_is_initialize(msg, len, id))
 			return 0;
-		{
-			json_t *m = json_loadb(msg, len, 0, NULL);
-			const char *method =
-				json_string_value(json_object_get(m, "method"));
-			bool init = method && strcmp(method, "initialize") == 0;
-			json_decref(m);
-			if (!init)
-				return 0;
+		upm_keep_init(p, msg, len, id);
+		if (p->how == UPM_PROBE_AFTER_INIT) {
+			int rc = p->wire->send(p->wctx, msg, len, id);
+			if (rc < 0)
+				return rc;
+			p->era = UPM_INITIALIZING;
+			return 1;
 		}
 		{
-			int rc = upm_probe(p, msg, len, id);
+			int rc = upm_discover(p);
 			return rc < 0 ? rc : 1;
 		}
+	case UPM_INITIALIZING:
 	case UPM_PROBING:
 		msgq_push(&p->held, msg, len, id);
 		return 1;
@@ -463,10 +713,31 @@ int upm_send(struct upm *p, const char *msg, size_t len, int64_t id)
 			json_object_set_new(m, "params", params);
 		}
 		/* A modern client's call carries its own claim: its
-		 * input_required is its own to answer. */
+		 * input_required is its own to answer, its log level its
+		 * own to ask. */
 		bool claimed = json_object_get(json_object_get(params, "_meta"),
 					       META_PROTOCOL_VERSION) != NULL;
+		if (!claimed &&
+		    (strcmp(method, "resources/subscribe") == 0 ||
+		     strcmp(method, "resources/unsubscribe") == 0)) {
+			upm_subscribe(p, id, params,
+				      strcmp(method, "resources/subscribe") ==
+					      0);
+			json_decref(m);
+			return 1;
+		}
+		if (!claimed && strcmp(method, "logging/setLevel") == 0) {
+			upm_set_level(p, id, params);
+			json_decref(m);
+			return 1;
+		}
 		upm_meta(p, params);
+		if (!claimed && p->log_level) {
+			json_t *meta = json_object_get(params, "_meta");
+			if (!json_object_get(meta, META_LOG_LEVEL))
+				json_object_set_new(meta, META_LOG_LEVEL,
+						    json_string(p->log_level));
+		}
 		if (!claimed && upm_mrtr_method(method))
 			upm_mrtr_track(p, id, method, params);
 		if (strcmp(method, "tools/list") == 0) {
@@ -483,42 +754,91 @@ int upm_send(struct upm *p, const char *msg, size_t len, int64_t id)
 			upm_mrtr_forget(p, id);
 		rc = rc < 0 ? rc : 1;
 	} else if (method && strcmp(method, "notifications/initialized") == 0) {
+		p->listening = true;
 		upm_listen(p);
+	} else if (method && p->wire->channel &&
+		   strcmp(method, "notifications/cancelled") == 0) {
+		/* On a channel this is the revision's cancellation. */
+		rc = upm_cancelled(p, json_object_get(m, "params"));
 	} else if (!method && id == 0) {
 		/* An answer of the client's to what a round asked. */
 		upm_mrtr_answer(p, m);
 	}
-	/* Other notifications (cancelled: the stream's end says it) and
-	 * answers (the revision's servers send no requests) go nowhere. */
+	/* Other notifications (cancelled over HTTP: the stream's end says
+	 * it) and answers (the revision's servers send no requests) go
+	 * nowhere. */
 	json_decref(m);
 	return rc;
 }
 
+/* On a channel, what a message relates to: an answer's own id, a listen
+ * stream's message its subscription id, the server's cancellation of a
+ * listen stream the id it names; 0 for the rest. */
+static int64_t upm_channel_related(const char *msg, size_t len)
+{
+	json_t *m = json_loadb(msg, len, 0, NULL);
+	const char *method = json_string_value(json_object_get(m, "method"));
+	json_t *params = json_object_get(m, "params");
+	json_t *id = NULL;
+	if (method == NULL)
+		id = json_object_get(m, "id");
+	else if (strcmp(method, "notifications/cancelled") == 0)
+		id = json_object_get(params, "requestId");
+	else
+		id = json_object_get(json_object_get(params, "_meta"),
+				     META_SUBSCRIPTION_ID);
+	int64_t r = json_is_integer(id) ? json_integer_value(id) : 0;
+	json_decref(m);
+	return r > 0 ? r : 0;
+}
+
+/* 1: msg is an answer with a result, 2: with an error, 0: not one. */
+static int upm_is_answer(const char *msg, size_t len)
+{
+	json_t *a = json_loadb(msg, len, 0, NULL);
+	int what = 0;
+	if (json_object_get(a, "method") == NULL)
+		what = json_object_get(a, "error")    ? 2
+		       : json_object_get(a, "result") ? 1
+						      : 0;
+	json_decref(a);
+	return what;
+}
+
 bool upm_message(struct upm *p, const char *msg, size_t len, int64_t related)
 {
-	if (p->era == UPM_PROBING && related == p->init_id) {
+	if (p->era == UPM_LEGACY || p->era == UPM_UNKNOWN)
+		return false;
+	if (p->wire->channel)
+		related = upm_channel_related(msg, len);
+	if (p->era == UPM_INITIALIZING) {
+		int what = related == p->init_id ? upm_is_answer(msg, len) : 0;
+		if (what == 0)
+			return false;
+		upm_init_answer(p, msg, len, what == 2);
+		return true;
+	}
+	if (p->era == UPM_PROBING) {
+		if (related != p->init_id)
+			return false;
 		/* Only the answer settles it; what else came on its stream is
 		 * nobody's. */
-		json_t *a = json_loadb(msg, len, 0, NULL);
-		bool answer = json_object_get(a, "method") == NULL &&
-			      (json_object_get(a, "result") ||
-			       json_object_get(a, "error"));
-		json_decref(a);
-		if (answer)
+		if (upm_is_answer(msg, len))
 			upm_probe_answer(p, msg, len);
 		return true;
 	}
-	if (p->era == UPM_MODERN && related != 0 && related == p->listen_id) {
-		upm_listen_message(p, msg, len);
+	if (related != 0 &&
+	    (related == p->listen_id || related == p->listen_old)) {
+		upm_listen_message(p, msg, len, related);
 		return true;
 	}
-	if (p->era == UPM_MODERN && p->lists && related > 0) {
+	if (p->lists && related > 0) {
 		char key[24];
 		snprintf(key, sizeof key, "%" PRId64, related);
 		if (json_object_get(p->lists, key))
 			return upm_tools_answer(p, msg, len, key);
 	}
-	return p->era == UPM_MODERN && upm_mrtr_message(p, msg, len, related);
+	return upm_mrtr_message(p, msg, len, related);
 }
 
 void upm_forget(struct upm *p, int64_t id)
@@ -533,6 +853,10 @@ bool upm_lost(struct upm *p, int64_t id, enum outbox_fact f)
 		/* Refused without an answer of the revision (a 2025 server's
 		 * 400 or 404), or cut: the initialize decides. */
 		upm_legacy(p, f == OUTBOX_REFUSED ? "refused" : "no answer");
+		return true;
+	}
+	if (p->era == UPM_MODERN && id != 0 && id == p->listen_old) {
+		p->listen_old = 0;
 		return true;
 	}
 	if (p->era == UPM_MODERN && id != 0 && id == p->listen_id) {

@@ -1,5 +1,5 @@
 /*
- * Inside the 2026-07-28 side of an HTTP upstream: its state, shared by
+ * Inside the 2026-07-28 side of an upstream: its state, shared by
  * up_modern.c (the era, the envelope, listening) and up_mrtr.c (the
  * input_required rounds mcpvisor answers for a 2025 client).
  */
@@ -18,27 +18,45 @@
 #define UPM_RETRY_BASE (((int64_t)1 << 52) + ((int64_t)1 << 51))
 
 enum upm_era {
-	UPM_LEGACY,  /* 2025: everything as it comes */
-	UPM_UNKNOWN, /* the initialize will probe */
-	UPM_PROBING, /* server/discover sent under the initialize's id */
-	UPM_MODERN,  /* 2026-07-28 */
+	UPM_LEGACY,	  /* 2025: everything as it comes */
+	UPM_UNKNOWN,	  /* the initialize will probe */
+	UPM_INITIALIZING, /* the initialize sent first (UPM_PROBE_AFTER_INIT):
+			     its answer decides */
+	UPM_PROBING,	  /* server/discover sent under the initialize's id */
+	UPM_MODERN,	  /* 2026-07-28 */
 };
 
 struct upm_call; /* up_mrtr.c */
 
 struct upm {
-	struct mcpc *m;
+	const struct upm_wire *wire;
+	void *wctx;
+	enum upm_probe how;
 	struct upm_out out;
 	void *ctx;
 	enum upm_era era;
 	int64_t init_id;
 	char *init_msg; /* the initialize, to send as it came if legacy */
 	size_t init_len;
+	char *init_err;	      /* UPM_PROBE_AFTER_INIT: the initialize's error
+				 answer, the instance's if the server is legacy */
 	struct msgq held;     /* what the instance sent during the probe */
+	struct msgq later;    /* for the instance, made inside upm_send */
+	unsigned in_send;     /* upm_send is running (nested: flushes) */
 	json_t *caps;	      /* the instance's clientCapabilities */
 	json_t *client_info;  /* the instance's clientInfo */
 	json_t *listen_kinds; /* {"toolsListChanged":true,...}; NULL: none */
+	bool listening;	      /* notifications/initialized came: listen */
 	int64_t listen_id;    /* the listen stream's request, 0: none */
+	/* The stream the last one replaced (its filter was older), let go of
+	 * once the new one is acknowledged; 0: none. */
+	int64_t listen_old;
+	/* What 2025 clients subscribed to: uri -> how many subscribe
+	 * requests (less unsubscribes) the instance sent; followed through
+	 * the listen stream's resourceSubscriptions when the server can. */
+	json_t *subs;
+	bool can_subscribe; /* discover said resources.subscribe */
+	char *log_level;    /* logging/setLevel's, for 2025 clients' requests */
 	unsigned listen_seq;
 	unsigned relistens; /* opened again in a row, each short-lived */
 	uint64_t listen_ms; /* when the listen stream was asked for */
@@ -55,9 +73,18 @@ struct upm {
 	json_t *schemas;
 };
 
+/* Gives the instance msg: at once, or after upm_send returns. */
+void upm_out_message(struct upm *p, const char *msg, size_t len,
+		     int64_t related);
 /* Sends msg (with its _meta) as a message of the revision under id; a
  * tools/call with the Mcp-Param-* headers its tool's schema asks for. */
 int upm_post(struct upm *p, json_t *msg, int64_t id);
+/* Request id's answer has come: its stream is let go of (nothing is said
+ * to the server). */
+void upm_done(struct upm *p, int64_t id);
+/* Request id, maybe still running upstream, is given up on: its stream
+ * goes (HTTP), or notifications/cancelled names it (a channel). */
+void upm_cancel(struct upm *p, int64_t id);
 
 /* up_mrtr.c */
 /* Whether method may answer input_required (tools/call, prompts/get,
@@ -76,6 +103,9 @@ bool upm_mrtr_answer(struct upm *p, json_t *msg);
  * was a retry's (dealt with here). */
 bool upm_mrtr_lost(struct upm *p, int64_t id, enum outbox_fact f);
 bool upm_mrtr_forget(struct upm *p, int64_t id);
+/* The request now upstream for the instance's call id: a retry's id, 0
+ * while a round waits for the client, id itself when untracked. */
+int64_t upm_mrtr_wire(struct upm *p, int64_t id);
 void upm_mrtr_free(struct upm *p);
 
 #endif

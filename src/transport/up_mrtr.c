@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcpc/mcpc.h"
 #include "transport/up_modern_int.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
@@ -99,7 +98,7 @@ static void upm_give(struct upm *p, int64_t related, json_t *msg)
 {
 	char *s = json_dumps(msg, JSON_COMPACT);
 	if (s)
-		p->out.message(p->ctx, s, strlen(s), related);
+		upm_out_message(p, s, strlen(s), related);
 	free(s);
 }
 
@@ -115,7 +114,7 @@ static void upm_fail(struct upm *p, struct upm_call *c, const char *text,
 				(json_int_t)c->id, "error", err);
 	int64_t id = c->id, wire = c->wire_id;
 	upm_call_drop(p, c);
-	mcpc_forget(p->m, wire);
+	upm_done(p, wire); /* unsent, or answered */
 	upm_give(p, id, msg);
 	json_decref(msg);
 }
@@ -151,7 +150,7 @@ static void upm_retry(struct upm *p, struct upm_call *c)
 /* An input_required answer to call c: its requests go to the client. */
 static void upm_round(struct upm *p, struct upm_call *c, json_t *result)
 {
-	mcpc_forget(p->m, c->wire_id); /* answered: its stream is done */
+	upm_done(p, c->wire_id); /* answered: its stream is done */
 	c->wire_id = 0;
 	if (c->rounds >= UPM_MAX_ROUNDS) {
 		char *text = xasprintf("the server asked for input more than "
@@ -226,7 +225,7 @@ bool upm_mrtr_message(struct upm *p, const char *msg, size_t len,
 		if (c->wire_id == c->id)
 			return false; /* as it came */
 		/* A retry's notification: the instance knows the call's id. */
-		p->out.message(p->ctx, msg, len, c->id);
+		upm_out_message(p, msg, len, c->id);
 		return true;
 	}
 	json_t *result = json_object_get(a, "result");
@@ -310,8 +309,16 @@ bool upm_mrtr_forget(struct upm *p, int64_t id)
 			int64_t wire = c->wire_id;
 			upm_call_drop(p, c);
 			if (wire > 0 && wire != id)
-				mcpc_forget(p->m, wire);
+				upm_cancel(p, wire);
 			return true;
 		}
 	return false;
+}
+
+int64_t upm_mrtr_wire(struct upm *p, int64_t id)
+{
+	for (struct upm_call *c = p->calls; c; c = c->next)
+		if (c->id == id)
+			return c->wire_id;
+	return id;
 }

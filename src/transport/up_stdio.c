@@ -4,7 +4,8 @@
  * a pipe cannot tell which request a message belongs to), garbage and
  * overlong lines, stderr lines, the stdin queue draining, the process
  * appearing and going (with its group), and its exit or its stdout's end
- * as the one fault. Decides nothing.
+ * as the one fault. Decides nothing. A server of MCP 2026-07-28 is spoken
+ * to in its revision by up_modern.h over the same pipes.
  */
 #include <errno.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 
 #include "proc/supervisor.h"
 #include "transport/up_cmd.h"
+#include "transport/up_modern.h"
 #include "transport/upstream.h"
 #include "util/xmalloc.h"
 
@@ -25,11 +27,17 @@ struct upstream {
 	pid_t pid;
 	uint64_t start_time;
 	char token[SUP_TOKEN_MAX + 1];
+	/* The era, and the revision's side; NULL: known to speak 2025. Its
+	 * answers made inside send go from the timer. */
+	struct upm *upm;
+	uv_timer_t later;
 };
 
 static void up_stdio_message(void *ctx, const char *line, size_t len)
 {
 	struct upstream *u = ctx;
+	if (u->upm && upm_message(u->upm, line, len, 0))
+		return;
 	u->cbs.on_message(u->ctx, line, len, 0);
 }
 
@@ -102,15 +110,95 @@ static void up_stdio_owned(struct upstream *u, bool live)
 	u->cbs.on_owned(u->ctx, &o, live);
 }
 
+static void up_stdio_free(struct upstream *u)
+{
+	if (u->cbs.on_closed)
+		u->cbs.on_closed(u->ctx);
+	free(u);
+}
+
+static void up_stdio_later_closed(uv_handle_t *h)
+{
+	up_stdio_free(h->data);
+}
+
 static void up_stdio_closed(void *ctx)
 {
 	struct upstream *u = ctx;
 	/* The supervisor calls this once the group and every process with
 	 * the token are gone or killed. */
 	up_stdio_owned(u, false);
-	if (u->cbs.on_closed)
-		u->cbs.on_closed(u->ctx);
-	free(u);
+	if (u->upm == NULL) {
+		up_stdio_free(u);
+		return;
+	}
+	upm_free(u->upm);
+	u->upm = NULL;
+	uv_close((uv_handle_t *)&u->later, up_stdio_later_closed);
+}
+
+/* ---- the revision's side (up_modern.h): the pipes are its channel ---- */
+
+static int up_stdio_wire_send(void *w, const char *msg, size_t len, int64_t id)
+{
+	struct upstream *u = w;
+	return u->stopping ? -EPIPE : sup_send(u->sup, msg, len);
+}
+
+static int up_stdio_wire_post(void *w, const char *msg, size_t len, int64_t id,
+			      const char *const *headers)
+{
+	return up_stdio_wire_send(w, msg, len, id);
+}
+
+static void up_stdio_later_cb(uv_timer_t *t)
+{
+	struct upstream *u = t->data;
+	if (u->upm && !u->stopping)
+		upm_run_later(u->upm);
+}
+
+static void up_stdio_wire_kick(void *w)
+{
+	struct upstream *u = w;
+	uv_timer_start(&u->later, up_stdio_later_cb, 0, 0);
+}
+
+static void up_stdio_deliver(void *ctx, const char *msg, size_t len,
+			     int64_t related)
+{
+	struct upstream *u = ctx;
+	u->cbs.on_message(u->ctx, msg, len, related);
+}
+
+static void up_stdio_lose(void *ctx, int64_t id, enum outbox_fact f)
+{
+	struct upstream *u = ctx;
+	if (u->cbs.on_lost)
+		u->cbs.on_lost(u->ctx, id, f);
+}
+
+/* A process of unknown era gets the initialize first (a 2025 server that
+ * exits on an unknown method is never sent one); one known to be of the
+ * revision, server/discover. */
+static void up_stdio_era(uv_loop_t *loop, struct upstream *u,
+			 const struct upstream_spec *spec)
+{
+	if (!spec->probe_era && !spec->era_modern)
+		return;
+	static const struct upm_wire uw = {
+		.post = up_stdio_wire_post,
+		.send = up_stdio_wire_send,
+		.kick = up_stdio_wire_kick,
+		.channel = true,
+	};
+	static const struct upm_out uo = {up_stdio_deliver, up_stdio_lose};
+	u->upm = upm_new(&uw, u,
+			 spec->era_modern ? UPM_PROBE_DISCOVER
+					  : UPM_PROBE_AFTER_INIT,
+			 &uo, u);
+	uv_timer_init(loop, &u->later);
+	u->later.data = u;
 }
 
 static const struct sup_cbs up_stdio_sup_cbs = {
@@ -148,6 +236,7 @@ int up_stdio_open_cmd(uv_loop_t *loop, const struct upstream_spec *spec,
 	u->pid = sup_pid(u->sup);
 	u->start_time = sup_start_time(u->sup);
 	snprintf(u->token, sizeof u->token, "%s", sup_token(u->sup));
+	up_stdio_era(loop, u, spec);
 	*out = u;
 	up_stdio_owned(u, true);
 	return 0;
@@ -180,6 +269,11 @@ void up_stdio_close_stdin(struct upstream *u)
 static int up_stdio_send(struct upstream *u, const char *msg, size_t len,
 			 int64_t id)
 {
+	if (u->upm) {
+		int rc = upm_send(u->upm, msg, len, id);
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
+	}
 	return sup_send(u->sup, msg, len);
 }
 
@@ -197,6 +291,8 @@ static void up_stdio_stop(struct upstream *u)
 static json_t *up_stdio_describe(const struct upstream *u, bool verbose)
 {
 	json_t *o = json_pack("{s:s}", "transport", "stdio");
+	if (upm_modern(u->upm))
+		json_object_set_new(o, "era", json_string("2026-07-28"));
 	if (verbose)
 		json_object_set_new(o, "pid", json_integer(u->pid));
 	return o;

@@ -180,10 +180,15 @@ struct upstream_spec {
 	 * only the configured headers. */
 	const char *(*authorization)(void *arg);
 	void *auth_arg;
-	/* HTTP kinds: whether the server's MCP revision is found out at the
-	 * initialize (a 2026-07-28 server is then spoken to in its
-	 * revision); false: it is known to speak a 2025 one. */
+	/* Whether the server's MCP revision is found out at the initialize
+	 * (a 2026-07-28 server is then spoken to in its revision); false: it
+	 * is known to speak a 2025 one. HTTP probes with server/discover; a
+	 * process gets the initialize first and server/discover only after
+	 * its error, unless era_modern. */
 	bool probe_era;
+	/* The server is known to speak 2026-07-28 (the tool cache said so):
+	 * a process is sent server/discover first. */
+	bool era_modern;
 };
 
 /* What a transport can tell, for the instance's choices. */

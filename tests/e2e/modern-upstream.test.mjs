@@ -4,7 +4,10 @@
 // the standard headers, no initialize, no session), its list changes heard
 // on subscriptions/listen; and its input_required answers, turned into
 // elicitation requests for a 2025 client (the SDK 1.x), passed through
-// untouched to a 2026 client.
+// untouched to a 2026 client; a 2025 client's resources/subscribe,
+// unsubscribe and logging/setLevel (which the revision removed) kept
+// working: the subscribed uris followed by the listen stream's
+// resourceSubscriptions, the level sent as each request's _meta logLevel.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -13,6 +16,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
 	ElicitRequestSchema,
+	LoggingMessageNotificationSchema,
+	ResourceUpdatedNotificationSchema,
 	ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 
@@ -48,7 +53,8 @@ test('a 2025 client lists and calls a 2026-only server through mcpvisor, and hea
 	await withRuntime(t, config, async (rt) => {
 		const { client, transport } = await sdkConnect(rt);
 		const { tools } = await client.listTools();
-		assert.deepEqual(tools.map((x) => x.name), ['modern__echo', 'modern__ask', 'modern__add_tool']);
+		assert.deepEqual(tools.map((x) => x.name),
+			['modern__echo', 'modern__ask', 'modern__add_tool', 'modern__touch', 'modern__log']);
 		const echo = await client.callTool({ name: 'modern__echo', arguments: { text: 'héllo' } });
 		assert.deepEqual(echo.content, [{ type: 'text', text: 'héllo' }]);
 		assert.ok(!echo.isError);
@@ -150,5 +156,65 @@ test('input_required from a 2026 server reaches a 2026 client untouched, and its
 		assert.equal(calls.length, 2);
 		assert.equal(calls[1].requestState, res1.requestState, 'the state went back byte for byte');
 		assert.equal(calls[1].meta['io.modelcontextprotocol/clientCapabilities']?.elicitation !== undefined, true);
+	});
+});
+
+test('a 2025 client subscribes to a 2026 server\'s resource and sets its log level through mcpvisor', {
+	timeout: 60_000,
+}, async (t) => {
+	const { server, config } = await modernServer(t);
+	await withRuntime(t, config, async (rt) => {
+		const { client, transport } = await sdkConnect(rt);
+		const { resources } = await client.listResources();
+		const note = resources.find((r) => r.name === 'note' || r.uri.endsWith('note'));
+		assert.ok(note, JSON.stringify(resources));
+		const updated = [];
+		client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+			updated.push(n.params.uri);
+		});
+		const logs = [];
+		client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+			logs.push(n.params.level);
+		});
+
+		// The revision has no resources/subscribe: mcpvisor answers it
+		// and follows the uri on a listen stream of its own.
+		await client.subscribeResource({ uri: note.uri });
+		const touched = await client.callTool({ name: 'modern__touch', arguments: { uri: 'mem:///note' } });
+		assert.deepEqual(touched.content, [{ type: 'text', text: 'told 1' }]);
+		await waitFor(() => updated.length > 0, 10_000, 'notifications/resources/updated at the client');
+		assert.deepEqual(updated, [note.uri]);
+		const seen = requests(server);
+		assert.ok(!seen.some((r) => r.method === 'resources/subscribe'), 'nothing removed went upstream');
+		assert.ok(seen.some((r) => r.method === 'subscriptions/listen' &&
+			JSON.stringify(r.notifications?.resourceSubscriptions) === '["mem:///note"]'),
+		JSON.stringify(seen.filter((r) => r.method === 'subscriptions/listen')));
+
+		// Unsubscribed: the stream that followed it is let go of.
+		await client.unsubscribeResource({ uri: note.uri });
+		await waitFor(async () => {
+			const r = await client.callTool({ name: 'modern__touch', arguments: { uri: 'mem:///note' } });
+			return r.content[0].text === 'told 0';
+		}, 10_000, 'no listener following mem:///note any more');
+
+		// No level set: the server is asked for no log messages.
+		await client.callTool({ name: 'modern__log', arguments: {} });
+		assert.deepEqual(logs, []);
+		// logging/setLevel is answered by mcpvisor; the level goes in the
+		// _meta of what follows, and the messages at it reach the client.
+		await client.setLoggingLevel('info');
+		const logged = await client.callTool({ name: 'modern__log', arguments: {} });
+		assert.deepEqual(logged.content, [{ type: 'text', text: 'logged' }]);
+		await waitFor(() => logs.length >= 2, 10_000, 'notifications/message at the client');
+		assert.deepEqual(logs, ['info', 'warning']);
+		const logCalls = () => requests(server).filter((r) => r.method === 'tools/call' &&
+			r.headers['mcp-name'] === 'log');
+		await waitFor(() => logCalls().length >= 2, 10_000, 'the fixture\'s lines');
+		const [before, after] = logCalls();
+		assert.equal(before.meta['io.modelcontextprotocol/logLevel'], undefined);
+		assert.equal(after.meta['io.modelcontextprotocol/logLevel'], 'info');
+		assert.ok(!requests(server).some((r) => r.method === 'logging/setLevel'));
+		await transport.terminateSession();
+		await client.close();
 	});
 });

@@ -200,7 +200,23 @@ static void tum_script_modern(struct tmc *t, struct tm_conn *c, int n,
 			       "\"data\":{\"supported\":[\"2026-07-28\"]}}");
 	} else if (tm_body_has(r, "server/discover"))
 		tum_reply_json(c, 200, id, TUM_DISCOVER);
-	else if (tm_body_has(r, "subscriptions/listen")) {
+	else if (tm_body_has(r, "subscriptions/listen") &&
+		 tm_body_has(r, "\"resourceSubscriptions\":[\"file:///a\"]")) {
+		char ack[768];
+		snprintf(
+			ack, sizeof ack,
+			"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+			"subscriptions/acknowledged\",\"params\":{\"_meta\":{"
+			"\"io.modelcontextprotocol/subscriptionId\":%lld}}}\n\n"
+			"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+			"resources/updated\",\"params\":{\"uri\":\"file:///a\","
+			"\"_meta\":{\"io.modelcontextprotocol/"
+			"subscriptionId\":%lld}}}\n\n",
+			id, id);
+		tm_sse(c, NULL);
+		tm_write(c, ack);
+		t->stream = c;
+	} else if (tm_body_has(r, "subscriptions/listen")) {
 		char ack[512];
 		snprintf(
 			ack, sizeof ack,
@@ -247,10 +263,12 @@ Test(up_modern,
 	cr_assert_str_eq(
 		json_string_value(json_object_get(res, "protocolVersion")),
 		"2026-07-28");
+	/* logging and resources.subscribe stay: logging/setLevel and
+	 * resources/subscribe are answered in the revision's terms. */
 	json_t *caps = json_object_get(res, "capabilities");
-	cr_assert_null(json_object_get(caps, "logging"));
-	cr_assert_null(json_object_get(json_object_get(caps, "resources"),
-				       "subscribe"));
+	cr_assert(json_is_object(json_object_get(caps, "logging")));
+	cr_assert(json_is_true(json_object_get(
+		json_object_get(caps, "resources"), "subscribe")));
 	cr_assert_str_eq(json_string_value(json_object_get(
 				 json_object_get(res, "serverInfo"), "name")),
 			 "m");
@@ -380,5 +398,65 @@ Test(up_modern, what_is_sent_during_the_probe_goes_after_the_verdict)
 	cr_assert_str_eq(tm_nth(&h.t, "POST", 1)->body, TUM_INIT);
 	cr_assert_str_eq(tm_nth(&h.t, "POST", 2)->body, TM_CALL(2));
 	cr_assert_eq(h.nlost, 0);
+	tum_stop(&h);
+}
+
+static bool tum_msgs4(struct tmc *t)
+{
+	return ((struct tum *)t)->nmsgs >= 4;
+}
+
+static bool tum_msgs6(struct tmc *t)
+{
+	return ((struct tum *)t)->nmsgs >= 6;
+}
+
+Test(up_modern, subscribe_and_set_level_of_a_2025_client_are_the_revisions)
+{
+	struct tum h;
+	tum_start(&h, tum_script_modern);
+	tum_send(&h, TUM_INIT, 1);
+	tm_run_until(&h.t, tum_msgs1, "the initialize answer");
+	tum_send(&h, TM_INITIALIZED, 0);
+	tm_run_until(&h.t, tum_listening, "the listen stream");
+	int listens = h.t.nreqs;
+	/* resources/subscribe is answered here, and the listen stream is
+	 * asked for again with the uri; its update reaches the instance as
+	 * a 2025 server's would. */
+	tum_send(&h,
+		 "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/"
+		 "subscribe\",\"params\":{\"uri\":\"file:///a\"}}",
+		 3);
+	tm_run_until(&h.t, tum_msgs4, "the answer and the update");
+	cr_assert(strstr(h.got.data,
+			 "\n3: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n"),
+		  "%s", h.got.data);
+	cr_assert(strstr(h.got.data,
+			 "\n0: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+			 "resources/updated\",\"params\":{\"uri\":\"file:///"
+			 "a\"}}\n"),
+		  "%s", h.got.data);
+	cr_assert_eq(h.t.nreqs, listens + 1, "one new listen, nothing else");
+	const struct tm_req *l2 = tm_nth(&h.t, "POST", listens);
+	cr_assert(tm_body_has(l2, "\"toolsListChanged\":true"), "%s", l2->body);
+	cr_assert(!tm_body_has(l2, "resources/subscribe"));
+	/* logging/setLevel: answered here; the level goes in the _meta of
+	 * what the instance sends next. */
+	tum_send(&h,
+		 "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"logging/"
+		 "setLevel\",\"params\":{\"level\":\"info\"}}",
+		 4);
+	uv_run(&h.t.loop, UV_RUN_NOWAIT);
+	cr_assert(strstr(h.got.data,
+			 "\n4: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}\n"),
+		  "%s", h.got.data);
+	cr_assert_eq(h.t.nreqs, listens + 1, "setLevel is not sent upstream");
+	tum_send(&h, TM_CALL(5), 5);
+	tm_run_until(&h.t, tum_msgs6, "the call");
+	const struct tm_req *call = tm_nth(&h.t, "POST", listens + 1);
+	cr_assert(tm_body_has(call, "\"io.modelcontextprotocol/logLevel\":"
+				    "\"info\""),
+		  "%s", call->body);
+	cr_assert_eq(h.nfault, 0);
 	tum_stop(&h);
 }
