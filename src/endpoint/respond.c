@@ -76,8 +76,7 @@ void ep_sse_start(struct conn *c)
 	}
 }
 
-void ep_hold(struct conn *c, const char *event_id, const char *data,
-	     size_t len)
+void ep_hold(struct conn *c, const char *event_id, const char *data, size_t len)
 {
 	c->held = true;
 	buf_reset(&c->held_data);

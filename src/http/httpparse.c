@@ -148,8 +148,8 @@ static void httpparse_commit_header(struct httpparse *p)
 	p->hstore.len = end;
 	h->value_len = end - h->value;
 	buf_append(&p->hstore, "", 1);
-	unsigned bit = httpparse_single_bit(p->hstore.data + h->name,
-					    h->name_len);
+	unsigned bit =
+		httpparse_single_bit(p->hstore.data + h->name, h->name_len);
 	if (p->singles & bit)
 		p->repeated = true;
 	p->singles |= bit;
@@ -178,14 +178,12 @@ static int httpparse_header_field_cb(http_parser *hp, const char *at,
 	struct httpparse *p = hp->data;
 	if (httpparse_count_header_bytes(p, len) < 0)
 		return -1;
-	/* The library, built lenient, lets spaces into names; RFC 9112
-	 * says to refuse them, as they smuggle `Name : value` past other
-	 * parsers. */
-	if (memchr(at, ' ', len) || memchr(at, '\t', len))
-		return httpparse_fail(p, 400, "invalid header name");
-	/* Trailers of a chunked body are bounded but not kept. */
+	/* Trailers of a chunked body are bounded but not kept; their names
+	 * are checked as the head's are (below). */
 	if (p->headers_complete)
-		return 0;
+		return memchr(at, ' ', len) || memchr(at, '\t', len)
+			       ? httpparse_fail(p, 400, "invalid header name")
+			       : 0;
 	if (p->hpiece != HP_FIELD) {
 		if (p->hpiece == HP_VALUE)
 			httpparse_commit_header(p);
@@ -193,19 +191,25 @@ static int httpparse_header_field_cb(http_parser *hp, const char *at,
 			return httpparse_fail(p, 431, "too many headers");
 		if (p->nspans == p->hcap) {
 			p->hcap = p->hcap ? p->hcap * 2 : 16;
-			p->spans = xrealloc(p->spans,
-					    p->hcap * sizeof(*p->spans));
+			p->spans =
+				xrealloc(p->spans, p->hcap * sizeof(*p->spans));
 		}
-		p->spans[p->nspans++] = (struct httpparse_hspan){
-			.name = p->hstore.len};
+		p->spans[p->nspans++] =
+			(struct httpparse_hspan){.name = p->hstore.len};
 		p->hpiece = HP_FIELD;
 	}
 	size_t from = p->hstore.len;
 	buf_append(&p->hstore, at, len);
-	for (char *c = p->hstore.data + from; c < p->hstore.data + p->hstore.len;
-	     c++)
+	for (char *c = p->hstore.data + from;
+	     c < p->hstore.data + p->hstore.len; c++) {
+		/* The library, built lenient, lets spaces into names; RFC
+		 * 9112 says to refuse them, as they smuggle `Name : value`
+		 * past other parsers. */
+		if (*c == ' ' || *c == '\t')
+			return httpparse_fail(p, 400, "invalid header name");
 		if (*c >= 'A' && *c <= 'Z')
 			*c = (char)(*c - 'A' + 'a');
+	}
 	p->spans[p->nspans - 1].name_len += len;
 	return 0;
 }
@@ -266,8 +270,8 @@ static int httpparse_headers_complete_cb(http_parser *hp)
 	/* The request's view of the headers, now that hstore is whole. */
 	if (p->nspans > p->req_cap) {
 		p->req_cap = p->hcap;
-		r->headers = xrealloc(r->headers,
-				      p->req_cap * sizeof(*r->headers));
+		r->headers =
+			xrealloc(r->headers, p->req_cap * sizeof(*r->headers));
 	}
 	for (size_t i = 0; i < p->nspans; i++) {
 		r->headers[i].name = p->hstore.data + p->spans[i].name;

@@ -13,6 +13,7 @@
 #include "router/router.h"
 #include "session/hub.h"
 #include "session/session_int.h"
+#include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
@@ -64,8 +65,10 @@ static struct stream_rec *session_stream_by_no(struct session *s, uint64_t no)
  * ring still finds its stream, and is told what it can no longer get. */
 static void session_event_id(char *id, uint64_t stream, uint64_t n)
 {
-	snprintf(id, EXCHANGE_EVENT_ID_MAX, "%llu-%llu",
-		 (unsigned long long)stream, (unsigned long long)n);
+	/* Two 20-digit numbers and a dash fit EXCHANGE_EVENT_ID_MAX. */
+	size_t k = buf_fmt_u64(id, stream);
+	id[k++] = '-';
+	buf_fmt_u64(id + k, n);
 }
 
 static const char *session_record_cb(void *rctx, uint64_t stream, json_t *msg,

@@ -112,7 +112,17 @@ static int jscan_string(struct jscan *j, bool *plain)
 	j->i++;
 	*plain = true;
 	while (j->i < j->len) {
-		unsigned char c = (unsigned char)j->s[j->i];
+		/* The run of ordinary bytes, in one tight loop: most strings
+		 * are nothing else. */
+		const unsigned char *p = (const unsigned char *)j->s;
+		size_t i = j->i, len = j->len;
+		while (i < len && p[i] >= 0x20 && p[i] < 0x80 && p[i] != '"' &&
+		       p[i] != '\\')
+			i++;
+		j->i = i;
+		if (i >= len)
+			break;
+		unsigned char c = p[i];
 		if (c == '"') {
 			j->i++;
 			return 0;
