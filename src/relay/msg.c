@@ -11,9 +11,16 @@ char *relay_msg_splice(const char *text, size_t len,
 		       const struct jsonscan_span *sp, const char *with,
 		       size_t *out_len)
 {
+	return relay_msg_splice_in(text, len, sp, with, NULL, 0, out_len);
+}
+
+char *relay_msg_splice_in(const char *text, size_t len,
+			  const struct jsonscan_span *sp, const char *with,
+			  char *buf, size_t cap, size_t *out_len)
+{
 	size_t wl = strlen(with);
 	*out_len = len - sp->len + wl;
-	char *s = xmalloc(*out_len + 1);
+	char *s = *out_len < cap ? buf : xmalloc(*out_len + 1);
 	memcpy(s, text, sp->off);
 	memcpy(s + sp->off, with, wl);
 	memcpy(s + sp->off + wl, text + sp->off + sp->len,
@@ -38,4 +45,18 @@ char *relay_msg_error(const char *id, int code, const char *text,
 	char *out = relay_msg_splice(s, *out_len, &sp, id, out_len);
 	free(s);
 	return out;
+}
+
+void relay_msg_id(char *out, int64_t id)
+{
+	char tmp[21];
+	size_t n = 0;
+	uint64_t v = id < 0 ? 0 : (uint64_t)id;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		out[i] = tmp[n - 1 - i];
+	out[n] = '\0';
 }

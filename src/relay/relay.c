@@ -74,16 +74,21 @@ struct outbox_req *relay_req_add(struct relay *r, enum rreq_kind kind,
 	q->owed = OUTBOX_RESEND;
 	q->wait_from = clock_now_ms();
 	char ours[24];
-	snprintf(ours, sizeof ours, "%lld", (long long)outbox_peek_id(r->ob));
+	relay_msg_id(ours, outbox_peek_id(r->ob));
 	if (kind == RK_HOST)
 		q->host_id = xstrndup(line + id_span->off, id_span->len);
+	/* The message with our id: what is written, and written again (the
+	 * outbox keeps its own copy; a common call is spliced on the
+	 * stack). */
+	char small[4096];
 	size_t n;
-	char *msg = relay_msg_splice(line, len, id_span, ours, &n);
+	char *msg = relay_msg_splice_in(line, len, id_span, ours, small,
+					sizeof small, &n);
 	struct outbox_req *o = outbox_add(r->ob, method, NULL, kind != RK_HOST,
 					  relay_req_done, NULL, q);
-	/* The message with our id: what is written, and written again. */
 	outbox_req_set_msg(o, msg, n);
-	free(msg);
+	if (msg != small)
+		free(msg);
 	return o;
 }
 
@@ -611,10 +616,14 @@ void relay_link_message(struct relay *r, const char *msg, size_t len,
 		return;
 	struct rreq *q = outbox_req_arg(o);
 	if (q->kind == RK_HOST) {
+		/* host_write copies what stdout does not take at once. */
+		char small[4096];
 		size_t n;
-		char *s = relay_msg_splice(msg, len, &sp[K_ID], q->host_id, &n);
+		char *s = relay_msg_splice_in(msg, len, &sp[K_ID], q->host_id,
+					      small, sizeof small, &n);
 		r->ops->host_write(r->ctx, s, n);
-		free(s);
+		if (s != small)
+			free(s);
 		if (q->list != RL_NONE)
 			relay_lists_seen(&r->lists, q->list, msg, len);
 		outbox_settle(r->ob, o, OUTBOX_ANSWERED, NULL);

@@ -719,3 +719,68 @@ Test(relay, every_fact_in_every_state_keeps_a_call_at_most_once)
 		}
 	}
 }
+
+/* Requests and answers are spliced on the stack up to 4 KiB and on the
+ * heap past it: byte-exact either way, at every size around the edge, and
+ * our ids past one digit. */
+Test(relay, splices_are_exact_around_the_stack_buffer)
+{
+	static char pad[5000];
+	for (int k = 0; k <= 40; k++) {
+		int64_t ours = (int64_t)k + 2;
+		int size = 4076 + k; /* of what is spliced, either way */
+		/* The request, then the answer (a shorter frame), padded to
+		 * size bytes once spliced. */
+		char *want0 =
+			xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":"
+				  "\"tools/call\",\"params\":{\"name\":\"e\","
+				  "\"arguments\":{\"t\":\"\"}}}",
+				  (long long)ours);
+		int n = size - (int)strlen(want0);
+		free(want0);
+		memset(pad, 'x', (size_t)n);
+		pad[n] = '\0';
+		char *line = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":\"h%d\","
+				       "\"method\":\"tools/call\",\"params\":"
+				       "{\"name\":\"e\",\"arguments\":{\"t\":"
+				       "\"%s\"}}}",
+				       size, pad);
+		char *want = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%lld,"
+				       "\"method\":\"tools/call\",\"params\":"
+				       "{\"name\":\"e\",\"arguments\":{\"t\":"
+				       "\"%s\"}}}",
+				       (long long)ours, pad);
+		cr_assert_eq(strlen(want), (size_t)size);
+		host(line);
+		cr_assert_eq(F.sent_id[F.nsent - 1], ours);
+		cr_assert_str_eq(F.sent[F.nsent - 1], want);
+		char *back0 = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":\"h%d\","
+					"\"result\":{\"t\":\"\"}}",
+					size);
+		n = size - (int)strlen(back0);
+		free(back0);
+		memset(pad, 'y', (size_t)n);
+		pad[n] = '\0';
+		char *ans = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%lld,"
+				      "\"result\":{\"t\":\"%s\"}}",
+				      (long long)ours, pad);
+		char *back = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":\"h%d\","
+				       "\"result\":{\"t\":\"%s\"}}",
+				       size, pad);
+		cr_assert_eq(strlen(back), (size_t)size);
+		runtime(ans);
+		cr_assert_str_eq(last_host(), back);
+		cr_assert_eq(relay_pending(R), 0);
+		free(line);
+		free(want);
+		free(ans);
+		free(back);
+		/* The fake keeps MAXN messages: each size starts afresh. */
+		for (int i = 2; i < F.nsent; i++)
+			free(F.sent[i]);
+		F.nsent = 2;
+		for (int i = 0; i < F.nhost; i++)
+			free(F.host[i]);
+		F.nhost = 0;
+	}
+}
