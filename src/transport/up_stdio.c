@@ -128,6 +128,10 @@ static void up_stdio_closed(void *ctx)
 	/* The supervisor calls this once the group and every process with
 	 * the token are gone or killed. */
 	up_stdio_owned(u, false);
+	/* The supervisor frees itself after this: with a upm, the owner
+	 * hears on_closed a turn later, and anything it asks until then
+	 * finds no process. */
+	u->sup = NULL;
 	if (u->upm == NULL) {
 		up_stdio_free(u);
 		return;
@@ -142,7 +146,8 @@ static void up_stdio_closed(void *ctx)
 static int up_stdio_wire_send(void *w, const char *msg, size_t len, int64_t id)
 {
 	struct upstream *u = w;
-	return u->stopping ? -EPIPE : sup_send(u->sup, msg, len);
+	return u->stopping || u->sup == NULL ? -EPIPE
+					     : sup_send(u->sup, msg, len);
 }
 
 static int up_stdio_wire_post(void *w, const char *msg, size_t len, int64_t id,
@@ -263,7 +268,8 @@ static int up_stdio_open(uv_loop_t *loop, const struct upstream_spec *spec,
 
 void up_stdio_close_stdin(struct upstream *u)
 {
-	sup_close_stdin(u->sup);
+	if (u->sup)
+		sup_close_stdin(u->sup);
 }
 
 static int up_stdio_send(struct upstream *u, const char *msg, size_t len,
@@ -274,18 +280,20 @@ static int up_stdio_send(struct upstream *u, const char *msg, size_t len,
 		if (rc != 0)
 			return rc < 0 ? rc : 0;
 	}
-	return sup_send(u->sup, msg, len);
+	return u->sup ? sup_send(u->sup, msg, len) : -EPIPE;
 }
 
 static void up_stdio_pause(struct upstream *u, bool on)
 {
-	sup_pause(u->sup, on);
+	if (u->sup)
+		sup_pause(u->sup, on);
 }
 
 static void up_stdio_stop(struct upstream *u)
 {
 	u->stopping = true;
-	sup_stop(u->sup);
+	if (u->sup)
+		sup_stop(u->sup);
 }
 
 static json_t *up_stdio_describe(const struct upstream *u, bool verbose)
@@ -300,7 +308,7 @@ static json_t *up_stdio_describe(const struct upstream *u, bool verbose)
 
 static char *up_stdio_log_tail(const struct upstream *u, int n)
 {
-	return sup_log_tail(u->sup, n);
+	return u->sup ? sup_log_tail(u->sup, n) : xstrdup("");
 }
 
 const struct upstream_ops upstream_stdio = {

@@ -467,3 +467,46 @@ Test(supervisor, upstream_stdio_stopped_is_no_fault_and_url_servers_wait)
 	s.kind = SERVER_HTTP_LOCAL;
 	cr_assert_eq(upstream_ops_for(&s), &upstream_http_local);
 }
+
+/* A process whose era is not known carries the 2026-07-28 side, whose
+ * close takes one more loop turn: between the supervisor's end and the
+ * owner's on_closed, what the owner asks (stop again, send, pause, the
+ * log) must find no process instead of the freed supervisor. */
+Test(supervisor, upstream_stdio_after_its_process_is_gone)
+{
+	struct up_tst t = {0};
+	cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	cr_assert_eq(uv_loop_init(&t.loop), 0);
+	char *args[] = {"-c", "exit 3", NULL};
+	struct server_config s = {.name = "u",
+				  .kind = SERVER_STDIO,
+				  .command = "sh",
+				  .args = args,
+				  .nargs = 2};
+	struct upstream_spec spec = {
+		.server = &s, .token = TST_TOKEN, .probe_era = true};
+	struct upstream *u = NULL;
+	cr_assert_eq(upstream_stdio.open(&t.loop, &spec, &up_cbs, &t, &u), 0);
+	tst_live_group = t.owned_pid;
+	while (t.nfaults == 0)
+		uv_run(&t.loop, UV_RUN_ONCE);
+	upstream_stdio.stop(u);
+	while (t.ngone == 0)
+		uv_run(&t.loop, UV_RUN_ONCE);
+	int asked = 0;
+	while (t.nclosed == 0) {
+		upstream_stdio.stop(u);
+		upstream_stdio.pause(u, true);
+		cr_assert_lt(upstream_stdio.send(u, "{\"a\":1}", 7, 5), 0);
+		char *tail = upstream_stdio.log_tail(u, 5);
+		cr_assert_not_null(tail);
+		free(tail);
+		asked++;
+		uv_run(&t.loop, UV_RUN_ONCE);
+	}
+	cr_assert_gt(asked, 0, "no turn between the process's end and close");
+	cr_assert_eq(t.nclosed, 1);
+	tst_live_group = 0;
+	uv_run(&t.loop, UV_RUN_DEFAULT);
+	cr_assert_eq(uv_loop_close(&t.loop), 0);
+}
