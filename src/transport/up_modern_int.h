@@ -108,4 +108,23 @@ bool upm_mrtr_forget(struct upm *p, int64_t id);
 int64_t upm_mrtr_wire(struct upm *p, int64_t id);
 void upm_mrtr_free(struct upm *p);
 
+/* up_modern.c: gives the instance msg (an object), related to request
+ * related; answers the instance's request id with result (taken); sends
+ * a request of ours (params taken, with the revision's _meta). */
+void upm_give(struct upm *p, json_t *msg, int64_t related);
+void upm_answer(struct upm *p, int64_t id, json_t *result);
+int upm_request(struct upm *p, const char *method, json_t *params, int64_t id);
+
+/* up_listen.c: the listen stream and what the revision removed. */
+void upm_listen(struct upm *p);
+/* The listen stream ended: asked for again, within the limits. */
+void upm_relisten(struct upm *p);
+/* A message on listen stream sid. */
+void upm_listen_message(struct upm *p, const char *msg, size_t len,
+			int64_t sid);
+/* resources/subscribe (on) or unsubscribe of a 2025 client, request id. */
+void upm_subscribe(struct upm *p, int64_t id, json_t *params, bool on);
+/* logging/setLevel of a 2025 client, request id. */
+void upm_set_level(struct upm *p, int64_t id, json_t *params);
+
 #endif

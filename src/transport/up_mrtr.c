@@ -93,15 +93,6 @@ static struct upm_call *upm_call_by_wire(struct upm *p, int64_t wire_id)
 	return NULL;
 }
 
-/* Gives the instance msg (an object), related to call c. */
-static void upm_give(struct upm *p, int64_t related, json_t *msg)
-{
-	char *s = json_dumps(msg, JSON_COMPACT);
-	if (s)
-		upm_out_message(p, s, strlen(s), related);
-	free(s);
-}
-
 /* Ends call c with an error of ours (its rounds could not go on): the
  * instance gets it under the call's id. */
 static void upm_fail(struct upm *p, struct upm_call *c, const char *text,
@@ -115,7 +106,7 @@ static void upm_fail(struct upm *p, struct upm_call *c, const char *text,
 	int64_t id = c->id, wire = c->wire_id;
 	upm_call_drop(p, c);
 	upm_done(p, wire); /* unsent, or answered */
-	upm_give(p, id, msg);
+	upm_give(p, msg, id);
 	json_decref(msg);
 }
 
@@ -203,7 +194,7 @@ static void upm_round(struct upm *p, struct upm_call *c, json_t *result)
 	json_t *m;
 	json_array_foreach(out, i, m)
 	{
-		upm_give(p, id, m);
+		upm_give(p, m, id);
 	}
 	json_decref(out);
 }
@@ -244,7 +235,7 @@ bool upm_mrtr_message(struct upm *p, const char *msg, size_t len,
 		return false; /* the answer as it came */
 	}
 	json_object_set_new(a, "id", json_integer(cid));
-	upm_give(p, cid, a);
+	upm_give(p, a, cid);
 	json_decref(a);
 	return true;
 }
