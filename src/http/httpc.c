@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "http/curlso.h"
 #include "http/httpc.h"
@@ -38,6 +40,13 @@ struct httpc_sock {
 	curl_socket_t fd;
 	struct httpc *c;
 	struct httpc_sock *prev, *next;
+	/* A connection's socket (made by httpc_open_cb): its poll lives
+	 * until curl closes it (httpc_close_cb), not only while a transfer
+	 * uses it, so a kept-alive connection is not taken out of epoll and
+	 * put back (three or four system calls) on every request. */
+	bool conn;
+	bool idle;  /* a conn curl has no interest in now (in its cache) */
+	int events; /* UV_READABLE, UV_WRITABLE polled for; 0: stopped */
 };
 
 struct httpc {
@@ -151,6 +160,14 @@ static void httpc_poll_cb(uv_poll_t *p, int status, int events)
 {
 	struct httpc_sock *s = p->data;
 	int flags = 0;
+	if (s->idle) {
+		/* A cached connection the server closed or wrote to: curl
+		 * finds out when it would reuse it (it checks); polling it
+		 * until then would only spin. */
+		uv_poll_stop(p);
+		s->events = 0;
+		return;
+	}
 	if (status < 0)
 		flags = CURL_CSELECT_ERR;
 	if (events & UV_READABLE)
@@ -183,32 +200,62 @@ static void httpc_sock_close(struct httpc_sock *s)
 	uv_close((uv_handle_t *)&s->poll, httpc_sock_close_cb);
 }
 
+static struct httpc_sock *httpc_sock_new(struct httpc *c, curl_socket_t fd)
+{
+	struct httpc_sock *s = xcalloc(1, sizeof *s);
+	if (uv_poll_init_socket(c->loop, &s->poll, fd) < 0) {
+		free(s);
+		return NULL;
+	}
+	s->fd = fd;
+	s->c = c;
+	s->poll.data = s;
+	s->next = c->socks;
+	if (c->socks)
+		c->socks->prev = s;
+	c->socks = s;
+	c->handles++;
+	return s;
+}
+
+static struct httpc_sock *httpc_sock_find(struct httpc *c, curl_socket_t fd)
+{
+	for (struct httpc_sock *s = c->socks; s; s = s->next)
+		if (s->fd == fd && s->conn)
+			return s;
+	return NULL;
+}
+
 static int httpc_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
 			   void *socketp)
 {
 	struct httpc *c = userp;
 	struct httpc_sock *s = socketp;
 	if (what == CURL_POLL_REMOVE) {
-		if (s) {
-			c->cu->multi_assign(c->multi, fd, NULL);
+		if (s == NULL)
+			s = httpc_sock_find(c, fd);
+		if (s == NULL)
+			return 0;
+		c->cu->multi_assign(c->multi, fd, NULL);
+		if (!s->conn) {
 			httpc_sock_close(s);
+			return 0;
+		}
+		/* Kept in epoll as it is, unless it waited to write (that
+		 * would fire at once, again and again). */
+		s->idle = true;
+		if (s->events & UV_WRITABLE) {
+			uv_poll_stop(&s->poll);
+			s->events = 0;
 		}
 		return 0;
 	}
-	if (s == NULL) {
-		s = xcalloc(1, sizeof *s);
-		if (uv_poll_init_socket(c->loop, &s->poll, fd) < 0) {
-			free(s);
-			return -1;
-		}
-		s->fd = fd;
-		s->c = c;
-		s->poll.data = s;
-		s->next = c->socks;
-		if (c->socks)
-			c->socks->prev = s;
-		c->socks = s;
-		c->handles++;
+	if (s == NULL)
+		s = httpc_sock_find(c, fd);
+	if (s == NULL && (s = httpc_sock_new(c, fd)) == NULL)
+		return -1;
+	if (s->idle || socketp == NULL) {
+		s->idle = false;
 		c->cu->multi_assign(c->multi, fd, s);
 	}
 	int events = 0;
@@ -216,8 +263,38 @@ static int httpc_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
 		events |= UV_READABLE;
 	if (what & CURL_POLL_OUT)
 		events |= UV_WRITABLE;
+	s->events = events;
 	uv_poll_start(&s->poll, events, httpc_poll_cb);
 	return 0;
+}
+
+/* curl's connection sockets are made here, so that their polls can live
+ * as long as they do (see struct httpc_sock). */
+static curl_socket_t httpc_open_cb(void *userp, curlsocktype purpose,
+				   struct curl_sockaddr *a)
+{
+	struct httpc *c = userp;
+	curl_socket_t fd = socket(a->family, a->socktype, a->protocol);
+	if (fd == CURL_SOCKET_BAD)
+		return fd;
+	struct httpc_sock *s = httpc_sock_new(c, fd);
+	if (s == NULL) {
+		close(fd);
+		return CURL_SOCKET_BAD;
+	}
+	s->conn = true;
+	s->idle = true;
+	return fd;
+}
+
+static int httpc_close_cb(void *userp, curl_socket_t fd)
+{
+	struct httpc *c = userp;
+	struct httpc_sock *s = httpc_sock_find(c, fd);
+	/* The poll lets the fd go first: its number may be reused at once. */
+	if (s)
+		httpc_sock_close(s);
+	return close(fd);
 }
 
 static int httpc_curl_timer_cb(CURLM *m, long ms, void *userp)
@@ -678,6 +755,10 @@ static int httpc_setup(struct httpc_req *r, const struct httpc_opts *o)
 	SET(CURLOPT_PREREQFUNCTION, httpc_prereq_cb);
 	SET(CURLOPT_PREREQDATA, (void *)r);
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
+	SET(CURLOPT_OPENSOCKETFUNCTION, httpc_open_cb);
+	SET(CURLOPT_OPENSOCKETDATA, (void *)r->c);
+	SET(CURLOPT_CLOSESOCKETFUNCTION, httpc_close_cb);
+	SET(CURLOPT_CLOSESOCKETDATA, (void *)r->c);
 	/* No CURLOPT_PIPEWAIT: a request would wait for a connection whose
 	 * protocol is not known yet, which a silent stream never tells. */
 	SET(CURLOPT_HTTPHEADER, r->headers);
