@@ -33,6 +33,7 @@ static const char *curlso_load(void)
 	bool ok = CURLSO_SYM(global_init, "curl_global_init") &&
 		  CURLSO_SYM(easy_init, "curl_easy_init") &&
 		  CURLSO_SYM(easy_cleanup, "curl_easy_cleanup") &&
+		  CURLSO_SYM(easy_reset, "curl_easy_reset") &&
 		  CURLSO_SYM(easy_setopt, "curl_easy_setopt") &&
 		  CURLSO_SYM(easy_getinfo, "curl_easy_getinfo") &&
 		  CURLSO_SYM(easy_pause, "curl_easy_pause") &&

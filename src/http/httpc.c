@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "http/curlso.h"
 #include "http/httpc.h"
@@ -27,6 +29,10 @@
  * writes as fast as the socket takes it cannot keep the loop inside
  * curl's reads. */
 #define HTTPC_TURN_BYTES (256 * 1024)
+/* Finished easy handles kept for the next requests: making one and
+ * freeing it cost more than a third of curl's work for a small call
+ * (its state, its buffers); reset, one holds a 16 KiB read buffer. */
+#define HTTPC_IDLE_EASY 16
 #define HTTPC_WHY_MAX 200
 
 struct httpc_sock {
@@ -34,6 +40,13 @@ struct httpc_sock {
 	curl_socket_t fd;
 	struct httpc *c;
 	struct httpc_sock *prev, *next;
+	/* A connection's socket (made by httpc_open_cb): its poll lives
+	 * until curl closes it (httpc_close_cb), not only while a transfer
+	 * uses it, so a kept-alive connection is not taken out of epoll and
+	 * put back (three or four system calls) on every request. */
+	bool conn;
+	bool idle;  /* a conn curl has no interest in now (in its cache) */
+	int events; /* UV_READABLE, UV_WRITABLE polled for; 0: stopped */
 };
 
 struct httpc {
@@ -50,9 +63,11 @@ struct httpc {
 	uv_check_t yield;
 	uv_timer_t kick; /* deferred adds and resumes */
 	struct httpc_req *reqs;
-	struct httpc_sock *socks; /* polled for curl */
-	int handles;		  /* open uv handles; freed at 0 once closing */
-	int depth;		  /* inside our dispatch: httpc_free waits */
+	struct httpc_sock *socks;    /* polled for curl */
+	CURL *idle[HTTPC_IDLE_EASY]; /* reset, for the next requests */
+	int nidle;
+	int handles;   /* open uv handles; freed at 0 once closing */
+	int depth;     /* inside our dispatch: httpc_free waits */
 	int in_curl;   /* inside a curl call: curl may not be re-entered */
 	int cancelled; /* requests cancelled inside curl, to remove */
 	bool closing;  /* httpc_free ran: nothing new starts */
@@ -145,6 +160,14 @@ static void httpc_poll_cb(uv_poll_t *p, int status, int events)
 {
 	struct httpc_sock *s = p->data;
 	int flags = 0;
+	if (s->idle) {
+		/* A cached connection the server closed or wrote to: curl
+		 * finds out when it would reuse it (it checks); polling it
+		 * until then would only spin. */
+		uv_poll_stop(p);
+		s->events = 0;
+		return;
+	}
 	if (status < 0)
 		flags = CURL_CSELECT_ERR;
 	if (events & UV_READABLE)
@@ -177,32 +200,62 @@ static void httpc_sock_close(struct httpc_sock *s)
 	uv_close((uv_handle_t *)&s->poll, httpc_sock_close_cb);
 }
 
+static struct httpc_sock *httpc_sock_new(struct httpc *c, curl_socket_t fd)
+{
+	struct httpc_sock *s = xcalloc(1, sizeof *s);
+	if (uv_poll_init_socket(c->loop, &s->poll, fd) < 0) {
+		free(s);
+		return NULL;
+	}
+	s->fd = fd;
+	s->c = c;
+	s->poll.data = s;
+	s->next = c->socks;
+	if (c->socks)
+		c->socks->prev = s;
+	c->socks = s;
+	c->handles++;
+	return s;
+}
+
+static struct httpc_sock *httpc_sock_find(struct httpc *c, curl_socket_t fd)
+{
+	for (struct httpc_sock *s = c->socks; s; s = s->next)
+		if (s->fd == fd && s->conn)
+			return s;
+	return NULL;
+}
+
 static int httpc_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
 			   void *socketp)
 {
 	struct httpc *c = userp;
 	struct httpc_sock *s = socketp;
 	if (what == CURL_POLL_REMOVE) {
-		if (s) {
-			c->cu->multi_assign(c->multi, fd, NULL);
+		if (s == NULL)
+			s = httpc_sock_find(c, fd);
+		if (s == NULL)
+			return 0;
+		c->cu->multi_assign(c->multi, fd, NULL);
+		if (!s->conn) {
 			httpc_sock_close(s);
+			return 0;
+		}
+		/* Kept in epoll as it is, unless it waited to write (that
+		 * would fire at once, again and again). */
+		s->idle = true;
+		if (s->events & UV_WRITABLE) {
+			uv_poll_stop(&s->poll);
+			s->events = 0;
 		}
 		return 0;
 	}
-	if (s == NULL) {
-		s = xcalloc(1, sizeof *s);
-		if (uv_poll_init_socket(c->loop, &s->poll, fd) < 0) {
-			free(s);
-			return -1;
-		}
-		s->fd = fd;
-		s->c = c;
-		s->poll.data = s;
-		s->next = c->socks;
-		if (c->socks)
-			c->socks->prev = s;
-		c->socks = s;
-		c->handles++;
+	if (s == NULL)
+		s = httpc_sock_find(c, fd);
+	if (s == NULL && (s = httpc_sock_new(c, fd)) == NULL)
+		return -1;
+	if (s->idle || socketp == NULL) {
+		s->idle = false;
 		c->cu->multi_assign(c->multi, fd, s);
 	}
 	int events = 0;
@@ -210,8 +263,38 @@ static int httpc_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
 		events |= UV_READABLE;
 	if (what & CURL_POLL_OUT)
 		events |= UV_WRITABLE;
+	s->events = events;
 	uv_poll_start(&s->poll, events, httpc_poll_cb);
 	return 0;
+}
+
+/* curl's connection sockets are made here, so that their polls can live
+ * as long as they do (see struct httpc_sock). */
+static curl_socket_t httpc_open_cb(void *userp, curlsocktype purpose,
+				   struct curl_sockaddr *a)
+{
+	struct httpc *c = userp;
+	curl_socket_t fd = socket(a->family, a->socktype, a->protocol);
+	if (fd == CURL_SOCKET_BAD)
+		return fd;
+	struct httpc_sock *s = httpc_sock_new(c, fd);
+	if (s == NULL) {
+		close(fd);
+		return CURL_SOCKET_BAD;
+	}
+	s->conn = true;
+	s->idle = true;
+	return fd;
+}
+
+static int httpc_close_cb(void *userp, curl_socket_t fd)
+{
+	struct httpc *c = userp;
+	struct httpc_sock *s = httpc_sock_find(c, fd);
+	/* The poll lets the fd go first: its number may be reused at once. */
+	if (s)
+		httpc_sock_close(s);
+	return close(fd);
 }
 
 static int httpc_curl_timer_cb(CURLM *m, long ms, void *userp)
@@ -248,6 +331,24 @@ static bool httpc_sent_now(const struct httpc_req *r)
 	return size > 0;
 }
 
+/* A finished easy handle back to the idle set, reset at once so that it
+ * points at nothing of the request (its headers, buffers, callbacks'
+ * data); freed when the set is full or the client closes. */
+static void httpc_easy_put(struct httpc *c, CURL *e)
+{
+	if (c->closing || c->nidle == HTTPC_IDLE_EASY) {
+		c->cu->easy_cleanup(e);
+		return;
+	}
+	c->cu->easy_reset(e);
+	c->idle[c->nidle++] = e;
+}
+
+static CURL *httpc_easy_get(struct httpc *c)
+{
+	return c->nidle > 0 ? c->idle[--c->nidle] : c->cu->easy_init();
+}
+
 /* Removes r from curl (never from inside curl), tells its owner unless
  * it was cancelled, and frees it. */
 static void httpc_end(struct httpc_req *r, int err, const char *why)
@@ -272,7 +373,7 @@ static void httpc_end(struct httpc_req *r, int err, const char *why)
 		c->reqs = r->next;
 	if (r->next)
 		r->next->prev = r->prev;
-	cu->easy_cleanup(r->easy);
+	httpc_easy_put(c, r->easy);
 	cu->slist_free_all(r->headers);
 	buf_free(&r->head);
 	uv_close((uv_handle_t *)&r->silence, httpc_req_close_cb);
@@ -584,6 +685,8 @@ static void httpc_free_now(struct httpc *c)
 		struct httpc_req *r = c->reqs;
 		httpc_end(r, -ECANCELED, "the HTTP client was closed");
 	}
+	while (c->nidle > 0)
+		c->cu->easy_cleanup(c->idle[--c->nidle]);
 	/* Closes the cached connections: their polls go through
 	 * httpc_socket_cb. */
 	c->cu->multi_cleanup(c->multi);
@@ -652,6 +755,10 @@ static int httpc_setup(struct httpc_req *r, const struct httpc_opts *o)
 	SET(CURLOPT_PREREQFUNCTION, httpc_prereq_cb);
 	SET(CURLOPT_PREREQDATA, (void *)r);
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
+	SET(CURLOPT_OPENSOCKETFUNCTION, httpc_open_cb);
+	SET(CURLOPT_OPENSOCKETDATA, (void *)r->c);
+	SET(CURLOPT_CLOSESOCKETFUNCTION, httpc_close_cb);
+	SET(CURLOPT_CLOSESOCKETDATA, (void *)r->c);
 	/* No CURLOPT_PIPEWAIT: a request would wait for a connection whose
 	 * protocol is not known yet, which a silent stream never tells. */
 	SET(CURLOPT_HTTPHEADER, r->headers);
@@ -696,11 +803,11 @@ int httpc_start(struct httpc *c, const struct httpc_opts *opts,
 	}
 	/* No "Expect: 100-continue" wait before a large body. */
 	hs = cu->slist_append(hs, "Expect:");
-	CURL *e = cu->easy_init();
+	CURL *e = httpc_easy_get(c);
 	if (hs == NULL || e == NULL) {
 		cu->slist_free_all(hs);
 		if (e)
-			cu->easy_cleanup(e);
+			httpc_easy_put(c, e);
 		return -ENOMEM;
 	}
 	struct httpc_req *r = xcalloc(1, sizeof *r);
@@ -712,7 +819,7 @@ int httpc_start(struct httpc *c, const struct httpc_opts *opts,
 	r->silence_ms = opts->silence_timeout_ms;
 	buf_init(&r->head);
 	if (httpc_setup(r, opts) < 0) {
-		cu->easy_cleanup(e);
+		httpc_easy_put(c, e);
 		cu->slist_free_all(hs);
 		free(r);
 		return -EINVAL;
