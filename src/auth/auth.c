@@ -65,6 +65,12 @@ struct httpc *auth_http(struct auth *a, const char **why)
 struct auth_entry *auth_entry_get(struct auth *a, const char *name,
 				  const char *url)
 {
+	/* The key is a digest of name and url: a known pair is found by
+	 * them, without one (asked on every request to the server). */
+	for (struct auth_entry *e = a->entries; e; e = e->next)
+		if (strcmp(e->name, name) == 0 && e->url && url &&
+		    strcmp(e->url, url) == 0)
+			return e;
 	char key[STORE_KEY_HEX + 1];
 	store_key(name, url, key);
 	for (struct auth_entry *e = a->entries; e; e = e->next)
