@@ -353,7 +353,8 @@ void sup_flush_stdin(struct supervisor *c)
 		return;
 	}
 	size_t done = 0;
-	/* Behind a queued write, a try would put these bytes first. */
+	/* Behind a queued write, a try would put these bytes first (libuv
+	 * refuses such a try too; the order is ours to keep). */
 	if (c->in.write_queue_size == 0) {
 		uv_buf_t b = uv_buf_init(c->gather.data,
 					 (unsigned int)c->gather.len);
