@@ -16,6 +16,7 @@
 #include "proc/stop.h"
 #include "proc/supervisor.h"
 #include "proc/supervisor_int.h"
+#include "util/buf.h"
 #include "util/log.h"
 
 static const char *const sup_state_names[] = {
@@ -41,6 +42,7 @@ static void sup_release(struct supervisor *c)
 	if (!c->discard && c->cbs.on_closed != NULL)
 		c->cbs.on_closed(c->ctx);
 	framer_free(c->framer);
+	buf_free(&c->gather);
 	free(c);
 }
 
@@ -64,7 +66,18 @@ void sup_close_all(struct supervisor *c)
 	sup_close_handle(c, &c->err);
 	sup_close_handle(c, &c->stdin_timer);
 	sup_close_handle(c, &c->eof_timer);
+	sup_close_handle(c, &c->flush);
 	sup_close_handle(c, &c->proc);
+}
+
+/* Closes the program's stdin on purpose: what this turn gathered for it
+ * is written first (what the pipe does not take at once is dropped with
+ * the rest of the queue), so a message sent just before the close still
+ * reaches it. */
+static void sup_end_stdin(struct supervisor *c)
+{
+	sup_flush_stdin(c);
+	sup_close_handle(c, &c->in);
 }
 
 void sup_report_exit(struct supervisor *c, int64_t exit_status, int term_signal)
@@ -163,7 +176,7 @@ void sup_stop(struct supervisor *c)
 	uv_timer_stop(&c->eof_timer);
 	/* A well-behaved server exits on stdin EOF; anything still queued
 	 * for it is dropped (its callbacks see UV_ECANCELED). */
-	sup_close_handle(c, &c->in);
+	sup_end_stdin(c);
 	/* A server paused by slow clients may be blocked writing: its
 	 * output is read (and dropped) again so it can see that EOF. */
 	sup_pause(c, false);
@@ -174,7 +187,7 @@ void sup_close_stdin(struct supervisor *c)
 {
 	if (c == NULL || c->state != SUP_RUNNING || c->mode != SUP_PIPES)
 		return;
-	sup_close_handle(c, &c->in);
+	sup_end_stdin(c);
 	/* A server paused by slow clients may be blocked writing: it must
 	 * be able to read that EOF. */
 	sup_pause(c, false);

@@ -29,10 +29,14 @@
  * messages written before exit come before on_exit; at most this much. */
 #define SUP_DRAIN_MAX (4 * 1024 * 1024)
 
-/* A queued write owns its copy of the message. */
+/* What the pipe did not take at the end of a turn, queued: a copy of it,
+ * or (a burst larger than the gather storage kept between turns) that
+ * storage itself, which would be given back anyway, so a burst of tens of
+ * megabytes is not copied once more. */
 struct sup_write {
 	uv_write_t req;
-	char data[];
+	char *storage; /* the handed-over gather storage, or NULL */
+	char data[];   /* else the copy */
 };
 
 /* ---- stdout, stderr ---- */
@@ -265,7 +269,28 @@ static void sup_exit_cb(uv_process_t *proc, int64_t exit_status,
 	sup_leader_reaped(c);
 }
 
-/* ---- stdin ---- */
+/* ---- stdin ----
+ *
+ * Every message sent in one loop turn is gathered into c->gather and
+ * written with one write(2) just before the loop waits again: a server
+ * called by many sessions at once gets their requests in one write rather
+ * than one each. The flush runs in a prepare handle, the last thing
+ * before the loop polls, so a message sent anywhere (an I/O callback, a
+ * check or close callback, a timer) goes out before the loop can block
+ * waiting for its answer; a check handle would run too early for a send
+ * from a timer, which runs before the poll of the same turn. */
+
+/* on_drain is owed and there is room again: half the limit, so more than
+ * one message fits before the next -ENOBUFS. */
+static void sup_maybe_drain(struct supervisor *c)
+{
+	if (!c->want_drain || c->state != SUP_RUNNING || c->reported ||
+	    c->in.write_queue_size + c->gather.len > SUP_MAX_QUEUED / 2)
+		return;
+	c->want_drain = false;
+	if (c->cbs.on_drain != NULL)
+		c->cbs.on_drain(c->ctx);
+}
 
 static void sup_write_cb(uv_write_t *req, int status)
 {
@@ -274,15 +299,92 @@ static void sup_write_cb(uv_write_t *req, int status)
 
 	if (status < 0 && status != UV_ECANCELED)
 		log_debug("stdin write: %s", uv_strerror(status));
+	free(w->storage);
 	free(w);
-	/* Half the limit: room for more than one message before the next
-	 * -ENOBUFS. */
-	if (status == 0 && c->want_drain && c->state == SUP_RUNNING &&
-	    !c->reported && c->in.write_queue_size <= SUP_MAX_QUEUED / 2) {
-		c->want_drain = false;
-		if (c->cbs.on_drain != NULL)
-			c->cbs.on_drain(c->ctx);
+	if (status == 0)
+		sup_maybe_drain(c);
+}
+
+/* The gathered bytes are written, queued or dropped: empty the gather,
+ * keeping its storage for the next turn unless a burst made it large. */
+static void sup_gather_reset(struct supervisor *c)
+{
+	if (c->gather.cap > SUP_GATHER_KEEP)
+		buf_free(&c->gather);
+	else
+		buf_reset(&c->gather);
+}
+
+/* Queues gather[done..] behind whatever is queued already. */
+static void sup_queue_rest(struct supervisor *c, size_t done)
+{
+	size_t rest = c->gather.len - done;
+	struct sup_write *w;
+	char *p;
+
+	if (c->gather.cap > SUP_GATHER_KEEP) {
+		w = xmalloc(sizeof *w);
+		w->storage = buf_steal(&c->gather);
+		p = w->storage + done;
+	} else {
+		w = xmalloc(sizeof *w + rest);
+		w->storage = NULL;
+		memcpy(w->data, c->gather.data + done, rest);
+		p = w->data;
 	}
+	uv_buf_t b = uv_buf_init(p, (unsigned int)rest);
+	int err = uv_write(&w->req, (uv_stream_t *)&c->in, &b, 1, sup_write_cb);
+	if (err != 0) {
+		log_debug("pid %d: stdin write: %s", (int)c->pid,
+			  uv_strerror(err));
+		free(w->storage);
+		free(w);
+	}
+}
+
+void sup_flush_stdin(struct supervisor *c)
+{
+	if (c->gather.len == 0)
+		return;
+	if (uv_is_closing((uv_handle_t *)&c->in)) {
+		/* Every close on purpose flushes first; this is the
+		 * program gone (sup_close_all), with nobody to read it. */
+		sup_gather_reset(c);
+		return;
+	}
+	size_t done = 0;
+	/* Behind a queued write, a try would put these bytes first (libuv
+	 * refuses such a try too; the order is ours to keep). */
+	if (c->in.write_queue_size == 0) {
+		uv_buf_t b = uv_buf_init(c->gather.data,
+					 (unsigned int)c->gather.len);
+		int n = uv_try_write((uv_stream_t *)&c->in, &b, 1);
+		if (n < 0 && n != UV_EAGAIN) {
+			/* As a failed queued write: the program's end is
+			 * seen on its stdout and its exit, not here. */
+			log_debug("pid %d: stdin write: %s", (int)c->pid,
+				  uv_strerror(n));
+			sup_gather_reset(c);
+			return;
+		}
+		done = n > 0 ? (size_t)n : 0;
+	}
+	if (done < c->gather.len)
+		sup_queue_rest(c, done);
+	sup_gather_reset(c);
+}
+
+static void sup_flush_cb(uv_prepare_t *h)
+{
+	struct supervisor *c = h->data;
+
+	sup_flush_stdin(c);
+	/* Only when nothing was queued (a write callback says it
+	 * otherwise); what on_drain sends goes in this same turn. */
+	sup_maybe_drain(c);
+	sup_flush_stdin(c);
+	/* The gather is empty: a flush leaves nothing behind. */
+	uv_prepare_stop(h);
 }
 
 int sup_send(struct supervisor *c, const char *data, size_t len)
@@ -290,30 +392,26 @@ int sup_send(struct supervisor *c, const char *data, size_t len)
 	if (c->mode != SUP_PIPES || c->state != SUP_RUNNING || c->reported ||
 	    uv_is_closing((uv_handle_t *)&c->in))
 		return -EPIPE;
-	if (len >= SUP_MAX_QUEUED ||
-	    c->in.write_queue_size > SUP_MAX_QUEUED - len - 1) {
+	size_t held = c->in.write_queue_size + c->gather.len;
+	if (len >= SUP_MAX_QUEUED || held > SUP_MAX_QUEUED - len - 1) {
 		c->want_drain = true;
 		return -ENOBUFS;
 	}
 
-	struct sup_write *w = xmalloc(sizeof *w + len + 1);
-	memcpy(w->data, data, len);
+	if (c->gather.len == 0)
+		uv_prepare_start(&c->flush, sup_flush_cb);
+	size_t at = c->gather.len;
+	buf_append(&c->gather, data, len);
+	char *m = c->gather.data + at;
 	/* Raw CR or LF can only be whitespace in valid JSON; as spaces they
 	 * keep one message on one line for any reader's notion of a line. */
-	for (char *q = memchr(w->data, '\n', len); q != NULL;
-	     q = memchr(q + 1, '\n', len - (size_t)(q + 1 - w->data)))
+	for (char *q = memchr(m, '\n', len); q != NULL;
+	     q = memchr(q + 1, '\n', len - (size_t)(q + 1 - m)))
 		*q = ' ';
-	for (char *q = memchr(w->data, '\r', len); q != NULL;
-	     q = memchr(q + 1, '\r', len - (size_t)(q + 1 - w->data)))
+	for (char *q = memchr(m, '\r', len); q != NULL;
+	     q = memchr(q + 1, '\r', len - (size_t)(q + 1 - m)))
 		*q = ' ';
-	w->data[len] = '\n';
-
-	uv_buf_t b = uv_buf_init(w->data, (unsigned int)(len + 1));
-	int err = uv_write(&w->req, (uv_stream_t *)&c->in, &b, 1, sup_write_cb);
-	if (err != 0) {
-		free(w);
-		return err;
-	}
+	buf_append(&c->gather, "\n", 1);
 	return 0;
 }
 
@@ -373,9 +471,12 @@ static struct supervisor *sup_new(uv_loop_t *loop, const struct sup_spec *spec,
 	uv_pipe_init(loop, &c->err, 0);
 	uv_timer_init(loop, &c->stdin_timer);
 	uv_timer_init(loop, &c->eof_timer);
-	c->open_handles = 6; /* the five above and the process */
+	uv_prepare_init(loop, &c->flush);
+	buf_init(&c->gather);
+	c->open_handles = 7; /* the six above and the process */
 	c->in.data = c->out.data = c->err.data = c;
 	c->stdin_timer.data = c->eof_timer.data = c->proc.data = c;
+	c->flush.data = c;
 	return c;
 }
 

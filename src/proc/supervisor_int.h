@@ -18,9 +18,13 @@
 
 #include "proc/stop.h"
 #include "proc/supervisor.h"
+#include "util/buf.h"
 
 #define SUP_OUT_READ_BUF (64 * 1024)
 #define SUP_ERR_READ_BUF 4096
+/* The storage that gathers a loop turn's messages for stdin is kept
+ * between turns up to this size; a larger burst's is given back. */
+#define SUP_GATHER_KEEP (64 * 1024)
 
 enum sup_state {
 	SUP_RUNNING,	/* serving */
@@ -51,6 +55,9 @@ struct supervisor {
 	uv_pipe_t in, out, err;
 	uv_timer_t stdin_timer; /* the grace for stdin's EOF to end it */
 	uv_timer_t eof_timer;
+	/* Writes what sup_send gathered, once per loop turn, just before
+	 * the loop waits (see sup_flush_stdin). */
+	uv_prepare_t flush;
 	int open_handles;
 	struct proc_stop *stop; /* from SUP_STOPPING until closed */
 
@@ -63,6 +70,10 @@ struct supervisor {
 	bool want_drain;     /* a send got -ENOBUFS: on_drain is owed */
 	int64_t exit_status; /* from libuv, once exited */
 	int term_signal;
+
+	/* Messages sent this loop turn, framed, not yet written: with
+	 * in.write_queue_size, what counts against SUP_MAX_QUEUED. */
+	struct buf gather;
 
 	struct framer *framer;
 	char out_buf[SUP_OUT_READ_BUF];
@@ -80,6 +91,14 @@ struct supervisor {
 	 * finds its processes that left the group. */
 	char owner_token[SUP_TOKEN_MAX + 1];
 };
+
+/* ---- supervisor.c ---- */
+
+/* Writes what was gathered for stdin now: what the pipe takes at once,
+ * the rest queued behind any write already queued (never before it).
+ * Called at the end of the turn and before stdin is closed on purpose, so
+ * a message sent just before the close still goes. */
+void sup_flush_stdin(struct supervisor *c);
 
 /* ---- sup_stop.c ---- */
 

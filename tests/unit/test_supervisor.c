@@ -3,16 +3,20 @@
  * server or a container CLI runs): stdin is /dev/null, stdout and stderr
  * both arrive as log lines (on_log and the ring), stdout's end is not an
  * exit, the owner token is in the environment, and the stop ladder ends
- * the whole group. Also the stdin queue's on_drain in pipes mode, and
+ * the whole group. Also stdin in pipes mode: a loop turn's messages
+ * written together before the loop waits, in order, within the limit
+ * (on_drain after it), and not lost to a close right after; and
  * upstream_stdio (the supervisor with pipes as an upstream: its facts).
  * Real /bin/sh programs, one loop per test.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +31,7 @@
 #define TST_GRACE_MS 200
 #define TST_TOKEN "00112233445566778899aabbccddeeff"
 #define TST_MAX_LOGS 64
+#define TST_MAX_MSGS 8
 
 struct tst {
 	uv_loop_t loop;
@@ -35,6 +40,8 @@ struct tst {
 	pid_t pid;
 	char *logs[TST_MAX_LOGS];
 	int nlogs;
+	char *msgs[TST_MAX_MSGS]; /* the first messages, copied */
+	size_t msg_len[TST_MAX_MSGS];
 	int nmsgs;
 	int nexit;
 	int nclosed;
@@ -83,12 +90,19 @@ static void tst_fini(struct tst *t)
 	cr_assert_eq(uv_loop_close(&t->loop), 0, "handles left open");
 	for (int i = 0; i < t->nlogs; i++)
 		free(t->logs[i]);
+	for (int i = 0; i < t->nmsgs && i < TST_MAX_MSGS; i++)
+		free(t->msgs[i]);
 	free(t->tail);
 }
 
 static void tst_on_message(void *ctx, const char *line, size_t len)
 {
-	((struct tst *)ctx)->nmsgs++;
+	struct tst *t = ctx;
+	if (t->nmsgs < TST_MAX_MSGS) {
+		t->msgs[t->nmsgs] = xstrndup(line, len);
+		t->msg_len[t->nmsgs] = len;
+	}
+	t->nmsgs++;
 }
 
 static void tst_on_log(void *ctx, const char *line, size_t len)
@@ -304,6 +318,174 @@ Test(supervisor, a_full_stdin_queue_tells_when_it_drains)
 	sup_stop(t.sup);
 	tst_run_until(&t, &t.nclosed, 1);
 	cr_assert_eq(t.ndrain, 1);
+	tst_fini(&t);
+}
+
+static bool tst_has_log(const struct tst *t, const char *line)
+{
+	for (int i = 0; i < t->nlogs; i++)
+		if (strcmp(t->logs[i], line) == 0)
+			return true;
+	return false;
+}
+
+Test(supervisor, one_turns_sends_are_written_together_before_the_loop_waits)
+{
+	struct tst t;
+	tst_init(&t);
+	/* The server does not read: the test reads its stdin pipe through
+	 * /proc, and asks it how much is waiting. */
+	tst_spawn(&t, SUP_PIPES, "exec sleep 30");
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/fd/0", (int)t.pid);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	cr_assert_eq(sup_send(t.sup, "{\"a\":1}", 7), 0);
+	cr_assert_eq(sup_send(t.sup, "{\"b\":\r\n2}", 9), 0);
+	cr_assert_eq(sup_send(t.sup, "{\"c\":3}", 7), 0);
+	int waiting = -1;
+	cr_assert_eq(ioctl(fd, FIONREAD, &waiting), 0);
+	cr_assert_eq(waiting, 0, "%d bytes written during the sends", waiting);
+	/* One turn that does not wait: the flush comes before its poll. */
+	uv_run(&t.loop, UV_RUN_NOWAIT);
+	char got[128];
+	ssize_t n = read(fd, got, sizeof got - 1);
+	cr_assert_gt(n, 0, "nothing written: %s", strerror(errno));
+	got[n] = '\0';
+	/* In order, one line each, the raw CR/LF as spaces. */
+	cr_assert_str_eq(got, "{\"a\":1}\n{\"b\":  2}\n{\"c\":3}\n");
+	close(fd);
+	sup_stop(t.sup);
+	tst_run_until(&t, &t.nclosed, 1);
+	tst_fini(&t);
+}
+
+static void tst_send_cb(uv_timer_t *timer)
+{
+	struct tst *t = timer->data;
+	cr_assert_eq(sup_send(t->sup, "{\"t\":1}", 7), 0);
+}
+
+Test(supervisor, a_send_from_a_timer_goes_before_the_loop_waits)
+{
+	struct tst t;
+	tst_init(&t);
+	/* Timers run before the loop polls: a flush that came only after
+	 * the poll would leave this message unwritten while the loop waits
+	 * for its answer, until the guard fires. */
+	tst_spawn(&t, SUP_PIPES, "exec cat");
+	uv_timer_t send;
+	uv_timer_init(&t.loop, &send);
+	send.data = &t;
+	uv_timer_start(&send, tst_send_cb, 1, 0);
+	tst_run_until(&t, &t.nmsgs, 1);
+	cr_assert_str_eq(t.msgs[0], "{\"t\":1}");
+	uv_close((uv_handle_t *)&send, NULL);
+	sup_stop(t.sup);
+	tst_run_until(&t, &t.nclosed, 1);
+	tst_fini(&t);
+}
+
+Test(supervisor, order_holds_across_a_partial_write)
+{
+	struct tst t;
+	tst_init(&t);
+	tst_spawn(&t, SUP_PIPES, "exec cat");
+	/* Far more than a pipe holds: the end of its turn writes part of
+	 * it and queues the rest, still queued when the next turn's small
+	 * messages are flushed; written first, they would land inside it. */
+	size_t big = 4 * 1024 * 1024;
+	char *m = xmalloc(big);
+	memset(m, 'x', big);
+	memcpy(m, "{\"big\":\"", 8);
+	memcpy(m + big - 2, "\"}", 2);
+	cr_assert_eq(sup_send(t.sup, m, big), 0);
+	uv_run(&t.loop, UV_RUN_NOWAIT);
+	cr_assert_eq(sup_send(t.sup, "{\"n\":1}", 7), 0);
+	cr_assert_eq(sup_send(t.sup, "{\"n\":2}", 7), 0);
+	tst_run_until(&t, &t.nmsgs, 3);
+	cr_assert_eq(t.nmsgs, 3);
+	cr_assert_eq(t.msg_len[0], big);
+	cr_assert(memcmp(t.msgs[0], m, big) == 0, "the large message changed");
+	cr_assert_str_eq(t.msgs[1], "{\"n\":1}");
+	cr_assert_str_eq(t.msgs[2], "{\"n\":2}");
+	free(m);
+	sup_stop(t.sup);
+	tst_run_until(&t, &t.nclosed, 1);
+	tst_fini(&t);
+}
+
+Test(supervisor, the_limit_counts_gathered_and_queued_bytes)
+{
+	struct tst t;
+	tst_init(&t);
+	/* The server reads nothing until the test writes "go" to a pipe of
+	 * the test's, opened through /proc: until then what its stdin pipe
+	 * did not take stays queued. */
+	int go[2];
+	cr_assert_eq(pipe2(go, O_CLOEXEC), 0);
+	char script[96];
+	snprintf(script, sizeof script,
+		 "read x </proc/%d/fd/%d; cat >/dev/null; exit 0",
+		 (int)getpid(), go[0]);
+	tst_spawn(&t, SUP_PIPES, script);
+	size_t mb = 1024 * 1024;
+	char *m = xmalloc(40 * mb);
+	memset(m, ' ', 40 * mb);
+	m[0] = '1';
+	cr_assert_eq(sup_send(t.sup, m, 40 * mb), 0);
+	/* Its turn ends: at most a pipe's worth is written, the rest is
+	 * queued. Then 8 MB messages, gathered: with the queued 40 MB, no
+	 * more than three fit under 64 MB; without it, seven would. */
+	uv_run(&t.loop, UV_RUN_NOWAIT);
+	int rc = 0, sent = 0;
+	while (sent < 10 && (rc = sup_send(t.sup, m, 8 * mb)) == 0)
+		sent++;
+	free(m);
+	cr_assert_eq(rc, -ENOBUFS, "%d sent", sent);
+	cr_assert(sent >= 2 && sent <= 3, "%d sent", sent);
+	cr_assert_eq(t.ndrain, 0);
+	cr_assert_eq(write(go[1], "go\n", 3), 3);
+	tst_run_until(&t, &t.ndrain, 1);
+	cr_assert_eq(t.nexit, 0, "taken for gone before it drained");
+	cr_assert_eq(sup_send(t.sup, "{}", 2), 0);
+	sup_stop(t.sup);
+	tst_run_until(&t, &t.nclosed, 1);
+	cr_assert_eq(t.ndrain, 1);
+	close(go[0]);
+	close(go[1]);
+	tst_fini(&t);
+}
+
+Test(supervisor, close_stdin_right_after_a_send_delivers_it)
+{
+	struct tst t;
+	tst_init(&t);
+	/* cat answers the message, then ends at stdin's EOF; the ladder
+	 * then runs on its own. */
+	tst_spawn(&t, SUP_PIPES, "exec cat");
+	cr_assert_eq(sup_send(t.sup, "{\"x\":1}", 7), 0);
+	sup_close_stdin(t.sup);
+	cr_assert_eq(sup_send(t.sup, "{}", 2), -EPIPE);
+	tst_run_until(&t, &t.nclosed, 1);
+	cr_assert_eq(t.nmsgs, 1, "the message was lost to the close");
+	cr_assert_str_eq(t.msgs[0], "{\"x\":1}");
+	cr_assert_eq(t.exit_status, 0);
+	tst_fini(&t);
+}
+
+Test(supervisor, stop_right_after_a_send_delivers_it)
+{
+	struct tst t;
+	tst_init(&t);
+	/* No messages are taken once stopping: the server says what it
+	 * read on stderr, which is read to the end. */
+	tst_spawn(&t, SUP_PIPES, "read -r l; echo \"got $l\" >&2");
+	cr_assert_eq(sup_send(t.sup, "{\"y\":2}", 7), 0);
+	sup_stop(t.sup);
+	tst_run_until(&t, &t.nclosed, 1);
+	cr_assert(tst_has_log(&t, "got {\"y\":2}"), "%d log lines", t.nlogs);
+	cr_assert_eq(t.exit_status, 0);
 	tst_fini(&t);
 }
 
