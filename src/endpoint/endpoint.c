@@ -141,9 +141,8 @@ static int ep_conn_flush(struct conn *c)
 	return rc;
 }
 
-static void ep_flush_cb(uv_check_t *h)
+static void ep_flush(struct endpoint *ep)
 {
-	struct endpoint *ep = h->data;
 	while (ep->dirty) {
 		struct conn *c = ep->dirty;
 		ep->dirty = c->dirty_next;
@@ -161,7 +160,21 @@ static void ep_flush_cb(uv_check_t *h)
 		else
 			ep_conn_resume(c); /* may dirty it again: looped */
 	}
-	uv_check_stop(h);
+	uv_check_stop(&ep->flush);
+	uv_prepare_stop(&ep->flush_early);
+}
+
+/* After the turn's callbacks (output made while handling events)... */
+static void ep_flush_cb(uv_check_t *h)
+{
+	ep_flush(h->data);
+}
+
+/* ...and before the loop waits (output made in a timer, which runs
+ * before the wait: it must not wait for the next event). */
+static void ep_flush_early_cb(uv_prepare_t *h)
+{
+	ep_flush(h->data);
 }
 
 void ep_conn_mark_dirty(struct conn *c)
@@ -171,6 +184,7 @@ void ep_conn_mark_dirty(struct conn *c)
 		c->dirty_next = c->ep->dirty;
 		c->ep->dirty = c;
 		uv_check_start(&c->ep->flush, ep_flush_cb);
+		uv_prepare_start(&c->ep->flush_early, ep_flush_early_cb);
 	}
 }
 
@@ -658,6 +672,9 @@ int endpoint_start(uv_loop_t *loop, struct hub *hub,
 	uv_check_init(loop, &ep->flush);
 	ep->flush.data = ep;
 	ep->open_handles++;
+	uv_prepare_init(loop, &ep->flush_early);
+	ep->flush_early.data = ep;
+	ep->open_handles++;
 	uv_idle_init(loop, &ep->again);
 	ep->again.data = ep;
 	ep->open_handles++;
@@ -769,6 +786,7 @@ void endpoint_free(struct endpoint *ep)
 	modern_free(ep->modern);
 	ep->modern = NULL;
 	uv_close((uv_handle_t *)&ep->flush, ep_listener_close_cb);
+	uv_close((uv_handle_t *)&ep->flush_early, ep_listener_close_cb);
 	uv_close((uv_handle_t *)&ep->again, ep_listener_close_cb);
 	uv_close((uv_handle_t *)&ep->sweep, ep_listener_close_cb);
 	if (ep->open_handles == 0) {

@@ -78,8 +78,10 @@ struct endpoint {
 		       bool force, char **msg);
 	void *control_arg;
 	/* Output is gathered per connection and written once per loop turn,
-	 * after every callback of that turn has run. */
+	 * after every callback of that turn has run, or before the loop
+	 * waits when a timer made it. */
 	uv_check_t flush;
+	uv_prepare_t flush_early;
 	struct conn *dirty;
 	/* Connections whose turn's share ran out, resumed next turn. */
 	uv_idle_t again;

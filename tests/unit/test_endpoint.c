@@ -515,3 +515,60 @@ Test(endpoint, pipelined_batch_is_served_over_several_turns)
 	cr_assert_leq(most, EP_TURN_REQUESTS, "%zu answered in one turn", most);
 	close(fd);
 }
+
+/* Output written from a timer (a heartbeat, an answer made in a timer)
+ * goes out before the loop waits for events, not when something else
+ * wakes it: the client's socket turns readable while the loop polls, long
+ * before the guard. */
+static bool t_readable, t_guard_fired;
+
+static void t_readable_cb(uv_poll_t *p, int status, int events)
+{
+	t_readable = true;
+	uv_poll_stop(p);
+}
+
+static void t_guard_cb(uv_timer_t *t)
+{
+	t_guard_fired = true;
+}
+
+static void t_write_later_cb(uv_timer_t *t)
+{
+	ep_write(t->data, "hello", 5);
+}
+
+/* Stops the runtime's own timers (sweeps), which would wake the loop. */
+static void t_stop_timer(uv_handle_t *h, void *arg)
+{
+	if (h->type == UV_TIMER && h != arg)
+		uv_timer_stop((uv_timer_t *)h);
+}
+
+Test(endpoint, output_written_from_a_timer_goes_before_the_loop_waits)
+{
+	int fd = t_dial();
+	RUN_UNTIL(ep->nconns == 1);
+	struct conn *c = t_quiet_stream();
+	uv_poll_t p;
+	cr_assert_eq(uv_poll_init(&loop, &p, fd), 0);
+	uv_poll_start(&p, UV_READABLE, t_readable_cb);
+	uv_timer_t w, guard;
+	uv_timer_init(&loop, &guard);
+	uv_walk(&loop, t_stop_timer, &guard);
+	uv_timer_init(&loop, &w);
+	w.data = c;
+	uv_timer_start(&w, t_write_later_cb, 0, 0);
+	uv_timer_start(&guard, t_guard_cb, 3000, 0);
+	t_readable = t_guard_fired = false;
+	while (!t_readable && !t_guard_fired)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert(t_readable && !t_guard_fired,
+		  "the write waited for the next wake-up");
+	char buf[64];
+	cr_assert_eq(t_recv(fd, buf, sizeof buf), 5);
+	uv_close((uv_handle_t *)&p, NULL);
+	uv_close((uv_handle_t *)&w, NULL);
+	uv_close((uv_handle_t *)&guard, NULL);
+	close(fd);
+}
