@@ -12,6 +12,32 @@ struct jscan {
 	bool strict; /* values as jansson takes them (see the header) */
 };
 
+/* The members an object's scan reports: their names, with the lengths
+ * measured once, and where their spans go; and, for one of them (nest),
+ * the members of its value when that is an object. */
+struct jscan_keys {
+	const char *const *keys;
+	size_t n;
+	size_t lens[JSONSCAN_MAX_KEYS];
+	struct jsonscan_span *spans;
+	size_t nest; /* index in keys; n: none */
+	const struct jscan_keys *inner;
+};
+
+static void jscan_keys_init(struct jscan_keys *k, const char *const *keys,
+			    size_t n, struct jsonscan_span *spans)
+{
+	k->keys = keys;
+	k->n = n;
+	k->spans = spans;
+	k->nest = n;
+	k->inner = NULL;
+	for (size_t i = 0; i < n; i++) {
+		k->lens[i] = strlen(keys[i]);
+		spans[i].off = spans[i].len = 0;
+	}
+}
+
 static void jscan_ws(struct jscan *j)
 {
 	while (j->i < j->len && (j->s[j->i] == ' ' || j->s[j->i] == '\t' ||
@@ -271,11 +297,11 @@ static int jscan_array(struct jscan *j, int depth)
 	}
 }
 
-/* An object; when keys is set, the spans of its members are reported.
+/* An object; when ks is set, the spans of its members are reported.
  * unique: refused when a member name has escapes or comes twice, so that
  * every reader finds the same members. */
-static int jscan_object(struct jscan *j, int depth, const char *const *keys,
-			size_t n, struct jsonscan_span *spans, bool unique)
+static int jscan_object(struct jscan *j, int depth, const struct jscan_keys *ks,
+			bool unique)
 {
 	struct jsonscan_span names[JSONSCAN_MAX_UNIQUE];
 	size_t nnames = 0;
@@ -309,14 +335,30 @@ static int jscan_object(struct jscan *j, int depth, const char *const *keys,
 		j->i++;
 		jscan_ws(j);
 		size_t vstart = j->i;
-		if (jscan_value(j, depth + 1) < 0)
+		size_t hit = ks ? ks->n : 0;
+		for (size_t k = 0; ks && plain && k < ks->n; k++)
+			if (ks->lens[k] == klen &&
+			    memcmp(ks->keys[k], j->s + kstart, klen) == 0)
+				hit = k;
+		int rc;
+		if (ks && hit == ks->nest && hit < ks->n) {
+			/* The nested object's members, as of its last
+			 * value (a name met twice reports its last). */
+			const struct jscan_keys *in = ks->inner;
+			for (size_t k = 0; k < in->n; k++)
+				in->spans[k].off = in->spans[k].len = 0;
+			rc = j->i < j->len && j->s[j->i] == '{' &&
+					     depth + 1 <= JSONSCAN_MAX_DEPTH
+				     ? jscan_object(j, depth + 1, in, unique)
+				     : jscan_value(j, depth + 1);
+		} else {
+			rc = jscan_value(j, depth + 1);
+		}
+		if (rc < 0)
 			return -1;
-		for (size_t k = 0; keys && plain && k < n; k++) {
-			if (strlen(keys[k]) == klen &&
-			    memcmp(keys[k], j->s + kstart, klen) == 0) {
-				spans[k].off = vstart;
-				spans[k].len = j->i - vstart;
-			}
+		if (ks && hit < ks->n) {
+			ks->spans[hit].off = vstart;
+			ks->spans[hit].len = j->i - vstart;
 		}
 		jscan_ws(j);
 		if (j->i >= j->len)
@@ -341,7 +383,7 @@ static int jscan_value(struct jscan *j, int depth)
 	bool plain;
 	switch (j->s[j->i]) {
 	case '{':
-		return jscan_object(j, depth, NULL, 0, NULL, false);
+		return jscan_object(j, depth, NULL, false);
 	case '[':
 		return jscan_array(j, depth);
 	case '"':
@@ -357,16 +399,14 @@ static int jscan_value(struct jscan *j, int depth)
 	}
 }
 
-static int jsonscan_top(const char *text, size_t len, const char *const *keys,
-			size_t n, struct jsonscan_span *spans, bool strict)
+static int jsonscan_top(const char *text, size_t len,
+			const struct jscan_keys *ks, bool strict)
 {
 	struct jscan j = {text, len, 0, strict};
-	for (size_t k = 0; k < n; k++)
-		spans[k].off = spans[k].len = 0;
 	jscan_ws(&j);
 	if (j.i >= j.len || j.s[j.i] != '{')
 		return -1;
-	if (jscan_object(&j, 1, keys, n, spans, strict) < 0)
+	if (jscan_object(&j, 1, ks, strict) < 0)
 		return -1;
 	jscan_ws(&j);
 	return j.i == j.len ? 0 : -1;
@@ -375,14 +415,38 @@ static int jsonscan_top(const char *text, size_t len, const char *const *keys,
 int jsonscan_members(const char *text, size_t len, const char *const *keys,
 		     size_t n, struct jsonscan_span *spans)
 {
-	return jsonscan_top(text, len, keys, n, spans, false);
+	if (n > JSONSCAN_MAX_KEYS)
+		return -1;
+	struct jscan_keys ks;
+	jscan_keys_init(&ks, keys, n, spans);
+	return jsonscan_top(text, len, &ks, false);
 }
 
 int jsonscan_members_strict(const char *text, size_t len,
 			    const char *const *keys, size_t n,
 			    struct jsonscan_span *spans)
 {
-	return jsonscan_top(text, len, keys, n, spans, true);
+	if (n > JSONSCAN_MAX_KEYS)
+		return -1;
+	struct jscan_keys ks;
+	jscan_keys_init(&ks, keys, n, spans);
+	return jsonscan_top(text, len, &ks, true);
+}
+
+int jsonscan_members_strict_nested(const char *text, size_t len,
+				   const char *const *keys, size_t n,
+				   struct jsonscan_span *spans, size_t member,
+				   const char *const *inner, size_t ninner,
+				   struct jsonscan_span *inner_spans)
+{
+	if (n > JSONSCAN_MAX_KEYS || ninner > JSONSCAN_MAX_KEYS || member >= n)
+		return -1;
+	struct jscan_keys ks, in;
+	jscan_keys_init(&ks, keys, n, spans);
+	jscan_keys_init(&in, inner, ninner, inner_spans);
+	ks.nest = member;
+	ks.inner = &in;
+	return jsonscan_top(text, len, &ks, true);
 }
 
 bool jsonscan_int(const char *text, const struct jsonscan_span *span,

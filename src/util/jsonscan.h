@@ -11,6 +11,8 @@
 #include <stddef.h>
 
 #define JSONSCAN_MAX_DEPTH 64
+/* Members one scan reports, at most. */
+#define JSONSCAN_MAX_KEYS 16
 
 struct jsonscan_span {
 	size_t off; /* where the value starts in the text */
@@ -19,10 +21,10 @@ struct jsonscan_span {
 
 /* Scans text, which must be one JSON object (whitespace around it is
  * allowed), validating every value's syntax, and reports the spans of the
- * members named in keys[0..n) (plain names; a member whose name has
- * escapes never matches). A name met twice reports its last value, as
- * jansson keeps. Returns 0, or -1 when the text is not one valid object
- * within JSONSCAN_MAX_DEPTH. Bytes of strings are not checked as UTF-8
+ * members named in keys[0..n), n at most JSONSCAN_MAX_KEYS (plain names; a
+ * member whose name has escapes never matches). A name met twice reports its
+ * last value, as jansson keeps. Returns 0, or -1 when the text is not one valid
+ * object within JSONSCAN_MAX_DEPTH. Bytes of strings are not checked as UTF-8
  * (a server's lines are passed on to clients that read them alike). */
 int jsonscan_members(const char *text, size_t len, const char *const *keys,
 		     size_t n, struct jsonscan_span *spans);
@@ -39,6 +41,16 @@ int jsonscan_members(const char *text, size_t len, const char *const *keys,
 int jsonscan_members_strict(const char *text, size_t len,
 			    const char *const *keys, size_t n,
 			    struct jsonscan_span *spans);
+
+/* The same, and in one pass the members inner[0..ninner) of the object
+ * that is the value of keys[member] (held to the same rules as the top
+ * level: plain names, each once), in inner_spans; all absent when that
+ * value is not an object. Saves scanning the value a second time. */
+int jsonscan_members_strict_nested(const char *text, size_t len,
+				   const char *const *keys, size_t n,
+				   struct jsonscan_span *spans, size_t member,
+				   const char *const *inner, size_t ninner,
+				   struct jsonscan_span *inner_spans);
 
 /* Whether span holds a JSON integer (no fraction or exponent) that fits an
  * int64; its value in *v. */

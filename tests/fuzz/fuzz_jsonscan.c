@@ -214,6 +214,31 @@ static bool fj_has_huge_real(const json_t *v)
 	return false;
 }
 
+/* One pass for params' members too agrees with the two passes it
+ * replaces: the top-level scan, then params' object scanned alone (the
+ * depth one less, so an object at the limit may be refused). */
+static void fj_check_nested(const char *s, size_t len, int rs,
+			    const struct jsonscan_span *st)
+{
+	static const char *const inner[] = {"name", "_meta"};
+	struct jsonscan_span sp[FJ_NKEYS], in[2], alone[2];
+	int rn = jsonscan_members_strict_nested(s, len, fj_keys, FJ_NKEYS, sp,
+						3, inner, 2, in);
+	if (rn == 0 && (rs != 0 || memcmp(sp, st, sizeof sp) != 0))
+		fj_fail("nested scan read the top level differently", s, len);
+	if (rn != 0 || st[3].len == 0 || s[st[3].off] != '{')
+		return;
+	if (jsonscan_members_strict(s + st[3].off, st[3].len, inner, 2,
+				    alone) != 0)
+		fj_fail("nested scan accepted params the strict scan refuses",
+			s, len);
+	for (size_t k = 0; k < 2; k++)
+		if (in[k].len != alone[k].len ||
+		    (in[k].len && in[k].off != alone[k].off + st[3].off))
+			fj_fail("nested span and params' own scan differ", s,
+				len);
+}
+
 /* The strict scan guards text a client sends that is forwarded unparsed:
  * on any bytes, what it accepts jansson parses with the same members, and
  * it refuses an object jansson parses only for the reasons its header
@@ -250,6 +275,7 @@ static void fj_check_strict(const char *s, size_t len, int rc,
 		fj_fail("strict scan refused an object jansson accepts", s,
 			len);
 	json_decref(root);
+	fj_check_nested(s, len, rs, st);
 }
 #endif
 

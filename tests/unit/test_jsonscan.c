@@ -322,3 +322,53 @@ Test(jsonscan, strict_scan_agrees_with_jansson)
 	}
 	cr_assert_gt(agreed, 100);
 }
+
+/* One pass for a member's object too: the same spans (relative to the
+ * whole text) and the same verdict as scanning that object alone, strict
+ * at both levels. */
+static int nested(const char *t, struct jsonscan_span *sp,
+		  struct jsonscan_span *in)
+{
+	static const char *const top[] = {"jsonrpc", "id", "method", "params"};
+	static const char *const inner[] = {"name", "_meta"};
+	return jsonscan_members_strict_nested(t, strlen(t), top, 4, sp, 3,
+					      inner, 2, in);
+}
+
+Test(jsonscan, nested_members_in_one_pass)
+{
+	const char *t =
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+		"\"params\":{\"arguments\":{\"name\":9},\"name\":\"x\"}}";
+	struct jsonscan_span sp[4], in[2], alone[2];
+	cr_assert_eq(nested(t, sp, in), 0);
+	char *v = span_str(t, &in[0]);
+	cr_assert_str_eq(v, "\"x\"", "the inner name, not the argument's");
+	free(v);
+	cr_assert_eq(in[1].len, 0);
+	static const char *const inner[] = {"name", "_meta"};
+	cr_assert_eq(jsonscan_members_strict(t + sp[3].off, sp[3].len, inner, 2,
+					     alone),
+		     0);
+	cr_assert_eq(alone[0].off + sp[3].off, in[0].off);
+	cr_assert_eq(alone[0].len, in[0].len);
+
+	/* The inner level is held to the strict rules too. */
+	cr_assert_eq(nested("{\"params\":{\"name\":1,\"name\":2}}", sp, in),
+		     -1);
+	cr_assert_eq(nested("{\"params\":{\"n\\u0061me\":1}}", sp, in), -1);
+	/* Not an object: nothing inside is reported. */
+	cr_assert_eq(nested("{\"params\":[{\"name\":1}]}", sp, in), 0);
+	cr_assert_eq(in[0].len, 0);
+	/* params twice is refused at the top, as before. */
+	cr_assert_eq(nested("{\"params\":{\"name\":1},\"params\":{}}", sp, in),
+		     -1);
+	/* Too many keys for one scan. */
+	const char *many[JSONSCAN_MAX_KEYS + 1] = {"a"};
+	struct jsonscan_span big[JSONSCAN_MAX_KEYS + 1];
+	for (size_t i = 1; i <= JSONSCAN_MAX_KEYS; i++)
+		many[i] = "b";
+	cr_assert_eq(jsonscan_members("{}", 2, (const char *const *)many,
+				      JSONSCAN_MAX_KEYS + 1, big),
+		     -1);
+}
