@@ -305,17 +305,18 @@ static bool ep_text_call(struct conn *c, const struct http_request *req)
 	struct jsonscan_span sp[4], pp[2];
 	const char *body = req->body;
 	size_t len = req->body_len;
+	const struct jsonscan_level lv[] = {{keys, 4, sp, 3},
+					    {pkeys, 2, pp, 0}};
 	if (c->ep->draining || len == 0 ||
-	    jsonscan_members_strict_nested(body, len, keys, 4, sp, 3, pkeys, 2,
-					   pp) < 0 ||
-	    sp[0].len != 5 || memcmp(body + sp[0].off, "\"2.0\"", 5) != 0 ||
-	    sp[2].len != 12 ||
+	    jsonscan_levels_strict(body, len, lv, 2) < 0 || sp[0].len != 5 ||
+	    memcmp(body + sp[0].off, "\"2.0\"", 5) != 0 || sp[2].len != 12 ||
 	    memcmp(body + sp[2].off, "\"tools/call\"", 12) != 0 ||
 	    sp[3].len == 0 || body[sp[3].off] != '{' || sp[1].len == 0)
 		return false;
 	/* The spans of params' members are relative to the body. */
 	const char *params = body + sp[3].off;
-	pp[0].off -= sp[3].off;
+	if (pp[0].len)
+		pp[0].off -= sp[3].off;
 	if (pp[1].len != 0 || pp[0].len < 2 || params[pp[0].off] != '"' ||
 	    memchr(params + pp[0].off, '\\', pp[0].len) != NULL)
 		return false;

@@ -210,6 +210,14 @@ static bool ep_span_is(const char *text, const struct jsonscan_span *sp,
 /* A name (its JSON string at sp, quotes included) that Mcp-Name carries
  * plainly: visible ASCII with nothing escaped, not sentinel-shaped, so
  * the header must hold the very same bytes. */
+/* Spans of a nested level, made offsets in its own object (at base). */
+static void ep_spans_rebase(struct jsonscan_span *sp, size_t n, size_t base)
+{
+	for (size_t k = 0; k < n; k++)
+		if (sp[k].len)
+			sp[k].off -= base;
+}
+
 static bool ep_plain_name(const char *text, const struct jsonscan_span *sp)
 {
 	const char *s = text + sp->off + 1;
@@ -256,19 +264,23 @@ static bool ep_modern_scan(const struct http_request *req,
 					    META_LOG_LEVEL, "progressToken"};
 	struct jsonscan_span sp[4], pp[4], mp[5];
 	const char *body = req->body;
-	if (jsonscan_members_strict(body, req->body_len, keys, 4, sp) < 0 ||
+	/* One pass over the three levels; the spans are offsets in body,
+	 * made relative to their own object below. */
+	const struct jsonscan_level lv[] = {
+		{keys, 4, sp, 3}, {pkeys, 4, pp, 1}, {mkeys, 5, mp, 0}};
+	if (jsonscan_levels_strict(body, req->body_len, lv, 3) < 0 ||
 	    !ep_span_is(body, &sp[0], "\"2.0\"") ||
 	    !ep_span_is(body, &sp[2], "\"tools/call\"") || sp[1].len == 0 ||
 	    sp[3].len == 0 || body[sp[3].off] != '{')
 		return false;
 	const char *params = body + sp[3].off;
-	if (jsonscan_members_strict(params, sp[3].len, pkeys, 4, pp) < 0 ||
-	    !ep_plain_name(params, &pp[0]) || pp[1].len == 0 ||
+	ep_spans_rebase(pp, 4, sp[3].off);
+	if (!ep_plain_name(params, &pp[0]) || pp[1].len == 0 ||
 	    params[pp[1].off] != '{' || pp[2].len || pp[3].len)
 		return false;
 	const char *meta = params + pp[1].off;
-	if (jsonscan_members_strict(meta, pp[1].len, mkeys, 5, mp) < 0 ||
-	    !ep_span_is(meta, &mp[0], "\"" MODERN_VERSION "\"") ||
+	ep_spans_rebase(mp, 5, sp[3].off + pp[1].off);
+	if (!ep_span_is(meta, &mp[0], "\"" MODERN_VERSION "\"") ||
 	    mp[1].len == 0 || meta[mp[1].off] != '{' ||
 	    (mp[2].len && meta[mp[2].off] != '{') || mp[3].len || mp[4].len)
 		return false;

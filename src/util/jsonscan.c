@@ -345,8 +345,9 @@ static int jscan_object(struct jscan *j, int depth, const struct jscan_keys *ks,
 			/* The nested object's members, as of its last
 			 * value (a name met twice reports its last). */
 			const struct jscan_keys *in = ks->inner;
-			for (size_t k = 0; k < in->n; k++)
-				in->spans[k].off = in->spans[k].len = 0;
+			for (const struct jscan_keys *d = in; d; d = d->inner)
+				for (size_t k = 0; k < d->n; k++)
+					d->spans[k].off = d->spans[k].len = 0;
 			rc = j->i < j->len && j->s[j->i] == '{' &&
 					     depth + 1 <= JSONSCAN_MAX_DEPTH
 				     ? jscan_object(j, depth + 1, in, unique)
@@ -433,20 +434,24 @@ int jsonscan_members_strict(const char *text, size_t len,
 	return jsonscan_top(text, len, &ks, true);
 }
 
-int jsonscan_members_strict_nested(const char *text, size_t len,
-				   const char *const *keys, size_t n,
-				   struct jsonscan_span *spans, size_t member,
-				   const char *const *inner, size_t ninner,
-				   struct jsonscan_span *inner_spans)
+int jsonscan_levels_strict(const char *text, size_t len,
+			   const struct jsonscan_level *levels, size_t nlevels)
 {
-	if (n > JSONSCAN_MAX_KEYS || ninner > JSONSCAN_MAX_KEYS || member >= n)
+	struct jscan_keys ks[JSONSCAN_MAX_LEVELS];
+	if (nlevels == 0 || nlevels > JSONSCAN_MAX_LEVELS)
 		return -1;
-	struct jscan_keys ks, in;
-	jscan_keys_init(&ks, keys, n, spans);
-	jscan_keys_init(&in, inner, ninner, inner_spans);
-	ks.nest = member;
-	ks.inner = &in;
-	return jsonscan_top(text, len, &ks, true);
+	for (size_t l = 0; l < nlevels; l++) {
+		const struct jsonscan_level *lv = &levels[l];
+		if (lv->n > JSONSCAN_MAX_KEYS ||
+		    (l + 1 < nlevels && lv->nest >= lv->n))
+			return -1;
+		jscan_keys_init(&ks[l], lv->keys, lv->n, lv->spans);
+		if (l + 1 < nlevels) {
+			ks[l].nest = lv->nest;
+			ks[l].inner = &ks[l + 1];
+		}
+	}
+	return jsonscan_top(text, len, &ks[0], true);
 }
 
 bool jsonscan_int(const char *text, const struct jsonscan_span *span,

@@ -42,15 +42,21 @@ int jsonscan_members_strict(const char *text, size_t len,
 			    const char *const *keys, size_t n,
 			    struct jsonscan_span *spans);
 
-/* The same, and in one pass the members inner[0..ninner) of the object
- * that is the value of keys[member] (held to the same rules as the top
- * level: plain names, each once), in inner_spans; all absent when that
- * value is not an object. Saves scanning the value a second time. */
-int jsonscan_members_strict_nested(const char *text, size_t len,
-				   const char *const *keys, size_t n,
-				   struct jsonscan_span *spans, size_t member,
-				   const char *const *inner, size_t ninner,
-				   struct jsonscan_span *inner_spans);
+/* The strict scan of nested objects in one pass: levels[0] names the
+ * members of text's object; each further level, those of the object that
+ * is the value of member levels[l - 1].nest (held to the same rules as
+ * the top: plain names, each once), all absent when that value is not an
+ * object. Every span is an offset in text. Saves scanning a member's value
+ * once more for each level. */
+#define JSONSCAN_MAX_LEVELS 4
+struct jsonscan_level {
+	const char *const *keys;
+	size_t n;
+	struct jsonscan_span *spans;
+	size_t nest; /* the member holding the next level's object */
+};
+int jsonscan_levels_strict(const char *text, size_t len,
+			   const struct jsonscan_level *levels, size_t nlevels);
 
 /* Whether span holds a JSON integer (no fraction or exponent) that fits an
  * int64; its value in *v. */

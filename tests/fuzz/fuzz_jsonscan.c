@@ -222,8 +222,9 @@ static void fj_check_nested(const char *s, size_t len, int rs,
 {
 	static const char *const inner[] = {"name", "_meta"};
 	struct jsonscan_span sp[FJ_NKEYS], in[2], alone[2];
-	int rn = jsonscan_members_strict_nested(s, len, fj_keys, FJ_NKEYS, sp,
-						3, inner, 2, in);
+	const struct jsonscan_level lv[] = {{fj_keys, FJ_NKEYS, sp, 3},
+					    {inner, 2, in, 0}};
+	int rn = jsonscan_levels_strict(s, len, lv, 2);
 	if (rn == 0 && (rs != 0 || memcmp(sp, st, sizeof sp) != 0))
 		fj_fail("nested scan read the top level differently", s, len);
 	if (rn != 0 || st[3].len == 0 || s[st[3].off] != '{')

@@ -331,8 +331,8 @@ static int nested(const char *t, struct jsonscan_span *sp,
 {
 	static const char *const top[] = {"jsonrpc", "id", "method", "params"};
 	static const char *const inner[] = {"name", "_meta"};
-	return jsonscan_members_strict_nested(t, strlen(t), top, 4, sp, 3,
-					      inner, 2, in);
+	const struct jsonscan_level lv[] = {{top, 4, sp, 3}, {inner, 2, in, 0}};
+	return jsonscan_levels_strict(t, strlen(t), lv, 2);
 }
 
 Test(jsonscan, nested_members_in_one_pass)
@@ -363,6 +363,20 @@ Test(jsonscan, nested_members_in_one_pass)
 	/* params twice is refused at the top, as before. */
 	cr_assert_eq(nested("{\"params\":{\"name\":1},\"params\":{}}", sp, in),
 		     -1);
+	/* Three levels: the innermost spans are offsets in the text too. */
+	static const char *const k1[] = {"p"}, *const k2[] = {"m"},
+				 *const k3[] = {"v"};
+	struct jsonscan_span s1[1], s2[1], s3[1];
+	const struct jsonscan_level three[] = {
+		{k1, 1, s1, 0}, {k2, 1, s2, 0}, {k3, 1, s3, 0}};
+	const char *t3 = "{\"p\":{\"v\":0,\"m\":{\"v\":42}}}";
+	cr_assert_eq(jsonscan_levels_strict(t3, strlen(t3), three, 3), 0);
+	v = span_str(t3, &s3[0]);
+	cr_assert_str_eq(v, "42");
+	free(v);
+	/* A nest naming no member is refused. */
+	const struct jsonscan_level bad[] = {{k1, 1, s1, 1}, {k2, 1, s2, 0}};
+	cr_assert_eq(jsonscan_levels_strict(t3, strlen(t3), bad, 2), -1);
 	/* Too many keys for one scan. */
 	const char *many[JSONSCAN_MAX_KEYS + 1] = {"a"};
 	struct jsonscan_span big[JSONSCAN_MAX_KEYS + 1];
