@@ -5,6 +5,7 @@
 
 #include "jsonrpc/jsonrpc.h"
 #include "relay/msg.h"
+#include "util/buf.h"
 #include "util/xmalloc.h"
 
 char *relay_msg_splice(const char *text, size_t len,
@@ -49,14 +50,5 @@ char *relay_msg_error(const char *id, int code, const char *text,
 
 void relay_msg_id(char *out, int64_t id)
 {
-	char tmp[21];
-	size_t n = 0;
-	uint64_t v = id < 0 ? 0 : (uint64_t)id;
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	for (size_t i = 0; i < n; i++)
-		out[i] = tmp[n - 1 - i];
-	out[n] = '\0';
+	buf_fmt_u64(out, id < 0 ? 0 : (unsigned long long)id);
 }
