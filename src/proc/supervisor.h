@@ -100,8 +100,10 @@ struct sup_spec {
 int sup_spawn(uv_loop_t *loop, const struct sup_spec *spec,
 	      const struct sup_cbs *cbs, void *ctx, struct supervisor **out);
 
-/* SUP_PIPES: queues one message plus '\n'. The bytes are copied; raw
- * CR/LF in data (whitespace in JSON) are sent as spaces. -EPIPE when the
+/* SUP_PIPES: queues one message plus '\n'; a loop turn's messages are
+ * written together before the loop next waits (one write). The bytes are
+ * copied; raw CR/LF in data (whitespace in JSON) are sent as spaces.
+ * -EPIPE when the
  * program is gone or stopping (always in SUP_LOGS); -ENOBUFS past
  * SUP_MAX_QUEUED unwritten bytes (on_drain follows). */
 int sup_send(struct supervisor *c, const char *data, size_t len);
