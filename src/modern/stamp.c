@@ -151,17 +151,20 @@ char *stamp_answer_text(struct modern_req *r, const char *data, size_t len,
 					    "_meta"};
 	static const char *const mkeys[] = {META_SERVER_INFO};
 	struct jsonscan_span sp[3], rp[4], mp[1];
-	if (jsonscan_members(data, len, keys, 3, sp) < 0 || sp[0].len ||
-	    sp[2].len || sp[1].len == 0 || data[sp[1].off] != '{')
+	/* One pass over the answer, its result and the result's _meta. */
+	const struct jsonscan_level lv[] = {
+		{keys, 3, sp, 1}, {rkeys, 4, rp, 3}, {mkeys, 1, mp, 0}};
+	if (jsonscan_levels(data, len, lv, 3) < 0 || sp[0].len || sp[2].len ||
+	    sp[1].len == 0 || data[sp[1].off] != '{')
 		return NULL;
 	const char *res = data + sp[1].off;
 	size_t rlen = sp[1].len;
-	if (jsonscan_members(res, rlen, rkeys, 4, rp) < 0)
-		return NULL;
+	/* rp's offsets are made relative to the result. */
+	for (size_t k = 0; k < 4; k++)
+		if (rp[k].len)
+			rp[k].off -= sp[1].off;
 	const char *meta = rp[3].len ? res + rp[3].off : NULL;
-	if (meta &&
-	    (*meta != '{' ||
-	     jsonscan_members(meta, rp[3].len, mkeys, 1, mp) < 0 || mp[0].len))
+	if (meta && (*meta != '{' || mp[0].len))
 		return NULL;
 	const char *si_text = stamp_server_info_text(r);
 	struct buf b;

@@ -434,8 +434,9 @@ int jsonscan_members_strict(const char *text, size_t len,
 	return jsonscan_top(text, len, &ks, true);
 }
 
-int jsonscan_levels_strict(const char *text, size_t len,
-			   const struct jsonscan_level *levels, size_t nlevels)
+static int jsonscan_levels_top(const char *text, size_t len,
+			       const struct jsonscan_level *levels,
+			       size_t nlevels, bool strict)
 {
 	struct jscan_keys ks[JSONSCAN_MAX_LEVELS];
 	if (nlevels == 0 || nlevels > JSONSCAN_MAX_LEVELS)
@@ -451,7 +452,19 @@ int jsonscan_levels_strict(const char *text, size_t len,
 			ks[l].inner = &ks[l + 1];
 		}
 	}
-	return jsonscan_top(text, len, &ks[0], true);
+	return jsonscan_top(text, len, &ks[0], strict);
+}
+
+int jsonscan_levels(const char *text, size_t len,
+		    const struct jsonscan_level *levels, size_t nlevels)
+{
+	return jsonscan_levels_top(text, len, levels, nlevels, false);
+}
+
+int jsonscan_levels_strict(const char *text, size_t len,
+			   const struct jsonscan_level *levels, size_t nlevels)
+{
+	return jsonscan_levels_top(text, len, levels, nlevels, true);
 }
 
 bool jsonscan_int(const char *text, const struct jsonscan_span *span,

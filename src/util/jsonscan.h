@@ -57,6 +57,10 @@ struct jsonscan_level {
 };
 int jsonscan_levels_strict(const char *text, size_t len,
 			   const struct jsonscan_level *levels, size_t nlevels);
+/* The same with jsonscan_members' rules (a server's text): names with
+ * escapes never match, a name met twice reports its last value. */
+int jsonscan_levels(const char *text, size_t len,
+		    const struct jsonscan_level *levels, size_t nlevels);
 
 /* Whether span holds a JSON integer (no fraction or exponent) that fits an
  * int64; its value in *v. */
