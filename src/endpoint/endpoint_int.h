@@ -210,6 +210,8 @@ void ep_respond_json(struct conn *c, int status, json_t *body,
 		     const char *extra);
 /* An HTTP-level error with a JSON-RPC error body. */
 void ep_fail(struct conn *c, int status, int code, const char *message);
+/* Appends "Mcp-Session-Id: ID\r\n" when c answers in a session. */
+void ep_put_session_header(const struct conn *c, struct buf *b);
 void ep_sse_start(struct conn *c);
 /* Holds the first message of a POST's answer (ep_sse_start sends it as
  * the stream's first event if the stream starts). */

@@ -91,12 +91,11 @@ static void ep_ex_finish_cb(void *ctx)
 			ep_write(c, "0\r\n\r\n", 5);
 		}
 	} else {
-		char *extra = c->session_id
-				      ? xasprintf("Mcp-Session-Id: %s\r\n",
-						  c->session_id)
-				      : NULL;
-		ep_respond_json(c, 200, c->collected, extra);
-		free(extra);
+		struct buf extra;
+		buf_init(&extra);
+		ep_put_session_header(c, &extra);
+		ep_respond_json(c, 200, c->collected, extra.data);
+		buf_free(&extra);
 	}
 	ep_conn_request_done(c);
 }

@@ -44,6 +44,15 @@ void ep_fail(struct conn *c, int status, int code, const char *message)
 
 /* ---- exchange delivery ---- */
 
+void ep_put_session_header(const struct conn *c, struct buf *b)
+{
+	if (c->session_id == NULL)
+		return;
+	buf_puts(b, "Mcp-Session-Id: ");
+	buf_puts(b, c->session_id);
+	buf_puts(b, "\r\n");
+}
+
 void ep_sse_start(struct conn *c)
 {
 	if (c->sse_started)
@@ -55,11 +64,7 @@ void ep_sse_start(struct conn *c)
 	struct buf extra;
 	buf_init(&extra);
 	buf_puts(&extra, "Transfer-Encoding: chunked\r\n");
-	if (c->session_id) {
-		buf_puts(&extra, "Mcp-Session-Id: ");
-		buf_puts(&extra, c->session_id);
-		buf_puts(&extra, "\r\n");
-	}
+	ep_put_session_header(c, &extra);
 	httpresp_head(&b, 200, "text/event-stream", -1, true, extra.data);
 	buf_free(&extra);
 	ep_write_buf(c, &b);
@@ -99,17 +104,13 @@ bool ep_answer_held(struct conn *c)
 	buf_init(&b);
 	struct buf extra;
 	buf_init(&extra);
-	if (c->session_id) {
-		buf_puts(&extra, "Mcp-Session-Id: ");
-		buf_puts(&extra, c->session_id);
-		buf_puts(&extra, "\r\n");
-	}
+	ep_put_session_header(c, &extra);
 	httpresp_head(&b, 200, "application/json", (long long)c->held_data.len,
 		      c->keep_alive && !c->close_after, extra.data);
 	buf_free(&extra);
-	buf_append(&b, c->held_data.data, c->held_data.len);
 	ep_write_buf(c, &b);
 	buf_free(&b);
+	ep_write(c, c->held_data.data, c->held_data.len);
 	buf_reset(&c->held_data);
 	return true;
 }
