@@ -1,12 +1,12 @@
 /* Percent-encoding, query strings and base64 for the OAuth requests and
  * the redirect mcpvisor receives. */
 #include "auth/form.h"
-#include "http/httpparse.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "http/query.h"
 #include "util/xmalloc.h"
 
 static bool form_unreserved(unsigned char c)

@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "endpoint/endpoint_int.h"
 #include "endpoint/peer.h"
+#include "http/query.h"
 #include "jsonrpc/jsonrpc.h"
 #include "session/hub.h"
 #include "util/fsutil.h"

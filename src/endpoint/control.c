@@ -14,6 +14,7 @@
 #include "endpoint/endpoint_int.h"
 #include "http/httpparse.h"
 #include "http/httpresp.h"
+#include "http/query.h"
 #include "jsonrpc/jsonrpc.h"
 #include "metrics/prom.h"
 #include "session/exchange.h"

@@ -15,6 +15,7 @@
 #include "endpoint/endpoint_int.h"
 #include "http/httpparse.h"
 #include "http/httpresp.h"
+#include "http/query.h"
 #include "jsonrpc/jsonrpc.h"
 #include "session/exchange.h"
 #include "session/hub.h"

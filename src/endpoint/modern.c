@@ -12,6 +12,7 @@
 #include "endpoint/endpoint_int.h"
 #include "http/httpparse.h"
 #include "http/httpresp.h"
+#include "http/query.h"
 #include "jsonrpc/jsonrpc.h"
 #include "modern/modern.h"
 #include "session/hub.h"

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "http/httpparse.h"
+#include "http/query.h"
 #include "util/buf.h"
 
 /* Small limits put the body-size edges within -max_len; the largest is

@@ -23,6 +23,7 @@
 #include "auth/pkce.h"
 #include "http/httpc.h"
 #include "http/httpparse.h"
+#include "http/query.h"
 #include "util/buf.h"
 #include "util/xmalloc.h"
 

@@ -10,6 +10,7 @@
 
 #include "http/httpparse.h"
 #include "http/httpresp.h"
+#include "http/query.h"
 #include "util/buf.h"
 
 struct tp_run {
