@@ -11,111 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "http/curlso.h"
 #include "http/httpc.h"
+#include "http/httpc_int.h"
 #include "util/xmalloc.h"
 
-/* Connections per host: every open SSE stream (a session's GET stream, a
- * long call's answer) holds one over HTTP/1.1, so this is generous;
- * requests past it wait for a free connection. */
-#define HTTPC_MAX_HOST_CONNECTIONS 32
-/* Idle connections kept for reuse. */
-#define HTTPC_MAX_CACHED 32
-/* Body bytes one request hands its owner before it yields to the rest of
- * the loop (its transfer is paused until the next turn): a server that
- * writes as fast as the socket takes it cannot keep the loop inside
- * curl's reads. */
-#define HTTPC_TURN_BYTES (256 * 1024)
-/* Finished easy handles kept for the next requests: making one and
- * freeing it cost more than a third of curl's work for a small call
- * (its state, its buffers); reset, one holds a 16 KiB read buffer. */
-#define HTTPC_IDLE_EASY 16
-#define HTTPC_WHY_MAX 200
-
-struct httpc_sock {
-	uv_poll_t poll;
-	curl_socket_t fd;
-	struct httpc *c;
-	struct httpc_sock *prev, *next;
-	/* A connection's socket (made by httpc_open_cb): its poll lives
-	 * until curl closes it (httpc_close_cb), not only while a transfer
-	 * uses it, so a kept-alive connection is not taken out of epoll and
-	 * put back (three or four system calls) on every request. */
-	bool conn;
-	bool idle;  /* a conn curl has no interest in now (in its cache) */
-	int events; /* UV_READABLE, UV_WRITABLE polled for; 0: stopped */
-};
-
-struct httpc {
-	uv_loop_t *loop;
-	const struct curlso *cu;
-	CURLM *multi;
-	uv_timer_t timer; /* curl's own timeout */
-	/* curl's "now" (a timeout of 0): on the next idle turn, not as a
-	 * 0 ms timer, which libuv would run again within the same timers
-	 * phase: a transfer that always has more to read would then keep
-	 * the loop there, never polling anything else. */
-	uv_idle_t now;
-	/* After the poll of a turn: resumes what the turn budget paused. */
-	uv_check_t yield;
-	uv_timer_t kick; /* deferred adds and resumes */
-	struct httpc_req *reqs;
-	struct httpc_sock *socks;    /* polled for curl */
-	CURL *idle[HTTPC_IDLE_EASY]; /* reset, for the next requests */
-	int nidle;
-	int handles;   /* open uv handles; freed at 0 once closing */
-	int depth;     /* inside our dispatch: httpc_free waits */
-	int in_curl;   /* inside a curl call: curl may not be re-entered */
-	int cancelled; /* requests cancelled inside curl, to remove */
-	bool closing;  /* httpc_free ran: nothing new starts */
-	bool free_pending;
-};
-
-struct httpc_req {
-	struct httpc *c;
-	struct httpc_req *prev, *next;
-	CURL *easy;
-	struct curl_slist *headers;
-	struct httpc_cbs cbs;
-	void *ctx;
-	uv_timer_t silence;
-	uint64_t silence_ms;
-	struct buf head; /* the final head: "name\0value\0" pairs */
-	int status;
-	bool head_done;
-	bool heard;	/* any byte of a response came */
-	bool added;	/* in the multi handle */
-	bool queued;	/* to add at the kick */
-	bool cancelled; /* no callback any more; removed when curl allows */
-	bool paused;
-	bool resume; /* to resume at the kick */
-	/* Paused by the turn budget (not by its owner): resumed at the
-	 * kick, on the next turn of the loop. */
-	bool yielded;
-	size_t turn_bytes; /* body bytes since the last kick */
-	bool done;	   /* on_done runs or ran */
-	bool sent;	   /* valid once done */
-	/* Times curl was about to send it: a second is curl's own replay
-	 * on a fresh connection, which is refused (see httpc_prereq_cb). */
-	unsigned attempts;
-	bool replay_refused;
-	bool once; /* a POST: never sent twice by curl */
-	int err;   /* our own reason, before curl's */
-	const char *err_why;
-	char why[HTTPC_WHY_MAX];
-	char errbuf[CURL_ERROR_SIZE];
-};
-
-static void httpc_leave(struct httpc *c);
 static void httpc_free_now(struct httpc *c);
 static void httpc_kick(struct httpc *c);
 
 /* ---- handles ---- */
 
-static void httpc_handle_closed(struct httpc *c)
+void httpc_handle_closed(struct httpc *c)
 {
 	if (--c->handles == 0 && c->closing)
 		free(c);
@@ -126,190 +33,12 @@ static void httpc_timer_close_cb(uv_handle_t *h)
 	httpc_handle_closed(h->data);
 }
 
-static void httpc_sock_close_cb(uv_handle_t *h)
-{
-	struct httpc_sock *s = h->data;
-	struct httpc *c = s->c;
-	free(s);
-	httpc_handle_closed(c);
-}
-
 static void httpc_req_close_cb(uv_handle_t *h)
 {
 	struct httpc_req *r = h->data;
 	struct httpc *c = r->c;
 	free(r);
 	httpc_handle_closed(c);
-}
-
-/* ---- curl driven by the loop ---- */
-
-/* One curl_multi_socket_action, then what it finished and what its
- * callbacks asked for. */
-static void httpc_action(struct httpc *c, curl_socket_t fd, int flags)
-{
-	int running = 0;
-	c->depth++;
-	c->in_curl++;
-	c->cu->multi_socket_action(c->multi, fd, flags, &running);
-	c->in_curl--;
-	httpc_leave(c);
-}
-
-static void httpc_poll_cb(uv_poll_t *p, int status, int events)
-{
-	struct httpc_sock *s = p->data;
-	int flags = 0;
-	if (s->idle) {
-		/* A cached connection the server closed or wrote to: curl
-		 * finds out when it would reuse it (it checks); polling it
-		 * until then would only spin. */
-		uv_poll_stop(p);
-		s->events = 0;
-		return;
-	}
-	if (status < 0)
-		flags = CURL_CSELECT_ERR;
-	if (events & UV_READABLE)
-		flags |= CURL_CSELECT_IN;
-	if (events & UV_WRITABLE)
-		flags |= CURL_CSELECT_OUT;
-	httpc_action(s->c, s->fd, flags);
-}
-
-static void httpc_timer_cb(uv_timer_t *t)
-{
-	httpc_action(t->data, CURL_SOCKET_TIMEOUT, 0);
-}
-
-static void httpc_now_cb(uv_idle_t *h)
-{
-	uv_idle_stop(h);
-	httpc_action(h->data, CURL_SOCKET_TIMEOUT, 0);
-}
-
-static void httpc_sock_close(struct httpc_sock *s)
-{
-	struct httpc *c = s->c;
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		c->socks = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	uv_close((uv_handle_t *)&s->poll, httpc_sock_close_cb);
-}
-
-static struct httpc_sock *httpc_sock_new(struct httpc *c, curl_socket_t fd)
-{
-	struct httpc_sock *s = xcalloc(1, sizeof *s);
-	if (uv_poll_init_socket(c->loop, &s->poll, fd) < 0) {
-		free(s);
-		return NULL;
-	}
-	s->fd = fd;
-	s->c = c;
-	s->poll.data = s;
-	s->next = c->socks;
-	if (c->socks)
-		c->socks->prev = s;
-	c->socks = s;
-	c->handles++;
-	return s;
-}
-
-static struct httpc_sock *httpc_sock_find(struct httpc *c, curl_socket_t fd)
-{
-	for (struct httpc_sock *s = c->socks; s; s = s->next)
-		if (s->fd == fd && s->conn)
-			return s;
-	return NULL;
-}
-
-static int httpc_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
-			   void *socketp)
-{
-	struct httpc *c = userp;
-	struct httpc_sock *s = socketp;
-	if (what == CURL_POLL_REMOVE) {
-		if (s == NULL)
-			s = httpc_sock_find(c, fd);
-		if (s == NULL)
-			return 0;
-		c->cu->multi_assign(c->multi, fd, NULL);
-		if (!s->conn) {
-			httpc_sock_close(s);
-			return 0;
-		}
-		/* Kept in epoll as it is, unless it waited to write (that
-		 * would fire at once, again and again). */
-		s->idle = true;
-		if (s->events & UV_WRITABLE) {
-			uv_poll_stop(&s->poll);
-			s->events = 0;
-		}
-		return 0;
-	}
-	if (s == NULL)
-		s = httpc_sock_find(c, fd);
-	if (s == NULL && (s = httpc_sock_new(c, fd)) == NULL)
-		return -1;
-	if (s->idle || socketp == NULL) {
-		s->idle = false;
-		c->cu->multi_assign(c->multi, fd, s);
-	}
-	int events = 0;
-	if (what & CURL_POLL_IN)
-		events |= UV_READABLE;
-	if (what & CURL_POLL_OUT)
-		events |= UV_WRITABLE;
-	s->events = events;
-	uv_poll_start(&s->poll, events, httpc_poll_cb);
-	return 0;
-}
-
-/* curl's connection sockets are made here, so that their polls can live
- * as long as they do (see struct httpc_sock). */
-static curl_socket_t httpc_open_cb(void *userp, curlsocktype purpose,
-				   struct curl_sockaddr *a)
-{
-	struct httpc *c = userp;
-	curl_socket_t fd = socket(a->family, a->socktype, a->protocol);
-	if (fd == CURL_SOCKET_BAD)
-		return fd;
-	struct httpc_sock *s = httpc_sock_new(c, fd);
-	if (s == NULL) {
-		close(fd);
-		return CURL_SOCKET_BAD;
-	}
-	s->conn = true;
-	s->idle = true;
-	return fd;
-}
-
-static int httpc_close_cb(void *userp, curl_socket_t fd)
-{
-	struct httpc *c = userp;
-	struct httpc_sock *s = httpc_sock_find(c, fd);
-	/* The poll lets the fd go first: its number may be reused at once. */
-	if (s)
-		httpc_sock_close(s);
-	return close(fd);
-}
-
-static int httpc_curl_timer_cb(CURLM *m, long ms, void *userp)
-{
-	struct httpc *c = userp;
-	uv_idle_stop(&c->now);
-	if (ms < 0) {
-		uv_timer_stop(&c->timer);
-	} else if (ms == 0) {
-		uv_timer_stop(&c->timer);
-		uv_idle_start(&c->now, httpc_now_cb);
-	} else {
-		uv_timer_start(&c->timer, httpc_timer_cb, (uint64_t)ms, 0);
-	}
-	return 0;
 }
 
 /* ---- ending a request ---- */
@@ -421,7 +150,7 @@ static void httpc_settle(struct httpc *c)
 	}
 }
 
-static void httpc_leave(struct httpc *c)
+void httpc_leave(struct httpc *c)
 {
 	if (c->depth > 1) {
 		c->depth--;
