@@ -646,3 +646,52 @@ test('HTTP: a GET stream ends when a newer one takes its place and when its sess
 		ac.abort();
 	});
 });
+
+test('HTTP: a forwarded call answered first and alone is one JSON body with a length; progress first, or a large answer, makes it an SSE stream', {
+	timeout: 60_000,
+}, async (t) => {
+	await withRuntime(t, { demo: demo() }, async (rt) => {
+		const c = await connect(rt);
+		// The answer alone: application/json, Content-Length, the answer.
+		const quick = await c.post({
+			jsonrpc: '2.0',
+			id: 11,
+			method: 'tools/call',
+			params: { name: 'demo__echo', arguments: { text: 'quick' } },
+		});
+		const qt = await quick.text();
+		assert.equal(quick.status, 200);
+		assert.equal(quick.headers.get('content-type'), JSON_CT, qt);
+		assert.equal(Number(quick.headers.get('content-length')), Buffer.byteLength(qt));
+		assert.equal(quick.headers.get('mcp-session-id'), c.sid);
+		const answer = JSON.parse(qt);
+		assert.equal(answer.id, 11);
+		assert.equal(answer.result.content[0].text, 'quick');
+		// Progress before the answer (the demo sends it every 100 ms): a
+		// stream, its priming event first,
+		// then the progress, then the answer.
+		const slow = await c.post({
+			jsonrpc: '2.0',
+			id: 12,
+			method: 'tools/call',
+			params: { name: 'demo__sleep', arguments: { ms: 350 }, _meta: { progressToken: 'p12' } },
+		});
+		const st = await slow.text();
+		assert.match(slow.headers.get('content-type'), /^text\/event-stream/);
+		assert.match(st, /^id: \d+-\d+\nretry: 1000\n/, 'the priming event first');
+		const msgs = sseMessages(st);
+		assert.equal(msgs[0].method, 'notifications/progress', st);
+		assert.equal(msgs.at(-1).id, 12);
+		// An answer over 64 KiB stays resumable: a stream.
+		const big = await c.post({
+			jsonrpc: '2.0',
+			id: 13,
+			method: 'tools/call',
+			params: { name: 'demo__echo', arguments: { text: 'b'.repeat(70_000) } },
+		});
+		const bt = await big.text();
+		assert.match(big.headers.get('content-type'), /^text\/event-stream/);
+		assert.equal(sseMessages(bt).find((m) => m.id === 13).result.content[0].text.length, 70_000);
+		await c.close();
+	});
+});
