@@ -51,30 +51,60 @@ static const char *stamp_server_info_text(struct modern_req *r)
 	return r->sp->server_info;
 }
 
-/* Whether r's result gets the cache hints: a cacheable method's, and
- * not a retry's (its answer is the call's, not the list's). */
-static bool stamp_hints_due(struct modern_req *r)
+/* Whether r is a retry (it carries a requestState, or the bridge took
+ * rounds): its answer is the call's, never a cacheable one. */
+static bool stamp_retry(struct modern_req *r)
 {
-	return stamp_cacheable(r->method) && r->rounds == 0 &&
-	       json_object_get(jr_params(r->msg), "requestState") == NULL;
+	return r->rounds > 0 ||
+	       (r->msg && json_object_get(jr_params(r->msg), "requestState"));
+}
+
+/* Whether r's result gets the cache hints: a cacheable method's, not a
+ * retry's, and not an input_required one (SEP-2549: never on those). */
+static bool stamp_hints_due(struct modern_req *r, bool input_required)
+{
+	return stamp_cacheable(r->method) && !input_required && !stamp_retry(r);
+}
+
+/* The cache hints of a result that is due them. What mcpvisor composes
+ * (a list merged from its servers' last lists, discover) gets ttlMs 0:
+ * those lists change at a server's restart or first start (the tool
+ * cache's copy is replaced) with nothing a client that does not listen
+ * would hear, so no time can be promised. An answer a 2026-07-28 server
+ * gave with its own hints (resources/read routed to it) keeps its ttlMs,
+ * the server's promise about its own answer; its scope is private when
+ * the server said so or the answer depends on the client's space (which
+ * servers answer, and how they are configured, is the space's). */
+static void stamp_hints(struct modern_req *r, json_t *result)
+{
+	json_t *ttl = json_object_get(result, "ttlMs");
+	if (!json_is_integer(ttl) || json_integer_value(ttl) < 0)
+		json_object_set_new(result, "ttlMs", json_integer(0));
+	const char *scope =
+		json_string_value(json_object_get(result, "cacheScope"));
+	bool priv = (r->sp && r->sp->space) ||
+		    (scope && strcmp(scope, "public") != 0);
+	json_object_set_new(result, "cacheScope",
+			    json_string(priv ? "private" : "public"));
 }
 
 /* The revision's fields on a result: resultType, the cache hints where
- * they are due (private when the answer depends on the client's space),
- * and serverInfo in _meta. result is changed (a copy of the caller's). */
+ * they are due (stamp_hints) and none where they are not (a server's own
+ * on an input_required result or a retry's is taken out), and serverInfo
+ * in _meta. result is changed (a copy of the caller's). */
 static void stamp_result(struct modern_req *r, json_t *result)
 {
+	const char *rt =
+		json_string_value(json_object_get(result, "resultType"));
+	bool input_required = rt && strcmp(rt, "input_required") == 0;
 	if (json_object_get(result, "resultType") == NULL)
 		json_object_set_new(result, "resultType",
 				    json_string("complete"));
-	if (stamp_hints_due(r)) {
-		if (json_object_get(result, "ttlMs") == NULL)
-			json_object_set_new(result, "ttlMs", json_integer(0));
-		if (json_object_get(result, "cacheScope") == NULL)
-			json_object_set_new(result, "cacheScope",
-					    json_string(r->sp && r->sp->space
-								? "private"
-								: "public"));
+	if (stamp_hints_due(r, input_required)) {
+		stamp_hints(r, result);
+	} else if (input_required || stamp_retry(r)) {
+		json_object_del(result, "ttlMs");
+		json_object_del(result, "cacheScope");
 	}
 	json_t *meta = json_object_get(result, "_meta");
 	if (!json_is_object(meta)) {
@@ -139,8 +169,10 @@ static void stamp_put_id(struct buf *b, json_t *id)
  * stamped as stamp_answer stamps it, without a parse or a dump: the
  * client's id, and the fields the result lacks written in at the start
  * of the result object and of its _meta. NULL when the text is anything
- * else (an error, a server's message) or the result's _meta is not an
- * object or names serverInfo already: stamp_answer takes those. A call's
+ * else (an error, a server's message), the result's _meta is not an
+ * object or names serverInfo already, or the result has cache hints of
+ * its own (a 2026-07-28 server's, which stamp_hints weighs):
+ * stamp_answer takes those. A call's
  * answer is the hot path of every modern client, and jansson would cost
  * more than everything else mcpvisor does for it. */
 char *stamp_answer_text(struct modern_req *r, const char *data, size_t len,
@@ -164,8 +196,12 @@ char *stamp_answer_text(struct modern_req *r, const char *data, size_t len,
 		if (rp[k].len)
 			rp[k].off -= sp[1].off;
 	const char *meta = rp[3].len ? res + rp[3].off : NULL;
-	if (meta && (*meta != '{' || mp[0].len))
+	if ((meta && (*meta != '{' || mp[0].len)) || rp[1].len || rp[2].len)
 		return NULL;
+	/* The value's span has its quotes. */
+	bool input_required =
+		rp[0].len == 16 &&
+		memcmp(res + rp[0].off, "\"input_required\"", 16) == 0;
 	const char *si_text = stamp_server_info_text(r);
 	struct buf b;
 	buf_init(&b);
@@ -176,14 +212,11 @@ char *stamp_answer_text(struct modern_req *r, const char *data, size_t len,
 	/* Each member written in ends with a comma, for the result's own. */
 	if (rp[0].len == 0)
 		buf_puts(&b, "\"resultType\":\"complete\",");
-	if (stamp_hints_due(r)) {
-		if (rp[1].len == 0)
-			buf_puts(&b, "\"ttlMs\":0,");
-		if (rp[2].len == 0)
-			buf_puts(&b, r->sp && r->sp->space
-					     ? "\"cacheScope\":\"private\","
-					     : "\"cacheScope\":\"public\",");
-	}
+	if (stamp_hints_due(r, input_required))
+		buf_puts(&b,
+			 r->sp && r->sp->space
+				 ? "\"ttlMs\":0,\"cacheScope\":\"private\","
+				 : "\"ttlMs\":0,\"cacheScope\":\"public\",");
 	if (meta == NULL) {
 		buf_puts(&b, "\"_meta\":{\"" META_SERVER_INFO "\":");
 		buf_puts(&b, si_text);
