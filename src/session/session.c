@@ -61,6 +61,7 @@ struct session *session_new(struct hub *hub, const char *space,
 	s->created_ms = s->last_seen_ms = clock_now_ms();
 	s->next_seq = 1;
 	s->next_event_id = 1;
+	s->log_level = ENVELOPE_LOG_NONE;
 	s->refs = 1;
 	session_reconfigure(s);
 	return s;

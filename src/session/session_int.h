@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "instance/instance.h"
+#include "jsonrpc/envelope.h"
 #include "pool/pool.h"
 #include "router/router.h"
 #include "session/exchange.h"
@@ -119,6 +120,11 @@ struct session {
 	size_t streams_cost;	 /* the cost of every stream record */
 	struct exchange *stream; /* standing GET stream, reference */
 	struct upstream_req *upstream;
+	/* What the client's logging/setLevel asked (ENVELOPE_LOG_NONE:
+	 * nothing): the session's own, since a 2026-07-28 server takes a
+	 * level per request and its instance may serve other clients too
+	 * (calls.c puts it on this session's requests). */
+	enum envelope_log log_level;
 	/* What the client was last shown, so list_changed is sent only when
 	 * its view really changed. */
 	json_t *seen[INSTANCE_NLISTS];
