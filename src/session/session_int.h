@@ -202,6 +202,10 @@ void session_complete(struct session *s, json_t *id, json_t *params,
 		      struct exchange *ex);
 void session_set_level(struct session *s, json_t *id, json_t *params,
 		       struct exchange *ex);
+/* Whether a server's log message msg may reach s's client: below the
+ * level that client asked, it may not (a server shared with other
+ * clients logs at the level of the one that asked most). */
+bool session_log_wanted(const struct session *s, json_t *msg);
 struct call *session_find_call(struct session *s, json_t *client_id);
 void session_call_cancel(struct call *c, const char *reason);
 /* Stops a call and answers it with an error that says why (and whether it
