@@ -251,6 +251,34 @@ static char *session_unavailable_text(struct session *s, struct instance *inst,
 			 why ? why : "it could not be started");
 }
 
+/* MCP's log levels, in enum envelope_log's order. */
+static const char *const session_levels[] = {"debug",	"info",	     "notice",
+					     "warning", "error",     "critical",
+					     "alert",	"emergency", NULL};
+
+/* The level the call's client asked with logging/setLevel, in the
+ * request's _meta: a 2026-07-28 server takes it there, per request, and
+ * logs on that call's answer stream only, so one client's level is never
+ * another's on a shared instance. A 2025 server has it from setLevel
+ * already and ignores the key (reserved for MCP; a 2026 client's own
+ * _meta reaches it so too). A level the request carries stays. */
+static void session_call_level(struct call *c, struct instance *inst,
+			       json_t *params)
+{
+	enum envelope_log want = c->session->log_level;
+	if (want == ENVELOPE_LOG_NONE || !json_is_object(params) ||
+	    !instance_has_capability(inst, "logging"))
+		return;
+	json_t *meta = json_object_get(params, "_meta");
+	if (!json_is_object(meta)) {
+		meta = json_object();
+		json_object_set_new(params, "_meta", meta);
+	}
+	if (json_object_get(meta, META_LOG_LEVEL) == NULL)
+		json_object_set_new(meta, META_LOG_LEVEL,
+				    json_string(session_levels[want]));
+}
+
 static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 {
 	struct call *c = arg;
@@ -295,6 +323,7 @@ static void session_call_ready_cb(void *arg, struct instance *inst, int err)
 	} else {
 		json_t *params = c->params;
 		c->params = NULL;
+		session_call_level(c, inst, params);
 		if (c->progress_token) {
 			json_t *meta = json_object_get(params, "_meta");
 			json_object_set_new(meta, "progressToken",
@@ -450,7 +479,10 @@ bool session_route_text(struct session *s, const char *name, size_t name_len,
 			struct session_text_route *rt)
 {
 	s->last_seen_ms = clock_now_ms();
-	if (session_has_deferred(s) || name_len > CONFIG_MAX_STRING)
+	/* A client that set a log level: its calls take the general path,
+	 * which puts the level in their _meta (one compare for the rest). */
+	if (session_has_deferred(s) || name_len > CONFIG_MAX_STRING ||
+	    s->log_level != ENVELOPE_LOG_NONE)
 		return false;
 	char *tool = xstrndup(name, name_len);
 	/* The first server, in order, whose known tools hold the name: what
@@ -527,19 +559,19 @@ static void session_fanout_reply_cb(void *arg, json_t *resp, bool sent)
 	free(f);
 }
 
-/* logging/setLevel goes to every running server of the session. */
+/* logging/setLevel is the session's level, put on its requests to the
+ * servers that log (session_call_ready_cb); and it goes to every running
+ * server of the session, as 2025 servers take it (a 2026-07-28 server's
+ * side answers it without sending it on). */
 void session_set_level(struct session *s, json_t *id, json_t *params,
 		       struct exchange *ex)
 {
 	const char *level = json_string_value(json_object_get(params, "level"));
-	static const char *const levels[] = {"debug",	"info",	     "notice",
-					     "warning", "error",     "critical",
-					     "alert",	"emergency", NULL};
-	bool ok = false;
-	for (int i = 0; level && levels[i]; i++)
-		if (strcmp(level, levels[i]) == 0)
-			ok = true;
-	if (!ok) {
+	int found = -1;
+	for (int i = 0; level && session_levels[i]; i++)
+		if (strcmp(level, session_levels[i]) == 0)
+			found = i;
+	if (found < 0) {
 		session_reply_error(ex, id, JR_INVALID_PARAMS,
 				    "logging/setLevel needs params.level, one "
 				    "of debug, info, notice, warning, error, "
@@ -547,6 +579,7 @@ void session_set_level(struct session *s, json_t *id, json_t *params,
 				    NULL);
 		return;
 	}
+	s->log_level = (enum envelope_log)found;
 	struct session_views sv;
 	session_views_build(s, &sv);
 	struct fanout *f = xcalloc(1, sizeof *f);

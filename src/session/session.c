@@ -61,6 +61,7 @@ struct session *session_new(struct hub *hub, const char *space,
 	s->created_ms = s->last_seen_ms = clock_now_ms();
 	s->next_seq = 1;
 	s->next_event_id = 1;
+	s->log_level = ENVELOPE_LOG_NONE;
 	s->refs = 1;
 	session_reconfigure(s);
 	return s;
@@ -473,9 +474,22 @@ struct call *session_cause_on(struct session *s, struct instance *inst)
 	return best;
 }
 
+bool session_log_wanted(const struct session *s, json_t *msg)
+{
+	if (s->log_level == ENVELOPE_LOG_NONE)
+		return true; /* the server's own choice, as 2025 has it */
+	if (strcmp(jr_method(msg), "notifications/message") != 0)
+		return true;
+	return envelope_log_passes(
+		s->log_level,
+		json_string_value(json_object_get(jr_params(msg), "level")));
+}
+
 void session_route_related(struct session *s, struct instance *inst,
 			   json_t *msg)
 {
+	if (!session_log_wanted(s, msg))
+		return;
 	struct call *c = session_newest_call_on(s, inst);
 	if (c)
 		exchange_send(c->ex, msg);
@@ -497,6 +511,8 @@ bool session_cause_rank(struct session *s, struct instance *inst, bool *waits,
 
 void session_call_related(struct call *c, json_t *msg)
 {
+	if (!session_log_wanted(c->session, msg))
+		return;
 	if (exchange_attached(c->ex))
 		exchange_send(c->ex, msg);
 	else

@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "instance/instance.h"
+#include "jsonrpc/envelope.h"
 #include "pool/pool.h"
 #include "router/router.h"
 #include "session/exchange.h"
@@ -119,6 +120,11 @@ struct session {
 	size_t streams_cost;	 /* the cost of every stream record */
 	struct exchange *stream; /* standing GET stream, reference */
 	struct upstream_req *upstream;
+	/* What the client's logging/setLevel asked (ENVELOPE_LOG_NONE:
+	 * nothing): the session's own, since a 2026-07-28 server takes a
+	 * level per request and its instance may serve other clients too
+	 * (calls.c puts it on this session's requests). */
+	enum envelope_log log_level;
 	/* What the client was last shown, so list_changed is sent only when
 	 * its view really changed. */
 	json_t *seen[INSTANCE_NLISTS];
@@ -196,6 +202,10 @@ void session_complete(struct session *s, json_t *id, json_t *params,
 		      struct exchange *ex);
 void session_set_level(struct session *s, json_t *id, json_t *params,
 		       struct exchange *ex);
+/* Whether a server's log message msg may reach s's client: below the
+ * level that client asked, it may not (a server shared with other
+ * clients logs at the level of the one that asked most). */
+bool session_log_wanted(const struct session *s, json_t *msg);
 struct call *session_find_call(struct session *s, json_t *client_id);
 void session_call_cancel(struct call *c, const char *reason);
 /* Stops a call and answers it with an error that says why (and whether it

@@ -165,8 +165,9 @@ void upm_subscribe(struct upm *p, int64_t id, json_t *params, bool on)
 		upm_refilter(p);
 }
 
-/* logging/setLevel of a 2025 client: its level goes in the _meta of the
- * requests that follow (the revision's per-request level). */
+/* logging/setLevel of a 2025 client: the revision has no such thing,
+ * and its level is per request. One kept here would be every client's of
+ * the instance; the client's session puts its own in its requests. */
 void upm_set_level(struct upm *p, int64_t id, json_t *params)
 {
 	const char *level = json_string_value(json_object_get(params, "level"));
@@ -179,7 +180,5 @@ void upm_set_level(struct upm *p, int64_t id, json_t *params)
 		json_decref(e);
 		return;
 	}
-	free(p->log_level);
-	p->log_level = xstrdup(level);
 	upm_answer(p, id, json_object());
 }

@@ -4,8 +4,8 @@
  * Mcp-Param-* of a tool's x-mcp-header arguments, from the schemas its
  * tools/list answers gave; tools whose annotations the revision forbids
  * are taken out of those answers), the listen stream (list changes, and
- * the resources 2025 clients subscribed to), logging/setLevel kept as
- * the logLevel of 2025 clients' requests.
+ * the resources 2025 clients subscribed to), logging/setLevel answered
+ * (a 2025 client's session puts its level in its own requests' _meta).
  */
 #include "transport/up_modern_int.h"
 
@@ -44,7 +44,6 @@ void upm_free(struct upm *p)
 		return;
 	free(p->init_msg);
 	free(p->init_err);
-	free(p->log_level);
 	json_decref(p->subs);
 	msgq_clear(&p->held);
 	msgq_clear(&p->later);
@@ -86,7 +85,7 @@ bool upm_modern(const struct upm *p)
 
 /* The _meta of a request of the revision, from the instance's (the
  * request's own clientCapabilities and logLevel kept: a modern client's,
- * forwarded). */
+ * forwarded, or the level a 2025 client's session asked for it). */
 static void upm_meta(struct upm *p, json_t *params)
 {
 	json_t *meta = json_object_get(params, "_meta");
@@ -564,12 +563,6 @@ static int upm_send_in(struct upm *p, const char *msg, size_t len, int64_t id)
 			return 1;
 		}
 		upm_meta(p, params);
-		if (!claimed && p->log_level) {
-			json_t *meta = json_object_get(params, "_meta");
-			if (!json_object_get(meta, META_LOG_LEVEL))
-				json_object_set_new(meta, META_LOG_LEVEL,
-						    json_string(p->log_level));
-		}
 		if (!claimed && upm_mrtr_method(method))
 			upm_mrtr_track(p, id, method, params);
 		if (strcmp(method, "tools/list") == 0) {

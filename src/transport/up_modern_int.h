@@ -56,7 +56,6 @@ struct upm {
 	 * the listen stream's resourceSubscriptions when the server can. */
 	json_t *subs;
 	bool can_subscribe; /* discover said resources.subscribe */
-	char *log_level;    /* logging/setLevel's, for 2025 clients' requests */
 	unsigned listen_seq;
 	unsigned relistens; /* opened again in a row, each short-lived */
 	uint64_t listen_ms; /* when the listen stream was asked for */
@@ -124,7 +123,9 @@ void upm_listen_message(struct upm *p, const char *msg, size_t len,
 			int64_t sid);
 /* resources/subscribe (on) or unsubscribe of a 2025 client, request id. */
 void upm_subscribe(struct upm *p, int64_t id, json_t *params, bool on);
-/* logging/setLevel of a 2025 client, request id. */
+/* logging/setLevel of a 2025 client, request id: answered, and kept
+ * nowhere (the instance is shared; the level is each session's, in its
+ * requests' _meta). */
 void upm_set_level(struct upm *p, int64_t id, json_t *params);
 
 #endif

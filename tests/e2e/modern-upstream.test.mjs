@@ -218,3 +218,74 @@ test('a 2025 client subscribes to a 2026 server\'s resource and sets its log lev
 		await client.close();
 	});
 });
+
+test('two 2025 clients of one shared 2026 server each get the log lines at their own level, and no other\'s', {
+	timeout: 60_000,
+}, async (t) => {
+	const { server, config } = await modernServer(t);
+	await withRuntime(t, config, async (rt) => {
+		// Three clients of the one app-scoped instance: A asks for debug,
+		// B for warning, C for nothing.
+		const clients = {};
+		for (const who of ['A', 'B', 'C']) {
+			const c = await sdkConnect(rt);
+			c.logs = [];
+			c.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+				c.logs.push(n.params.level);
+			});
+			clients[who] = c;
+		}
+		// The instance runs (a listing starts it) when the levels are set.
+		await clients.A.client.listTools();
+		await clients.A.client.setLoggingLevel('debug');
+		await clients.B.client.setLoggingLevel('warning');
+		// The fixture sends a call's lines on its answer stream, before
+		// its answer: they are in by the time the answer is.
+		for (const who of ['A', 'B', 'C']) {
+			const r = await clients[who].client.callTool({ name: 'modern__log', arguments: {} });
+			assert.deepEqual(r.content, [{ type: 'text', text: 'logged' }]);
+		}
+		// A second round in the other order: the last setLevel made is
+		// not what every client gets.
+		for (const who of ['C', 'B', 'A'])
+			await clients[who].client.callTool({ name: 'modern__log', arguments: {} });
+		assert.deepEqual(clients.A.logs, ['debug', 'info', 'warning', 'debug', 'info', 'warning']);
+		assert.deepEqual(clients.B.logs, ['warning', 'warning']);
+		assert.deepEqual(clients.C.logs, []);
+		// Upstream, each call asked for its own client's level.
+		const logCalls = () => requests(server).filter((r) => r.method === 'tools/call' &&
+			r.headers['mcp-name'] === 'log');
+		await waitFor(() => logCalls().length >= 6, 10_000, 'the fixture\'s lines');
+		assert.deepEqual(logCalls().map((r) => r.meta['io.modelcontextprotocol/logLevel'] ?? null),
+			['debug', 'warning', null, null, 'warning', 'debug']);
+		assert.ok(!requests(server).some((r) => r.method === 'logging/setLevel'));
+		for (const c of Object.values(clients)) {
+			await c.transport.terminateSession();
+			await c.client.close();
+		}
+	});
+});
+
+test('a 2025 client\'s log level set before its 2026 server runs still reaches its calls', {
+	timeout: 60_000,
+}, async (t) => {
+	const { server, config } = await modernServer(t);
+	await withRuntime(t, config, async (rt) => {
+		const { client, transport } = await sdkConnect(rt);
+		const logs = [];
+		client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+			logs.push(n.params.level);
+		});
+		// Nothing has started the server yet: the level is the session's.
+		await client.setLoggingLevel('info');
+		const r = await client.callTool({ name: 'modern__log', arguments: {} });
+		assert.deepEqual(r.content, [{ type: 'text', text: 'logged' }]);
+		assert.deepEqual(logs, ['info', 'warning']);
+		const logCalls = () => requests(server).filter((x) => x.method === 'tools/call' &&
+			x.headers['mcp-name'] === 'log');
+		await waitFor(() => logCalls().length >= 1, 10_000, 'the fixture\'s line');
+		assert.equal(logCalls()[0].meta['io.modelcontextprotocol/logLevel'], 'info');
+		await transport.terminateSession();
+		await client.close();
+	});
+});

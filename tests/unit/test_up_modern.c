@@ -411,6 +411,11 @@ static bool tum_msgs6(struct tmc *t)
 	return ((struct tum *)t)->nmsgs >= 6;
 }
 
+static bool tum_msgs7(struct tmc *t)
+{
+	return ((struct tum *)t)->nmsgs >= 7;
+}
+
 Test(up_modern, subscribe_and_set_level_of_a_2025_client_are_the_revisions)
 {
 	struct tum h;
@@ -440,8 +445,9 @@ Test(up_modern, subscribe_and_set_level_of_a_2025_client_are_the_revisions)
 	const struct tm_req *l2 = tm_nth(&h.t, "POST", listens);
 	cr_assert(tm_body_has(l2, "\"toolsListChanged\":true"), "%s", l2->body);
 	cr_assert(!tm_body_has(l2, "resources/subscribe"));
-	/* logging/setLevel: answered here; the level goes in the _meta of
-	 * what the instance sends next. */
+	/* logging/setLevel: answered here, and kept nowhere: the instance
+	 * is every client's, and the level each client's own (its session
+	 * puts it in the _meta of its requests). */
 	tum_send(&h,
 		 "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"logging/"
 		 "setLevel\",\"params\":{\"level\":\"info\"}}",
@@ -454,8 +460,17 @@ Test(up_modern, subscribe_and_set_level_of_a_2025_client_are_the_revisions)
 	tum_send(&h, TM_CALL(5), 5);
 	tm_run_until(&h.t, tum_msgs6, "the call");
 	const struct tm_req *call = tm_nth(&h.t, "POST", listens + 1);
+	cr_assert(!tm_body_has(call, "logLevel"), "%s", call->body);
+	/* A request that carries its level keeps it. */
+	tum_send(&h,
+		 "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\","
+		 "\"params\":{\"name\":\"echo\",\"_meta\":{\"io."
+		 "modelcontextprotocol/logLevel\":\"debug\"}}}",
+		 6);
+	tm_run_until(&h.t, tum_msgs7, "the second call");
+	call = tm_nth(&h.t, "POST", listens + 2);
 	cr_assert(tm_body_has(call, "\"io.modelcontextprotocol/logLevel\":"
-				    "\"info\""),
+				    "\"debug\""),
 		  "%s", call->body);
 	cr_assert_eq(h.nfault, 0);
 	tum_stop(&h);
