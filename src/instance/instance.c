@@ -19,6 +19,7 @@
 #include "instance/backoff.h"
 #include "instance/instance_int.h"
 #include "journal/journal.h"
+#include "jsonrpc/envelope.h"
 #include "jsonrpc/jsonrpc.h"
 #include "jsonrpc/outbox.h"
 #include "transport/upstream.h"
@@ -569,6 +570,12 @@ bool instance_lists_failed(const struct instance *inst)
 bool instance_has_capability(const struct instance *inst, const char *cap)
 {
 	return inst->caps && json_object_get(inst->caps, cap) != NULL;
+}
+
+bool instance_speaks_modern(const struct instance *inst)
+{
+	return inst->protocol_version &&
+	       strcmp(inst->protocol_version, MODERN_VERSION) == 0;
 }
 
 const char *instance_last_error(const struct instance *inst)

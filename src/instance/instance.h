@@ -201,6 +201,9 @@ const char *instance_list_error(const struct instance *inst,
 bool instance_lists_failed(const struct instance *inst);
 /* Whether the server declared the capability (tools, prompts, ...). */
 bool instance_has_capability(const struct instance *inst, const char *cap);
+/* The server answered in 2026-07-28 (its transport speaks that revision
+ * to it): per-request settings go in each request's _meta. */
+bool instance_speaks_modern(const struct instance *inst);
 /* Why it is not running, while it is not (cleared once it runs). */
 const char *instance_last_error(const struct instance *inst);
 /* With a last_error from a failed start: the first line the server

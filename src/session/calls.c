@@ -257,16 +257,16 @@ static const char *const session_levels[] = {"debug",	"info",	     "notice",
 					     "alert",	"emergency", NULL};
 
 /* The level the call's client asked with logging/setLevel, in the
- * request's _meta: a 2026-07-28 server takes it there, per request, and
- * logs on that call's answer stream only, so one client's level is never
- * another's on a shared instance. A 2025 server has it from setLevel
- * already and ignores the key (reserved for MCP; a 2026 client's own
- * _meta reaches it so too). A level the request carries stays. */
+ * request's _meta, for a 2026-07-28 server: it takes the level there, per
+ * request, and logs on that call's answer stream only, so one client's
+ * level is never another's on a shared instance (a 2025 server has it
+ * from setLevel). A level the request carries stays. */
 static void session_call_level(struct call *c, struct instance *inst,
 			       json_t *params)
 {
 	enum envelope_log want = c->session->log_level;
 	if (want == ENVELOPE_LOG_NONE || !json_is_object(params) ||
+	    !instance_speaks_modern(inst) ||
 	    !instance_has_capability(inst, "logging"))
 		return;
 	json_t *meta = json_object_get(params, "_meta");
@@ -479,10 +479,7 @@ bool session_route_text(struct session *s, const char *name, size_t name_len,
 			struct session_text_route *rt)
 {
 	s->last_seen_ms = clock_now_ms();
-	/* A client that set a log level: its calls take the general path,
-	 * which puts the level in their _meta (one compare for the rest). */
-	if (session_has_deferred(s) || name_len > CONFIG_MAX_STRING ||
-	    s->log_level != ENVELOPE_LOG_NONE)
+	if (session_has_deferred(s) || name_len > CONFIG_MAX_STRING)
 		return false;
 	char *tool = xstrndup(name, name_len);
 	/* The first server, in order, whose known tools hold the name: what
@@ -504,9 +501,13 @@ bool session_route_text(struct session *s, const char *name, size_t name_len,
 		if (v.items == NULL || router_resolve(&v, 1, INSTANCE_TOOLS,
 						      tool, true, &orig) < 0)
 			continue;
+		/* A client that set a log level, to a 2026-07-28 server: the
+		 * general path puts the level in the call's _meta. */
 		if (srv->exposure != EXPOSE_DIRECT ||
 		    pool_server_held_stopped(hub_pool(s->hub), srv->name) ||
-		    session_route_text_taken(s, i, tool))
+		    session_route_text_taken(s, i, tool) ||
+		    (s->log_level != ENVELOPE_LOG_NONE &&
+		     instance_speaks_modern(inst)))
 			break;
 		rt->srv = srv;
 		rt->tool = tool;
