@@ -112,13 +112,14 @@ test('a 2026-07-28 stdio server killed and started again listens for the subscri
 
 		const old = await killServer(rt, 'modern');
 		const before = received(log).length;
+		// Counted before the touch: its update may come before its answer.
+		const n = updated.length;
 		// The call starts it again; the listen goes out with the start
 		// (its order against the call is the server's), so touched until
 		// the new process counts a follower: without the restored set it
 		// never does.
 		await waitFor(async () => (await touch()).content[0].text === 'told 1', 10_000,
 			'the uri followed by the new process');
-		const n = updated.length;
 		await waitFor(() => updated.length > n, 10_000, 'the update after the restart');
 		assert.ok(updated.every((u) => u === uri), JSON.stringify(updated));
 		const listens = received(log).slice(before).filter((r) => r.method === 'subscriptions/listen');
