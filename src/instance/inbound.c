@@ -60,6 +60,7 @@ static void instance_answered_ok(struct instance *inst,
 {
 	if (!outbox_req_internal(r))
 		inst->expiries = 0;
+	instance_subs_answered(inst, r);
 }
 
 /* The request id answers on this connection: only one written on it. */

@@ -82,6 +82,10 @@ void instance_set_state(struct instance *inst, enum instance_state to,
 	/* The refresh ahead of expiry runs while the server does. */
 	if (inst->signin)
 		instance_signin_state(inst);
+	/* Before anything that waited for the start is sent: a client's
+	 * unsubscribe that waited goes after the subscribe it undoes. */
+	if (to == INSTANCE_READY && from == INSTANCE_STARTING)
+		instance_subs_restore(inst);
 	if (inst->cbs.on_state && !inst->freeing)
 		inst->cbs.on_state(inst->ctx, inst, from, to);
 }
@@ -489,6 +493,7 @@ void instance_maybe_free(struct instance *inst)
 		free(inst->list_error[i]);
 	}
 	json_decref(inst->caps);
+	json_decref(inst->subs);
 	free(inst->instructions);
 	free(inst->protocol_version);
 	free(inst->last_error);

@@ -46,6 +46,11 @@ struct secrets;
 #define INSTANCE_SIGNIN_MIN_MS 10000
 #define INSTANCE_SIGNIN_RETRY_MS 30000
 
+/* The distinct resource uris remembered to follow again after a restart
+ * (subs.c): past it a subscription still goes to the server, but a
+ * restart forgets it. */
+#define INSTANCE_MAX_SUBS 1024
+
 /* What a server's noise may put in the log: the warnings about what it
  * sends (invalid messages, answers to nothing) and its stderr lines, each
  * at most a burst per window; the rest are counted and told in one line
@@ -170,6 +175,10 @@ struct instance {
 	json_t *caps;
 	char *instructions; /* from its initialize answer, or the cache */
 	char *protocol_version;
+	/* The resources its clients subscribed to (subs.c): uri -> how many
+	 * subscribes (less unsubscribes) the server answered; NULL: none
+	 * yet. Outlives each process; lent to each upstream it opens. */
+	json_t *subs;
 	/* The server answered an initialize with a 2025 revision (or the
 	 * tool cache says it did, "era": INSTANCE_ERA_2025): the next opens
 	 * do not probe for 2026-07-28 (until a start fails). */
@@ -314,6 +323,15 @@ void instance_message_cb(void *ctx, const char *line, size_t len,
 void instance_garbage_cb(void *ctx, const char *what);
 void instance_overlong_cb(void *ctx, const char *head, size_t head_len,
 			  const char *tail, size_t tail_len);
+
+/* subs.c: resource subscriptions that outlive a process */
+/* Request r was answered without an error: a client's resources/subscribe
+ * or unsubscribe is counted. */
+void instance_subs_answered(struct instance *inst, const struct outbox_req *r);
+/* A start is ready: a 2025 server is sent resources/subscribe for each
+ * uri followed (a 2026-07-28 server's listen stream already carries
+ * them); logged. */
+void instance_subs_restore(struct instance *inst);
 
 /* catalog.c: the handshake and the lists */
 void instance_init_reply_cb(void *arg, json_t *resp, bool sent);

@@ -46,6 +46,7 @@ int instance_open_upstream(struct instance *inst)
 		.key = inst->public_key,
 		.probe_era = !inst->era_legacy,
 		.era_modern = inst->era_modern,
+		.subs = inst->subs,
 	};
 	/* The bearer goes on each request, read anew every time. */
 	if (instance_signs_in(inst)) {

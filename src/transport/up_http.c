@@ -286,6 +286,7 @@ static int up_http_open(uv_loop_t *loop, const struct upstream_spec *spec,
 			.kick = up_http_wire_kick,
 		};
 		u->upm = upm_new(&uw, u, UPM_PROBE_DISCOVER, &uo, u);
+		upm_follow(u->upm, spec->subs);
 	}
 	uv_timer_init(loop, &u->defer);
 	u->defer.data = u;

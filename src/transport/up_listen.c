@@ -129,6 +129,14 @@ void upm_listen_message(struct upm *p, const char *msg, size_t len, int64_t sid)
 
 /* ---- what the revision removed, answered here --------------------------- */
 
+void upm_follow(struct upm *p, const json_t *subs)
+{
+	if (json_object_size(subs) == 0)
+		return;
+	json_decref(p->subs);
+	p->subs = json_deep_copy(subs);
+}
+
 /* resources/subscribe or unsubscribe of a 2025 client: the set the
  * listen stream follows changes. */
 void upm_subscribe(struct upm *p, int64_t id, json_t *params, bool on)

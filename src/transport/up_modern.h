@@ -34,6 +34,7 @@
 #ifndef MCPV_TRANSPORT_UP_MODERN_H
 #define MCPV_TRANSPORT_UP_MODERN_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -94,6 +95,11 @@ struct upm_out {
 struct upm *upm_new(const struct upm_wire *wire, void *wctx, enum upm_probe how,
 		    const struct upm_out *out, void *ctx);
 void upm_free(struct upm *p);
+/* What the instance's clients subscribed to before this upstream (uri ->
+ * count, from upstream_spec.subs; copied): the first listen stream
+ * follows them, and unsubscribes count down from them. Right after
+ * upm_new. */
+void upm_follow(struct upm *p, const json_t *subs);
 
 /* One message from the instance: 1 when it went (or was dropped) the
  * era's way, 0 when the caller sends it as it is (the wire's send), or -errno

@@ -202,6 +202,7 @@ static void up_stdio_era(uv_loop_t *loop, struct upstream *u,
 			 spec->era_modern ? UPM_PROBE_DISCOVER
 					  : UPM_PROBE_AFTER_INIT,
 			 &uo, u);
+	upm_follow(u->upm, spec->subs);
 	uv_timer_init(loop, &u->later);
 	u->later.data = u;
 }

@@ -189,6 +189,11 @@ struct upstream_spec {
 	/* The server is known to speak 2026-07-28 (the tool cache said so):
 	 * a process is sent server/discover first. */
 	bool era_modern;
+	/* The resources the instance's clients subscribed to (uri -> count,
+	 * NULL: none), borrowed for open only: a 2026-07-28 server's listen
+	 * stream opens with them (the revision has no resources/subscribe
+	 * to send again after a restart). */
+	const json_t *subs;
 };
 
 /* What a transport can tell, for the instance's choices. */
