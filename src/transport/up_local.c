@@ -64,6 +64,7 @@ struct upstream {
 	const char *(*authorization)(void *arg);
 	void *auth_arg;
 	bool probe_era;		/* passed on: the session finds out the era */
+	const json_t *subs;	/* passed on: the instance's, borrowed */
 	struct upstream *inner; /* upstream_http; NULL before and after */
 	struct secrets *sec;
 
@@ -359,6 +360,7 @@ static void upl_ready(struct upstream *u)
 		.authorization = u->authorization,
 		.auth_arg = u->auth_arg,
 		.probe_era = u->probe_era,
+		.subs = u->subs,
 	};
 	int rc = upstream_http.open(u->loop, &spec, &upl_inner_cbs, u,
 				    &u->inner);
@@ -632,6 +634,7 @@ int upl_open_driven(uv_loop_t *loop, const struct upstream_spec *spec,
 	u->authorization = spec->authorization;
 	u->auth_arg = spec->auth_arg;
 	u->probe_era = spec->probe_era;
+	u->subs = spec->subs;
 	u->ports = ports_default();
 	msgq_init(&u->queue);
 	u->inner_closed = true; /* until a session is opened */
