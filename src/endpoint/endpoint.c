@@ -336,6 +336,8 @@ void ep_conn_overflow(struct conn *c)
 	if (c->state == CONN_CLOSING)
 		return;
 	if (c->ex && c->sse && !c->standing && exchange_attached(c->ex)) {
+		/* Parked as before even when its client saw nothing of it. */
+		ep_stream_open(c);
 		struct session *s = hub_session_find(c->ep->hub, c->session_id);
 		if (s)
 			session_stream_park(s, c->ex);
@@ -394,7 +396,7 @@ void ep_conn_request_done(struct conn *c)
 	uv_timer_stop(&c->early_timer);
 	ep_conn_release_exchange(c);
 	c->sse = c->sse_started = c->standing = c->batch = false;
-	c->prime_pending = c->held = false;
+	c->open_pending = c->prime_pending = c->held = false;
 	buf_reset(&c->held_data);
 	c->sent_continue = false;
 	if (c->linger || !c->keep_alive || c->close_after) {

@@ -149,6 +149,10 @@ struct conn {
 	size_t flow_out;
 	struct conn *dirty_next;
 	bool dirty;
+	/* The session's replay stream of ex opens (numbered, primed) only
+	 * when the answer streams (ep_stream_open): one that goes as a
+	 * plain JSON body cannot be resumed, so nothing of it is kept. */
+	bool open_pending;
 	bool prime_pending; /* the SSE priming event is still to be sent */
 	char prime_id[EXCHANGE_EVENT_ID_MAX];
 	/* The first message of a POST's answer, held until the end of the
@@ -212,6 +216,9 @@ void ep_respond_json(struct conn *c, int status, json_t *body,
 void ep_fail(struct conn *c, int status, int code, const char *message);
 /* Appends "Mcp-Session-Id: ID\r\n" when c answers in a session. */
 void ep_put_session_header(const struct conn *c, struct buf *b);
+/* Opens the session's replay stream of a POST's answer when it is still
+ * to open (mcp.c); ep_sse_start calls it. */
+void ep_stream_open(struct conn *c);
 void ep_sse_start(struct conn *c);
 /* Holds the first message of a POST's answer (ep_sse_start sends it as
  * the stream's first event if the stream starts). */

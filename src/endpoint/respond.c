@@ -57,6 +57,7 @@ void ep_sse_start(struct conn *c)
 {
 	if (c->sse_started)
 		return;
+	ep_stream_open(c);
 	c->sse_started = true;
 	c->sse_ms = c->event_ms = clock_now_ms();
 	struct buf b;
