@@ -267,15 +267,14 @@ static void ep_conn_release_exchange(struct conn *c)
 	}
 	if (c->ex == NULL) {
 		/* A resumed stream that had ended holds only its session. */
-		free(c->session_id);
-		c->session_id = NULL;
+		c->session_id[0] = '\0';
 		return;
 	}
 	struct exchange *ex = c->ex;
 	c->ex = NULL;
 	bool unfinished = exchange_attached(ex);
 	exchange_detach(ex);
-	if (c->session_id) {
+	if (c->session_id[0]) {
 		struct session *s = hub_session_find(c->ep->hub, c->session_id);
 		if (s && unfinished)
 			session_exchange_gone(s, ex);
@@ -283,8 +282,7 @@ static void ep_conn_release_exchange(struct conn *c)
 			session_drop_stream(s, ex);
 	}
 	exchange_unref(ex);
-	free(c->session_id);
-	c->session_id = NULL;
+	c->session_id[0] = '\0';
 	json_decref(c->collected);
 	c->collected = NULL;
 }

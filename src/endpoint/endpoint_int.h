@@ -14,6 +14,7 @@
 #include "endpoint/endpoint.h"
 #include "http/httpparse.h"
 #include "session/exchange.h"
+#include "session/session.h"
 #include "util/buf.h"
 
 struct session;
@@ -131,8 +132,10 @@ struct conn {
 	json_t *init_id;
 	struct exchange *ex;
 	struct modern_req *mreq; /* a 2026-07-28 request under way */
-	char *session_id;	 /* session of ex, for cancel on disconnect */
-	bool sse;		 /* answering as an SSE stream */
+	/* Session of ex ("": none), for cancel on disconnect; kept here,
+	 * not allocated, as every call names one. */
+	char session_id[SESSION_ID_LEN + 1];
+	bool sse; /* answering as an SSE stream */
 	bool sse_started;
 	bool standing; /* the session's GET stream */
 	bool batch;

@@ -45,6 +45,16 @@ void ep_stream_open(struct conn *c)
 	c->prime_pending = true;
 }
 
+/* The answer under way is s's. */
+static void ep_conn_set_session(struct conn *c, struct session *s)
+{
+	/* Session ids are SESSION_ID_LEN characters: copied whole. */
+	const char *id = session_id(s);
+	size_t n = strnlen(id, SESSION_ID_LEN);
+	memcpy(c->session_id, id, n);
+	c->session_id[n] = '\0';
+}
+
 /* An answer that streams, its replay stream opened lazily. */
 static void ep_sse_begin(struct conn *c)
 {
@@ -375,7 +385,7 @@ static bool ep_text_call(struct conn *c, const struct http_request *req)
 		return false;
 	json_t *id = int_id ? json_integer(iv)
 			    : json_stringn(body + sp[1].off + 1, sp[1].len - 2);
-	c->session_id = xstrdup(session_id(s));
+	ep_conn_set_session(c, s);
 	ep_sse_begin(c);
 	c->ex = exchange_new(&ep_stream_ops, c, 1);
 	struct exchange *ex = c->ex;
@@ -494,7 +504,7 @@ static void ep_post_notify(struct conn *c, struct session *s,
 static void ep_post_exchange(struct conn *c, struct session *s,
 			     const struct ep_post *p)
 {
-	c->session_id = xstrdup(session_id(s));
+	ep_conn_set_session(c, s);
 	c->batch = p->batch;
 	/* A batch that forwards calls is answered as a stream too: a
 	 * server's request or progress during one of its calls (sampling,
@@ -622,7 +632,7 @@ static void ep_handle_get(struct conn *c, const struct http_request *req)
 	struct session *s = ep_session_for(c, req);
 	if (s == NULL)
 		return;
-	c->session_id = xstrdup(session_id(s));
+	ep_conn_set_session(c, s);
 	c->sse = true;
 	const char *last = http_request_header(req, "last-event-id");
 	if (last && ep_resume(c, s, last) != -ENOENT)

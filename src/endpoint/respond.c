@@ -46,7 +46,7 @@ void ep_fail(struct conn *c, int status, int code, const char *message)
 
 void ep_put_session_header(const struct conn *c, struct buf *b)
 {
-	if (c->session_id == NULL)
+	if (c->session_id[0] == '\0')
 		return;
 	buf_puts(b, "Mcp-Session-Id: ");
 	buf_puts(b, c->session_id);
