@@ -206,20 +206,49 @@ static void ep_flow_count(struct conn *c, size_t len)
 	flow_add(c->flow, len);
 }
 
+/* Whether len more bytes would take c's output over its cap. Over it the
+ * rest is not kept: the flush drops the answer (the connection is closed
+ * there, outside any caller). One message larger than the cap still goes
+ * when nothing else is pending. */
+static bool ep_out_over(const struct conn *c, size_t pending, size_t len)
+{
+	return pending > 0 && pending + len > EP_OUT_CAP;
+}
+
 void ep_write(struct conn *c, const char *data, size_t len)
 {
 	if (c->state == CONN_CLOSING || c->state == CONN_LINGER || len == 0 ||
 	    c->over)
 		return;
-	/* Over the cap the rest is not kept: the flush drops the answer
-	 * (the connection is closed there, outside any caller). */
-	size_t pending = ep_conn_pending(c);
-	if (pending > 0 && pending + len > EP_OUT_CAP)
+	if (ep_out_over(c, ep_conn_pending(c), len))
 		c->over = true;
 	else {
 		if (flow_current)
 			ep_flow_count(c, len);
 		buf_append(&c->out, data, len);
+	}
+	ep_conn_mark_dirty(c);
+}
+
+struct buf *ep_out_begin(struct conn *c)
+{
+	if (c->state == CONN_CLOSING || c->state == CONN_LINGER || c->over)
+		return NULL;
+	/* Another server's counted bytes leave first, as in ep_write. */
+	if (flow_current)
+		ep_flow_count(c, 0);
+	return &c->out;
+}
+
+void ep_out_end(struct conn *c, size_t from)
+{
+	size_t len = c->out.len - from;
+	if (ep_out_over(c, ep_conn_pending(c) - len, len)) {
+		c->out.len = from;
+		c->over = true;
+	} else if (flow_current) {
+		c->flow_out += len;
+		flow_add(c->flow, len);
 	}
 	ep_conn_mark_dirty(c);
 }

@@ -187,6 +187,11 @@ struct conn {
 /* endpoint.c: connections, writing and simple answers */
 void ep_write(struct conn *c, const char *data, size_t len);
 void ep_write_buf(struct conn *c, struct buf *b);
+/* Small output formatted straight into c's output buffer (an answer's
+ * head): ep_out_begin gives the buffer (NULL when c takes no output), and
+ * ep_out_end(c, where it began) counts what was added as ep_write does. */
+struct buf *ep_out_begin(struct conn *c);
+void ep_out_end(struct conn *c, size_t from);
 /* c has output for the end of this loop turn (or a held message). */
 void ep_conn_mark_dirty(struct conn *c);
 /* Closes at once (what the socket does not take now is dropped).
@@ -217,7 +222,10 @@ void ep_respond_json(struct conn *c, int status, json_t *body,
 		     const char *extra);
 /* An HTTP-level error with a JSON-RPC error body. */
 void ep_fail(struct conn *c, int status, int code, const char *message);
-/* Appends "Mcp-Session-Id: ID\r\n" when c answers in a session. */
+/* "Mcp-Session-Id: ID\r\n" when c answers in a session, else "", into
+ * out (no allocation: it goes with every call's answer); or appended. */
+#define EP_SESSION_HEADER_MAX (sizeof "Mcp-Session-Id: \r\n" + SESSION_ID_LEN)
+void ep_session_header(const struct conn *c, char out[EP_SESSION_HEADER_MAX]);
 void ep_put_session_header(const struct conn *c, struct buf *b);
 /* Opens the session's replay stream of a POST's answer when it is still
  * to open (mcp.c); ep_sse_start calls it. */
