@@ -206,20 +206,49 @@ static void ep_flow_count(struct conn *c, size_t len)
 	flow_add(c->flow, len);
 }
 
+/* Whether len more bytes would take c's output over its cap. Over it the
+ * rest is not kept: the flush drops the answer (the connection is closed
+ * there, outside any caller). One message larger than the cap still goes
+ * when nothing else is pending. */
+static bool ep_out_over(const struct conn *c, size_t pending, size_t len)
+{
+	return pending > 0 && pending + len > EP_OUT_CAP;
+}
+
 void ep_write(struct conn *c, const char *data, size_t len)
 {
 	if (c->state == CONN_CLOSING || c->state == CONN_LINGER || len == 0 ||
 	    c->over)
 		return;
-	/* Over the cap the rest is not kept: the flush drops the answer
-	 * (the connection is closed there, outside any caller). */
-	size_t pending = ep_conn_pending(c);
-	if (pending > 0 && pending + len > EP_OUT_CAP)
+	if (ep_out_over(c, ep_conn_pending(c), len))
 		c->over = true;
 	else {
 		if (flow_current)
 			ep_flow_count(c, len);
 		buf_append(&c->out, data, len);
+	}
+	ep_conn_mark_dirty(c);
+}
+
+struct buf *ep_out_begin(struct conn *c)
+{
+	if (c->state == CONN_CLOSING || c->state == CONN_LINGER || c->over)
+		return NULL;
+	/* Another server's counted bytes leave first, as in ep_write. */
+	if (flow_current)
+		ep_flow_count(c, 0);
+	return &c->out;
+}
+
+void ep_out_end(struct conn *c, size_t from)
+{
+	size_t len = c->out.len - from;
+	if (ep_out_over(c, ep_conn_pending(c) - len, len)) {
+		c->out.len = from;
+		c->over = true;
+	} else if (flow_current) {
+		c->flow_out += len;
+		flow_add(c->flow, len);
 	}
 	ep_conn_mark_dirty(c);
 }
@@ -267,15 +296,14 @@ static void ep_conn_release_exchange(struct conn *c)
 	}
 	if (c->ex == NULL) {
 		/* A resumed stream that had ended holds only its session. */
-		free(c->session_id);
-		c->session_id = NULL;
+		c->session_id[0] = '\0';
 		return;
 	}
 	struct exchange *ex = c->ex;
 	c->ex = NULL;
 	bool unfinished = exchange_attached(ex);
 	exchange_detach(ex);
-	if (c->session_id) {
+	if (c->session_id[0]) {
 		struct session *s = hub_session_find(c->ep->hub, c->session_id);
 		if (s && unfinished)
 			session_exchange_gone(s, ex);
@@ -283,8 +311,7 @@ static void ep_conn_release_exchange(struct conn *c)
 			session_drop_stream(s, ex);
 	}
 	exchange_unref(ex);
-	free(c->session_id);
-	c->session_id = NULL;
+	c->session_id[0] = '\0';
 	json_decref(c->collected);
 	c->collected = NULL;
 }
@@ -336,6 +363,8 @@ void ep_conn_overflow(struct conn *c)
 	if (c->state == CONN_CLOSING)
 		return;
 	if (c->ex && c->sse && !c->standing && exchange_attached(c->ex)) {
+		/* Parked as before even when its client saw nothing of it. */
+		ep_stream_open(c);
 		struct session *s = hub_session_find(c->ep->hub, c->session_id);
 		if (s)
 			session_stream_park(s, c->ex);
@@ -394,7 +423,7 @@ void ep_conn_request_done(struct conn *c)
 	uv_timer_stop(&c->early_timer);
 	ep_conn_release_exchange(c);
 	c->sse = c->sse_started = c->standing = c->batch = false;
-	c->prime_pending = c->held = false;
+	c->open_pending = c->prime_pending = c->held = false;
 	buf_reset(&c->held_data);
 	c->sent_continue = false;
 	if (c->linger || !c->keep_alive || c->close_after) {

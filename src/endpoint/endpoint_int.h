@@ -14,6 +14,7 @@
 #include "endpoint/endpoint.h"
 #include "http/httpparse.h"
 #include "session/exchange.h"
+#include "session/session.h"
 #include "util/buf.h"
 
 struct session;
@@ -131,8 +132,10 @@ struct conn {
 	json_t *init_id;
 	struct exchange *ex;
 	struct modern_req *mreq; /* a 2026-07-28 request under way */
-	char *session_id;	 /* session of ex, for cancel on disconnect */
-	bool sse;		 /* answering as an SSE stream */
+	/* Session of ex ("": none), for cancel on disconnect; kept here,
+	 * not allocated, as every call names one. */
+	char session_id[SESSION_ID_LEN + 1];
+	bool sse; /* answering as an SSE stream */
 	bool sse_started;
 	bool standing; /* the session's GET stream */
 	bool batch;
@@ -149,6 +152,10 @@ struct conn {
 	size_t flow_out;
 	struct conn *dirty_next;
 	bool dirty;
+	/* The session's replay stream of ex opens (numbered, primed) only
+	 * when the answer streams (ep_stream_open): one that goes as a
+	 * plain JSON body cannot be resumed, so nothing of it is kept. */
+	bool open_pending;
 	bool prime_pending; /* the SSE priming event is still to be sent */
 	char prime_id[EXCHANGE_EVENT_ID_MAX];
 	/* The first message of a POST's answer, held until the end of the
@@ -180,6 +187,11 @@ struct conn {
 /* endpoint.c: connections, writing and simple answers */
 void ep_write(struct conn *c, const char *data, size_t len);
 void ep_write_buf(struct conn *c, struct buf *b);
+/* Small output formatted straight into c's output buffer (an answer's
+ * head): ep_out_begin gives the buffer (NULL when c takes no output), and
+ * ep_out_end(c, where it began) counts what was added as ep_write does. */
+struct buf *ep_out_begin(struct conn *c);
+void ep_out_end(struct conn *c, size_t from);
 /* c has output for the end of this loop turn (or a held message). */
 void ep_conn_mark_dirty(struct conn *c);
 /* Closes at once (what the socket does not take now is dropped).
@@ -210,8 +222,14 @@ void ep_respond_json(struct conn *c, int status, json_t *body,
 		     const char *extra);
 /* An HTTP-level error with a JSON-RPC error body. */
 void ep_fail(struct conn *c, int status, int code, const char *message);
-/* Appends "Mcp-Session-Id: ID\r\n" when c answers in a session. */
+/* "Mcp-Session-Id: ID\r\n" when c answers in a session, else "", into
+ * out (no allocation: it goes with every call's answer); or appended. */
+#define EP_SESSION_HEADER_MAX (sizeof "Mcp-Session-Id: \r\n" + SESSION_ID_LEN)
+void ep_session_header(const struct conn *c, char out[EP_SESSION_HEADER_MAX]);
 void ep_put_session_header(const struct conn *c, struct buf *b);
+/* Opens the session's replay stream of a POST's answer when it is still
+ * to open (mcp.c); ep_sse_start calls it. */
+void ep_stream_open(struct conn *c);
 void ep_sse_start(struct conn *c);
 /* Holds the first message of a POST's answer (ep_sse_start sends it as
  * the stream's first event if the stream starts). */

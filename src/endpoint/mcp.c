@@ -29,13 +29,56 @@
 /* Numbers the stream's events from now on and makes the priming event:
  * an id and no data, with the reconnection delay, so a client that loses
  * the stream can resume from it. It goes out with the head, before the
- * first event (so a quick answer takes one write). */
-static void ep_sse_open(struct conn *c, struct session *s)
+ * first event (so a quick answer takes one write). Only an answer that
+ * streams pays for this: the stream opens when the answer's form is
+ * known (ep_ex_opening_cb, ep_sse_start). */
+void ep_stream_open(struct conn *c)
 {
+	if (!c->open_pending)
+		return;
+	c->open_pending = false;
+	struct session *s = hub_session_find(c->ep->hub, c->session_id);
+	if (s == NULL)
+		return;
 	session_stream_open(s, c->ex);
 	session_stream_prime(s, c->ex, c->prime_id);
 	c->prime_pending = true;
+}
+
+/* The answer under way is s's. */
+static void ep_conn_set_session(struct conn *c, struct session *s)
+{
+	/* Session ids are SESSION_ID_LEN characters: copied whole. */
+	const char *id = session_id(s);
+	size_t n = strnlen(id, SESSION_ID_LEN);
+	memcpy(c->session_id, id, n);
+	c->session_id[n] = '\0';
+}
+
+/* An answer that streams, its replay stream opened lazily. */
+static void ep_sse_begin(struct conn *c)
+{
+	c->sse = true;
+	c->open_pending = true;
 	c->sse_ms = clock_now_ms(); /* the head's heartbeat counts from here */
+}
+
+/* Whether a message of len bytes is held for the end of the loop turn:
+ * the first of a single request's answer, which goes as JSON if it is
+ * the answer. */
+static bool ep_may_hold(const struct conn *c, size_t len)
+{
+	return !c->sse_started && !c->held && !c->batch && !c->standing &&
+	       len <= EP_JSON_ANSWER_MAX;
+}
+
+static void ep_ex_opening_cb(void *ctx, size_t len, bool last)
+{
+	struct conn *c = ctx;
+	/* Only the answer alone, held, can go as a JSON body; any other
+	 * message is an event of the stream. */
+	if (c->state != CONN_CLOSING && !(last && ep_may_hold(c, len)))
+		ep_stream_open(c);
 }
 
 static void ep_ex_deliver_cb(void *ctx, json_t *msg, const char *event_id,
@@ -47,12 +90,10 @@ static void ep_ex_deliver_cb(void *ctx, json_t *msg, const char *event_id,
 	if (c->sse) {
 		/* The first message of a single request's answer waits for the
 		 * end of the turn: when it is the answer, it goes as JSON. */
-		bool hold = !c->sse_started && !c->held && !c->batch &&
-			    !c->standing;
 		char *text = data ? NULL : json_dumps(msg, JSON_COMPACT);
 		const char *d = data ? data : text;
 		size_t n = data ? len : strlen(text);
-		if (hold && n <= EP_JSON_ANSWER_MAX) {
+		if (ep_may_hold(c, n)) {
 			ep_hold(c, data ? event_id : NULL, d, n);
 		} else {
 			ep_sse_start(c);
@@ -106,6 +147,14 @@ static const struct exchange_ops ep_exchange_ops = {
 	.finish = ep_ex_finish_cb,
 };
 
+/* A POST answered as a stream or, when the answer comes first and alone,
+ * as one JSON body: its replay stream opens only if it streams. */
+static const struct exchange_ops ep_stream_ops = {
+	.deliver = ep_ex_deliver_cb,
+	.finish = ep_ex_finish_cb,
+	.opening = ep_ex_opening_cb,
+};
+
 /* A long answer's stream is closed on purpose (so no proxy or client
  * timeout cuts it): the calls go on, and the client comes back with
  * Last-Event-ID for the rest. */
@@ -115,11 +164,12 @@ static void ep_early_close_cb(uv_timer_t *t)
 	if (c->state != CONN_BUSY || c->ex == NULL || c->standing ||
 	    !exchange_attached(c->ex))
 		return;
+	/* Started first: a stream still to open opens, then is parked. */
+	ep_sse_start(c);
 	struct session *s = hub_session_find(c->ep->hub, c->session_id);
 	if (s)
 		session_stream_park(s, c->ex);
 	exchange_detach(c->ex);
-	ep_sse_start(c);
 	ep_write(c, "0\r\n\r\n", 5);
 	ep_conn_request_done(c);
 }
@@ -335,13 +385,12 @@ static bool ep_text_call(struct conn *c, const struct http_request *req)
 		return false;
 	json_t *id = int_id ? json_integer(iv)
 			    : json_stringn(body + sp[1].off + 1, sp[1].len - 2);
-	c->session_id = xstrdup(session_id(s));
-	c->sse = true;
-	c->ex = exchange_new(&ep_exchange_ops, c, 1);
+	ep_conn_set_session(c, s);
+	ep_sse_begin(c);
+	c->ex = exchange_new(&ep_stream_ops, c, 1);
 	struct exchange *ex = c->ex;
 	exchange_ref(ex);
 	exchange_expect(ex, id, "tools/call");
-	ep_sse_open(c, s);
 	ep_arm_early_close(c);
 	session_call_text(s, &rt, id, params, sp[3].len, pp[0].off, pp[0].len,
 			  ex);
@@ -455,15 +504,17 @@ static void ep_post_notify(struct conn *c, struct session *s,
 static void ep_post_exchange(struct conn *c, struct session *s,
 			     const struct ep_post *p)
 {
-	c->session_id = xstrdup(session_id(s));
+	ep_conn_set_session(c, s);
 	c->batch = p->batch;
 	/* A batch that forwards calls is answered as a stream too: a
 	 * server's request or progress during one of its calls (sampling,
 	 * elicitation) needs a way to the client, and the 2025-03-26 spec
 	 * lets a batch be answered by one response event per request. */
-	c->sse = p->streams;
 	c->collected = p->batch ? json_array() : NULL;
-	c->ex = exchange_new(&ep_exchange_ops, c, (unsigned)p->nrequests);
+	if (p->streams)
+		ep_sse_begin(c);
+	c->ex = exchange_new(c->sse ? &ep_stream_ops : &ep_exchange_ops, c,
+			     (unsigned)p->nrequests);
 	struct exchange *ex = c->ex;
 	exchange_ref(ex);
 	if (c->sse) {
@@ -473,7 +524,6 @@ static void ep_post_exchange(struct conn *c, struct session *s,
 			if (jr_id(m) && jr_method(m))
 				exchange_expect(ex, jr_id(m), jr_method(m));
 		}
-		ep_sse_open(c, s);
 		ep_arm_early_close(c);
 	}
 	for (size_t i = 0; i < p->n; i++) {
@@ -582,16 +632,16 @@ static void ep_handle_get(struct conn *c, const struct http_request *req)
 	struct session *s = ep_session_for(c, req);
 	if (s == NULL)
 		return;
-	c->session_id = xstrdup(session_id(s));
+	ep_conn_set_session(c, s);
 	c->sse = true;
 	const char *last = http_request_header(req, "last-event-id");
 	if (last && ep_resume(c, s, last) != -ENOENT)
 		return;
 	c->standing = true;
+	c->open_pending = true;
 	c->ex = exchange_new(&ep_exchange_ops, c, 0);
 	session_set_stream(s, c->ex);
-	ep_sse_open(c, s);
-	ep_sse_start(c);
+	ep_sse_start(c); /* opens its replay stream */
 }
 
 static void ep_handle_delete(struct conn *c, const struct http_request *req)

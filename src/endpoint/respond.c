@@ -44,19 +44,30 @@ void ep_fail(struct conn *c, int status, int code, const char *message)
 
 /* ---- exchange delivery ---- */
 
+void ep_session_header(const struct conn *c, char out[EP_SESSION_HEADER_MAX])
+{
+	static const char name[] = "Mcp-Session-Id: ";
+	size_t n = strnlen(c->session_id, SESSION_ID_LEN);
+	out[0] = '\0';
+	if (n == 0)
+		return;
+	memcpy(out, name, sizeof name - 1);
+	memcpy(out + sizeof name - 1, c->session_id, n);
+	memcpy(out + sizeof name - 1 + n, "\r\n", 3);
+}
+
 void ep_put_session_header(const struct conn *c, struct buf *b)
 {
-	if (c->session_id == NULL)
-		return;
-	buf_puts(b, "Mcp-Session-Id: ");
-	buf_puts(b, c->session_id);
-	buf_puts(b, "\r\n");
+	char line[EP_SESSION_HEADER_MAX];
+	ep_session_header(c, line);
+	buf_puts(b, line);
 }
 
 void ep_sse_start(struct conn *c)
 {
 	if (c->sse_started)
 		return;
+	ep_stream_open(c);
 	c->sse_started = true;
 	c->sse_ms = c->event_ms = clock_now_ms();
 	struct buf b;
@@ -100,16 +111,18 @@ bool ep_answer_held(struct conn *c)
 		return false;
 	c->held = false;
 	c->prime_pending = false;
-	struct buf b;
-	buf_init(&b);
-	struct buf extra;
-	buf_init(&extra);
-	ep_put_session_header(c, &extra);
-	httpresp_head(&b, 200, "application/json", (long long)c->held_data.len,
-		      c->keep_alive && !c->close_after, extra.data);
-	buf_free(&extra);
-	ep_write_buf(c, &b);
-	buf_free(&b);
+	/* The head is formatted in place: a call's answer makes no buffer of
+	 * its own. */
+	char extra[EP_SESSION_HEADER_MAX];
+	ep_session_header(c, extra);
+	struct buf *out = ep_out_begin(c);
+	if (out) {
+		size_t from = out->len;
+		httpresp_head(out, 200, "application/json",
+			      (long long)c->held_data.len,
+			      c->keep_alive && !c->close_after, extra);
+		ep_out_end(c, from);
+	}
 	ep_write(c, c->held_data.data, c->held_data.len);
 	buf_reset(&c->held_data);
 	return true;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "jsonrpc/jsonrpc.h"
 #include "util/jsonscan.h"
@@ -158,10 +159,24 @@ static void exchange_count_response(struct exchange *ex)
 	}
 }
 
+/* Whether a message must first be offered to ops->opening: the exchange
+ * has no recorder yet, and someone receives it. */
+static bool exchange_unopened(const struct exchange *ex)
+{
+	return ex->record == NULL && ex->attached && ex->ops->opening;
+}
+
 void exchange_send(struct exchange *ex, json_t *msg)
 {
 	bool response = json_object_get(msg, "method") == NULL;
 	uint64_t event = 0;
+	if (exchange_unopened(ex)) {
+		/* Its length helps decide the form it goes in: serialized
+		 * once here, and passed on as text. */
+		char *text = json_dumps(msg, JSON_COMPACT);
+		exchange_send_text(ex, text, strlen(text), response);
+		return;
+	}
 	if (ex->record) {
 		char id[EXCHANGE_EVENT_ID_MAX];
 		size_t len = 0;
@@ -184,6 +199,10 @@ void exchange_send_text(struct exchange *ex, char *text, size_t len,
 			bool response)
 {
 	uint64_t event = 0;
+	if (exchange_unopened(ex))
+		ex->ops->opening(ex->ctx, len,
+				 response && !ex->standing &&
+					 ex->expected == 1);
 	if (ex->record) {
 		char id[EXCHANGE_EVENT_ID_MAX];
 		char *spill = NULL;

@@ -24,6 +24,12 @@ struct exchange_ops {
 			const char *data, size_t len);
 	/* Every expected response has been delivered. */
 	void (*finish)(void *ctx);
+	/* Optional, for an HTTP side that sets the recorder only when its
+	 * answer streams: called before a message goes while the exchange
+	 * has none, so the HTTP side can set one now (session_stream_open)
+	 * and the message is numbered and kept. last: the message is the
+	 * answer that ends the exchange; len: its text's length. */
+	void (*opening)(void *ctx, size_t len, bool last);
 };
 
 /* The longest event id a recorder writes, with its NUL. */

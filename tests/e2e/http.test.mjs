@@ -695,3 +695,58 @@ test('HTTP: a forwarded call answered first and alone is one JSON body with a le
 		await c.close();
 	});
 });
+
+// The event ids ("S-N": stream S, event N of the session) of an SSE body.
+const eventIds = (text) =>
+	[...text.matchAll(/^id: ?(\d+)-(\d+)$/gm)].map((m) => ({ s: Number(m[1]), n: Number(m[2]) }));
+
+test('HTTP: an answer that goes as JSON keeps nothing for replay; a stream that starts late still replays its answer', {
+	timeout: 60_000,
+}, async (t) => {
+	await withRuntime(t, { demo: demo() }, async (rt) => {
+		const c = await connect(rt);
+		const call = (id, name, args, meta) =>
+			c.post({
+				jsonrpc: '2.0',
+				id,
+				method: 'tools/call',
+				params: { name, arguments: args, ...(meta ? { _meta: meta } : {}) },
+			});
+		// A stream (progress first), then an answer alone (JSON), then a
+		// stream again: the JSON answer took no stream number and no event
+		// of the replay ring, so the third stream's ids follow the first's.
+		const first = await (await call(21, 'demo__sleep', { ms: 150 }, { progressToken: 'p21' })).text();
+		const json = await call(22, 'demo__echo', { text: 'alone' });
+		assert.equal(json.headers.get('content-type'), JSON_CT);
+		assert.equal(JSON.parse(await json.text()).id, 22);
+		const third = await (await call(23, 'demo__sleep', { ms: 150 }, { progressToken: 'p23' })).text();
+		const a = eventIds(first);
+		const b = eventIds(third);
+		assert.ok(a.length >= 2 && b.length >= 2, `${first}\n${third}`);
+		assert.equal(b[0].s, a[0].s + 1, 'the next stream number');
+		assert.equal(b[0].n, a.at(-1).n + 1, 'the next event of the session');
+		// No message in its first second: the stream starts with the first
+		// heartbeat (its head and priming event), and the answer that comes
+		// later is still numbered and kept: resuming from the priming event
+		// replays it.
+		const late = await call(24, 'demo__sleep', { ms: 1300 });
+		assert.match(late.headers.get('content-type'), /^text\/event-stream/);
+		const lt = await late.text();
+		const prime = lt.match(/^id: ?(\S+)\nretry: 1000\n/);
+		assert.ok(prime, lt);
+		assert.equal(sseMessages(lt).at(-1).id, 24);
+		const again = await fetch(rt.url, {
+			method: 'GET',
+			headers: {
+				accept: 'text/event-stream',
+				'mcp-session-id': c.sid,
+				'mcp-protocol-version': c.protocol,
+				'last-event-id': prime[1],
+			},
+		});
+		assert.equal(again.status, 200);
+		const replay = sseMessages(await again.text());
+		assert.deepEqual(replay.map((m) => m.id), [24], JSON.stringify(replay));
+		await c.close();
+	});
+});

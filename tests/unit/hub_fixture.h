@@ -55,7 +55,8 @@ static void fx_finish(void *ctx)
 	((struct fx_capture *)ctx)->finished++;
 }
 
-static const struct exchange_ops fx_ops = {fx_deliver, fx_finish};
+static const struct exchange_ops fx_ops = {.deliver = fx_deliver,
+					   .finish = fx_finish};
 
 /* fx_hub over the configuration text; on the fake clock if fake. */
 static inline void fx_hub_open(const char *text, bool fake)

@@ -221,3 +221,134 @@ Test(session, replay_ring_resumes_after_an_event)
 	json_decref(cap.msgs);
 	exchange_unref(ex);
 }
+
+/* An HTTP side that opens the session's stream only when its answer
+ * streams, as the endpoint does: at a message that is not the answer
+ * alone (or at any, when answer_streams). */
+struct lazy_side {
+	struct fx_capture cap;
+	struct exchange *ex;
+	bool answer_streams;
+	bool opened;
+	char prime[EXCHANGE_EVENT_ID_MAX];
+};
+
+static void lazy_opening(void *ctx, size_t len, bool last)
+{
+	struct lazy_side *l = ctx;
+	if (l->opened || (last && !l->answer_streams))
+		return;
+	l->opened = true;
+	session_stream_open(fx_sess, l->ex);
+	session_stream_prime(fx_sess, l->ex, l->prime);
+}
+
+static void lazy_deliver(void *ctx, json_t *msg, const char *id,
+			 const char *data, size_t len)
+{
+	fx_deliver(&((struct lazy_side *)ctx)->cap, msg, id, data, len);
+}
+
+static void lazy_finish(void *ctx)
+{
+	fx_finish(&((struct lazy_side *)ctx)->cap);
+}
+
+static const struct exchange_ops lazy_ops = {
+	.deliver = lazy_deliver,
+	.finish = lazy_finish,
+	.opening = lazy_opening,
+};
+
+static struct exchange *lazy_new(struct lazy_side *l, json_int_t id)
+{
+	memset(l, 0, sizeof *l);
+	l->cap.msgs = json_array();
+	l->ex = exchange_new(&lazy_ops, l, 1);
+	json_t *jid = json_integer(id);
+	exchange_expect(l->ex, jid, "tools/call");
+	json_decref(jid);
+	return l->ex;
+}
+
+static void lazy_answer(struct exchange *ex, json_int_t id)
+{
+	json_t *jid = json_integer(id);
+	json_t *r = jr_result(jid, json_object());
+	json_decref(jid);
+	exchange_send(ex, r);
+	json_decref(r);
+}
+
+static void lazy_free(struct lazy_side *l)
+{
+	json_decref(l->cap.msgs);
+	exchange_unref(l->ex);
+}
+
+Test(session, a_stream_opened_at_its_first_message_replays_it)
+{
+	struct lazy_side l;
+	struct exchange *ex = lazy_new(&l, 3);
+	json_t *note = jr_notification(
+		"notifications/progress",
+		json_pack("{s:s,s:i}", "progressToken", "p", "progress", 1));
+	exchange_send(ex, note);
+	json_decref(note);
+	cr_assert(l.opened, "progress first: the answer streams");
+	exchange_detach(ex); /* the client lost the stream */
+	lazy_answer(ex, 3);  /* recorded while nobody listens */
+	struct exchange *cont = NULL;
+	json_t *events = NULL;
+	cr_assert_eq(session_stream_resume(fx_sess, l.prime, &cont, &events),
+		     0);
+	cr_assert_null(cont, "the stream ended with its answer");
+	cr_assert_eq(json_array_size(events), 2, "the progress, the answer");
+	json_t *first = json_loads(json_string_value(json_object_get(
+					   json_array_get(events, 0), "data")),
+				   0, NULL);
+	cr_assert_str_eq(json_string_value(json_object_get(first, "method")),
+			 "notifications/progress");
+	json_decref(first);
+	json_t *last = json_loads(json_string_value(json_object_get(
+					  json_array_get(events, 1), "data")),
+				  0, NULL);
+	cr_assert_eq(json_integer_value(json_object_get(last, "id")), 3);
+	json_decref(last);
+	json_decref(events);
+	lazy_free(&l);
+}
+
+/* "S-N" into its numbers. */
+static void split_event_id(const char *id, unsigned long long *stream,
+			   unsigned long long *n)
+{
+	cr_assert_eq(sscanf(id, "%llu-%llu", stream, n), 2, "%s", id);
+}
+
+Test(session, an_answer_that_goes_alone_keeps_no_stream)
+{
+	/* A stream before and after: the answer between them took neither
+	 * a stream number nor an event of the ring. */
+	struct lazy_side a, b, c;
+	lazy_new(&a, 1);
+	a.answer_streams = true;
+	lazy_answer(a.ex, 1);
+	cr_assert(a.opened);
+	lazy_new(&b, 2);
+	lazy_answer(b.ex, 2);
+	cr_assert_not(b.opened, "the answer alone goes as JSON");
+	cr_assert_eq(b.cap.finished, 1);
+	cr_assert_eq(json_array_size(b.cap.msgs), 1, "and is delivered");
+	lazy_new(&c, 3);
+	c.answer_streams = true;
+	lazy_answer(c.ex, 3);
+	unsigned long long sa, na, sc, nc;
+	split_event_id(a.prime, &sa, &na);
+	split_event_id(c.prime, &sc, &nc);
+	cr_assert_eq(sc, sa + 1, "no stream number in between");
+	cr_assert_eq(nc, na + 2, "a's priming event and answer, no more");
+	lazy_free(&a);
+	lazy_free(&b);
+	lazy_free(&c);
+}
