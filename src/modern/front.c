@@ -50,6 +50,7 @@ static void space_free(struct modern_space *sp)
 		exchange_unref(sp->fan);
 	}
 	json_decref(sp->init);
+	json_decref(sp->plain_schema);
 	free(sp->server_info);
 	free(sp->principal);
 	free(sp->space);
@@ -563,16 +564,25 @@ static const char *front_param_asked(void *arg, const char *lname)
 	return NULL;
 }
 
-/* Whether tool (as the session knows it) marks no argument with
+/* Whether tool (as sp's session s knows it) marks no argument with
  * x-mcp-header: the check asks for a header per mark, arguments or not.
- * A marked tool's call takes the general path, which checks them. */
-static bool front_text_params_none(struct session *s, const char *tool)
+ * A marked tool's call takes the general path, which checks them. The
+ * schema last found plain is kept (held, so that no other takes its
+ * address): calling the same tool again skips the walk. */
+static bool front_text_params_none(struct modern_space *sp, struct session *s,
+				   const char *tool)
 {
 	json_t *schema = session_tool_schema(s, tool);
+	if (schema == NULL || schema == sp->plain_schema)
+		return true;
 	bool asked = false;
 	struct envelope_err e;
 	envelope_check_params(schema, NULL, front_param_asked, &asked, &e);
 	envelope_err_clear(&e);
+	if (!asked) {
+		json_decref(sp->plain_schema);
+		sp->plain_schema = json_incref(schema);
+	}
 	return !asked;
 }
 
@@ -591,7 +601,7 @@ bool modern_call_text(struct modern *m, const struct modern_text_call *tc,
 	if (!session_route_text(s, params + tc->name_off + 1, tc->name_len - 2,
 				&rt))
 		return false;
-	if (!front_text_params_none(s, rt.tool)) {
+	if (!front_text_params_none(sp, s, rt.tool)) {
 		free(rt.tool);
 		return false;
 	}

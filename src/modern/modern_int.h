@@ -41,9 +41,12 @@ struct modern_space {
 	char sid[SESSION_ID_LEN + 1]; /* "" until made, or after it ended */
 	json_t *init;		      /* the result of its initialize */
 	char *server_info;	      /* its serverInfo as text, or NULL */
-	struct hub_init *hi;	      /* the session being made */
-	struct modern_req *waiting;   /* requests waiting for it */
-	struct exchange *fan;	      /* its standing stream: listeners */
+	/* A tool's inputSchema found to mark no argument with x-mcp-header
+	 * (held), or NULL: a call of that tool skips the walk (front.c). */
+	json_t *plain_schema;
+	struct hub_init *hi;	    /* the session being made */
+	struct modern_req *waiting; /* requests waiting for it */
+	struct exchange *fan;	    /* its standing stream: listeners */
 	struct modern_req *listeners;
 	unsigned nlisteners;
 	uint64_t used_ms;
