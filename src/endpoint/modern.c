@@ -69,11 +69,14 @@ static const struct modern_sink_ops ep_modern_sink = {
 	.end = ep_modern_end,
 };
 
-/* Who the request is served for: the holder of a valid API key (by its
- * digest, never the key), else the runtime's own user (the only other
- * one admitted). Caller frees. */
-static char *ep_principal(struct conn *c, const struct http_request *req)
+/* Who the request is served for, into out: the holder of a valid API
+ * key (by its digest, never the key), else the runtime's own user (the
+ * only other one admitted). */
+static void ep_principal(struct conn *c, const struct http_request *req,
+			 char out[MODERN_PRINCIPAL_MAX])
 {
+	_Static_assert(MODERN_PRINCIPAL_MAX >= 4 + SHA256_HEX_BYTES,
+		       "room for key: and a digest");
 	const char *a = http_request_header(req, "authorization");
 	if (a && strncasecmp(a, "Bearer ", 7) == 0) {
 		const char *k = a + 7;
@@ -82,12 +85,12 @@ static char *ep_principal(struct conn *c, const struct http_request *req)
 		const struct config *cfg = hub_config(c->ep->hub);
 		if (auth_key_match(cfg->api_keys, cfg->napi_keys, k,
 				   strlen(k))) {
-			char hex[SHA256_HEX_BYTES];
-			sha256_hex(k, strlen(k), hex);
-			return xasprintf("key:%s", hex);
+			memcpy(out, "key:", 4);
+			sha256_hex(k, strlen(k), out + 4);
+			return;
 		}
 	}
-	return xstrdup("own");
+	memcpy(out, "own", 4);
 }
 
 static void ep_modern_fail(struct conn *c, int status, json_t *id,
@@ -176,11 +179,11 @@ bool ep_modern_post(struct conn *c, const struct http_request *req,
 			"mcpvisor is stopping and takes no new requests");
 		return true;
 	}
-	char *principal = ep_principal(c, req);
+	char principal[MODERN_PRINCIPAL_MAX];
+	ep_principal(c, req, principal);
 	char *space = http_query_param(req->url, "space");
 	if (space && (space[0] != '/' || strlen(space) > 4096)) {
 		free(space);
-		free(principal);
 		ep_fail(c, 400, JR_INVALID_REQUEST,
 			"The space query parameter must be an absolute path");
 		return true;
@@ -197,7 +200,6 @@ bool ep_modern_post(struct conn *c, const struct http_request *req,
 	if (r)
 		c->mreq = r;
 	free(space);
-	free(principal);
 	return true;
 }
 
@@ -323,7 +325,8 @@ bool ep_modern_text_call(struct conn *c, const struct http_request *req)
 		free(space);
 		return false; /* the general path says why */
 	}
-	char *principal = ep_principal(c, req);
+	char principal[MODERN_PRINCIPAL_MAX];
+	ep_principal(c, req, principal);
 	tc.id = int_id ? json_integer(iv)
 		       : json_stringn(req->body + tc.id_off + 1, tc.id_len - 2);
 	/* As ep_modern_post: the answer may become a stream, whose
@@ -342,7 +345,6 @@ bool ep_modern_text_call(struct conn *c, const struct http_request *req)
 		c->mreq = r;
 	}
 	json_decref(tc.id);
-	free(principal);
 	free(space);
 	return taken;
 }

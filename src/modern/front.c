@@ -28,6 +28,14 @@ static bool front_forwards(const char *method)
 	       strcmp(method, "completion/complete") == 0;
 }
 
+/* A session's id into a record's room for it (a session id has
+ * SESSION_ID_LEN characters). */
+static void front_copy_sid(char sid[SESSION_ID_LEN + 1], struct session *s)
+{
+	memcpy(sid, session_id(s), SESSION_ID_LEN);
+	sid[SESSION_ID_LEN] = '\0';
+}
+
 /* ---- the hidden sessions ---- */
 
 static void space_free(struct modern_space *sp)
@@ -42,6 +50,7 @@ static void space_free(struct modern_space *sp)
 		exchange_unref(sp->fan);
 	}
 	json_decref(sp->init);
+	json_decref(sp->plain_schema);
 	free(sp->server_info);
 	free(sp->principal);
 	free(sp->space);
@@ -109,7 +118,7 @@ static void space_made(void *arg, json_t *result, struct session *s)
 	struct modern_space *sp = arg;
 	sp->hi = NULL;
 	if (result) {
-		snprintf(sp->sid, sizeof sp->sid, "%s", session_id(s));
+		front_copy_sid(sp->sid, s);
 		json_decref(sp->init);
 		sp->init = result;
 		free(sp->server_info);
@@ -185,8 +194,7 @@ static void front_parse_text(struct modern_req *r)
 	r->msg = json_loadb(r->text, r->text_len, 0, NULL);
 	json_t *meta = json_object_get(jr_params(r->msg), "_meta");
 	r->caps = json_incref(json_object_get(meta, META_CLIENT_CAPS));
-	free(r->text);
-	r->text = NULL;
+	r->text = NULL; /* in r's allocation: goes with r */
 }
 
 static void mreq_emit(struct modern_req *r, char *text, size_t len, int status,
@@ -214,6 +222,8 @@ static void front_deliver(void *ctx, json_t *msg, const char *event_id,
 	}
 	const char *method = jr_method(msg);
 	if (method && json_object_get(msg, "id")) {
+		if (r->pending == NULL)
+			r->pending = json_object();
 		bridge_server_request(r, msg);
 	} else if (method && strcmp(method, "notifications/cancelled") == 0) {
 		bridge_server_cancel(r, msg);
@@ -317,9 +327,6 @@ static void mreq_free(struct modern_req *r)
 	json_decref(r->held);
 	json_decref(r->param_headers);
 	json_decref(r->subs);
-	free(r->text);
-	free(r->method);
-	free(r->principal);
 	free(r);
 }
 
@@ -444,7 +451,7 @@ static bool front_params_ok(struct modern_req *r, struct session *s)
 static void front_dispatch(struct modern_req *r, struct session *s)
 {
 	r->depth++;
-	snprintf(r->sid, sizeof r->sid, "%s", session_id(s));
+	front_copy_sid(r->sid, s);
 	if (strcmp(r->method, "tools/call") == 0 && !front_params_ok(r, s)) {
 		/* answered */
 	} else if (strcmp(r->method, "server/discover") == 0) {
@@ -465,23 +472,34 @@ static void front_dispatch(struct modern_req *r, struct session *s)
 		mreq_free(r);
 }
 
-/* A new request of principal (method and id borrowed), in m's list. */
+/* A new request of principal, in m's list; method must live as long
+ * as r, id is borrowed. text (len bytes, NULL: none) is copied into
+ * r's own allocation: one allocation for both. */
 static struct modern_req *mreq_new(struct modern *m, const char *method,
 				   json_t *id, const char *principal,
+				   const char *text, size_t len,
 				   const struct modern_sink_ops *ops, void *ctx)
 {
-	struct modern_req *r = xcalloc(1, sizeof *r);
+	size_t plen = strlen(principal);
+	if (plen >= MODERN_PRINCIPAL_MAX)
+		abort(); /* the endpoint makes no longer one */
+	struct modern_req *r = xcalloc(1, sizeof *r + (text ? len + 1 : 0));
+	memcpy(r->principal, principal, plen + 1);
+	if (text) {
+		r->text = (char *)(r + 1);
+		memcpy(r->text, text, len);
+		r->text[len] = '\0';
+		r->text_len = len;
+	}
 	r->m = m;
 	r->next = &m->reqs;
 	r->prev = m->reqs.prev;
 	r->prev->next = r;
 	m->reqs.prev = r;
-	r->method = xstrdup(method);
+	r->method = method;
 	r->client_id = json_incref(id);
 	r->log_level = ENVELOPE_LOG_NONE;
 	r->inner_id = json_integer(++m->next_inner);
-	r->principal = xstrdup(principal);
-	r->pending = json_object();
 	r->ops = ops;
 	r->ctx = ctx;
 	return r;
@@ -517,8 +535,9 @@ struct modern_req *modern_request(struct modern *m, json_t *msg,
 	    (!json_is_string(state) ||
 	     reqstate_claims(json_string_value(state))))
 		return bridge_retry(m, msg, env, principal, ops, ctx);
-	struct modern_req *r =
-		mreq_new(m, env->method, jr_id(msg), principal, ops, ctx);
+	/* env->method is msg's own, which r holds. */
+	struct modern_req *r = mreq_new(m, env->method, jr_id(msg), principal,
+					NULL, 0, ops, ctx);
 	r->msg = json_incref(msg);
 	r->caps = json_incref(env->client_caps);
 	r->log_level = env->log_level;
@@ -545,16 +564,25 @@ static const char *front_param_asked(void *arg, const char *lname)
 	return NULL;
 }
 
-/* Whether tool (as the session knows it) marks no argument with
+/* Whether tool (as sp's session s knows it) marks no argument with
  * x-mcp-header: the check asks for a header per mark, arguments or not.
- * A marked tool's call takes the general path, which checks them. */
-static bool front_text_params_none(struct session *s, const char *tool)
+ * A marked tool's call takes the general path, which checks them. The
+ * schema last found plain is kept (held, so that no other takes its
+ * address): calling the same tool again skips the walk. */
+static bool front_text_params_none(struct modern_space *sp, struct session *s,
+				   const char *tool)
 {
 	json_t *schema = session_tool_schema(s, tool);
+	if (schema == NULL || schema == sp->plain_schema)
+		return true;
 	bool asked = false;
 	struct envelope_err e;
 	envelope_check_params(schema, NULL, front_param_asked, &asked, &e);
 	envelope_err_clear(&e);
+	if (!asked) {
+		json_decref(sp->plain_schema);
+		sp->plain_schema = json_incref(schema);
+	}
 	return !asked;
 }
 
@@ -573,19 +601,18 @@ bool modern_call_text(struct modern *m, const struct modern_text_call *tc,
 	if (!session_route_text(s, params + tc->name_off + 1, tc->name_len - 2,
 				&rt))
 		return false;
-	if (!front_text_params_none(s, rt.tool)) {
+	if (!front_text_params_none(sp, s, rt.tool)) {
 		free(rt.tool);
 		return false;
 	}
-	struct modern_req *r =
-		mreq_new(m, "tools/call", tc->id, principal, ops, ctx);
-	/* Parsed only if the call needs more than its answer stamped. */
-	r->text = xstrndup(tc->body, tc->len);
-	r->text_len = tc->len;
+	/* Its text is parsed only if the call needs more than its answer
+	 * stamped. */
+	struct modern_req *r = mreq_new(m, "tools/call", tc->id, principal,
+					tc->body, tc->len, ops, ctx);
 	r->sp = sp;
 	sp->used_ms = clock_now_ms();
 	r->depth++;
-	snprintf(r->sid, sizeof r->sid, "%s", session_id(s));
+	front_copy_sid(r->sid, s);
 	r->state = MREQ_RUN;
 	r->ex = exchange_new(&front_ops, r, 1);
 	session_call_text(s, &rt, r->inner_id, params, tc->params_len,

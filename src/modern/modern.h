@@ -34,12 +34,17 @@ struct modern_sink_ops {
 	void (*end)(void *ctx);
 };
 
+/* The longest principal, its NUL included: "own", or "key:" and the
+ * SHA-256 of an API key in hex. */
+#define MODERN_PRINCIPAL_MAX (4 + 64 + 1)
+
 struct modern *modern_new(uv_loop_t *loop, struct hub *hub);
 /* Cancels every waiting call and frees; the hub must still be alive. */
 void modern_free(struct modern *m);
 
 /* Serves one checked modern request (msg and env borrowed). principal
- * names the client (an API key's digest, or the runtime's own user);
+ * names the client (an API key's digest, or the runtime's own user; at
+ * most MODERN_PRINCIPAL_MAX bytes with its NUL);
  * space may be NULL. param_headers: the request's Mcp-Param-* headers by
  * lower-case name (borrowed; NULL: none), checked against the tool's
  * inputSchema once its session knows the tool. The answer goes to the sink,

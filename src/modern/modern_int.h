@@ -41,9 +41,12 @@ struct modern_space {
 	char sid[SESSION_ID_LEN + 1]; /* "" until made, or after it ended */
 	json_t *init;		      /* the result of its initialize */
 	char *server_info;	      /* its serverInfo as text, or NULL */
-	struct hub_init *hi;	      /* the session being made */
-	struct modern_req *waiting;   /* requests waiting for it */
-	struct exchange *fan;	      /* its standing stream: listeners */
+	/* A tool's inputSchema found to mark no argument with x-mcp-header
+	 * (held), or NULL: a call of that tool skips the walk (front.c). */
+	json_t *plain_schema;
+	struct hub_init *hi;	    /* the session being made */
+	struct modern_req *waiting; /* requests waiting for it */
+	struct exchange *fan;	    /* its standing stream: listeners */
 	struct modern_req *listeners;
 	unsigned nlisteners;
 	uint64_t used_ms;
@@ -73,12 +76,12 @@ struct modern_req {
 	json_t *msg; /* the first request, as sent (reference) */
 	/* A call that came as text: the request until it is parsed (into
 	 * msg and caps), which only a call that needs more than its answer
-	 * stamped is (front.c). */
+	 * stamped is (front.c). It lies in r's own allocation, after r. */
 	char *text;
 	size_t text_len;
-	char *method;
-	json_t *client_id; /* the id of the HTTP request answered now */
-	json_t *caps;	   /* what that request declared */
+	const char *method; /* a literal, or msg's own */
+	json_t *client_id;  /* the id of the HTTP request answered now */
+	json_t *caps;	    /* what that request declared */
 	enum envelope_log log_level;
 	json_t *inner_id; /* the id the session knows it by */
 	struct exchange *ex;
@@ -88,13 +91,14 @@ struct modern_req {
 	bool streaming;	      /* the SSE head went out */
 	uint64_t deadline_ms; /* SETTLE: the round closes; PARKED: expiry */
 	/* The bridge: the server's requests waiting for the client, by key:
-	 * {"id": the session's id for it, "method", "params"}. */
+	 * {"id": the session's id for it, "method", "params"}; NULL until
+	 * the server first asks. */
 	json_t *pending;
 	unsigned next_key;
 	unsigned rounds;
 	const char *refuse_cap; /* SETTLE: a capability the client lacks */
 	char handle[REQSTATE_HANDLE_LEN];
-	char *principal;
+	char principal[MODERN_PRINCIPAL_MAX];
 	unsigned char digest[32];
 	json_t *held;	       /* the answer that came while parked */
 	json_t *param_headers; /* Mcp-Param-* by lower-case name */
