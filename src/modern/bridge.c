@@ -182,15 +182,31 @@ static void bridge_ask(struct modern_req *r)
 	if (r->ended)
 		return;
 	r->state = MREQ_PARKED;
-	if (r->ex)
-		exchange_set_waits_client(r->ex, true);
+	if (r->ex) {
+		struct session *s = mreq_session(r);
+		if (s)
+			session_call_waits_client(s, r->ex, true);
+		else
+			exchange_set_waits_client(r->ex, true);
+	}
 	r->deadline_ms = clock_now_ms() + REQSTATE_TTL_MS;
 	r->m->nparked++;
 	modern_arm(r->m);
 }
 
+static void bridge_answer(struct modern_req *r, json_t *answers);
+
 void bridge_deadline(struct modern_req *r)
 {
+	if (r->state == MREQ_TURN) {
+		/* The server's turn is r's now: its answers go. */
+		json_t *answers = r->answers;
+		r->answers = NULL;
+		r->state = MREQ_RUN;
+		bridge_answer(r, answers);
+		json_decref(answers);
+		return;
+	}
 	if (r->state == MREQ_PARKED) {
 		mreq_end(r); /* nobody came back for it */
 		return;
@@ -235,6 +251,43 @@ static void bridge_refused(struct modern *m, enum reqstate_verdict v,
 		mreq_end(r);
 }
 
+/* The retry's answers (borrowed) go to the server's requests they name;
+ * what they leave unanswered is asked again (input_required). */
+static void bridge_answer(struct modern_req *r, json_t *answers)
+{
+	const char *key;
+	json_t *pv;
+	void *tmp;
+	json_object_foreach_safe(r->pending, tmp, key, pv)
+	{
+		json_t *a = json_object_get(answers, key);
+		if (!json_is_object(a))
+			continue; /* asked again below */
+		bridge_reply(r, json_object_get(pv, "id"), json_incref(a), 0,
+			     NULL);
+		json_object_del(r->pending, key);
+	}
+	json_object_foreach(r->pending, key, pv)
+	{
+		const char *cap = bridge_cap(
+			json_string_value(json_object_get(pv, "method")));
+		if (cap && !bridge_declared(r, cap))
+			r->refuse_cap = cap;
+	}
+	if (json_object_size(r->pending) > 0)
+		bridge_settle(r, 0);
+}
+
+/* The session gives r the server's turn (from inside its own work): the
+ * answers go from the timer. */
+static void bridge_turn_go(void *arg)
+{
+	struct modern_req *r = arg;
+	r->turn_wait = false;
+	r->deadline_ms = clock_now_ms();
+	modern_arm(r->m);
+}
+
 struct modern_req *bridge_retry(struct modern *m, json_t *msg,
 				const struct envelope *env,
 				const char *principal,
@@ -270,8 +323,6 @@ struct modern_req *bridge_retry(struct modern *m, json_t *msg,
 	/* The same call goes on for this request. */
 	m->nparked--;
 	r->state = MREQ_RUN;
-	if (r->ex)
-		exchange_set_waits_client(r->ex, false);
 	json_decref(r->client_id);
 	r->client_id = json_incref(jr_id(msg));
 	json_decref(r->caps);
@@ -282,35 +333,26 @@ struct modern_req *bridge_retry(struct modern *m, json_t *msg,
 	r->streaming = false;
 	r->refuse_cap = NULL;
 	mreq_hold(r);
+	struct session *s = r->ex ? mreq_session(r) : NULL;
 	if (r->held) {
+		if (r->ex)
+			exchange_set_waits_client(r->ex, false);
 		json_t *held = r->held;
 		r->held = NULL;
 		json_object_set(held, "id", r->client_id);
 		mreq_send(r, held, true);
 		mreq_end(r);
+	} else if (s && session_turn_wait(s, r->ex, bridge_turn_go, r)) {
+		/* Another call is on the server: the answers wait. */
+		r->state = MREQ_TURN;
+		r->turn_wait = true;
+		r->deadline_ms = UINT64_MAX;
+		r->answers =
+			json_incref(json_object_get(params, "inputResponses"));
 	} else {
-		json_t *answers = json_object_get(params, "inputResponses");
-		const char *key;
-		json_t *pv;
-		void *tmp;
-		json_object_foreach_safe(r->pending, tmp, key, pv)
-		{
-			json_t *a = json_object_get(answers, key);
-			if (!json_is_object(a))
-				continue; /* asked again below */
-			bridge_reply(r, json_object_get(pv, "id"),
-				     json_incref(a), 0, NULL);
-			json_object_del(r->pending, key);
-		}
-		json_object_foreach(r->pending, key, pv)
-		{
-			const char *cap = bridge_cap(json_string_value(
-				json_object_get(pv, "method")));
-			if (cap && !bridge_declared(r, cap))
-				r->refuse_cap = cap;
-		}
-		if (json_object_size(r->pending) > 0)
-			bridge_settle(r, 0);
+		if (r->ex && s == NULL)
+			exchange_set_waits_client(r->ex, false);
+		bridge_answer(r, json_object_get(params, "inputResponses"));
 	}
 	return mreq_unhold(r) ? NULL : r;
 }

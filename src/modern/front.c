@@ -118,6 +118,8 @@ static void space_made(void *arg, json_t *result, struct session *s)
 	struct modern_space *sp = arg;
 	sp->hi = NULL;
 	if (result) {
+		/* A question of a server is one call's input_required. */
+		session_keep_calls_apart(s);
 		front_copy_sid(sp->sid, s);
 		json_decref(sp->init);
 		sp->init = result;
@@ -325,6 +327,7 @@ static void mreq_free(struct modern_req *r)
 	json_decref(r->inner_id);
 	json_decref(r->pending);
 	json_decref(r->held);
+	json_decref(r->answers);
 	json_decref(r->param_headers);
 	json_decref(r->subs);
 	free(r);
@@ -338,6 +341,12 @@ void mreq_end(struct modern_req *r)
 	if (r->state == MREQ_PARKED) {
 		r->m->nparked--;
 		reqstate_forget(r->m->rs, r->handle);
+	}
+	if (r->turn_wait) {
+		struct session *s = r->ex ? mreq_session(r) : NULL;
+		if (s)
+			session_turn_unwait(s, r->ex);
+		r->turn_wait = false;
 	}
 	if (r->listening)
 		listen_drop(r);
@@ -631,7 +640,8 @@ static void front_timer_cb(uv_timer_t *t)
 	struct modern_req *r = m->reqs.next;
 	while (r != &m->reqs) {
 		struct modern_req *next = r->next;
-		if ((r->state == MREQ_SETTLE || r->state == MREQ_PARKED) &&
+		if ((r->state == MREQ_SETTLE || r->state == MREQ_PARKED ||
+		     r->state == MREQ_TURN) &&
 		    r->deadline_ms <= now) {
 			/* Kept in the list across the call: next may end. */
 			r->depth++;
@@ -650,7 +660,8 @@ void modern_arm(struct modern *m)
 {
 	uint64_t soonest = UINT64_MAX;
 	for (struct modern_req *r = m->reqs.next; r != &m->reqs; r = r->next)
-		if ((r->state == MREQ_SETTLE || r->state == MREQ_PARKED) &&
+		if ((r->state == MREQ_SETTLE || r->state == MREQ_PARKED ||
+		     r->state == MREQ_TURN) &&
 		    r->deadline_ms < soonest)
 			soonest = r->deadline_ms;
 	if (soonest == UINT64_MAX) {

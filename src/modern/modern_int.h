@@ -57,6 +57,7 @@ enum mreq_state {
 	MREQ_RUN,    /* forwarded; its answer is awaited */
 	MREQ_SETTLE, /* a server asked: input_required (or a refusal) soon */
 	MREQ_PARKED, /* input_required answered: waiting for the retry */
+	MREQ_TURN,   /* retried: its answers wait for its server's turn */
 	MREQ_LISTEN, /* a subscriptions/listen stream */
 	MREQ_DONE,
 };
@@ -100,7 +101,12 @@ struct modern_req {
 	char handle[REQSTATE_HANDLE_LEN];
 	char principal[MODERN_PRINCIPAL_MAX];
 	unsigned char digest[32];
-	json_t *held;	       /* the answer that came while parked */
+	json_t *held; /* the answer that came while parked */
+	/* TURN: the retry's inputResponses, and whether the session still
+	 * holds r for the turn (session_turn_wait); deadline_ms is now once
+	 * the turn is r's, UINT64_MAX before. */
+	json_t *answers;
+	bool turn_wait;
 	json_t *param_headers; /* Mcp-Param-* by lower-case name */
 	/* Listen: kinds asked, and the next listener of its space. */
 	unsigned kinds;

@@ -60,6 +60,9 @@ struct hub {
 	 * their turn on one of them (calls.c), in order. */
 	struct keymap askers;
 	struct call *turns;
+	/* Calls whose client answered their server's questions, waiting
+	 * for that server's turn to go on (calls.c), first first. */
+	struct call *resumes;
 };
 
 /* What the hub's instances report (the pool passes them on); shared for

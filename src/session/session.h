@@ -75,6 +75,25 @@ void session_call_text(struct session *s, struct session_text_route *rt,
 /* The client stopped listening on ex: its calls are cancelled upstream. */
 void session_exchange_gone(struct session *s, struct exchange *ex);
 
+/* s's own calls take turns on a server that asks mid-call without naming
+ * the call (stdio), as calls of different sessions do: for a client to
+ * whom a question is one call's answer (a 2026-07-28 principal's hidden
+ * session, where it becomes that call's input_required), not a request
+ * it answers by id whichever call it came on. */
+void session_keep_calls_apart(struct session *s);
+/* ex's call waits for its client's answers to what its server asked (on:
+ * a 2026-07-28 client answered input_required) or not any more. A call
+ * that waits does not hold its server's turn: the next call may go. */
+void session_call_waits_client(struct session *s, struct exchange *ex, bool on);
+/* ex's call, waiting for its client, has the answers now and would go
+ * on. false: go on now (it holds its server's turn again). true: another
+ * call is on that server, so the answers wait; go(arg) is called, from a
+ * later loop turn's work, once the turn is this call's (it holds it from
+ * then), unless session_turn_unwait(s, ex) first or the call ends. */
+bool session_turn_wait(struct session *s, struct exchange *ex,
+		       void (*go)(void *arg), void *arg);
+void session_turn_unwait(struct session *s, struct exchange *ex);
+
 /* The standing GET stream (NULL to clear); the old one is detached. */
 void session_set_stream(struct session *s, struct exchange *ex);
 /* Clears the standing stream if it is still ex. */

@@ -57,6 +57,11 @@ struct call {
 	 * on hub->turns; the pending callback's reference stays with it. */
 	bool waiting_turn;
 	struct call *next_turn;
+	/* Its client answered what its server asked, and the answers wait
+	 * for the server's turn (session_turn_wait), on hub->resumes. */
+	void (*resume_go)(void *arg);
+	void *resume_arg;
+	struct call *next_resume;
 	int refs;
 };
 
@@ -97,8 +102,9 @@ struct session {
 	const struct server_config **srv;
 	char **keys; /* instance key of each server, computed once */
 	size_t nsrv;
-	int refs;    /* the hub's, and one per gather under way */
-	bool closed; /* ended; only references keep it */
+	int refs;	  /* the hub's, and one per gather under way */
+	bool closed;	  /* ended; only references keep it */
+	bool calls_apart; /* session_keep_calls_apart */
 	char id[SESSION_ID_LEN + 1];
 	char *space;
 	char *protocol_version;

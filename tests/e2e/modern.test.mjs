@@ -631,6 +631,35 @@ test('modern bridge: another principal (another API key, or the runtime user wit
 	});
 });
 
+test('modern bridge: a call left at input_required blocks no one else on its server; its retry waits for the turn and completes', {
+	timeout: 60_000,
+}, async (t) => {
+	const { dir, file, servers } = await demoWithCount(t);
+	const keyFile = path.join(dir, 'keys');
+	const KA = 'modern-key-alice-0123456789';
+	const KB = 'modern-key-bob-9876543210';
+	await fsp.writeFile(keyFile, `${KA}\n${KB}\n`, { mode: 0o600 });
+	await withServers(t, servers, { args: ['--api-key-file', keyFile] }, async (rt) => {
+		const alice = new ModernClient(rt.url, { caps: ELICIT, key: KA });
+		const bob = new ModernClient(rt.url, { caps: ELICIT, key: KB });
+		// Alice's call waits for her (she may never come back): the
+		// server asked and waits too, so Bob's call on it goes now, where
+		// it used to wait for Alice's state to expire (10 minutes).
+		const { params, key, state } = await askElicit(alice, 'Later?');
+		assert.equal((await bob.call('demo__echo', { text: 'not blocked' })).content[0].text,
+			'not blocked');
+		// Bob's slow call is on the server when Alice comes back: her
+		// answer waits for it, then her call completes with it.
+		const slow = bob.call('demo__sleep', { ms: 1500 });
+		await waitCountLine(file, 'call sleep', 1, 10_000);
+		const done = retry(alice, params, accept(key, 'Ada'), state);
+		assert.ok((await slow).content, 'Bob\'s call completes');
+		assertElicited(await done, 'Ada');
+		assert.equal(await calls(file, 'elicit'), 1, 'the retry continued the one call');
+		await noneInFlight(rt, 'after both');
+	});
+});
+
 test('modern bridge: two calls that elicit from one stdio server at once each get only their own question and answer', {
 	timeout: 60_000,
 }, async (t) => {

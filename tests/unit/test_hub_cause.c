@@ -266,3 +266,137 @@ Test(hub_cause, a_call_waiting_its_turn_can_be_cancelled)
 	json_decref(b.stream.msgs);
 	rich_close(&a);
 }
+
+static const char *const second_call =
+	"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"
+	"{\"name\":\"shared__sleep\",\"arguments\":{\"ms\":5000}}}";
+
+/* a's call on the shared instance is sent, and its server asks once
+ * without naming the call: from now on its calls take turns. */
+static struct instance *asked(struct rich *a)
+{
+	rich_call(a, 1);
+	struct instance *inst = a->c->inst;
+	json_t *q = sampling("srv-1");
+	hub_instance_cbs.on_request(fx_hub, inst, q, NULL);
+	json_decref(q);
+	cr_assert(hub_instance_asks(fx_hub, inst));
+	return inst;
+}
+
+/* One client's own calls run side by side: its second call on a server
+ * that asks is sent at once (a question reaches that client either way,
+ * and it answers by id). */
+Test(hub_cause, one_clients_calls_run_side_by_side)
+{
+	struct rich a;
+	rich_open(&a);
+	asked(&a);
+	struct fx_req *second = fx_send(a.s, second_call);
+	struct sent_probe p = {a.s, json_integer(2), NULL};
+	cr_assert(fx_run_until(call_sent, &p), "the second call is sent");
+	json_decref(p.id);
+	rich_close(&a);
+	fx_req_free(second);
+}
+
+/* A session that keeps its calls apart (a 2026-07-28 principal's, where a
+ * question becomes that one call's input_required): its own second call
+ * waits for the first to end, so a question can only be the call's on
+ * the server. */
+Test(hub_cause, a_session_that_keeps_its_calls_apart_takes_turns_with_itself)
+{
+	struct rich a;
+	rich_open(&a);
+	session_keep_calls_apart(a.s);
+	asked(&a);
+	struct fx_req *second = fx_send(a.s, second_call);
+	struct turn_probe tp = {a.s, json_integer(2)};
+	cr_assert(fx_run_until(call_waits_turn, &tp),
+		  "the second call waits for its turn");
+	json_t *cancel =
+		json_pack("{s:s,s:s,s:{s:i}}", "jsonrpc", "2.0", "method",
+			  "notifications/cancelled", "params", "requestId", 1);
+	session_handle(a.s, cancel, NULL);
+	json_decref(cancel);
+	struct sent_probe p = {a.s, tp.id, NULL};
+	cr_assert(fx_run_until(call_sent, &p), "sent once the first ended");
+	json_decref(tp.id);
+	rich_close(&a);
+	fx_req_free(second);
+}
+
+static void note_go(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+/* A call waiting for its client (a 2026-07-28 client answered
+ * input_required, and may never come back) gives its server's turn up:
+ * another client's call is sent. When its client does come back with the
+ * answers while that call is on the server, the answers wait for the
+ * turn, which is theirs once that call ends; a call that holds the turn
+ * meanwhile makes a new one wait. */
+Test(hub_cause,
+     a_call_waiting_for_its_client_gives_its_turn_up_and_takes_it_back)
+{
+	struct rich a, b;
+	rich_open(&a);
+	rich_open(&b);
+	asked(&a);
+	struct exchange *aex = a.call->ex;
+	session_call_waits_client(a.s, aex, true);
+
+	b.call = fx_send(b.s, second_call);
+	struct sent_probe pb = {b.s, json_integer(2), NULL};
+	cr_assert(fx_run_until(call_sent, &pb),
+		  "B is sent while A waits for its client");
+	json_decref(pb.id);
+
+	int went = 0;
+	cr_assert(session_turn_wait(a.s, aex, note_go, &went),
+		  "A's answers wait: B is on the server");
+	cr_assert(exchange_waits_client(aex), "A holds no turn yet");
+	cr_assert_eq(went, 0);
+
+	hub_session_end(fx_hub, b.s);
+	cr_assert_eq(went, 1, "A goes on once B ended");
+	cr_assert_not(exchange_waits_client(aex), "A holds the turn again");
+	cr_assert_null(fx_hub->resumes);
+
+	fx_req_free(b.call);
+	exchange_unref(b.ex);
+	json_decref(b.stream.msgs);
+	rich_close(&a);
+}
+
+/* With the turn free the answers go at once; a call whose answers wait
+ * and that ends (its session goes) leaves nothing waiting. */
+Test(hub_cause,
+     answers_go_at_once_on_a_free_turn_and_a_waiting_call_that_ends_leaves_nothing)
+{
+	struct rich a, b;
+	rich_open(&a);
+	rich_open(&b);
+	asked(&a);
+	struct exchange *aex = a.call->ex;
+	int went = 0;
+	session_call_waits_client(a.s, aex, true);
+	cr_assert_not(session_turn_wait(a.s, aex, note_go, &went),
+		      "nobody else is on the server");
+	cr_assert_not(exchange_waits_client(aex));
+
+	session_call_waits_client(a.s, aex, true);
+	b.call = fx_send(b.s, second_call);
+	struct sent_probe pb = {b.s, json_integer(2), NULL};
+	cr_assert(fx_run_until(call_sent, &pb));
+	json_decref(pb.id);
+	cr_assert(session_turn_wait(a.s, aex, note_go, &went));
+	hub_session_end(fx_hub, a.s);
+	cr_assert_null(fx_hub->resumes, "A's wait went with its call");
+	cr_assert_eq(went, 0);
+	fx_req_free(a.call);
+	exchange_unref(a.ex);
+	json_decref(a.stream.msgs);
+	rich_close(&b);
+}
