@@ -697,13 +697,27 @@ const struct http_request *httpparse_request(const struct httpparse *p)
 	return &p->req;
 }
 
-const char *http_request_header(const struct http_request *r, const char *name)
+const char *http_request_header_n(const struct http_request *r,
+				  const char *name, size_t len)
 {
-	size_t len = strlen(name);
-	for (size_t i = 0; i < r->nheaders; i++)
-		if (r->headers[i].name_len == len &&
-		    strncasecmp(r->headers[i].name, name, len) == 0)
+	/* The request's names are kept lower-cased: only name's letters
+	 * need folding. */
+	for (size_t i = 0; i < r->nheaders; i++) {
+		const char *have = r->headers[i].name;
+		if (r->headers[i].name_len != len)
+			continue;
+		size_t k = 0;
+		while (k < len) {
+			unsigned char q = (unsigned char)name[k];
+			if ((unsigned)(q - 'A') < 26u)
+				q += 'a' - 'A';
+			if (q != (unsigned char)have[k])
+				break;
+			k++;
+		}
+		if (k == len)
 			return r->headers[i].value;
+	}
 	return NULL;
 }
 

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #define HTTP_MAX_URL 8192
 #define HTTP_MAX_HEADER_BYTES (32 * 1024) /* all names + values */
@@ -67,8 +68,16 @@ enum httpparse_state httpparse_feed(struct httpparse *p, const char *data,
 				    size_t len, size_t *consumed);
 /* The request, valid after HEADERS_DONE (no body yet) or DONE. */
 const struct http_request *httpparse_request(const struct httpparse *p);
-/* Case-insensitive lookup; NULL when absent. */
-const char *http_request_header(const struct http_request *r, const char *name);
+/* A header's value by its name, any case (len bytes); NULL when absent.
+ * http_request_header takes a string, whose length a literal's call
+ * works out at compile time. */
+const char *http_request_header_n(const struct http_request *r,
+				  const char *name, size_t len);
+static inline const char *http_request_header(const struct http_request *r,
+					      const char *name)
+{
+	return http_request_header_n(r, name, strlen(name));
+}
 /* After DONE: forget the request and get ready for the next one. */
 void httpparse_next(struct httpparse *p);
 /* After ERROR: the status to answer with (400, 413, 414, 431, 501) and a
