@@ -8,10 +8,12 @@ import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 
 import { connect, demo, sessionLabel, waitFor } from './lib.mjs';
+import { waitCountLine } from './protocol-lib.mjs';
 import {
 	alive,
 	awaitGone,
@@ -340,11 +342,16 @@ for (const how of ['SIGHUP', 'mcpvisor reload']) {
 test('SIGTERM during a call: the call completes, every child (grandchild, SIGTERM-ignoring) goes, exit 0', {
 	timeout: 90_000,
 }, async (t) => {
+	// The demo writes "call sleep" as the call reaches it: the call is
+	// in flight from then, however slowly a loaded machine answers status.
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpvisor-e2e-drain-'));
+	t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+	const count = path.join(dir, 'count');
 	const config = {
 		shutdownGrace: '8s',
 		idleTimeout: '60s',
 		mcpServers: {
-			plain: demo(['--name', 'plain']),
+			plain: demo(['--name', 'plain', '--count-file', count]),
 			gc: demo(['--name', 'gc', '--grandchild']),
 			stubborn: demo(['--name', 'stubborn', '--ignore-sigterm']),
 		},
@@ -362,11 +369,7 @@ test('SIGTERM during a call: the call completes, every child (grandchild, SIGTER
 		const inflight = c
 			.request('tools/call', { name: 'plain__sleep', arguments: { ms: 2000 } })
 			.catch((e) => ({ lost: `${e.message} ${e.cause?.message ?? ''}` }));
-		await waitFor(
-			async () => instancesOf(await rt.status(), 'plain')[0]?.inflight > 0,
-			5000,
-			'the call in flight',
-		);
+		await waitCountLine(count, 'call sleep', 1, 5000);
 		const t0 = Date.now();
 		rt.terminate();
 		const reply = await inflight;
