@@ -199,12 +199,35 @@ static void front_parse_text(struct modern_req *r)
 
 static void mreq_emit(struct modern_req *r, char *text, size_t len, int status,
 		      bool final);
+static void mreq_emit_text(struct modern_req *r, const char *text, size_t len,
+			   int status, bool final);
+
+/* A text call's answer, stamped in the splice that makes the session's
+ * text of it (session_answer_fn): the one scan of the server's answer is
+ * the only one. NULL (the session's form, stamped in front_deliver) when
+ * the call is no longer simply running (the bridge holds it), or the
+ * answer is not of the form the splice takes. */
+static char *front_answer_text(void *arg, const char *msg,
+			       const struct instance_answer *a, size_t *len)
+{
+	struct modern_req *r = arg;
+	if (r->state != MREQ_RUN || r->ops == NULL)
+		return NULL;
+	char *text = stamp_answer_scanned(r, msg, a, len);
+	r->stamped = text != NULL;
+	return text;
+}
 
 static void front_deliver(void *ctx, json_t *msg, const char *event_id,
 			  const char *data, size_t len)
 {
 	struct modern_req *r = ctx;
 	json_t *parsed = NULL;
+	if (msg == NULL && r->stamped) {
+		r->stamped = false;
+		mreq_emit_text(r, data, len, 200, true);
+		return;
+	}
 	if (msg == NULL && r->state == MREQ_RUN && r->ops) {
 		size_t n;
 		char *text = stamp_answer_text(r, data, len, &n);
@@ -269,9 +292,9 @@ static int front_status(json_t *out)
 		       : 200;
 }
 
-/* Sends text (taken, len bytes) to r's client, which r->ops must be. */
-static void mreq_emit(struct modern_req *r, char *text, size_t len, int status,
-		      bool final)
+/* Sends text (borrowed, len bytes) to r's client, which r->ops must be. */
+static void mreq_emit_text(struct modern_req *r, const char *text, size_t len,
+			   int status, bool final)
 {
 	const struct modern_sink_ops *ops = r->ops;
 	void *ctx = r->ctx;
@@ -290,6 +313,13 @@ static void mreq_emit(struct modern_req *r, char *text, size_t len, int status,
 			ops->end(ctx);
 	}
 	r->depth--;
+}
+
+/* The same with text taken. */
+static void mreq_emit(struct modern_req *r, char *text, size_t len, int status,
+		      bool final)
+{
+	mreq_emit_text(r, text, len, status, final);
 	free(text);
 }
 
@@ -615,6 +645,8 @@ bool modern_call_text(struct modern *m, const struct modern_text_call *tc,
 	front_copy_sid(r->sid, s);
 	r->state = MREQ_RUN;
 	r->ex = exchange_new(&front_ops, r, 1);
+	rt.answer = front_answer_text;
+	rt.answer_arg = r;
 	session_call_text(s, &rt, r->inner_id, params, tc->params_len,
 			  tc->name_off, tc->name_len, r->ex);
 	r->depth--;

@@ -58,6 +58,10 @@ struct call {
 	bool waiting_turn;
 	struct call *next_turn;
 	int refs;
+	/* A text call's answer shaper and its arg (session_text_route), or
+	 * NULL. */
+	session_answer_fn answer;
+	void *answer_arg;
 };
 
 /* A request of a server for the client, waiting for the client's answer. */
