@@ -594,15 +594,15 @@ static const char *front_param_asked(void *arg, const char *lname)
 	return NULL;
 }
 
-/* Whether tool (as sp's session s knows it) marks no argument with
- * x-mcp-header: the check asks for a header per mark, arguments or not.
- * A marked tool's call takes the general path, which checks them. The
- * schema last found plain is kept (held, so that no other takes its
- * address): calling the same tool again skips the walk. */
-static bool front_text_params_none(struct modern_space *sp, struct session *s,
-				   const char *tool)
+/* Whether the tool rt routes to marks no argument with x-mcp-header:
+ * the check asks for a header per mark, arguments or not. A marked
+ * tool's call takes the general path, which checks them. The schema last
+ * found plain is kept (held, so that no other takes its address):
+ * calling the same tool again skips the walk. */
+static bool front_text_params_none(struct modern_space *sp,
+				   const struct session_text_route *rt)
 {
-	json_t *schema = session_tool_schema(s, tool);
+	json_t *schema = session_route_schema(rt);
 	if (schema == NULL || schema == sp->plain_schema)
 		return true;
 	bool asked = false;
@@ -631,7 +631,7 @@ bool modern_call_text(struct modern *m, const struct modern_text_call *tc,
 	if (!session_route_text(s, params + tc->name_off + 1, tc->name_len - 2,
 				&rt))
 		return false;
-	if (!front_text_params_none(sp, s, rt.tool)) {
+	if (!front_text_params_none(sp, &rt)) {
 		free(rt.tool);
 		return false;
 	}

@@ -469,6 +469,21 @@ static bool session_route_text_taken(struct session *s, size_t found,
 	return false;
 }
 
+/* The inputSchema of the tool tools (a server's known list) names orig,
+ * or NULL. */
+static json_t *session_tools_schema(json_t *tools, const char *orig)
+{
+	size_t j;
+	json_t *t;
+	json_array_foreach(tools, j, t)
+	{
+		const char *n = json_string_value(json_object_get(t, "name"));
+		if (n && strcmp(n, orig) == 0)
+			return json_object_get(t, "inputSchema");
+	}
+	return NULL;
+}
+
 json_t *session_tool_schema(struct session *s, const char *name)
 {
 	for (size_t i = 0; i < s->nsrv; i++) {
@@ -484,18 +499,14 @@ json_t *session_tool_schema(struct session *s, const char *name)
 		if (tools == NULL || router_resolve(&v, 1, INSTANCE_TOOLS, name,
 						    true, &orig) < 0)
 			continue;
-		size_t j;
-		json_t *t;
-		json_array_foreach(tools, j, t)
-		{
-			const char *n =
-				json_string_value(json_object_get(t, "name"));
-			if (n && strcmp(n, orig) == 0)
-				return json_object_get(t, "inputSchema");
-		}
-		return NULL;
+		return session_tools_schema(tools, orig);
 	}
 	return NULL;
+}
+
+json_t *session_route_schema(const struct session_text_route *rt)
+{
+	return session_tools_schema(rt->tools, rt->orig);
 }
 
 bool session_route_text(struct session *s, const char *name, size_t name_len,
@@ -535,6 +546,7 @@ bool session_route_text(struct session *s, const char *name, size_t name_len,
 		rt->srv = srv;
 		rt->tool = tool;
 		rt->orig = orig;
+		rt->tools = v.items;
 		rt->answer = NULL;
 		rt->answer_arg = NULL;
 		return true;

@@ -70,6 +70,7 @@ struct session_text_route {
 	const struct server_config *srv;
 	char *tool;	  /* the name asked for (owned) */
 	const char *orig; /* the name the server knows, inside tool */
+	json_t *tools;	  /* that server's known tools (borrowed) */
 	/* NULL (session_route_text's), or set before phase two: the answer
 	 * is shaped by answer(answer_arg, ...), called only while the
 	 * call's exchange is attached (its HTTP side, which arg is, is
@@ -80,6 +81,10 @@ struct session_text_route {
 /* Phase one: whether the text path can take name; fills rt. */
 bool session_route_text(struct session *s, const char *name, size_t name_len,
 			struct session_text_route *rt);
+/* The inputSchema of the tool rt routes to, as its server's known list
+ * gives it (borrowed: valid while that list is), or NULL. What
+ * session_tool_schema finds, without routing the name again. */
+json_t *session_route_schema(const struct session_text_route *rt);
 /* Phase two: forwards the call (params: the request's params object as
  * text, the name's value at name_off, name_span bytes). Takes rt's tool;
  * id is borrowed. */

@@ -315,3 +315,26 @@ Test(calls, detached_text_call_is_not_shaped)
 	fx_req_free(r);
 	fx_req_free(gone);
 }
+
+/* The schema of the tool a text route found is the one the name routes
+ * to the general way (session_tool_schema), without a second routing. */
+Test(calls, text_route_gives_the_schema)
+{
+	struct session *s = fx_open(NULL);
+	fx_req_free(call_and_wait(s, "demo__echo", "{\"text\":\"warm\"}"));
+	fx_req_free(call_and_wait(s, "shared__echo", "{\"text\":\"warm\"}"));
+	static const char *const names[] = {"demo__echo", "shared__add",
+					    "demo__pid", NULL};
+	for (size_t i = 0; names[i]; i++) {
+		struct session_text_route rt;
+		cr_assert(
+			session_route_text(s, names[i], strlen(names[i]), &rt));
+		json_t *schema = session_route_schema(&rt);
+		cr_assert_not_null(schema, "%s", names[i]);
+		cr_assert_eq(schema, session_tool_schema(s, names[i]), "%s",
+			     names[i]);
+		free(rt.tool);
+	}
+	json_t *add = session_tool_schema(s, "shared__add");
+	cr_assert(json_object_get(json_object_get(add, "properties"), "b"));
+}
