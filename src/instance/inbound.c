@@ -73,16 +73,22 @@ static struct outbox_req *instance_answered(struct instance *inst, int64_t id)
 }
 
 /* A successful answer to a request that takes text goes on without a
- * parse. True when the line was one and is dealt with. */
+ * parse. True when the line was one and is dealt with. The one scan of
+ * the line finds the result's own members too (instance_answer), for a
+ * text callback that stamps them. */
 static bool instance_fast_answer(struct instance *inst, const char *line,
 				 size_t len)
 {
 	static const char *const keys[] = {"jsonrpc", "id", "method", "result",
 					   "error"};
-	struct jsonscan_span sp[5];
+	static const char *const rkeys[] = {"resultType", "ttlMs", "cacheScope",
+					    "_meta"};
+	struct jsonscan_span sp[5], rp[4];
+	const struct jsonscan_level lv[] = {{keys, 5, sp, 3},
+					    {rkeys, 4, rp, 0}};
 	long long id;
-	if (jsonscan_members(line, len, keys, 5, sp) < 0 || sp[2].len ||
-	    sp[4].len || sp[3].len == 0 || !jsonscan_int(line, &sp[1], &id) ||
+	if (jsonscan_levels(line, len, lv, 2) < 0 || sp[2].len || sp[4].len ||
+	    sp[3].len == 0 || !jsonscan_int(line, &sp[1], &id) ||
 	    sp[0].len != 5 || memcmp(line + sp[0].off, "\"2.0\"", 5) != 0)
 		return false;
 	struct outbox_req *r = instance_answered(inst, id);
@@ -95,8 +101,16 @@ static bool instance_fast_answer(struct instance *inst, const char *line,
 	if (!outbox_req_has_text(r))
 		return false; /* the full parse hands it to cb */
 	instance_answered_ok(inst, r);
+	struct instance_answer a = {sp[3], rp[0], rp[1], rp[2], rp[3]};
+	inst->answer = &a;
 	outbox_settle_text(inst->outbox, r, line, sp[3].off, sp[3].len);
+	inst->answer = NULL;
 	return true;
+}
+
+const struct instance_answer *instance_answer_scan(const struct instance *inst)
+{
+	return inst->answer;
 }
 
 /*

@@ -16,6 +16,7 @@
 
 #include "auth/auth.h"
 #include "config/config.h"
+#include "util/jsonscan.h"
 
 /* Bounds on one of a server's lists, across all its pages: past any of
  * them the list fails (status says why) and offers nothing. */
@@ -141,6 +142,22 @@ void instance_ensure(struct instance *inst, instance_ready_cb cb, void *arg);
  * a parse: the whole message and where its "result" value lies. */
 typedef void (*instance_text_cb)(void *arg, const char *msg, size_t off,
 				 size_t len);
+
+/* What the one scan of an answer given to a text callback found in it,
+ * so that a callback that rewrites the answer (a 2026-07-28 client's
+ * stamp) need not scan it again: where the result lies, and where the
+ * result's members that the 2026-07-28 revision sets lie (offsets in the
+ * message; len 0: absent, and all absent when the result is not an
+ * object). Names with escapes never match. */
+struct instance_answer {
+	struct jsonscan_span result;
+	struct jsonscan_span result_type; /* "resultType" */
+	struct jsonscan_span ttl_ms;	  /* "ttlMs" */
+	struct jsonscan_span cache_scope; /* "cacheScope" */
+	struct jsonscan_span meta;	  /* "_meta" */
+};
+/* During a text callback of inst: what the scan of its answer found. */
+const struct instance_answer *instance_answer_scan(const struct instance *inst);
 
 /* Sends a request with an id of the instance's own; steals params. Returns
  * the request's server-side id (> 0), or a negative errno when the instance

@@ -136,6 +136,9 @@ struct instance {
 	/* The size of the server's message being handled (inbound.c), 0
 	 * between messages: the list bounds count what the server sent. */
 	size_t inbound_len;
+	/* What the scan of the answer being given to a text callback found
+	 * (inbound.c), NULL outside one. */
+	const struct instance_answer *answer;
 	/* Its noise in the log (failure.c): the two caps, and the timer
 	 * that tells what they held back when their window ends. */
 	struct ratelimit warn_limit;

@@ -201,12 +201,35 @@ static void front_parse_text(struct modern_req *r)
 
 static void mreq_emit(struct modern_req *r, char *text, size_t len, int status,
 		      bool final);
+static void mreq_emit_text(struct modern_req *r, const char *text, size_t len,
+			   int status, bool final);
+
+/* A text call's answer, stamped in the splice that makes the session's
+ * text of it (session_answer_fn): the one scan of the server's answer is
+ * the only one. NULL (the session's form, stamped in front_deliver) when
+ * the call is no longer simply running (the bridge holds it), or the
+ * answer is not of the form the splice takes. */
+static char *front_answer_text(void *arg, const char *msg,
+			       const struct instance_answer *a, size_t *len)
+{
+	struct modern_req *r = arg;
+	if (r->state != MREQ_RUN || r->ops == NULL)
+		return NULL;
+	char *text = stamp_answer_scanned(r, msg, a, len);
+	r->stamped = text != NULL;
+	return text;
+}
 
 static void front_deliver(void *ctx, json_t *msg, const char *event_id,
 			  const char *data, size_t len)
 {
 	struct modern_req *r = ctx;
 	json_t *parsed = NULL;
+	if (msg == NULL && r->stamped) {
+		r->stamped = false;
+		mreq_emit_text(r, data, len, 200, true);
+		return;
+	}
 	if (msg == NULL && r->state == MREQ_RUN && r->ops) {
 		size_t n;
 		char *text = stamp_answer_text(r, data, len, &n);
@@ -271,9 +294,9 @@ static int front_status(json_t *out)
 		       : 200;
 }
 
-/* Sends text (taken, len bytes) to r's client, which r->ops must be. */
-static void mreq_emit(struct modern_req *r, char *text, size_t len, int status,
-		      bool final)
+/* Sends text (borrowed, len bytes) to r's client, which r->ops must be. */
+static void mreq_emit_text(struct modern_req *r, const char *text, size_t len,
+			   int status, bool final)
 {
 	const struct modern_sink_ops *ops = r->ops;
 	void *ctx = r->ctx;
@@ -292,6 +315,13 @@ static void mreq_emit(struct modern_req *r, char *text, size_t len, int status,
 			ops->end(ctx);
 	}
 	r->depth--;
+}
+
+/* The same with text taken. */
+static void mreq_emit(struct modern_req *r, char *text, size_t len, int status,
+		      bool final)
+{
+	mreq_emit_text(r, text, len, status, final);
 	free(text);
 }
 
@@ -573,15 +603,15 @@ static const char *front_param_asked(void *arg, const char *lname)
 	return NULL;
 }
 
-/* Whether tool (as sp's session s knows it) marks no argument with
- * x-mcp-header: the check asks for a header per mark, arguments or not.
- * A marked tool's call takes the general path, which checks them. The
- * schema last found plain is kept (held, so that no other takes its
- * address): calling the same tool again skips the walk. */
-static bool front_text_params_none(struct modern_space *sp, struct session *s,
-				   const char *tool)
+/* Whether the tool rt routes to marks no argument with x-mcp-header:
+ * the check asks for a header per mark, arguments or not. A marked
+ * tool's call takes the general path, which checks them. The schema last
+ * found plain is kept (held, so that no other takes its address):
+ * calling the same tool again skips the walk. */
+static bool front_text_params_none(struct modern_space *sp,
+				   const struct session_text_route *rt)
 {
-	json_t *schema = session_tool_schema(s, tool);
+	json_t *schema = session_route_schema(rt);
 	if (schema == NULL || schema == sp->plain_schema)
 		return true;
 	bool asked = false;
@@ -610,7 +640,7 @@ bool modern_call_text(struct modern *m, const struct modern_text_call *tc,
 	if (!session_route_text(s, params + tc->name_off + 1, tc->name_len - 2,
 				&rt))
 		return false;
-	if (!front_text_params_none(sp, s, rt.tool)) {
+	if (!front_text_params_none(sp, &rt)) {
 		free(rt.tool);
 		return false;
 	}
@@ -624,6 +654,8 @@ bool modern_call_text(struct modern *m, const struct modern_text_call *tc,
 	front_copy_sid(r->sid, s);
 	r->state = MREQ_RUN;
 	r->ex = exchange_new(&front_ops, r, 1);
+	rt.answer = front_answer_text;
+	rt.answer_arg = r;
 	session_call_text(s, &rt, r->inner_id, params, tc->params_len,
 			  tc->name_off, tc->name_len, r->ex);
 	r->depth--;

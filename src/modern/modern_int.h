@@ -89,7 +89,10 @@ struct modern_req {
 	char sid[SESSION_ID_LEN + 1];
 	const struct modern_sink_ops *ops; /* NULL: no HTTP side */
 	void *ctx;
-	bool streaming;	      /* the SSE head went out */
+	bool streaming; /* the SSE head went out */
+	/* The text the session delivers next is r's answer, stamped by
+	 * front_answer_text while the session made it. */
+	bool stamped;
 	uint64_t deadline_ms; /* SETTLE: the round closes; PARKED: expiry */
 	/* The bridge: the server's requests waiting for the client, by key:
 	 * {"id": the session's id for it, "method", "params"}; NULL until
@@ -155,6 +158,11 @@ json_t *stamp_answer(struct modern_req *r, json_t *msg);
  * path takes (the caller parses it then). */
 char *stamp_answer_text(struct modern_req *r, const char *data, size_t len,
 			size_t *out_len);
+/* The same for an answer whose one scan found its result's members
+ * where a says (offsets in msg, the whole answer): the client's id goes
+ * in where the session's was, in the same splice. */
+char *stamp_answer_scanned(struct modern_req *r, const char *msg,
+			   const struct instance_answer *a, size_t *out_len);
 
 /* bridge.c */
 /* A server's request (msg borrowed) for r's client. */

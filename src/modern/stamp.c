@@ -165,52 +165,46 @@ static void stamp_put_id(struct buf *b, json_t *id)
 	free(text);
 }
 
-/* The session's answer as text (a result, the session's id on it)
- * stamped as stamp_answer stamps it, without a parse or a dump: the
- * client's id, and the fields the result lacks written in at the start
- * of the result object and of its _meta. NULL when the text is anything
- * else (an error, a server's message), the result's _meta is not an
- * object or names serverInfo already, or the result has cache hints of
- * its own (a 2026-07-28 server's, which stamp_hints weighs):
- * stamp_answer takes those. A call's
- * answer is the hot path of every modern client, and jansson would cost
- * more than everything else mcpvisor does for it. */
-char *stamp_answer_text(struct modern_req *r, const char *data, size_t len,
-			size_t *out_len)
+/* Whether the _meta object text p[0..n) names serverInfo: a result that
+ * has _meta is rare, so its members are looked at only then. */
+static bool stamp_meta_has_server_info(const char *p, size_t n)
 {
-	static const char *const keys[] = {"method", "result", "error"};
-	static const char *const rkeys[] = {"resultType", "ttlMs", "cacheScope",
-					    "_meta"};
-	static const char *const mkeys[] = {META_SERVER_INFO};
-	struct jsonscan_span sp[3], rp[4], mp[1];
-	/* One pass over the answer, its result and the result's _meta. */
-	const struct jsonscan_level lv[] = {
-		{keys, 3, sp, 1}, {rkeys, 4, rp, 3}, {mkeys, 1, mp, 0}};
-	if (jsonscan_levels(data, len, lv, 3) < 0 || sp[0].len || sp[2].len ||
-	    sp[1].len == 0 || data[sp[1].off] != '{')
+	static const char *const keys[] = {META_SERVER_INFO};
+	struct jsonscan_span si;
+	return jsonscan_members(p, n, keys, 1, &si) < 0 || si.len;
+}
+
+/* The answer is spliced, never parsed: the client's id, and the fields
+ * the result lacks written in at the start of the result object and of
+ * its _meta. Left to stamp_answer (NULL): a result that is not an
+ * object, a _meta that is not one or names serverInfo already, and cache
+ * hints of the result's own (a 2026-07-28 server's, which stamp_hints
+ * weighs). */
+char *stamp_answer_scanned(struct modern_req *r, const char *msg,
+			   const struct instance_answer *a, size_t *out_len)
+{
+	if (a->result.len == 0 || msg[a->result.off] != '{' || a->ttl_ms.len ||
+	    a->cache_scope.len)
 		return NULL;
-	const char *res = data + sp[1].off;
-	size_t rlen = sp[1].len;
-	/* rp's offsets are made relative to the result. */
-	for (size_t k = 0; k < 4; k++)
-		if (rp[k].len)
-			rp[k].off -= sp[1].off;
-	const char *meta = rp[3].len ? res + rp[3].off : NULL;
-	if ((meta && (*meta != '{' || mp[0].len)) || rp[1].len || rp[2].len)
+	const char *res = msg + a->result.off;
+	size_t rlen = a->result.len;
+	const char *meta = a->meta.len ? msg + a->meta.off : NULL;
+	if (meta &&
+	    (*meta != '{' || stamp_meta_has_server_info(meta, a->meta.len)))
 		return NULL;
 	/* The value's span has its quotes. */
 	bool input_required =
-		rp[0].len == 16 &&
-		memcmp(res + rp[0].off, "\"input_required\"", 16) == 0;
+		a->result_type.len == 16 &&
+		memcmp(msg + a->result_type.off, "\"input_required\"", 16) == 0;
 	const char *si_text = stamp_server_info_text(r);
 	struct buf b;
 	buf_init(&b);
-	buf_reserve(&b, len + 160 + strlen(si_text));
+	buf_reserve(&b, rlen + 200 + strlen(si_text));
 	buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
 	stamp_put_id(&b, r->client_id);
 	buf_puts(&b, ",\"result\":{");
 	/* Each member written in ends with a comma, for the result's own. */
-	if (rp[0].len == 0)
+	if (a->result_type.len == 0)
 		buf_puts(&b, "\"resultType\":\"complete\",");
 	if (stamp_hints_due(r, input_required))
 		buf_puts(&b,
@@ -228,15 +222,37 @@ char *stamp_answer_text(struct modern_req *r, const char *data, size_t len,
 	} else if (meta == NULL) {
 		buf_append(&b, res + 1, rlen - 1);
 	} else {
-		size_t in = rp[3].off + 1; /* just inside _meta's brace */
+		size_t in = (size_t)(meta - res) + 1; /* inside _meta's brace */
 		buf_append(&b, res + 1, in - 1);
 		buf_puts(&b, "\"" META_SERVER_INFO "\":");
 		buf_puts(&b, si_text);
-		if (!stamp_empty_object(meta, rp[3].len))
+		if (!stamp_empty_object(meta, a->meta.len))
 			buf_puts(&b, ",");
 		buf_append(&b, res + in, rlen - in);
 	}
 	buf_puts(&b, "}");
 	*out_len = b.len;
 	return buf_steal(&b);
+}
+
+/* The session's answer as text (a result, the session's id on it)
+ * stamped as stamp_answer stamps it, without a parse or a dump
+ * (stamp_answer_scanned); NULL when the text is anything else (an error, a
+ * server's message) or not of the form the splice takes. A call's
+ * answer is the hot path of every modern client, and jansson would cost
+ * more than everything else mcpvisor does for it. */
+char *stamp_answer_text(struct modern_req *r, const char *data, size_t len,
+			size_t *out_len)
+{
+	static const char *const keys[] = {"method", "result", "error"};
+	static const char *const rkeys[] = {"resultType", "ttlMs", "cacheScope",
+					    "_meta"};
+	struct jsonscan_span sp[3], rp[4];
+	/* One pass over the answer and its result. */
+	const struct jsonscan_level lv[] = {{keys, 3, sp, 1},
+					    {rkeys, 4, rp, 0}};
+	if (jsonscan_levels(data, len, lv, 2) < 0 || sp[0].len || sp[2].len)
+		return NULL;
+	struct instance_answer a = {sp[1], rp[0], rp[1], rp[2], rp[3]};
+	return stamp_answer_scanned(r, data, &a, out_len);
 }

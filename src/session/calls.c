@@ -256,7 +256,9 @@ static void session_call_reply_cb(void *arg, json_t *resp, bool sent)
 }
 
 /* The server's answer as text: the client's id goes in, the result is
- * passed on as it came, with no parse or re-serialisation. */
+ * passed on as it came, with no parse or re-serialisation; or the call's
+ * shaper makes the client's text (a 2026-07-28 client's, stamped) from
+ * what the one scan of the answer found. */
 static void session_call_text_cb(void *arg, const char *msg, size_t off,
 				 size_t len)
 {
@@ -265,24 +267,32 @@ static void session_call_text_cb(void *arg, const char *msg, size_t off,
 		session_call_unref(c);
 		return;
 	}
-	struct buf b;
-	buf_init(&b);
-	buf_reserve(&b, len + 64);
-	buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
-	json_int_t iv = json_integer_value(c->client_id);
-	if (json_is_integer(c->client_id) && iv >= 0) {
-		buf_put_u64(&b, (unsigned long long)iv);
-	} else {
-		char *id = json_dumps(c->client_id,
-				      JSON_ENCODE_ANY | JSON_COMPACT);
-		buf_puts(&b, id);
-		free(id);
+	size_t n = 0;
+	char *text = NULL;
+	if (c->answer && exchange_attached(c->ex))
+		text = c->answer(c->answer_arg, msg,
+				 instance_answer_scan(c->inst), &n);
+	if (text == NULL) {
+		struct buf b;
+		buf_init(&b);
+		buf_reserve(&b, len + 64);
+		buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
+		json_int_t iv = json_integer_value(c->client_id);
+		if (json_is_integer(c->client_id) && iv >= 0) {
+			buf_put_u64(&b, (unsigned long long)iv);
+		} else {
+			char *id = json_dumps(c->client_id,
+					      JSON_ENCODE_ANY | JSON_COMPACT);
+			buf_puts(&b, id);
+			free(id);
+		}
+		buf_puts(&b, ",\"result\":");
+		buf_append(&b, msg + off, len);
+		buf_puts(&b, "}");
+		n = b.len;
+		text = buf_steal(&b);
 	}
-	buf_puts(&b, ",\"result\":");
-	buf_append(&b, msg + off, len);
-	buf_puts(&b, "}");
-	size_t n = b.len;
-	exchange_send_text(c->ex, buf_steal(&b), n, true);
+	exchange_send_text(c->ex, text, n, true);
 	session_call_finish(c, false);
 	session_call_unref(c);
 }
@@ -474,10 +484,13 @@ void session_call_fail(struct call *c, const char *text)
 	session_call_unref(c);
 }
 
-void session_call_start(struct session *s, json_t *id, const char *method,
-			json_t *params, const struct server_config *srv,
-			struct exchange *ex, char *params_text,
-			size_t params_len, char *label)
+/* A call of s, on the session's list and its server's lease, not yet
+ * sent (session_call_start's arguments). */
+static struct call *session_call_new(struct session *s, json_t *id,
+				     const char *method, json_t *params,
+				     const struct server_config *srv,
+				     struct exchange *ex, char *params_text,
+				     size_t params_len, char *label)
 {
 	struct pool_scope_ctx sc;
 	session_scope_ctx(s, &sc);
@@ -509,6 +522,16 @@ void session_call_start(struct session *s, json_t *id, const char *method,
 	c->next = &s->calls;
 	s->calls.prev->next = c;
 	s->calls.prev = c;
+	return c;
+}
+
+void session_call_start(struct session *s, json_t *id, const char *method,
+			json_t *params, const struct server_config *srv,
+			struct exchange *ex, char *params_text,
+			size_t params_len, char *label)
+{
+	struct call *c = session_call_new(s, id, method, params, srv, ex,
+					  params_text, params_len, label);
 	instance_ensure(c->inst, session_call_ready_cb, c);
 }
 
@@ -539,6 +562,21 @@ static bool session_route_text_taken(struct session *s, size_t found,
 	return false;
 }
 
+/* The inputSchema of the tool tools (a server's known list) names orig,
+ * or NULL. */
+static json_t *session_tools_schema(json_t *tools, const char *orig)
+{
+	size_t j;
+	json_t *t;
+	json_array_foreach(tools, j, t)
+	{
+		const char *n = json_string_value(json_object_get(t, "name"));
+		if (n && strcmp(n, orig) == 0)
+			return json_object_get(t, "inputSchema");
+	}
+	return NULL;
+}
+
 json_t *session_tool_schema(struct session *s, const char *name)
 {
 	for (size_t i = 0; i < s->nsrv; i++) {
@@ -554,18 +592,14 @@ json_t *session_tool_schema(struct session *s, const char *name)
 		if (tools == NULL || router_resolve(&v, 1, INSTANCE_TOOLS, name,
 						    true, &orig) < 0)
 			continue;
-		size_t j;
-		json_t *t;
-		json_array_foreach(tools, j, t)
-		{
-			const char *n =
-				json_string_value(json_object_get(t, "name"));
-			if (n && strcmp(n, orig) == 0)
-				return json_object_get(t, "inputSchema");
-		}
-		return NULL;
+		return session_tools_schema(tools, orig);
 	}
 	return NULL;
+}
+
+json_t *session_route_schema(const struct session_text_route *rt)
+{
+	return session_tools_schema(rt->tools, rt->orig);
 }
 
 bool session_route_text(struct session *s, const char *name, size_t name_len,
@@ -605,6 +639,9 @@ bool session_route_text(struct session *s, const char *name, size_t name_len,
 		rt->srv = srv;
 		rt->tool = tool;
 		rt->orig = orig;
+		rt->tools = v.items;
+		rt->answer = NULL;
+		rt->answer_arg = NULL;
 		return true;
 	}
 	free(tool);
@@ -630,8 +667,11 @@ void session_call_text(struct session *s, struct session_text_route *rt,
 	char *label = xstrdup(rt->orig);
 	free(rt->tool);
 	rt->tool = NULL;
-	session_call_start(s, id, "tools/call", NULL, rt->srv, ex,
-			   buf_steal(&b), n, label);
+	struct call *c = session_call_new(s, id, "tools/call", NULL, rt->srv,
+					  ex, buf_steal(&b), n, label);
+	c->answer = rt->answer;
+	c->answer_arg = rt->answer_arg;
+	instance_ensure(c->inst, session_call_ready_cb, c);
 }
 
 /* ---- methods the runtime answers across servers ---- */

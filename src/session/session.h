@@ -56,16 +56,35 @@ uint64_t session_last_seen(const struct session *s);
 /* Handles one message from the client (borrowed). Requests are answered
  * into ex; notifications and responses need no ex. */
 void session_handle(struct session *s, json_t *msg, struct exchange *ex);
+/* The server's successful answer to a text call (msg, the whole
+ * message, and what its one scan found) as the call's client gets it: a
+ * new text (*len bytes), or NULL for the session's own form (the
+ * client's id in place of the server's, the result as it came). */
+typedef char *(*session_answer_fn)(void *arg, const char *msg,
+				   const struct instance_answer *a,
+				   size_t *len);
+
 /* A tools/call that came as text, routed without a parse: only when its
  * tool's plain name is known and nothing but the name needs rewriting. */
 struct session_text_route {
 	const struct server_config *srv;
 	char *tool;	  /* the name asked for (owned) */
 	const char *orig; /* the name the server knows, inside tool */
+	json_t *tools;	  /* that server's known tools (borrowed) */
+	/* NULL (session_route_text's), or set before phase two: the answer
+	 * is shaped by answer(answer_arg, ...), called only while the
+	 * call's exchange is attached (its HTTP side, which arg is, is
+	 * there). */
+	session_answer_fn answer;
+	void *answer_arg;
 };
 /* Phase one: whether the text path can take name; fills rt. */
 bool session_route_text(struct session *s, const char *name, size_t name_len,
 			struct session_text_route *rt);
+/* The inputSchema of the tool rt routes to, as its server's known list
+ * gives it (borrowed: valid while that list is), or NULL. What
+ * session_tool_schema finds, without routing the name again. */
+json_t *session_route_schema(const struct session_text_route *rt);
 /* Phase two: forwards the call (params: the request's params object as
  * text, the name's value at name_off, name_span bytes). Takes rt's tool;
  * id is borrowed. */

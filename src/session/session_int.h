@@ -63,6 +63,10 @@ struct call {
 	void *resume_arg;
 	struct call *next_resume;
 	int refs;
+	/* A text call's answer shaper and its arg (session_text_route), or
+	 * NULL. */
+	session_answer_fn answer;
+	void *answer_arg;
 };
 
 /* A request of a server for the client, waiting for the client's answer. */

@@ -203,3 +203,138 @@ Test(calls, progress_comes_back_to_its_own_call)
 	fx_req_free(ra);
 	fx_req_free(rb);
 }
+
+/* ---- a text call's answer, shaped by its caller ---- */
+
+struct shaped {
+	int calls;
+	char *result; /* the result's text, as the scan found it */
+	struct instance_answer a;
+	const char *reply; /* what the shaper makes; NULL: the session's */
+};
+
+static char *shape_cb(void *arg, const char *msg,
+		      const struct instance_answer *a, size_t *len)
+{
+	struct shaped *sh = arg;
+	sh->calls++;
+	sh->a = *a;
+	free(sh->result);
+	sh->result = strndup(msg + a->result.off, a->result.len);
+	if (sh->reply == NULL)
+		return NULL;
+	*len = strlen(sh->reply);
+	return strdup(sh->reply);
+}
+
+/* A demo__echo call of s as text, shaped by sh (NULL: none), into a
+ * new capturing exchange. */
+static struct fx_req *text_call(struct session *s, struct shaped *sh,
+				const char *text)
+{
+	char *params;
+	if (asprintf(
+		    &params,
+		    "{\"name\":\"demo__echo\",\"arguments\":{\"text\":\"%s\"}}",
+		    text) < 0)
+		abort();
+	size_t name_off = strstr(params, "\"demo__echo\"") - params;
+	struct session_text_route rt;
+	cr_assert(session_route_text(s, params + name_off + 1, 10, &rt));
+	cr_assert_null(rt.answer, "no shaper unless the caller sets one");
+	if (sh) {
+		rt.answer = shape_cb;
+		rt.answer_arg = sh;
+	}
+	struct fx_req *r = calloc(1, sizeof *r);
+	r->cap.msgs = json_array();
+	r->ex = exchange_new(&fx_ops, &r->cap, 1);
+	json_t *id = json_integer(5);
+	session_call_text(s, &rt, id, params, strlen(params), name_off, 12,
+			  r->ex);
+	json_decref(id);
+	free(params);
+	return r;
+}
+
+/* The shaper gets the server's answer with what its one scan found (the
+ * result, none of the members the revision sets), and what it makes is
+ * what the client gets; NULL from it gives the session's form. */
+Test(calls, text_answer_goes_to_the_shaper)
+{
+	struct session *s = fx_open(NULL);
+	/* The server runs and its tools are known: the text path takes it. */
+	fx_req_free(call_and_wait(s, "demo__echo", "{\"text\":\"warm\"}"));
+	struct shaped sh = {
+		.reply = "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"x\":1}}"};
+	struct fx_req *r = text_call(s, &sh, "hi");
+	cr_assert(fx_run_until(fx_answered, r));
+	cr_assert_eq(sh.calls, 1);
+	json_t *res = json_loads(sh.result, 0, NULL);
+	cr_assert_not_null(res, "the result span: %s", sh.result);
+	cr_assert_str_eq(
+		json_string_value(json_object_get(
+			json_array_get(json_object_get(res, "content"), 0),
+			"text")),
+		"hi");
+	json_decref(res);
+	cr_assert_eq(sh.a.result_type.len + sh.a.ttl_ms.len +
+			     sh.a.cache_scope.len + sh.a.meta.len,
+		     0);
+	cr_assert_eq(json_integer_value(json_object_get(
+			     json_object_get(fx_response(r), "result"), "x")),
+		     1, "the shaper's text is the answer");
+	fx_req_free(r);
+	sh.reply = NULL;
+	r = text_call(s, &sh, "again");
+	cr_assert(fx_run_until(fx_answered, r));
+	cr_assert_eq(sh.calls, 2);
+	cr_assert_eq(json_integer_value(json_object_get(fx_response(r), "id")),
+		     5);
+	cr_assert_str_eq(fx_text(fx_response(r)), "again");
+	fx_req_free(r);
+	free(sh.result);
+}
+
+/* The shaper's arg is its HTTP side's: once the exchange is detached
+ * (the client went) it is not called. */
+Test(calls, detached_text_call_is_not_shaped)
+{
+	struct session *s = fx_open(NULL);
+	fx_req_free(call_and_wait(s, "demo__echo", "{\"text\":\"warm\"}"));
+	struct shaped sh = {.reply = "{}"};
+	struct fx_req *gone = text_call(s, &sh, "gone");
+	exchange_detach(gone->ex);
+	/* The server answers in order: once the next call is answered, the
+	 * first answer came. */
+	struct fx_req *r = text_call(s, NULL, "next");
+	cr_assert(fx_run_until(fx_answered, r));
+	cr_assert_str_eq(fx_text(fx_response(r)), "next");
+	cr_assert_eq(sh.calls, 0);
+	cr_assert_eq(json_array_size(gone->cap.msgs), 0);
+	fx_req_free(r);
+	fx_req_free(gone);
+}
+
+/* The schema of the tool a text route found is the one the name routes
+ * to the general way (session_tool_schema), without a second routing. */
+Test(calls, text_route_gives_the_schema)
+{
+	struct session *s = fx_open(NULL);
+	fx_req_free(call_and_wait(s, "demo__echo", "{\"text\":\"warm\"}"));
+	fx_req_free(call_and_wait(s, "shared__echo", "{\"text\":\"warm\"}"));
+	static const char *const names[] = {"demo__echo", "shared__add",
+					    "demo__pid", NULL};
+	for (size_t i = 0; names[i]; i++) {
+		struct session_text_route rt;
+		cr_assert(
+			session_route_text(s, names[i], strlen(names[i]), &rt));
+		json_t *schema = session_route_schema(&rt);
+		cr_assert_not_null(schema, "%s", names[i]);
+		cr_assert_eq(schema, session_tool_schema(s, names[i]), "%s",
+			     names[i]);
+		free(rt.tool);
+	}
+	json_t *add = session_tool_schema(s, "shared__add");
+	cr_assert(json_object_get(json_object_get(add, "properties"), "b"));
+}
