@@ -132,7 +132,7 @@ static bool ep_admit_other(struct conn *c, const struct http_request *req)
 		free(m);
 		return false;
 	}
-	const char *a = http_request_header(req, "authorization");
+	const char *a = http_request_known(req, HTTP_H_AUTHORIZATION);
 	if (a && strncasecmp(a, "Bearer ", 7) == 0) {
 		const char *k = a + 7;
 		while (*k == ' ')
@@ -182,7 +182,7 @@ static void ep_peer_learn(struct conn *c)
  * a request without a session can start one. */
 static bool ep_admit_space(struct conn *c, const struct http_request *req)
 {
-	if (http_request_header(req, "mcp-session-id"))
+	if (http_request_known(req, HTTP_H_MCP_SESSION_ID))
 		return true;
 	char *space = http_query_param(req->url, "space");
 	if (space == NULL || space[0] != '/')

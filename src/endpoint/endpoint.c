@@ -495,8 +495,8 @@ static void ep_conn_process(struct conn *c)
 			break;
 		}
 		if (st == HTTPPARSE_HEADERS_DONE) {
-			const char *exp = http_request_header(
-				httpparse_request(c->hp), "expect");
+			const char *exp = http_request_known(
+				httpparse_request(c->hp), HTTP_H_EXPECT);
 			if (exp && strcasecmp(exp, "100-continue") == 0 &&
 			    !c->sent_continue) {
 				c->sent_continue = true;

@@ -315,7 +315,7 @@ static void ep_handle_initialize(struct conn *c, json_t *msg,
 static struct session *ep_session_for(struct conn *c,
 				      const struct http_request *req)
 {
-	const char *sid = http_request_header(req, "mcp-session-id");
+	const char *sid = http_request_known(req, HTTP_H_MCP_SESSION_ID);
 	if (sid == NULL) {
 		ep_fail(c, 400, JR_INVALID_REQUEST,
 			"Bad Request: Mcp-Session-Id header is required; send "
@@ -329,7 +329,7 @@ static struct session *ep_session_for(struct conn *c,
 			"restarted; initialize a new session");
 		return NULL;
 	}
-	const char *pv = http_request_header(req, "mcp-protocol-version");
+	const char *pv = http_request_known(req, HTTP_H_MCP_PROTOCOL_VERSION);
 	if (pv && !mcp_version_supported(pv)) {
 		char *m = xasprintf("Bad Request: unsupported "
 				    "MCP-Protocol-Version \"%.64s\"",
@@ -375,8 +375,8 @@ static bool ep_text_call(struct conn *c, const struct http_request *req)
 	if (!int_id && (body[sp[1].off] != '"' ||
 			memchr(body + sp[1].off, '\\', sp[1].len) != NULL))
 		return false;
-	const char *sid = http_request_header(req, "mcp-session-id");
-	const char *pv = http_request_header(req, "mcp-protocol-version");
+	const char *sid = http_request_known(req, HTTP_H_MCP_SESSION_ID);
+	const char *pv = http_request_known(req, HTTP_H_MCP_PROTOCOL_VERSION);
 	struct session *s = sid ? hub_session_find(c->ep->hub, sid) : NULL;
 	if (s == NULL || (pv && !mcp_version_supported(pv)))
 		return false;
@@ -417,14 +417,14 @@ static json_t *ep_post_at(const struct ep_post *p, size_t i)
 /* Content-Type and Accept as Streamable HTTP asks. False when answered. */
 static bool ep_post_headers_ok(struct conn *c, const struct http_request *req)
 {
-	const char *ctype = http_request_header(req, "content-type");
+	const char *ctype = http_request_known(req, HTTP_H_CONTENT_TYPE);
 	if (ctype == NULL || strncasecmp(ctype, "application/json", 16) != 0) {
 		ep_fail(c, 415, JR_INVALID_REQUEST,
 			"Unsupported Media Type: Content-Type must be "
 			"application/json");
 		return false;
 	}
-	const char *accept = http_request_header(req, "accept");
+	const char *accept = http_request_known(req, HTTP_H_ACCEPT);
 	if (!ep_accepts(accept, "application/json") ||
 	    !ep_accepts(accept, "text/event-stream")) {
 		ep_fail(c, 406, JR_INVALID_REQUEST,
@@ -622,7 +622,7 @@ static int ep_resume(struct conn *c, struct session *s, const char *last)
 
 static void ep_handle_get(struct conn *c, const struct http_request *req)
 {
-	if (!ep_accepts(http_request_header(req, "accept"),
+	if (!ep_accepts(http_request_known(req, HTTP_H_ACCEPT),
 			"text/event-stream")) {
 		ep_fail(c, 406, JR_INVALID_REQUEST,
 			"Not Acceptable: a GET stream needs Accept: "
@@ -634,7 +634,7 @@ static void ep_handle_get(struct conn *c, const struct http_request *req)
 		return;
 	ep_conn_set_session(c, s);
 	c->sse = true;
-	const char *last = http_request_header(req, "last-event-id");
+	const char *last = http_request_known(req, HTTP_H_LAST_EVENT_ID);
 	if (last && ep_resume(c, s, last) != -ENOENT)
 		return;
 	c->standing = true;
@@ -661,14 +661,14 @@ void ep_handle_request(struct conn *c)
 	if (!ep_admit(c, req))
 		return;
 	if (!c->is_unix) {
-		const char *host = http_request_header(req, "host");
+		const char *host = http_request_known(req, HTTP_H_HOST);
 		if (host && !ep_host_ok(host)) {
 			ep_fail(c, 403, JR_INVALID_REQUEST,
 				"Forbidden: Host is not a loopback name");
 			return;
 		}
 	}
-	if (!ep_origin_ok(http_request_header(req, "origin"))) {
+	if (!ep_origin_ok(http_request_known(req, HTTP_H_ORIGIN))) {
 		ep_fail(c, 403, JR_INVALID_REQUEST,
 			"Forbidden: Origin is not a loopback page");
 		return;

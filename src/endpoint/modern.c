@@ -77,7 +77,7 @@ static void ep_principal(struct conn *c, const struct http_request *req,
 {
 	_Static_assert(MODERN_PRINCIPAL_MAX >= 4 + SHA256_HEX_BYTES,
 		       "room for key: and a digest");
-	const char *a = http_request_header(req, "authorization");
+	const char *a = http_request_known(req, HTTP_H_AUTHORIZATION);
 	if (a && strncasecmp(a, "Bearer ", 7) == 0) {
 		const char *k = a + 7;
 		while (*k == ' ')
@@ -135,9 +135,9 @@ bool ep_modern_post(struct conn *c, const struct http_request *req,
 	/* A request of a 2025 session (its id sent, no claim in the body)
 	 * is the 2025 path's, whatever its version header says. */
 	const char *pv =
-		http_request_header(req, "mcp-session-id")
+		http_request_known(req, HTTP_H_MCP_SESSION_ID)
 			? NULL
-			: http_request_header(req, "mcp-protocol-version");
+			: http_request_known(req, HTTP_H_MCP_PROTOCOL_VERSION);
 	if (json_is_array(body)) {
 		size_t i;
 		json_t *m;
@@ -234,10 +234,10 @@ static bool ep_plain_name(const char *text, const struct jsonscan_span *sp)
 	return true;
 }
 
-static bool ep_header_is(const struct http_request *req, const char *lname,
+static bool ep_header_is(const struct http_request *req, enum http_hdr h,
 			 const char *want, size_t n)
 {
-	const char *v = http_request_header(req, lname);
+	const char *v = http_request_known(req, h);
 	return v && strlen(v) == n && memcmp(v, want, n) == 0;
 }
 
@@ -291,7 +291,7 @@ static bool ep_modern_scan(const struct http_request *req,
 	if (!*int_id && (body[sp[1].off] != '"' ||
 			 memchr(body + sp[1].off, '\\', sp[1].len) != NULL))
 		return false;
-	if (!ep_header_is(req, "mcp-name", params + pp[0].off + 1,
+	if (!ep_header_is(req, HTTP_H_MCP_NAME, params + pp[0].off + 1,
 			  pp[0].len - 2) ||
 	    ep_has_param_headers(req))
 		return false;
@@ -311,9 +311,9 @@ bool ep_modern_text_call(struct conn *c, const struct http_request *req)
 	static const char version[] = MODERN_VERSION;
 	static const char method[] = "tools/call";
 	if (c->ep->draining || req->body_len == 0 ||
-	    !ep_header_is(req, "mcp-protocol-version", version,
+	    !ep_header_is(req, HTTP_H_MCP_PROTOCOL_VERSION, version,
 			  sizeof version - 1) ||
-	    !ep_header_is(req, "mcp-method", method, sizeof method - 1))
+	    !ep_header_is(req, HTTP_H_MCP_METHOD, method, sizeof method - 1))
 		return false;
 	struct modern_text_call tc;
 	bool int_id;
@@ -351,7 +351,7 @@ bool ep_modern_text_call(struct conn *c, const struct http_request *req)
 
 bool ep_modern_other(struct conn *c, const struct http_request *req)
 {
-	const char *pv = http_request_header(req, "mcp-protocol-version");
+	const char *pv = http_request_known(req, HTTP_H_MCP_PROTOCOL_VERSION);
 	if (pv == NULL || envelope_classify(NULL, pv) != ENVELOPE_MODERN)
 		return false;
 	ep_respond(c, 405, "text/plain", "Method Not Allowed\n", 19,

@@ -57,9 +57,10 @@ struct httpparse {
 	struct buf head;   /* the head, gathered until it ends */
 	size_t head_scan;  /* head bytes known not to end it */
 	bool head_started; /* the request line has begun */
-	unsigned singles;  /* single-valued headers seen (bits) */
-	bool repeated;	   /* one of them came twice */
-	bool chunked;	   /* the body is chunked: framing checked */
+	/* Each known header's span (index + 1), the first; 0: none yet. */
+	unsigned short known[HTTP_H_COUNT];
+	bool repeated; /* a single-valued one came twice */
+	bool chunked;  /* the body is chunked: framing checked */
 	enum httpparse_chunk ck;
 	uint64_t ck_left; /* chunk data bytes still to come */
 	bool ck_digits;	  /* a size digit was seen */
@@ -92,43 +93,58 @@ static int httpparse_fail(struct httpparse *p, int status, const char *reason)
 	return -1;
 }
 
-/* Headers that mean one thing: two of them are two readings of the
- * request (RFC 9112 says 400 for two Hosts), and which one a check sees
- * must not be a matter of order. Their bit in p->singles, or 0. */
-static unsigned httpparse_single_bit(const char *name, size_t len)
+/* Which known header name is (lower-cased, len bytes), or -1. Headers
+ * that mean one thing (the first HTTP_H_SINGLES): two of them are two
+ * readings of the request (RFC 9112 says 400 for two Hosts), and which
+ * one a check sees must not be a matter of order. */
+static int httpparse_known(const char *name, size_t len)
 {
 	/* By length first: most headers fall through at once. */
 	const char *want;
-	unsigned bit;
+	int k;
 	switch (len) {
 	case 4:
-		want = "host", bit = 1;
+		want = "host", k = HTTP_H_HOST;
 		break;
 	case 6:
-		want = "origin", bit = 2;
+		if (name[0] == 'o')
+			want = "origin", k = HTTP_H_ORIGIN;
+		else if (name[0] == 'a')
+			want = "accept", k = HTTP_H_ACCEPT;
+		else
+			want = "expect", k = HTTP_H_EXPECT;
+		break;
+	case 8:
+		want = "mcp-name", k = HTTP_H_MCP_NAME;
+		break;
+	case 10:
+		want = "mcp-method", k = HTTP_H_MCP_METHOD;
 		break;
 	case 12:
-		want = "content-type", bit = 4;
+		want = "content-type", k = HTTP_H_CONTENT_TYPE;
 		break;
 	case 13:
-		want = "last-event-id", bit = 8;
+		if (name[0] == 'l')
+			want = "last-event-id", k = HTTP_H_LAST_EVENT_ID;
+		else
+			want = "authorization", k = HTTP_H_AUTHORIZATION;
 		break;
 	case 14:
 		if (name[0] == 'm')
-			want = "mcp-session-id", bit = 16;
+			want = "mcp-session-id", k = HTTP_H_MCP_SESSION_ID;
 		else
-			want = "content-length", bit = 32;
+			want = "content-length", k = HTTP_H_CONTENT_LENGTH;
 		break;
 	case 17:
-		want = "transfer-encoding", bit = 64;
+		want = "transfer-encoding", k = HTTP_H_TRANSFER_ENCODING;
 		break;
 	case 20:
-		want = "mcp-protocol-version", bit = 128;
+		want = "mcp-protocol-version", k = HTTP_H_MCP_PROTOCOL_VERSION;
 		break;
 	default:
-		return 0;
+		return -1;
 	}
-	return memcmp(name, want, len) == 0 ? bit : 0;
+	return memcmp(name, want, len) == 0 ? k : -1;
 }
 
 /* The value of the header in progress is whole: its trailing blanks go
@@ -148,11 +164,13 @@ static void httpparse_commit_header(struct httpparse *p)
 	p->hstore.len = end;
 	h->value_len = end - h->value;
 	buf_append(&p->hstore, "", 1);
-	unsigned bit =
-		httpparse_single_bit(p->hstore.data + h->name, h->name_len);
-	if (p->singles & bit)
+	int k = httpparse_known(p->hstore.data + h->name, h->name_len);
+	if (k < 0)
+		return;
+	if (p->known[k] == 0)
+		p->known[k] = p->nspans; /* the first: its index + 1 */
+	else if (k < HTTP_H_SINGLES)
 		p->repeated = true;
-	p->singles |= bit;
 }
 
 static int httpparse_count_header_bytes(struct httpparse *p, size_t len)
@@ -279,6 +297,9 @@ static int httpparse_headers_complete_cb(http_parser *hp)
 		r->headers[i].value = p->hstore.data + p->spans[i].value;
 	}
 	r->nheaders = p->nspans;
+	for (int k = 0; k < HTTP_H_COUNT; k++)
+		r->known[k] =
+			p->known[k] ? r->headers[p->known[k] - 1].value : NULL;
 	buf_append(&p->url, "", 0);
 	r->url = p->url.data;
 	/* An empty body is still a valid NUL-terminated string. */
@@ -375,7 +396,7 @@ static void httpparse_clear_request(struct httpparse *p)
 	buf_reset(&p->head);
 	p->head_scan = 0;
 	p->head_started = false;
-	p->singles = 0;
+	memset(p->known, 0, sizeof p->known);
 	p->repeated = false;
 	p->chunked = false;
 	p->ck = CK_SIZE;

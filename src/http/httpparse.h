@@ -35,7 +35,30 @@ struct http_header {
 	const char *value;
 };
 
+/* The headers mcpvisor reads, found once as the request is parsed. The
+ * first HTTP_H_SINGLES mean one thing: a second one is an error. */
+enum http_hdr {
+	HTTP_H_HOST,
+	HTTP_H_ORIGIN,
+	HTTP_H_CONTENT_TYPE,
+	HTTP_H_LAST_EVENT_ID,
+	HTTP_H_MCP_SESSION_ID,
+	HTTP_H_CONTENT_LENGTH,
+	HTTP_H_TRANSFER_ENCODING,
+	HTTP_H_MCP_PROTOCOL_VERSION,
+	HTTP_H_SINGLES,
+	HTTP_H_ACCEPT = HTTP_H_SINGLES,
+	HTTP_H_AUTHORIZATION,
+	HTTP_H_EXPECT,
+	HTTP_H_MCP_METHOD,
+	HTTP_H_MCP_NAME,
+	HTTP_H_COUNT
+};
+
 struct http_request {
+	/* The value of each known header (the first, for one that may come
+	 * more than once), or NULL. */
+	const char *known[HTTP_H_COUNT];
 	enum http_method method;
 	const char *url; /* raw target: path and query */
 	struct http_header *headers;
@@ -68,9 +91,15 @@ enum httpparse_state httpparse_feed(struct httpparse *p, const char *data,
 				    size_t len, size_t *consumed);
 /* The request, valid after HEADERS_DONE (no body yet) or DONE. */
 const struct http_request *httpparse_request(const struct httpparse *p);
-/* A header's value by its name, any case (len bytes); NULL when absent.
- * http_request_header takes a string, whose length a literal's call
- * works out at compile time. */
+/* A known header's value (found as the request was parsed), or NULL. */
+static inline const char *http_request_known(const struct http_request *r,
+					     enum http_hdr h)
+{
+	return r->known[h];
+}
+/* Any header's value by its name, any case (len bytes); NULL when
+ * absent. http_request_header takes a string, whose length a literal's
+ * call works out at compile time. */
 const char *http_request_header_n(const struct http_request *r,
 				  const char *name, size_t len);
 static inline const char *http_request_header(const struct http_request *r,

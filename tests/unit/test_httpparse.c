@@ -893,3 +893,55 @@ Test(httpparse, empty_lines_then_request_in_one_feed)
 	cr_assert_str_eq(httpparse_request(p)->url, "/y");
 	httpparse_free(p);
 }
+
+/* Every known header is found by its slot as by its name, in any case; a
+ * repeatable one (Accept) keeps its first value; a name of a known one's
+ * length that is not it is no known header. */
+Test(httpparse, known_headers_are_found_once_as_parsed)
+{
+	const char *req = "POST /mcp HTTP/1.1\r\n"
+			  "Host: a\r\nORIGIN: b\r\nContent-Type: c\r\n"
+			  "Last-Event-ID: d\r\nMcp-Session-Id: e\r\n"
+			  "Content-Length: 0\r\nMCP-Protocol-Version: g\r\n"
+			  "Accept: h\r\naccept: h2\r\nAuthorization: i\r\n"
+			  "Mcp-Method: k\r\nMcp-Name: l\r\nX-Name01: m\r\n"
+			  "Expecx: n\r\n\r\n";
+	struct httpparse *p = httpparse_new(100);
+	cr_assert_eq(tp_drive_str(p, req, 5).st, HTTPPARSE_DONE);
+	const struct http_request *r = httpparse_request(p);
+	static const struct {
+		enum http_hdr h;
+		const char *name, *value;
+	} want[] = {
+		{HTTP_H_HOST, "host", "a"},
+		{HTTP_H_ORIGIN, "origin", "b"},
+		{HTTP_H_CONTENT_TYPE, "content-type", "c"},
+		{HTTP_H_LAST_EVENT_ID, "last-event-id", "d"},
+		{HTTP_H_MCP_SESSION_ID, "mcp-session-id", "e"},
+		{HTTP_H_CONTENT_LENGTH, "content-length", "0"},
+		{HTTP_H_MCP_PROTOCOL_VERSION, "mcp-protocol-version", "g"},
+		{HTTP_H_ACCEPT, "accept", "h"},
+		{HTTP_H_AUTHORIZATION, "authorization", "i"},
+		{HTTP_H_MCP_METHOD, "mcp-method", "k"},
+		{HTTP_H_MCP_NAME, "mcp-name", "l"},
+	};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		cr_assert_str_eq(http_request_known(r, want[i].h),
+				 want[i].value, "%s", want[i].name);
+		cr_assert_str_eq(http_request_header(r, want[i].name),
+				 want[i].value, "%s", want[i].name);
+	}
+	cr_assert_null(http_request_known(r, HTTP_H_EXPECT),
+		       "Expecx is not it");
+	cr_assert_null(http_request_known(r, HTTP_H_TRANSFER_ENCODING));
+	cr_assert_str_eq(http_request_header(r, "x-name01"), "m");
+	/* The next request on the connection starts with none known. */
+	httpparse_next(p);
+	cr_assert_eq(
+		tp_drive_str(p, "GET / HTTP/1.1\r\nExpect: x\r\n\r\n", 3).st,
+		HTTPPARSE_DONE);
+	r = httpparse_request(p);
+	cr_assert_null(http_request_known(r, HTTP_H_HOST));
+	cr_assert_str_eq(http_request_known(r, HTTP_H_EXPECT), "x");
+	httpparse_free(p);
+}
