@@ -103,6 +103,7 @@ static void httpc_end(struct httpc_req *r, int err, const char *why)
 	if (r->next)
 		r->next->prev = r->prev;
 	httpc_easy_put(c, r->easy);
+	httpc_url_put(r->url);
 	cu->slist_free_all(r->headers);
 	buf_free(&r->head);
 	uv_close((uv_handle_t *)&r->silence, httpc_req_close_cb);
@@ -416,6 +417,7 @@ static void httpc_free_now(struct httpc *c)
 	}
 	while (c->nidle > 0)
 		c->cu->easy_cleanup(c->idle[--c->nidle]);
+	httpc_url_free_all(c);
 	/* Closes the cached connections: their polls go through
 	 * httpc_socket_cb. */
 	c->cu->multi_cleanup(c->multi);
@@ -463,7 +465,12 @@ static int httpc_setup(struct httpc_req *r, const struct httpc_opts *o)
 	} while (0)
 	SET(CURLOPT_NOSIGNAL, 1L);
 	SET(CURLOPT_PRIVATE, (void *)r);
+	/* The text too: libcurl 7.88 then takes it as the transfer's own
+	 * (its effective URL, what a replay reads) instead of printing the
+	 * parsed one back; both say the same. */
 	SET(CURLOPT_URL, o->url);
+	if (r->url)
+		SET(CURLOPT_CURLU, r->url->u);
 	SET(CURLOPT_PROTOCOLS_STR, "http,https");
 	SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	/* A redirect must not carry our Authorization elsewhere. */
@@ -542,6 +549,7 @@ int httpc_start(struct httpc *c, const struct httpc_opts *opts,
 	struct httpc_req *r = xcalloc(1, sizeof *r);
 	r->c = c;
 	r->easy = e;
+	r->url = httpc_url_take(c, opts->url);
 	r->headers = hs;
 	r->cbs = *cbs;
 	r->ctx = ctx;
@@ -549,6 +557,7 @@ int httpc_start(struct httpc *c, const struct httpc_opts *opts,
 	buf_init(&r->head);
 	if (httpc_setup(r, opts) < 0) {
 		httpc_easy_put(c, e);
+		httpc_url_put(r->url);
 		cu->slist_free_all(hs);
 		free(r);
 		return -EINVAL;
