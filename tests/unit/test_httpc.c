@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
@@ -26,6 +28,20 @@
 
 static uv_loop_t loop;
 static struct httpc *hc;
+
+/* The loop's changes to its epoll set for one fd (libuv's), counted:
+ * defined here, this epoll_ctl comes before libc's. */
+static int epoll_ctl_fd = -1;
+static int epoll_ctls;
+int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	static int (*real)(int, int, int, struct epoll_event *);
+	if (real == NULL)
+		*(void **)&real = dlsym(RTLD_NEXT, "epoll_ctl");
+	if (fd == epoll_ctl_fd)
+		epoll_ctls++;
+	return real(epfd, op, fd, ev);
+}
 
 /* ---- the scripted server ---- */
 
@@ -894,6 +910,30 @@ Test(httpc, sequential_requests_reuse_one_connection)
 	cr_assert_eq(seq_failed, 0);
 	cr_assert_eq(srv_json_requests, 100);
 	cr_assert_eq(srv_accepts, 1, "accepts: %d", srv_accepts);
+}
+
+/* A kept connection stays in epoll as it is from one request to the
+ * next: no system call to take it out and put it back each time. */
+Test(httpc, a_kept_connection_stays_in_epoll_between_requests)
+{
+	struct rec first = {0};
+	rec_start(&first, "/json", false, NULL);
+	RUN_UNTIL(first.done);
+	cr_assert_eq(first.err, 0, "%s", first.why);
+	rec_free(&first);
+	cr_assert(hc->socks && hc->socks->next == NULL, "one connection");
+	epoll_ctl_fd = hc->socks->fd;
+	for (int i = 0; i < 10; i++) {
+		struct rec x = {0};
+		rec_start(&x, "/json", false, NULL);
+		RUN_UNTIL(x.done);
+		cr_assert_eq(x.err, 0, "%s", x.why);
+		cr_assert_eq(x.status, 200);
+		rec_free(&x);
+	}
+	cr_assert_eq(srv_accepts, 1, "one connection carried them");
+	cr_assert_eq(epoll_ctls, 0, "%d epoll_ctl for 10 requests", epoll_ctls);
+	epoll_ctl_fd = -1;
 }
 
 /* curl replays a request on a fresh connection when a reused one closes
