@@ -104,7 +104,7 @@ static void httpc_end(struct httpc_req *r, int err, const char *why)
 		r->next->prev = r->prev;
 	httpc_easy_put(c, r->easy);
 	httpc_url_put(r->url);
-	cu->slist_free_all(r->headers);
+	free(r->headers);
 	buf_free(&r->head);
 	uv_close((uv_handle_t *)&r->silence, httpc_req_close_cb);
 }
@@ -452,6 +452,32 @@ static bool httpc_header_ok(const char *h)
 	return (empty || (colon && colon != h)) && strpbrk(h, "\r\n") == NULL;
 }
 
+/* The request's header lines as libcurl's list, nodes and texts in one
+ * allocation (curl_slist_append makes two per line, for every request),
+ * freed with free(). "Expect:" ends it: no "Expect: 100-continue" wait
+ * before a large body. NULL when a line is not a valid header. */
+static struct curl_slist *httpc_headers(const char *const *lines)
+{
+	static const char expect[] = "Expect:";
+	size_t n = 0;
+	size_t bytes = sizeof expect;
+	for (; lines && lines[n]; n++) {
+		if (n == HTTPC_MAX_HEADERS || !httpc_header_ok(lines[n]))
+			return NULL;
+		bytes += strlen(lines[n]) + 1;
+	}
+	struct curl_slist *l = xmalloc((n + 1) * sizeof *l + bytes);
+	char *text = (char *)(l + n + 1);
+	for (size_t i = 0; i <= n; i++) {
+		const char *line = i < n ? lines[i] : expect;
+		size_t len = strlen(line) + 1;
+		l[i].data = memcpy(text, line, len);
+		l[i].next = i < n ? &l[i + 1] : NULL;
+		text += len;
+	}
+	return l;
+}
+
 /* Sets the options every request gets (see httpc.h and the file head). */
 static int httpc_setup(struct httpc_req *r, const struct httpc_opts *o)
 {
@@ -527,23 +553,12 @@ int httpc_start(struct httpc *c, const struct httpc_opts *opts,
 	    (opts->method && (opts->method[0] == '\0' ||
 			      strpbrk(opts->method, " \r\n") != NULL)))
 		return -EINVAL;
-	struct curl_slist *hs = NULL;
-	size_t nh = 0;
-	for (; opts->headers && opts->headers[nh]; nh++) {
-		if (nh == HTTPC_MAX_HEADERS ||
-		    !httpc_header_ok(opts->headers[nh])) {
-			cu->slist_free_all(hs);
-			return -EINVAL;
-		}
-		hs = cu->slist_append(hs, opts->headers[nh]);
-	}
-	/* No "Expect: 100-continue" wait before a large body. */
-	hs = cu->slist_append(hs, "Expect:");
+	struct curl_slist *hs = httpc_headers(opts->headers);
+	if (hs == NULL)
+		return -EINVAL;
 	CURL *e = httpc_easy_get(c);
-	if (hs == NULL || e == NULL) {
-		cu->slist_free_all(hs);
-		if (e)
-			httpc_easy_put(c, e);
+	if (e == NULL) {
+		free(hs);
 		return -ENOMEM;
 	}
 	struct httpc_req *r = xcalloc(1, sizeof *r);
@@ -558,7 +573,7 @@ int httpc_start(struct httpc *c, const struct httpc_opts *opts,
 	if (httpc_setup(r, opts) < 0) {
 		httpc_easy_put(c, e);
 		httpc_url_put(r->url);
-		cu->slist_free_all(hs);
+		free(hs);
 		free(r);
 		return -EINVAL;
 	}

@@ -68,6 +68,7 @@ static int srv_requests;
 static int srv_json_requests;
 static int srv_die_requests;
 static char srv_target[64]; /* the last request's target, query and all */
+static char srv_head[1024]; /* the last request's head */
 
 static const char *const chunked_steps[] = {
 	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
@@ -217,6 +218,8 @@ static void srv_parse(struct sconn *s)
 		if (eoh == NULL)
 			return;
 		size_t head = (size_t)(eoh + 4 - s->in.data);
+		snprintf(srv_head, sizeof srv_head, "%.*s", (int)head,
+			 s->in.data);
 		size_t clen = 0;
 		const char *cl = strcasestr(s->in.data, "\r\ncontent-length:");
 		if (cl && cl < eoh)
@@ -491,6 +494,31 @@ Test(httpc, post_body_and_headers_sent)
 	cr_assert_eq(x.err, 0, "%s", x.why);
 	cr_assert_eq(x.status, 201);
 	cr_assert_str_eq(x.body.data, body);
+	rec_free(&x);
+}
+
+/* The caller's lines go as given, in order ("Name;" as an empty value),
+ * and a large body goes at once: no "Expect: 100-continue" wait. */
+Test(httpc, header_lines_go_as_given_without_expect)
+{
+	struct rec x = {0};
+	size_t n = 2u << 20;
+	char *body = xmalloc(n);
+	memset(body, 'b', n);
+	const char *hs[] = {"X-One: 1", "X-Two: two words", "X-Empty;", NULL};
+	struct httpc_opts o = {
+		.method = "POST", .headers = hs, .body = body, .body_len = n};
+	rec_start(&x, "/echo", false, &o);
+	RUN_UNTIL(x.done);
+	cr_assert_eq(x.err, 0, "%s", x.why);
+	cr_assert_eq(x.status, 201);
+	cr_assert_eq(x.body.len, n);
+	cr_assert_not_null(strstr(srv_head,
+				  "\r\nX-One: 1\r\nX-Two: two words\r\n"
+				  "X-Empty:\r\n"),
+			   "%s", srv_head);
+	cr_assert_null(strcasestr(srv_head, "expect"), "%s", srv_head);
+	free(body);
 	rec_free(&x);
 }
 
