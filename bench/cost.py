@@ -111,6 +111,8 @@ def main():
     ap.add_argument("--base", type=int, required=True)
     ap.add_argument("--callgrind", nargs=2, metavar=("FEW", "MANY"))
     ap.add_argument("--callgrind-modern", nargs=2, metavar=("FEW", "MANY"))
+    ap.add_argument("--callgrind-relay", nargs=2, metavar=("FEW", "MANY"))
+    ap.add_argument("--callgrind-http", nargs=2, metavar=("FEW", "MANY"))
     ap.add_argument("--strace", nargs=2, metavar=("FEW", "MANY"))
     ap.add_argument("--strace-32", nargs=4,
                     metavar=("SHORT", "LONG", "CALLS_SHORT", "CALLS_LONG"))
@@ -128,7 +130,11 @@ def main():
     lines = []
     for key, pair, label in (("v2025", a.callgrind, "2025-11-25 session"),
                              ("modern", a.callgrind_modern,
-                              "2026-07-28 (no session, _meta)")):
+                              "2026-07-28 (no session, _meta)"),
+                             ("relay", a.callgrind_relay,
+                              "through mcpvisor relay (the relay alone)"),
+                             ("http", a.callgrind_http,
+                              "to a url server (demo-server --http)")):
         if not pair:
             continue
         (t0, al0, f0), (t1, al1, f1) = (callgrind(pair[0]),

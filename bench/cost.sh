@@ -9,16 +9,21 @@
 # COST_CALLS, so that start, initialize, warm-up and stop cancel out; the
 # system calls also under 32 sessions at once (two windows, the
 # difference over the difference of their calls; COST_CONCURRENT=0 skips).
-# Alone: `sh bench/cost.sh` (MCPVISOR=, LOADGEN=, ECHO_SERVER= to measure
-# other builds; COST_OUT=FILE for the JSON, bench/results/cost.json by
-# default). make bench runs it once and puts the figures in latest.json.
-# Every process it starts is stopped by pid.
+# The same instructions for the two paths that go out through libcurl:
+# `mcpvisor relay` (callgrind on the relay; the runtime it posts to is
+# not watched) and a url server (callgrind on `mcpvisor serve`, the demo
+# fixture's --http as the server); COST_HTTPC=0 skips them.
+# Alone: `sh bench/cost.sh` (MCPVISOR=, LOADGEN=, ECHO_SERVER=,
+# DEMO_SERVER= to measure other builds; COST_OUT=FILE for the JSON,
+# bench/results/cost.json by default). make bench runs it once and puts
+# the figures in latest.json. Every process it starts is stopped by pid.
 set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MCPVISOR=${MCPVISOR:-$ROOT/build/mcpvisor}
 LG=${LOADGEN:-$ROOT/build/bench/loadgen}
 ECHO=${ECHO_SERVER:-$ROOT/build/bench/echo-server}
+DEMO=${DEMO_SERVER:-$ROOT/build/demo-server}
 BASE=${COST_BASE:-1000}
 CALLS=${COST_CALLS:-10000}
 OUT=${COST_OUT:-$ROOT/bench/results/cost.json}
@@ -41,12 +46,14 @@ WORK=$(mktemp -d /tmp/mcpvisor-cost.XXXXXX) || exit 1
 WRAP_PID=""
 RT_PID=""
 LG_PID=""
+DEMO_PID=""
+CONFIG=$WORK/mcp.json
 
 cleanup() {
-	for p in $LG_PID $RT_PID $WRAP_PID; do
+	for p in $LG_PID $RT_PID $WRAP_PID $DEMO_PID; do
 		kill -TERM "$p" 2>/dev/null
 	done
-	for p in $LG_PID $WRAP_PID; do
+	for p in $LG_PID $WRAP_PID $DEMO_PID; do
 		wait "$p" 2>/dev/null
 	done
 	if [ -n "${COST_KEEP:-}" ]; then
@@ -73,7 +80,7 @@ start() {
 	shift
 	home=$WORK/home-$name
 	mkdir -p "$home"
-	"$@" "$MCPVISOR" serve --config "$WORK/mcp.json" --port 0 \
+	"$@" "$MCPVISOR" serve --config "$CONFIG" --port 0 \
 		--home "$home" >"$WORK/$name.log" 2>&1 &
 	WRAP_PID=$!
 	rt=$home/run/runtime.json
@@ -143,6 +150,64 @@ cg_run() { # kind n [--modern]
 	}
 }
 
+# One callgrind file of `mcpvisor relay` for N calls (cg-relay-N), the
+# relay posting to the runtime of HOME. The loadgen waits for the relay
+# to exit, so the file is whole when it returns.
+cg_relay_run() { # home n
+	"$LG" --stdio --timeout-ms 60000 latency --calls "$2" -- \
+		valgrind --tool=callgrind -q \
+		"--callgrind-out-file=$WORK/cg-relay-$2.%p" \
+		"$MCPVISOR" relay --home "$1" >"$WORK/lg.out" \
+		2>>"$WORK/lg.err" &
+	LG_PID=$!
+	wait "$LG_PID"
+	LG_PID=""
+	if ! grep -q '"ok":true' "$WORK/lg.out"; then
+		echo "cost: the loadgen failed through the relay:" \
+			"$(head -c 300 "$WORK/lg.out")" >&2
+		return 1
+	fi
+	for f in "$WORK/cg-relay-$2".*; do
+		mv "$f" "$WORK/cg-relay-$2" 2>/dev/null && return 0
+	done
+	echo "cost: callgrind wrote nothing for the relay" >&2
+	return 1
+}
+
+# The relay's pair: a runtime of the stdio echo (not under a tool), and
+# the relay under callgrind in front of it for BASE and MANY calls.
+relay_pair() {
+	start relay-rt env || return 1
+	ok=0
+	cg_relay_run "$WORK/home-relay-rt" "$BASE" &&
+		cg_relay_run "$WORK/home-relay-rt" "$MANY" && ok=1
+	stop
+	[ "$ok" = 1 ]
+}
+
+# The url server's pair: the demo fixture over HTTP on a free port, and
+# mcpvisor serve under callgrind with it as a url server.
+http_pair() {
+	if [ ! -x "$DEMO" ]; then
+		echo "cost: $DEMO is not built (make build/demo-server)" >&2
+		return 1
+	fi
+	port=$("$LG" freeport)
+	"$DEMO" --http "$port" >"$WORK/demo.log" 2>&1 &
+	DEMO_PID=$!
+	cat >"$WORK/mcp-http.json" <<END
+{"mcpServers":{"echo":{"url":"http://127.0.0.1:$port/mcp","type":"http","scope":"app","prefix":""}}}
+END
+	CONFIG=$WORK/mcp-http.json
+	ok=0
+	cg_run http "$BASE" && cg_run http "$MANY" && ok=1
+	CONFIG=$WORK/mcp.json
+	kill -TERM "$DEMO_PID" 2>/dev/null
+	wait "$DEMO_PID" 2>/dev/null
+	DEMO_PID=""
+	[ "$ok" = 1 ]
+}
+
 # One strace directory under 32 sessions for SECS seconds (no warm-up, so
 # that every call counts); the loadgen's count of calls in st32-SECS.calls.
 st32_run() { # secs
@@ -184,6 +249,16 @@ fi
 if cg_run modern "$BASE" --modern && cg_run modern "$MANY" --modern; then
 	args="$args --callgrind-modern $WORK/cg-modern-$BASE"
 	args="$args $WORK/cg-modern-$MANY"
+fi
+if [ "${COST_HTTPC:-1}" = 1 ]; then
+	if relay_pair; then
+		args="$args --callgrind-relay $WORK/cg-relay-$BASE"
+		args="$args $WORK/cg-relay-$MANY"
+	fi
+	if http_pair; then
+		args="$args --callgrind-http $WORK/cg-http-$BASE"
+		args="$args $WORK/cg-http-$MANY"
+	fi
 fi
 if st_run "$BASE" && st_run "$MANY"; then
 	args="$args --strace $WORK/st-$BASE $WORK/st-$MANY"

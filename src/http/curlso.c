@@ -46,8 +46,9 @@ static const char *curlso_load(void)
 		  CURLSO_SYM(multi_socket_action, "curl_multi_socket_action") &&
 		  CURLSO_SYM(multi_assign, "curl_multi_assign") &&
 		  CURLSO_SYM(multi_info_read, "curl_multi_info_read") &&
-		  CURLSO_SYM(slist_append, "curl_slist_append") &&
-		  CURLSO_SYM(slist_free_all, "curl_slist_free_all");
+		  CURLSO_SYM(url, "curl_url") &&
+		  CURLSO_SYM(url_set, "curl_url_set") &&
+		  CURLSO_SYM(url_cleanup, "curl_url_cleanup");
 	/* Kept loaded even on failure: dlclose of a half-used TLS stack is
 	 * not worth the risk for a process that will report and go on. */
 	if (!ok)

@@ -29,8 +29,9 @@ struct curlso {
 	__typeof__(curl_multi_socket_action) *multi_socket_action;
 	__typeof__(curl_multi_assign) *multi_assign;
 	__typeof__(curl_multi_info_read) *multi_info_read;
-	__typeof__(curl_slist_append) *slist_append;
-	__typeof__(curl_slist_free_all) *slist_free_all;
+	__typeof__(curl_url) *url;
+	__typeof__(curl_url_set) *url_set;
+	__typeof__(curl_url_cleanup) *url_cleanup;
 };
 
 /* The table, loading libcurl.so.4 and running curl_global_init on the

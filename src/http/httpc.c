@@ -103,7 +103,8 @@ static void httpc_end(struct httpc_req *r, int err, const char *why)
 	if (r->next)
 		r->next->prev = r->prev;
 	httpc_easy_put(c, r->easy);
-	cu->slist_free_all(r->headers);
+	httpc_url_put(r->url);
+	free(r->headers);
 	buf_free(&r->head);
 	uv_close((uv_handle_t *)&r->silence, httpc_req_close_cb);
 }
@@ -416,6 +417,7 @@ static void httpc_free_now(struct httpc *c)
 	}
 	while (c->nidle > 0)
 		c->cu->easy_cleanup(c->idle[--c->nidle]);
+	httpc_url_free_all(c);
 	/* Closes the cached connections: their polls go through
 	 * httpc_socket_cb. */
 	c->cu->multi_cleanup(c->multi);
@@ -450,6 +452,32 @@ static bool httpc_header_ok(const char *h)
 	return (empty || (colon && colon != h)) && strpbrk(h, "\r\n") == NULL;
 }
 
+/* The request's header lines as libcurl's list, nodes and texts in one
+ * allocation (curl_slist_append makes two per line, for every request),
+ * freed with free(). "Expect:" ends it: no "Expect: 100-continue" wait
+ * before a large body. NULL when a line is not a valid header. */
+static struct curl_slist *httpc_headers(const char *const *lines)
+{
+	static const char expect[] = "Expect:";
+	size_t n = 0;
+	size_t bytes = sizeof expect;
+	for (; lines && lines[n]; n++) {
+		if (n == HTTPC_MAX_HEADERS || !httpc_header_ok(lines[n]))
+			return NULL;
+		bytes += strlen(lines[n]) + 1;
+	}
+	struct curl_slist *l = xmalloc((n + 1) * sizeof *l + bytes);
+	char *text = (char *)(l + n + 1);
+	for (size_t i = 0; i <= n; i++) {
+		const char *line = i < n ? lines[i] : expect;
+		size_t len = strlen(line) + 1;
+		l[i].data = memcpy(text, line, len);
+		l[i].next = i < n ? &l[i + 1] : NULL;
+		text += len;
+	}
+	return l;
+}
+
 /* Sets the options every request gets (see httpc.h and the file head). */
 static int httpc_setup(struct httpc_req *r, const struct httpc_opts *o)
 {
@@ -463,7 +491,12 @@ static int httpc_setup(struct httpc_req *r, const struct httpc_opts *o)
 	} while (0)
 	SET(CURLOPT_NOSIGNAL, 1L);
 	SET(CURLOPT_PRIVATE, (void *)r);
+	/* The text too: libcurl 7.88 then takes it as the transfer's own
+	 * (its effective URL, what a replay reads) instead of printing the
+	 * parsed one back; both say the same. */
 	SET(CURLOPT_URL, o->url);
+	if (r->url)
+		SET(CURLOPT_CURLU, r->url->u);
 	SET(CURLOPT_PROTOCOLS_STR, "http,https");
 	SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	/* A redirect must not carry our Authorization elsewhere. */
@@ -520,28 +553,18 @@ int httpc_start(struct httpc *c, const struct httpc_opts *opts,
 	    (opts->method && (opts->method[0] == '\0' ||
 			      strpbrk(opts->method, " \r\n") != NULL)))
 		return -EINVAL;
-	struct curl_slist *hs = NULL;
-	size_t nh = 0;
-	for (; opts->headers && opts->headers[nh]; nh++) {
-		if (nh == HTTPC_MAX_HEADERS ||
-		    !httpc_header_ok(opts->headers[nh])) {
-			cu->slist_free_all(hs);
-			return -EINVAL;
-		}
-		hs = cu->slist_append(hs, opts->headers[nh]);
-	}
-	/* No "Expect: 100-continue" wait before a large body. */
-	hs = cu->slist_append(hs, "Expect:");
+	struct curl_slist *hs = httpc_headers(opts->headers);
+	if (hs == NULL)
+		return -EINVAL;
 	CURL *e = httpc_easy_get(c);
-	if (hs == NULL || e == NULL) {
-		cu->slist_free_all(hs);
-		if (e)
-			httpc_easy_put(c, e);
+	if (e == NULL) {
+		free(hs);
 		return -ENOMEM;
 	}
 	struct httpc_req *r = xcalloc(1, sizeof *r);
 	r->c = c;
 	r->easy = e;
+	r->url = httpc_url_take(c, opts->url);
 	r->headers = hs;
 	r->cbs = *cbs;
 	r->ctx = ctx;
@@ -549,7 +572,8 @@ int httpc_start(struct httpc *c, const struct httpc_opts *opts,
 	buf_init(&r->head);
 	if (httpc_setup(r, opts) < 0) {
 		httpc_easy_put(c, e);
-		cu->slist_free_all(hs);
+		httpc_url_put(r->url);
+		free(hs);
 		free(r);
 		return -EINVAL;
 	}

@@ -1,6 +1,7 @@
 /*
  * Inside the loop's HTTP client: its state, shared by httpc.c (requests,
- * their answers, the API) and httpc_loop.c (curl driven by libuv).
+ * their answers, the API), httpc_loop.c (curl driven by libuv) and
+ * httpc_url.c (the URLs kept parsed).
  */
 #ifndef MCPV_HTTP_HTTPC_INT_H
 #define MCPV_HTTP_HTTPC_INT_H
@@ -27,6 +28,21 @@
  * (its state, its buffers); reset, one holds a 16 KiB read buffer. */
 #define HTTPC_IDLE_EASY 16
 #define HTTPC_WHY_MAX 200
+/* Parsed URLs kept (see struct httpc_url): a runtime talks to a few
+ * servers, each at one URL. */
+#define HTTPC_URLS 8
+
+/* A URL as libcurl parsed it, handed to each request to it
+ * (CURLOPT_CURLU): libcurl then copies the parts instead of parsing the
+ * text and printing it back, which is about a tenth of its work for a
+ * small call. Kept while any request uses it, then until its slot is
+ * needed (the least recently taken goes). */
+struct httpc_url {
+	char *text; /* NULL: a free slot */
+	CURLU *u;
+	unsigned users; /* requests that hold it */
+	uint64_t last;	/* httpc's count of takes when last taken */
+};
 
 struct httpc_sock {
 	uv_poll_t poll;
@@ -59,6 +75,8 @@ struct httpc {
 	struct httpc_sock *socks;    /* polled for curl */
 	CURL *idle[HTTPC_IDLE_EASY]; /* reset, for the next requests */
 	int nidle;
+	struct httpc_url urls[HTTPC_URLS];
+	uint64_t url_takes;
 	int handles;   /* open uv handles; freed at 0 once closing */
 	int depth;     /* inside our dispatch: httpc_free waits */
 	int in_curl;   /* inside a curl call: curl may not be re-entered */
@@ -71,6 +89,7 @@ struct httpc_req {
 	struct httpc *c;
 	struct httpc_req *prev, *next;
 	CURL *easy;
+	struct httpc_url *url; /* NULL: libcurl parses the text itself */
 	struct curl_slist *headers;
 	struct httpc_cbs cbs;
 	void *ctx;
@@ -106,6 +125,16 @@ struct httpc_req {
  * asked for; one of c's uv handles closed. */
 void httpc_leave(struct httpc *c);
 void httpc_handle_closed(struct httpc *c);
+
+/* httpc_url.c: the parsed form of url for one more request, or NULL
+ * (all slots held by requests in flight, or a URL libcurl refuses: the
+ * request then gives libcurl the text, which reports the error as
+ * before); given back with httpc_url_put (NULL is fine) once the
+ * request's easy handle no longer points at it. httpc_url_free_all when
+ * no request holds any. */
+struct httpc_url *httpc_url_take(struct httpc *c, const char *url);
+void httpc_url_put(struct httpc_url *u);
+void httpc_url_free_all(struct httpc *c);
 
 /* httpc_loop.c: curl's callbacks (CURLMOPT_SOCKETFUNCTION,
  * CURLOPT_OPENSOCKETFUNCTION, CURLOPT_CLOSESOCKETFUNCTION,

@@ -138,6 +138,12 @@ int httpc_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
 		events |= UV_READABLE;
 	if (what & CURL_POLL_OUT)
 		events |= UV_WRITABLE;
+	/* curl asks again for what is polled already: a kept connection
+	 * that a new request reads. uv_poll_start would take the fd out of
+	 * epoll and put it back (EPOLL_CTL_DEL now, ADD at the next poll):
+	 * two system calls per request for nothing. */
+	if (events == s->events)
+		return 0;
 	s->events = events;
 	uv_poll_start(&s->poll, events, httpc_poll_cb);
 	return 0;

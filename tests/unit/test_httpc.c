@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -15,16 +16,32 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
 
 #include "http/httpc.h"
+#include "http/httpc_int.h"
 #include "util/buf.h"
 #include "util/xmalloc.h"
 
 static uv_loop_t loop;
 static struct httpc *hc;
+
+/* The loop's changes to its epoll set for one fd (libuv's), counted:
+ * defined here, this epoll_ctl comes before libc's. */
+static int epoll_ctl_fd = -1;
+static int epoll_ctls;
+int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	static int (*real)(int, int, int, struct epoll_event *);
+	if (real == NULL)
+		*(void **)&real = dlsym(RTLD_NEXT, "epoll_ctl");
+	if (fd == epoll_ctl_fd)
+		epoll_ctls++;
+	return real(epfd, op, fd, ev);
+}
 
 /* ---- the scripted server ---- */
 
@@ -50,6 +67,8 @@ static int srv_accepts;
 static int srv_requests;
 static int srv_json_requests;
 static int srv_die_requests;
+static char srv_target[64]; /* the last request's target, query and all */
+static char srv_head[1024]; /* the last request's head */
 
 static const char *const chunked_steps[] = {
 	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
@@ -199,6 +218,8 @@ static void srv_parse(struct sconn *s)
 		if (eoh == NULL)
 			return;
 		size_t head = (size_t)(eoh + 4 - s->in.data);
+		snprintf(srv_head, sizeof srv_head, "%.*s", (int)head,
+			 s->in.data);
 		size_t clen = 0;
 		const char *cl = strcasestr(s->in.data, "\r\ncontent-length:");
 		if (cl && cl < eoh)
@@ -207,6 +228,9 @@ static void srv_parse(struct sconn *s)
 			return;
 		char path[64] = "";
 		sscanf(s->in.data, "%*s %63s", path);
+		/* A query tells requests apart; the path says what to do. */
+		snprintf(srv_target, sizeof srv_target, "%s", path);
+		path[strcspn(path, "?")] = '\0';
 		char *body = xstrndup(s->in.data + head, clen);
 		buf_consume(&s->in, head + clen);
 		srv_answer(s, path, body, clen);
@@ -470,6 +494,31 @@ Test(httpc, post_body_and_headers_sent)
 	cr_assert_eq(x.err, 0, "%s", x.why);
 	cr_assert_eq(x.status, 201);
 	cr_assert_str_eq(x.body.data, body);
+	rec_free(&x);
+}
+
+/* The caller's lines go as given, in order ("Name;" as an empty value),
+ * and a large body goes at once: no "Expect: 100-continue" wait. */
+Test(httpc, header_lines_go_as_given_without_expect)
+{
+	struct rec x = {0};
+	size_t n = 2u << 20;
+	char *body = xmalloc(n);
+	memset(body, 'b', n);
+	const char *hs[] = {"X-One: 1", "X-Two: two words", "X-Empty;", NULL};
+	struct httpc_opts o = {
+		.method = "POST", .headers = hs, .body = body, .body_len = n};
+	rec_start(&x, "/echo", false, &o);
+	RUN_UNTIL(x.done);
+	cr_assert_eq(x.err, 0, "%s", x.why);
+	cr_assert_eq(x.status, 201);
+	cr_assert_eq(x.body.len, n);
+	cr_assert_not_null(strstr(srv_head,
+				  "\r\nX-One: 1\r\nX-Two: two words\r\n"
+				  "X-Empty:\r\n"),
+			   "%s", srv_head);
+	cr_assert_null(strcasestr(srv_head, "expect"), "%s", srv_head);
+	free(body);
 	rec_free(&x);
 }
 
@@ -891,6 +940,30 @@ Test(httpc, sequential_requests_reuse_one_connection)
 	cr_assert_eq(srv_accepts, 1, "accepts: %d", srv_accepts);
 }
 
+/* A kept connection stays in epoll as it is from one request to the
+ * next: no system call to take it out and put it back each time. */
+Test(httpc, a_kept_connection_stays_in_epoll_between_requests)
+{
+	struct rec first = {0};
+	rec_start(&first, "/json", false, NULL);
+	RUN_UNTIL(first.done);
+	cr_assert_eq(first.err, 0, "%s", first.why);
+	rec_free(&first);
+	cr_assert(hc->socks && hc->socks->next == NULL, "one connection");
+	epoll_ctl_fd = hc->socks->fd;
+	for (int i = 0; i < 10; i++) {
+		struct rec x = {0};
+		rec_start(&x, "/json", false, NULL);
+		RUN_UNTIL(x.done);
+		cr_assert_eq(x.err, 0, "%s", x.why);
+		cr_assert_eq(x.status, 200);
+		rec_free(&x);
+	}
+	cr_assert_eq(srv_accepts, 1, "one connection carried them");
+	cr_assert_eq(epoll_ctls, 0, "%d epoll_ctl for 10 requests", epoll_ctls);
+	epoll_ctl_fd = -1;
+}
+
 /* curl replays a request on a fresh connection when a reused one closes
  * with no answer byte: a POST that ran must not run twice. */
 Test(httpc, a_request_is_never_replayed_by_curl_on_a_dead_reused_connection)
@@ -995,6 +1068,114 @@ Test(httpc, posts_reuse_one_connection)
 	}
 	cr_assert_eq(srv_json_requests, 20);
 	cr_assert_eq(srv_accepts, 1, "accepts: %d", srv_accepts);
+}
+
+/* ---- the parsed URLs (struct httpc_url) ---- */
+
+/* The slot that holds url, or NULL. */
+static const struct httpc_url *url_slot(const char *url)
+{
+	for (int i = 0; i < HTTPC_URLS; i++)
+		if (hc->urls[i].text && strcmp(hc->urls[i].text, url) == 0)
+			return &hc->urls[i];
+	return NULL;
+}
+
+static unsigned url_users(void)
+{
+	unsigned n = 0;
+	for (int i = 0; i < HTTPC_URLS; i++)
+		n += hc->urls[i].users;
+	return n;
+}
+
+/* Requests to one URL share one parse; the server sees the URL as given,
+ * query and all, and a request gives its hold back when it ends. */
+Test(httpc, requests_to_one_url_share_its_parse)
+{
+	char url[128];
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/json?space=a%%20b",
+		 srv_port);
+	for (int i = 0; i < 3; i++) {
+		struct rec x = {0};
+		rec_start(&x, "/json?space=a%20b", false, NULL);
+		cr_assert_not_null(x.r->url, "the request has the parsed URL");
+		cr_assert_eq(x.r->url, url_slot(url));
+		RUN_UNTIL(x.done);
+		cr_assert_eq(x.err, 0, "%s", x.why);
+		cr_assert_eq(x.status, 200);
+		cr_assert_str_eq(srv_target, "/json?space=a%20b");
+		rec_free(&x);
+	}
+	int held = 0;
+	for (int i = 0; i < HTTPC_URLS; i++)
+		held += hc->urls[i].text != NULL;
+	cr_assert_eq(held, 1, "one parse for three requests");
+	cr_assert_eq(url_slot(url)->users, 0);
+}
+
+/* More URLs in flight than slots: the ones past them go as text and work
+ * the same; a URL in use is never the one replaced; once requests end,
+ * their slots serve new URLs, the least recently taken first. */
+Test(httpc, more_urls_than_slots)
+{
+	enum { N = HTTPC_URLS + 2 };
+	struct rec held[N];
+	struct httpc_opts quiet = {.silence_timeout_ms = 0};
+	for (int i = 0; i < N; i++) {
+		char path[32];
+		snprintf(path, sizeof path, "/silent?%d", i);
+		held[i] = (struct rec){0};
+		rec_start(&held[i], path, false, &quiet);
+		if (i < HTTPC_URLS)
+			cr_assert_not_null(held[i].r->url);
+		else
+			cr_assert_null(held[i].r->url, "no free slot");
+	}
+	RUN_UNTIL(srv_requests == N);
+	cr_assert_eq(url_users(), HTTPC_URLS);
+	/* As text, while every slot is held. */
+	struct rec t = {0};
+	rec_start(&t, "/json?text", false, NULL);
+	cr_assert_null(t.r->url);
+	RUN_UNTIL(t.done);
+	cr_assert_eq(t.err, 0, "%s", t.why);
+	cr_assert_eq(t.status, 200);
+	cr_assert_str_eq(srv_target, "/json?text");
+	/* Two end: their slots go to the next two URLs; the rest stay. */
+	held[3].cancelled = held[5].cancelled = true;
+	httpc_cancel(held[3].r);
+	httpc_cancel(held[5].r);
+	cr_assert_eq(url_users(), HTTPC_URLS - 2);
+	char url[128];
+	for (int i = 0; i < 2; i++) {
+		struct rec x = {0};
+		char path[32];
+		snprintf(path, sizeof path, "/json?new%d", i);
+		rec_start(&x, path, false, NULL);
+		cr_assert_not_null(x.r->url, "a slot was given back");
+		RUN_UNTIL(x.done);
+		cr_assert_eq(x.status, 200);
+		rec_free(&x);
+	}
+	for (int i = 0; i < HTTPC_URLS; i++) {
+		snprintf(url, sizeof url, "http://127.0.0.1:%d/silent?%d",
+			 srv_port, i);
+		if (i == 3 || i == 5)
+			cr_assert_null(url_slot(url), "%d was replaced", i);
+		else
+			cr_assert_eq(url_slot(url)->users, 1, "%d is held", i);
+	}
+	for (int i = 0; i < N; i++) {
+		if (i != 3 && i != 5) {
+			held[i].cancelled = true;
+			httpc_cancel(held[i].r);
+		}
+		cr_assert_eq(held[i].after, 0);
+		rec_free(&held[i]);
+	}
+	cr_assert_eq(url_users(), 0);
+	rec_free(&t);
 }
 
 Test(httpc, free_ends_requests_in_flight)
