@@ -3,6 +3,8 @@
 # from a checkout of the suite's repository (github.com/modelcontextprotocol/
 # conformance, any clone with its tags): the 2026-07-28 and 2025-11-25
 # requirement sets (suite 0.2.0-alpha.12, tests/conformance/auth) against
+#   0. mcpvisor in front of the project's C fixture over stdio (as
+#      run-against-runtime.sh runs it), for the same run's comparison;
 #   1. mcpvisor in front of the 0.1.16 everything-server
 #      (examples/servers/typescript/everything-server.ts at tag v0.1.16)
 #      over stdio, its HTTP front replaced by the SDK's stdio transport
@@ -18,7 +20,7 @@
 # temporary folder, removed at the end, beside a link to tests/node_modules
 # (the servers' imports); reference/package.json's TypeScript transpiler is
 # installed on first use, from its lockfile. Not part of make test: the
-# checkout is not on a fresh machine. Exit 0 when runs 1 and 2 are whole.
+# checkout is not on a fresh machine. Exit 0 when runs 0 to 2 are whole.
 # Usage: tests/conformance/reference.sh CHECKOUT [REF26]
 set -u
 if [ $# -lt 1 ]; then
@@ -74,10 +76,17 @@ chmod +x "$work/plain.sh" "$work/tools.sh"
 
 rc=0
 for rev in 2026-07-28 2025-11-25; do
-	for v in plain tools; do
-		echo "== mcpvisor in front of the 0.1.16 everything-server" \
-			"over stdio ($v), --requirements $rev"
-		CONFORMANCE_SERVER=$work/$v.sh \
+	for v in fixture plain tools; do
+		if [ "$v" = fixture ]; then
+			echo "== mcpvisor in front of the project's C fixture" \
+				"over stdio, --requirements $rev"
+			server=${CONFORMANCE_SERVER:-$root/build/san/conformance-server}
+		else
+			echo "== mcpvisor in front of the 0.1.16" \
+				"everything-server over stdio ($v), --requirements $rev"
+			server=$work/$v.sh
+		fi
+		CONFORMANCE_SERVER=$server \
 			sh "$here/run-against-runtime.sh" --requirements "$rev" \
 			>"$work/$v-$rev.out" 2>&1 || rc=1
 		grep -E '^(scored and failing|[0-9]+ passed)' "$work/$v-$rev.out"
@@ -112,7 +121,8 @@ done
 # Every scenario's checks side by side, "passed/failed"; * when scored.
 for rev in 2026-07-28 2025-11-25; do
 	echo "== per scenario, --requirements $rev (* scored): mcpvisor to" \
-		"0.1.16 | to 0.1.16 with the 2026 tools | the reference alone"
+		"the C fixture | to 0.1.16 | to 0.1.16 with the 2026 tools |" \
+		"the 2026 reference alone"
 	awk '
 	FNR == 1 { file++ }
 	file == 1 {
@@ -131,13 +141,15 @@ for rev in 2026-07-28 2025-11-25; do
 	END {
 		for (i = 1; i <= n; i++) {
 			s = order[i]
-			printf "%s %-46s %6s | %6s | %s\n", (s in scored) ? "*" : " ",
-			    s, cell[s, 2] == "" ? "-" : cell[s, 2],
+			printf "%s %-46s %6s | %6s | %6s | %s\n",
+			    (s in scored) ? "*" : " ", s,
+			    cell[s, 2] == "" ? "-" : cell[s, 2],
 			    cell[s, 3] == "" ? "-" : cell[s, 3],
-			    cell[s, 4] == "" ? "-" : cell[s, 4]
+			    cell[s, 4] == "" ? "-" : cell[s, 4],
+			    cell[s, 5] == "" ? "-" : cell[s, 5]
 		}
-	}' "$(yaml "$rev")" "$work/plain-$rev.out" "$work/tools-$rev.out" \
-		"$work/alone-$rev.out"
+	}' "$(yaml "$rev")" "$work/fixture-$rev.out" "$work/plain-$rev.out" \
+		"$work/tools-$rev.out" "$work/alone-$rev.out"
 done
 cleanup
 exit $rc
