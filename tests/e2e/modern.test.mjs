@@ -63,6 +63,15 @@ function withServers(t, servers, opts, body) {
 	});
 }
 
+// Two API keys the runtime takes (--api-key-file): two principals.
+async function twoKeys(dir) {
+	const keyFile = path.join(dir, 'keys');
+	const KA = 'modern-key-alice-0123456789';
+	const KB = 'modern-key-bob-9876543210';
+	await fsp.writeFile(keyFile, `${KA}\n${KB}\n`, { mode: 0o600 });
+	return { KA, KB, args: ['--api-key-file', keyFile] };
+}
+
 const calls = async (file, tool) =>
 	(await countLines(file)).filter((l) => l === `call ${tool}`).length;
 
@@ -607,11 +616,8 @@ test('modern bridge: another principal (another API key, or the runtime user wit
 	timeout: 60_000,
 }, async (t) => {
 	const { dir, file, servers } = await demoWithCount(t);
-	const keyFile = path.join(dir, 'keys');
-	const KA = 'modern-key-alice-0123456789';
-	const KB = 'modern-key-bob-9876543210';
-	await fsp.writeFile(keyFile, `${KA}\n${KB}\n`, { mode: 0o600 });
-	await withServers(t, servers, { args: ['--api-key-file', keyFile] }, async (rt) => {
+	const { KA, KB, args } = await twoKeys(dir);
+	await withServers(t, servers, { args }, async (rt) => {
 		const alice = new ModernClient(rt.url, { caps: ELICIT, key: KA });
 		const bob = new ModernClient(rt.url, { caps: ELICIT, key: KB });
 		const me = new ModernClient(rt.url, { caps: ELICIT });
@@ -635,11 +641,8 @@ test('modern bridge: a call left at input_required blocks no one else on its ser
 	timeout: 60_000,
 }, async (t) => {
 	const { dir, file, servers } = await demoWithCount(t);
-	const keyFile = path.join(dir, 'keys');
-	const KA = 'modern-key-alice-0123456789';
-	const KB = 'modern-key-bob-9876543210';
-	await fsp.writeFile(keyFile, `${KA}\n${KB}\n`, { mode: 0o600 });
-	await withServers(t, servers, { args: ['--api-key-file', keyFile] }, async (rt) => {
+	const { KA, KB, args } = await twoKeys(dir);
+	await withServers(t, servers, { args }, async (rt) => {
 		const alice = new ModernClient(rt.url, { caps: ELICIT, key: KA });
 		const bob = new ModernClient(rt.url, { caps: ELICIT, key: KB });
 		// Alice's call waits for her (she may never come back): the

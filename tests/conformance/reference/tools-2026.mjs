@@ -73,18 +73,15 @@ export function addTools2026(mcpServer) {
   const tool = (name, description, fn) =>
     mcpServer.registerTool(name, { description, inputSchema: {} }, fn);
 
-  tool(
-    'test_input_required_result_elicitation',
-    'Asks the user their name mid-call and greets them',
-    async (_a, extra) =>
-      text(said.elicit(await ask.elicit(extra, 'What is your name?', 'name', 'string')))
-  );
-  tool(
-    'test_input_required_result_sampling',
-    "Asks the client's model a question mid-call",
-    async (_a, extra) =>
-      text(said.sample(await ask.sample(extra, 'What is the capital of France?', 100)))
-  );
+  // The same question under each name the set calls it by.
+  const askName = async (_a, extra) =>
+    text(said.elicit(await ask.elicit(extra, 'What is your name?', 'name', 'string')));
+  const askCapital = async (_a, extra) =>
+    text(said.sample(await ask.sample(extra, 'What is the capital of France?', 100)));
+  tool('test_input_required_result_elicitation', 'Asks the user their name mid-call', askName);
+  tool('test_streaming_elicitation', 'Asks the user their name mid-call', askName);
+  tool('test_input_required_result_sampling', "Asks the client's model a question mid-call", askCapital);
+  tool('test_missing_capability', 'Asks sampling whatever the client declared', askCapital);
   tool(
     'test_input_required_result_list_roots',
     "Asks the client's roots mid-call",
@@ -133,18 +130,6 @@ export function addTools2026(mcpServer) {
       if (caps.roots) out.push(said.roots(await ask.roots(extra)));
       return text(out.join('\n') || 'The client declared none of them');
     }
-  );
-  tool(
-    'test_missing_capability',
-    'Asks sampling whatever the client declared',
-    async (_a, extra) =>
-      text(said.sample(await ask.sample(extra, 'What is the capital of France?', 100)))
-  );
-  tool(
-    'test_streaming_elicitation',
-    'Asks the user their name mid-call',
-    async (_a, extra) =>
-      text(said.elicit(await ask.elicit(extra, 'What is your name?', 'name', 'string')))
   );
   tool(
     'test_logging_tool',
