@@ -225,6 +225,14 @@ struct call *session_newest_call_on(struct session *s, struct instance *inst);
 /* A call whose server needed a sign-in goes on: it waits for the start
  * of its instance (the pending callback's reference goes with it). */
 void session_call_resume(struct call *c);
+/* turns.c: c waits for its turn (true: queued, the ready callback's
+ * reference with it) when its server asks and another call is on it. */
+bool session_call_wait_turn(struct call *c, struct instance *inst);
+/* The turn on inst may be free: the next in line goes. */
+void session_turn_next(struct hub *hub, struct instance *inst);
+/* c ends: out of both lines; true when it waited for its turn (the
+ * caller drops the ready callback's reference). */
+bool session_turn_leave(struct call *c);
 /* A request routed by name or uri (route.c), on session->routing while
  * it waits for its server's start. */
 struct route_req {
