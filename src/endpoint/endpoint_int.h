@@ -185,6 +185,12 @@ struct conn {
 };
 
 /* endpoint.c: connections, writing and simple answers */
+/* output.c, for the connection's life: the counted bytes of its output
+ * are gone (written, failed or dropped); what waits to be written; write
+ * what waits now (<0: the connection failed). */
+void ep_flow_settle(struct conn *c);
+size_t ep_conn_pending(const struct conn *c);
+int ep_conn_flush(struct conn *c);
 void ep_write(struct conn *c, const char *data, size_t len);
 void ep_write_buf(struct conn *c, struct buf *b);
 /* Small output formatted straight into c's output buffer (an answer's
