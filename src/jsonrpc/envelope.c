@@ -382,12 +382,17 @@ static int env_check_version(const struct env_msg *m, const char *header,
 	return 0;
 }
 
-static enum envelope_log env_log_parse(const char *name)
+enum envelope_log envelope_log_parse(const char *name)
 {
 	for (int i = 0; name && env_levels[i]; i++)
 		if (strcmp(env_levels[i], name) == 0)
 			return (enum envelope_log)i;
 	return ENVELOPE_LOG_NONE;
+}
+
+const char *envelope_log_name(enum envelope_log level)
+{
+	return level == ENVELOPE_LOG_NONE ? NULL : env_levels[level];
 }
 
 static int env_check_log(const struct env_msg *m, struct envelope *env,
@@ -399,7 +404,7 @@ static int env_check_log(const struct env_msg *m, struct envelope *env,
 		return 0;
 	if (json_is_string(lv) &&
 	    strlen(json_string_value(lv)) == json_string_length(lv))
-		env->log_level = env_log_parse(json_string_value(lv));
+		env->log_level = envelope_log_parse(json_string_value(lv));
 	if (env->log_level != ENVELOPE_LOG_NONE)
 		return 0;
 	return envelope_fail(err, 400, JR_INVALID_PARAMS, NULL,
@@ -540,7 +545,7 @@ bool envelope_log_passes(enum envelope_log want, const char *level)
 {
 	if (want == ENVELOPE_LOG_NONE)
 		return false;
-	enum envelope_log l = env_log_parse(level);
+	enum envelope_log l = envelope_log_parse(level);
 	if (l == ENVELOPE_LOG_NONE)
 		return want == ENVELOPE_LOG_DEBUG;
 	return l >= want;

@@ -150,5 +150,10 @@ bool envelope_schema_ok(json_t *input_schema);
  * client asked for everything, but a message of unknown weight must not
  * reach one that asked for errors only. */
 bool envelope_log_passes(enum envelope_log want, const char *level);
+/* A level's name ("debug" .. "emergency") as MCP spells it, and back;
+ * ENVELOPE_LOG_NONE for a name that is none of the eight (or NULL), and
+ * NULL for ENVELOPE_LOG_NONE. */
+enum envelope_log envelope_log_parse(const char *name);
+const char *envelope_log_name(enum envelope_log level);
 
 #endif

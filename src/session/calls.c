@@ -195,11 +195,6 @@ static char *session_unavailable_text(struct session *s, struct instance *inst,
 			 why ? why : "it could not be started");
 }
 
-/* MCP's log levels, in enum envelope_log's order. */
-static const char *const session_levels[] = {"debug",	"info",	     "notice",
-					     "warning", "error",     "critical",
-					     "alert",	"emergency", NULL};
-
 /* The level the call's client asked with logging/setLevel, in the
  * request's _meta, for a 2026-07-28 server: it takes the level there, per
  * request, and logs on that call's answer stream only, so one client's
@@ -220,7 +215,7 @@ static void session_call_level(struct call *c, struct instance *inst,
 	}
 	if (json_object_get(meta, META_LOG_LEVEL) == NULL)
 		json_object_set_new(meta, META_LOG_LEVEL,
-				    json_string(session_levels[want]));
+				    json_string(envelope_log_name(want)));
 }
 
 static void session_call_ready_cb(void *arg, struct instance *inst, int err)
@@ -542,11 +537,8 @@ void session_set_level(struct session *s, json_t *id, json_t *params,
 		       struct exchange *ex)
 {
 	const char *level = json_string_value(json_object_get(params, "level"));
-	int found = -1;
-	for (int i = 0; level && session_levels[i]; i++)
-		if (strcmp(level, session_levels[i]) == 0)
-			found = i;
-	if (found < 0) {
+	enum envelope_log found = envelope_log_parse(level);
+	if (found == ENVELOPE_LOG_NONE) {
 		session_reply_error(ex, id, JR_INVALID_PARAMS,
 				    "logging/setLevel needs params.level, one "
 				    "of debug, info, notice, warning, error, "
@@ -554,7 +546,7 @@ void session_set_level(struct session *s, json_t *id, json_t *params,
 				    NULL);
 		return;
 	}
-	s->log_level = (enum envelope_log)found;
+	s->log_level = found;
 	struct session_views sv;
 	session_views_build(s, &sv);
 	struct fanout *f = xcalloc(1, sizeof *f);
