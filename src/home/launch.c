@@ -134,9 +134,21 @@ int runtime_launch(const char *home, const char *exe, const char *cwd,
 		free(argv);
 		return logfd;
 	}
-	int fds[2];
+	/* Two pipes: the middle process writes the runtime's pid on one, the
+	 * runtime its exec error on the other (EOF when exec worked). On one
+	 * pipe a quick exec failure could come before the pid and be read as
+	 * part of it. */
+	int fds[2], efds[2];
 	if (pipe2(fds, O_CLOEXEC) < 0) {
 		int e = errno;
+		close(logfd);
+		free(argv);
+		return -e;
+	}
+	if (pipe2(efds, O_CLOEXEC) < 0) {
+		int e = errno;
+		close(fds[0]);
+		close(fds[1]);
 		close(logfd);
 		free(argv);
 		return -e;
@@ -145,12 +157,14 @@ int runtime_launch(const char *home, const char *exe, const char *cwd,
 	pid_t mid = fork();
 	if (mid == 0) {
 		close(fds[0]);
+		close(efds[0]);
 		/* A session of its own: no terminal's SIGHUP or ^C reaches
 		 * it, and it outlives the command that started it. */
 		setsid();
 		pid_t rt = fork();
 		if (rt == 0)
-			child_exec(fds[1], logfd, exe, cwd, argv, envp);
+			child_exec(efds[1], logfd, exe, cwd, argv, envp);
+		close(efds[1]);
 		long v = rt;
 		if (write(fds[1], &v, sizeof v) < 0) {
 			/* The parent sees EOF and reports EIO. */
@@ -159,6 +173,7 @@ int runtime_launch(const char *home, const char *exe, const char *cwd,
 	}
 	int e = mid < 0 ? errno : 0;
 	close(fds[1]);
+	close(efds[1]);
 	close(logfd);
 	free(argv);
 	free(envp);
@@ -169,10 +184,11 @@ int runtime_launch(const char *home, const char *exe, const char *cwd,
 		}
 		if (!read_full(fds[0], &rt, sizeof rt) || rt <= 0)
 			e = rt < 0 ? EAGAIN : EIO;
-		else if (read_full(fds[0], &exec_err, sizeof exec_err))
+		else if (read_full(efds[0], &exec_err, sizeof exec_err))
 			e = exec_err ? exec_err : EIO;
 	}
 	close(fds[0]);
+	close(efds[0]);
 	if (e)
 		return -e;
 	*pid_out = (pid_t)rt;
