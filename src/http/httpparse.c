@@ -17,6 +17,7 @@
 #include <http_parser.h>
 #undef http_method
 
+#include "http/httphead.h"
 #include "util/buf.h"
 #include "util/xmalloc.h"
 
@@ -46,12 +47,6 @@ enum httpparse_chunk {
 	CK_END,
 };
 
-/* One header in hstore: the name at name (name_len bytes), the value at
- * value, each followed by a NUL. */
-struct httpparse_hspan {
-	size_t name, name_len, value, value_len;
-};
-
 struct httpparse {
 	http_parser hp;
 	struct buf head;   /* the head, gathered until it ends */
@@ -78,10 +73,15 @@ struct httpparse {
 	 * request's pointers into it are set when the head ends (it may move
 	 * while it grows). */
 	struct buf hstore;
-	struct httpparse_hspan *spans; /* where each header lies in hstore */
+	struct httphead_span *spans; /* where each header lies in hstore */
 	size_t nspans, hcap;
 	size_t req_cap; /* room in req.headers */
 	struct http_request req;
+	/* The head was read by httphead.c, not the library: the body is
+	 * counted here, body_left bytes still to come. */
+	bool fast;
+	uint64_t body_left;
+	bool library_only; /* httpparse_library_only */
 	int err_status;
 	const char *err_reason;
 };
@@ -93,66 +93,12 @@ static int httpparse_fail(struct httpparse *p, int status, const char *reason)
 	return -1;
 }
 
-/* Which known header name is (lower-cased, len bytes), or -1. Headers
- * that mean one thing (the first HTTP_H_SINGLES): two of them are two
- * readings of the request (RFC 9112 says 400 for two Hosts), and which
- * one a check sees must not be a matter of order. */
-static int httpparse_known(const char *name, size_t len)
-{
-	/* By length first: most headers fall through at once. */
-	const char *want;
-	int k;
-	switch (len) {
-	case 4:
-		want = "host", k = HTTP_H_HOST;
-		break;
-	case 6:
-		if (name[0] == 'o')
-			want = "origin", k = HTTP_H_ORIGIN;
-		else if (name[0] == 'a')
-			want = "accept", k = HTTP_H_ACCEPT;
-		else
-			want = "expect", k = HTTP_H_EXPECT;
-		break;
-	case 8:
-		want = "mcp-name", k = HTTP_H_MCP_NAME;
-		break;
-	case 10:
-		want = "mcp-method", k = HTTP_H_MCP_METHOD;
-		break;
-	case 12:
-		want = "content-type", k = HTTP_H_CONTENT_TYPE;
-		break;
-	case 13:
-		if (name[0] == 'l')
-			want = "last-event-id", k = HTTP_H_LAST_EVENT_ID;
-		else
-			want = "authorization", k = HTTP_H_AUTHORIZATION;
-		break;
-	case 14:
-		if (name[0] == 'm')
-			want = "mcp-session-id", k = HTTP_H_MCP_SESSION_ID;
-		else
-			want = "content-length", k = HTTP_H_CONTENT_LENGTH;
-		break;
-	case 17:
-		want = "transfer-encoding", k = HTTP_H_TRANSFER_ENCODING;
-		break;
-	case 20:
-		want = "mcp-protocol-version", k = HTTP_H_MCP_PROTOCOL_VERSION;
-		break;
-	default:
-		return -1;
-	}
-	return memcmp(name, want, len) == 0 ? k : -1;
-}
-
 /* The value of the header in progress is whole: its trailing blanks go
  * (the library skips the leading ones), it gets its NUL, and the name is
  * checked against the single-valued ones. */
 static void httpparse_commit_header(struct httpparse *p)
 {
-	struct httpparse_hspan *h = &p->spans[p->nspans - 1];
+	struct httphead_span *h = &p->spans[p->nspans - 1];
 	if (p->hpiece == HP_FIELD) { /* a name without a value */
 		buf_append(&p->hstore, "", 1);
 		h->value = p->hstore.len;
@@ -164,7 +110,7 @@ static void httpparse_commit_header(struct httpparse *p)
 	p->hstore.len = end;
 	h->value_len = end - h->value;
 	buf_append(&p->hstore, "", 1);
-	int k = httpparse_known(p->hstore.data + h->name, h->name_len);
+	int k = httphead_known(p->hstore.data + h->name, h->name_len);
 	if (k < 0)
 		return;
 	if (p->known[k] == 0)
@@ -213,7 +159,7 @@ static int httpparse_header_field_cb(http_parser *hp, const char *at,
 				xrealloc(p->spans, p->hcap * sizeof(*p->spans));
 		}
 		p->spans[p->nspans++] =
-			(struct httpparse_hspan){.name = p->hstore.len};
+			(struct httphead_span){.name = p->hstore.len};
 		p->hpiece = HP_FIELD;
 	}
 	size_t from = p->hstore.len;
@@ -267,6 +213,30 @@ static enum http_method httpparse_map_method(unsigned m)
 	}
 }
 
+/* The request's view of the headers, now that hstore is whole, and its
+ * body, empty so far (still a NUL-terminated string). */
+static void httpparse_expose(struct httpparse *p)
+{
+	struct http_request *r = &p->req;
+	if (p->nspans > p->req_cap) {
+		p->req_cap = p->hcap;
+		r->headers =
+			xrealloc(r->headers, p->req_cap * sizeof(*r->headers));
+	}
+	for (size_t i = 0; i < p->nspans; i++) {
+		r->headers[i].name = p->hstore.data + p->spans[i].name;
+		r->headers[i].name_len = p->spans[i].name_len;
+		r->headers[i].value = p->hstore.data + p->spans[i].value;
+	}
+	r->nheaders = p->nspans;
+	for (int k = 0; k < HTTP_H_COUNT; k++)
+		r->known[k] =
+			p->known[k] ? r->headers[p->known[k] - 1].value : NULL;
+	buf_append(&p->body, "", 0);
+	r->body = p->body.data;
+	r->body_len = 0;
+}
+
 static int httpparse_headers_complete_cb(http_parser *hp)
 {
 	struct httpparse *p = hp->data;
@@ -285,27 +255,9 @@ static int httpparse_headers_complete_cb(http_parser *hp)
 	r->http_major = hp->http_major;
 	r->http_minor = hp->http_minor;
 	r->keep_alive = http_should_keep_alive(hp) != 0;
-	/* The request's view of the headers, now that hstore is whole. */
-	if (p->nspans > p->req_cap) {
-		p->req_cap = p->hcap;
-		r->headers =
-			xrealloc(r->headers, p->req_cap * sizeof(*r->headers));
-	}
-	for (size_t i = 0; i < p->nspans; i++) {
-		r->headers[i].name = p->hstore.data + p->spans[i].name;
-		r->headers[i].name_len = p->spans[i].name_len;
-		r->headers[i].value = p->hstore.data + p->spans[i].value;
-	}
-	r->nheaders = p->nspans;
-	for (int k = 0; k < HTTP_H_COUNT; k++)
-		r->known[k] =
-			p->known[k] ? r->headers[p->known[k] - 1].value : NULL;
 	buf_append(&p->url, "", 0);
 	r->url = p->url.data;
-	/* An empty body is still a valid NUL-terminated string. */
-	buf_append(&p->body, "", 0);
-	r->body = p->body.data;
-	r->body_len = 0;
+	httpparse_expose(p);
 
 	/* The library takes any single-digit version. */
 	if (hp->http_major != 1 || hp->http_minor > 1)
@@ -403,6 +355,8 @@ static void httpparse_clear_request(struct httpparse *p)
 	p->ck_left = 0;
 	p->ck_digits = false;
 	p->ck_bad = false;
+	p->fast = false;
+	p->body_left = 0;
 }
 
 struct httpparse *httpparse_new(size_t max_body)
@@ -579,10 +533,65 @@ static size_t httpparse_chunk_scan(struct httpparse *p, const char *d,
 /* The head is whole (or over its limit): parsed in one piece, so any
  * split gives the same answer. end is its length in p->head, old how
  * much of it earlier feeds gave. */
+/* The head d[0..end) read by httphead.c when it has the common shape
+ * (see there): a copy in hstore, read in place. False, with nothing
+ * kept, when the library must read it. */
+static bool httpparse_fast_head(struct httpparse *p, const char *d, size_t end)
+{
+	if (p->library_only)
+		return false;
+	struct httphead h;
+	buf_reset(&p->hstore);
+	buf_append(&p->hstore, d, end);
+	int n = httphead_read(p->hstore.data, end, &h, &p->spans, &p->hcap,
+			      p->known);
+	if (n < 0 || h.content_length > p->max_body) {
+		buf_reset(&p->hstore);
+		memset(p->known, 0, sizeof p->known);
+		return false;
+	}
+	struct http_request *r = &p->req;
+	p->nspans = (size_t)n;
+	r->method = h.method;
+	r->http_major = 1;
+	r->http_minor = 1;
+	r->keep_alive = h.keep_alive;
+	r->url = p->hstore.data + h.url;
+	httpparse_expose(p);
+	p->fast = true;
+	p->body_left = h.content_length;
+	p->headers_complete = true;
+	p->phase = h.content_length ? PHASE_BODY : PHASE_DONE;
+	return true;
+}
+
+/* The body of a request whose head httphead.c read: Content-Length
+ * bytes, taken as they come. */
+static enum httpparse_state httpparse_fast_body(struct httpparse *p,
+						const char *data, size_t len,
+						size_t *consumed)
+{
+	size_t n = p->body_left < len ? (size_t)p->body_left : len;
+	buf_append(&p->body, data, n);
+	p->req.body = p->body.data;
+	p->req.body_len = p->body.len;
+	p->body_left -= n;
+	*consumed = n;
+	if (p->body_left > 0)
+		return HTTPPARSE_NEED_MORE;
+	p->phase = PHASE_DONE;
+	return HTTPPARSE_DONE;
+}
+
 static enum httpparse_state httpparse_feed_head(struct httpparse *p,
 						const char *d, size_t end,
 						size_t old, size_t *consumed)
 {
+	if (httpparse_fast_head(p, d, end)) {
+		*consumed = end - old;
+		return p->phase == PHASE_DONE ? HTTPPARSE_DONE
+					      : HTTPPARSE_HEADERS_DONE;
+	}
 	for (const char *cr = memchr(d, '\r', end); cr;
 	     cr = memchr(cr + 1, '\r', end - (size_t)(cr + 1 - d))) {
 		if ((size_t)(cr - d) + 1 == end || cr[1] != '\n') {
@@ -623,6 +632,15 @@ static enum httpparse_state httpparse_feed_head(struct httpparse *p,
 		return HTTPPARSE_DONE;
 	if (p->phase == PHASE_BODY)
 		return HTTPPARSE_HEADERS_DONE;
+	/* The library took the head and is still in it: a line it reads as
+	 * a request line without a version (`GET /x HT`), which the next
+	 * head would be read as the rest of. Nothing to answer. */
+	for (size_t i = 0; i < end; i++) {
+		if (d[i] != '\r' && d[i] != '\n') {
+			httpparse_fail(p, 400, "malformed request line");
+			return httpparse_check(p);
+		}
+	}
 	/* Only empty lines before a request line: start over. */
 	buf_reset(&p->head);
 	p->head_scan = 0;
@@ -676,6 +694,8 @@ static enum httpparse_state httpparse_feed_once(struct httpparse *p,
 					   consumed);
 	}
 
+	if (p->fast)
+		return httpparse_fast_body(p, data, len, consumed);
 	size_t lim = p->chunked ? httpparse_chunk_scan(p, data, len) : len;
 	size_t n = 0;
 	if (lim > 0) {
@@ -750,6 +770,11 @@ void httpparse_next(struct httpparse *p)
 	/* A fresh init also lifts the pause from on_message_complete. */
 	http_parser_init(&p->hp, HTTP_REQUEST);
 	p->hp.data = p;
+}
+
+void httpparse_library_only(struct httpparse *p)
+{
+	p->library_only = true;
 }
 
 int httpparse_error(const struct httpparse *p, const char **reason)

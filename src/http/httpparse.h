@@ -109,6 +109,10 @@ static inline const char *http_request_header(const struct http_request *r,
 }
 /* After DONE: forget the request and get ready for the next one. */
 void httpparse_next(struct httpparse *p);
+/* Every head goes to libhttp-parser, none to the reader of the common
+ * shape (httphead.c): for the fuzz target and tests that hold that reader
+ * to the library. */
+void httpparse_library_only(struct httpparse *p);
 /* After ERROR: the status to answer with (400, 413, 414, 431, 501) and a
  * short reason. */
 int httpparse_error(const struct httpparse *p, const char **reason);

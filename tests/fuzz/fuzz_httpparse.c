@@ -3,7 +3,10 @@
  * Beyond the sanitizers it checks what the endpoint relies on: the same
  * bytes give the same requests whether they arrive whole or in segments,
  * NEED_MORE takes every byte offered, a finished request stays within the
- * named limits, and an error carries one of the documented statuses.
+ * named limits, and an error carries one of the documented statuses. And
+ * the reader of the common head (src/http/httphead.c) reads every head it
+ * takes as libhttp-parser does: each input is also driven with the
+ * library alone, and the requests and the refusal must be the same.
  *
  * Input: byte 0 picks the body limit (bits 3-4) and how many chunk-size
  * bytes follow (bits 0-2, 1..8); the rest is what a client sends.
@@ -104,10 +107,13 @@ static void fh_check_request(const struct http_request *r, size_t max_body,
 /* Drives the parser as the endpoint does (ep_conn_process): bytes wait in
  * an input buffer, each feed takes what it uses, a finished request is
  * taken and the parser reset. sizes == NULL sends msg in one segment. */
-static void fh_drive(const uint8_t *msg, size_t len, const uint8_t *sizes,
-		     size_t nsizes, size_t max_body, struct buf *d)
+static void fh_drive_as(const uint8_t *msg, size_t len, const uint8_t *sizes,
+			size_t nsizes, size_t max_body, bool library_only,
+			struct buf *d)
 {
 	struct httpparse *p = httpparse_new(max_body);
+	if (library_only)
+		httpparse_library_only(p);
 	struct buf in;
 	buf_init(&in);
 	size_t off = 0, k = 0, since_done = 0;
@@ -167,6 +173,12 @@ static void fh_drive(const uint8_t *msg, size_t len, const uint8_t *sizes,
 		buf_puts(d, since_done ? "PARTIAL\n" : "IDLE\n");
 	buf_free(&in);
 	httpparse_free(p);
+}
+
+static void fh_drive(const uint8_t *msg, size_t len, const uint8_t *sizes,
+		     size_t nsizes, size_t max_body, struct buf *d)
+{
+	fh_drive_as(msg, len, sizes, nsizes, max_body, false, d);
 }
 
 /* Whether the parser refuses msg sent whole. */
@@ -245,15 +257,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t *msg = data + 1 + nsizes;
 	size_t len = size - 1 - nsizes;
 
-	struct buf whole, split;
+	struct buf whole, split, lib;
 	buf_init(&whole);
 	buf_init(&split);
+	buf_init(&lib);
 	fh_drive(msg, len, NULL, 0, max_body, &whole);
 	fh_drive(msg, len, sizes, nsizes, max_body, &split);
 	if (whole.len != split.len || memcmp(whole.data, split.data, whole.len))
 		fh_fail("whole and split feeds read different requests", &whole,
 			&split);
+	fh_drive_as(msg, len, sizes, nsizes, max_body, true, &lib);
+	if (whole.len != lib.len || memcmp(whole.data, lib.data, whole.len))
+		fh_fail("the common head's reader and the library read "
+			"different requests",
+			&whole, &lib);
 	buf_free(&whole);
 	buf_free(&split);
+	buf_free(&lib);
 	return 0;
 }

@@ -945,3 +945,127 @@ Test(httpparse, known_headers_are_found_once_as_parsed)
 	cr_assert_str_eq(http_request_known(r, HTTP_H_EXPECT), "x");
 	httpparse_free(p);
 }
+
+/* What one whole feed of s reads: every request (method, version,
+ * keep-alive, target, headers in order, known slots, body) and how it
+ * ends, as text to compare. */
+static void tp_digest(const char *s, size_t len, bool library_only,
+		      struct buf *d)
+{
+	struct httpparse *p = httpparse_new(1000);
+	if (library_only)
+		httpparse_library_only(p);
+	size_t off = 0;
+	while (off < len) {
+		size_t used = 0;
+		enum httpparse_state st =
+			httpparse_feed(p, s + off, len - off, &used);
+		off += used;
+		if (st == HTTPPARSE_HEADERS_DONE)
+			continue;
+		if (st == HTTPPARSE_ERROR) {
+			const char *why = NULL;
+			int status = httpparse_error(p, &why);
+			buf_printf(d, "ERROR %d %s", status, why);
+			break;
+		}
+		if (st == HTTPPARSE_NEED_MORE) {
+			buf_puts(d, "NEED_MORE");
+			break;
+		}
+		const struct http_request *r = httpparse_request(p);
+		buf_printf(d, "m%d %d.%d ka%d [%s]", (int)r->method,
+			   r->http_major, r->http_minor, (int)r->keep_alive,
+			   r->url);
+		for (size_t i = 0; i < r->nheaders; i++)
+			buf_printf(d, " [%s|%s]", r->headers[i].name,
+				   r->headers[i].value);
+		for (int k = 0; k < HTTP_H_COUNT; k++)
+			buf_printf(d, " %d=%s", k,
+				   r->known[k] ? r->known[k] : "-");
+		buf_printf(d, " body %zu [%s]\n", r->body_len, r->body);
+		httpparse_next(p);
+	}
+	httpparse_free(p);
+}
+
+/* The reader of the common head (httphead.c) takes what clients send and
+ * declines the rest; either way the requests read are the library's, and
+ * so are the refusals (the fuzz target compares the same on any input). */
+Test(httpparse, the_common_head_is_read_as_the_library_reads_it)
+{
+	static const char *const heads[] = {
+		/* what the SDKs send */
+		"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:7345\r\n"
+		"Accept: application/json, text/event-stream\r\n"
+		"Content-Type: application/json\r\nMcp-Session-Id: s1\r\n"
+		"MCP-Protocol-Version: 2025-11-25\r\nConnection: keep-alive\r\n"
+		"User-Agent: node\r\nContent-Length: 5\r\n\r\n{\"a\"}",
+		"GET /mcp?space=a%20b&x=1 HTTP/1.1\r\nHost: h\r\n"
+		"Last-Event-ID: 0-7\r\nAccept: text/event-stream\r\n\r\n",
+		"DELETE /mcp HTTP/1.1\r\nHost: h\r\nMcp-Session-Id: s\r\n"
+		"Connection: Close\r\n\r\n",
+		/* blanks, case, empty and repeated values, pipelining */
+		"POST /m HTTP/1.1\r\nHOST:h  \r\nX-Empty:\r\nACCEPT: a\r\n"
+		"accept: b\r\nContent-Length: 00002\r\n\r\nabGET / HTTP/1.1\r\n"
+		"Host: x\r\n\r\n",
+		/* near misses, which the library judges */
+		"POST /m HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"2\r\nab\r\n0\r\n\r\n",
+		"POST /m HTTP/1.1\r\nTransfer-Encodingx: y\r\n\r\n",
+		"POST /m HTTP/1.1\r\nContent-Length: 2 \t\r\n\r\nab",
+		"POST /m HTTP/1.1\r\nContent-Length: 2 \r\n\r\nab",
+		"POST /m HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1"
+		"\r\n\r\na",
+		"POST /m HTTP/1.1\r\nContent-Length: 5000\r\n\r\n",
+		"GET /m HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n",
+		"GET /m HTTP/1.1\nHost: a\n\n",
+		"GET /m HTTP/1.0\r\nHost: a\r\n\r\n",
+		"HEAD /m HTTP/1.1\r\n\r\n",
+		"OPTIONS * HTTP/1.1\r\n\r\n",
+		"GET http://a/m HTTP/1.1\r\n\r\n",
+		"GET /m#f HTTP/1.1\r\n\r\n",
+		"GET /m\x80 HTTP/1.1\r\n\r\n",
+		"GET /m HTTP/1.1\r\nX: \x80\r\n\r\n",
+		"GET /m HTTP/1.1\r\nX : y\r\n\r\n",
+		"GET /m HTTP/1.1\r\nConnection: upgrade\r\nUpgrade: ws\r\n\r\n",
+		"GET /m HTTP/1.1\r\nConnection: keep-alive, close\r\n\r\n",
+		"GET /m HTTP/1.1\r\nProxy-Connection: close\r\n\r\n",
+		"GET /m HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+		"GET /m  HTTP/1.1\r\n\r\n",
+		"GET /m HTTP/1.1 \r\n\r\n",
+		"\r\nGET /m HTTP/1.1\r\n\r\n",
+		"DELETE /mcp HT\n\r\nGET / HTTP/1.1\r\n\r\n",
+	};
+	for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
+		struct buf fast, lib;
+		buf_init(&fast);
+		buf_init(&lib);
+		tp_digest(heads[i], strlen(heads[i]), false, &fast);
+		tp_digest(heads[i], strlen(heads[i]), true, &lib);
+		cr_assert_str_eq(fast.data, lib.data, "head %zu:\n%s\n%s\n%s",
+				 i, heads[i], fast.data, lib.data);
+		buf_free(&fast);
+		buf_free(&lib);
+	}
+}
+
+/* A line the library reads as a request line without a version used to
+ * be taken with the empty line after it as nothing at all, and the next
+ * head read as its rest; it is refused where it is. */
+Test(httpparse, a_request_line_without_a_version_is_refused)
+{
+	const char *s = "DELETE /mcp HT\n\r\nGET / HTTP/1.1\r\n\r\n";
+	for (int lib = 0; lib < 2; lib++) {
+		struct httpparse *p = httpparse_new(100);
+		if (lib)
+			httpparse_library_only(p);
+		size_t used = 0;
+		cr_assert_eq(httpparse_feed(p, s, strlen(s), &used),
+			     HTTPPARSE_ERROR);
+		const char *why;
+		cr_assert_eq(httpparse_error(p, &why), 400);
+		cr_assert_str_eq(why, "malformed request line");
+		httpparse_free(p);
+	}
+}
