@@ -47,52 +47,43 @@ static const unsigned char hh_class[256] = {
  * which one a check sees must not be a matter of order. */
 int httphead_known(const char *name, size_t len)
 {
-	/* By length first: most headers fall through at once. */
-	const char *want;
-	int k;
+	/* By length first: most headers fall through at once. Each
+	 * comparison has a literal's length, which the compiler turns into
+	 * a few word compares. */
+#define HH_IS(lit) (memcmp(name, lit, sizeof(lit) - 1) == 0)
 	switch (len) {
 	case 4:
-		want = "host", k = HTTP_H_HOST;
-		break;
+		return HH_IS("host") ? HTTP_H_HOST : -1;
 	case 6:
-		if (name[0] == 'o')
-			want = "origin", k = HTTP_H_ORIGIN;
-		else if (name[0] == 'a')
-			want = "accept", k = HTTP_H_ACCEPT;
-		else
-			want = "expect", k = HTTP_H_EXPECT;
-		break;
+		return HH_IS("origin")	 ? HTTP_H_ORIGIN
+		       : HH_IS("accept") ? HTTP_H_ACCEPT
+		       : HH_IS("expect") ? HTTP_H_EXPECT
+					 : -1;
 	case 8:
-		want = "mcp-name", k = HTTP_H_MCP_NAME;
-		break;
+		return HH_IS("mcp-name") ? HTTP_H_MCP_NAME : -1;
 	case 10:
-		want = "mcp-method", k = HTTP_H_MCP_METHOD;
-		break;
+		return HH_IS("mcp-method") ? HTTP_H_MCP_METHOD : -1;
 	case 12:
-		want = "content-type", k = HTTP_H_CONTENT_TYPE;
-		break;
+		return HH_IS("content-type") ? HTTP_H_CONTENT_TYPE : -1;
 	case 13:
-		if (name[0] == 'l')
-			want = "last-event-id", k = HTTP_H_LAST_EVENT_ID;
-		else
-			want = "authorization", k = HTTP_H_AUTHORIZATION;
-		break;
+		return HH_IS("last-event-id")	? HTTP_H_LAST_EVENT_ID
+		       : HH_IS("authorization") ? HTTP_H_AUTHORIZATION
+						: -1;
 	case 14:
-		if (name[0] == 'm')
-			want = "mcp-session-id", k = HTTP_H_MCP_SESSION_ID;
-		else
-			want = "content-length", k = HTTP_H_CONTENT_LENGTH;
-		break;
+		return HH_IS("mcp-session-id")	 ? HTTP_H_MCP_SESSION_ID
+		       : HH_IS("content-length") ? HTTP_H_CONTENT_LENGTH
+						 : -1;
 	case 17:
-		want = "transfer-encoding", k = HTTP_H_TRANSFER_ENCODING;
-		break;
+		return HH_IS("transfer-encoding") ? HTTP_H_TRANSFER_ENCODING
+						  : -1;
 	case 20:
-		want = "mcp-protocol-version", k = HTTP_H_MCP_PROTOCOL_VERSION;
-		break;
+		return HH_IS("mcp-protocol-version")
+			       ? HTTP_H_MCP_PROTOCOL_VERSION
+			       : -1;
 	default:
 		return -1;
 	}
-	return memcmp(name, want, len) == 0 ? k : -1;
+#undef HH_IS
 }
 
 /* The request line up to its CRLF; returns where the headers start, or
@@ -112,7 +103,7 @@ static char *hh_request_line(char *h, const char *end, struct httphead *out)
 	char *url = c;
 	if (*c != '/')
 		return NULL;
-	while (c < end && (hh_class[(unsigned char)*c] & HH_U))
+	while (hh_class[(unsigned char)*c] & HH_U)
 		c++;
 	if (c - url > HTTP_MAX_URL || end - c < 11 ||
 	    memcmp(c, " HTTP/1.1\r\n", 11) != 0)
@@ -164,6 +155,10 @@ int httphead_read(char *h, size_t len, struct httphead *out,
 		  unsigned short known[HTTP_H_COUNT])
 {
 	const char *end = h + len;
+	/* A head found whole ends with LF, in no byte class: every scan
+	 * below stops on it, so none needs to watch the end. */
+	if (len == 0 || h[len - 1] != '\n')
+		return -1;
 	out->keep_alive = true;
 	out->content_length = 0;
 	char *c = hh_request_line(h, end, out);
@@ -176,19 +171,19 @@ int httphead_read(char *h, size_t len, struct httphead *out,
 		if (c[0] == '\r')
 			break;
 		char *name = c;
-		for (; c < end && (hh_class[(unsigned char)*c] & HH_T); c++)
+		for (; hh_class[(unsigned char)*c] & HH_T; c++)
 			if (*c >= 'A' && *c <= 'Z')
 				*c = (char)(*c - 'A' + 'a');
-		if (c == name || c == end || *c != ':')
+		if (c == name || *c != ':')
 			return -1;
 		size_t name_len = (size_t)(c - name);
 		*c++ = '\0';
-		while (c < end && (*c == ' ' || *c == '\t'))
+		while (*c == ' ' || *c == '\t')
 			c++;
 		char *value = c;
-		while (c < end && (hh_class[(unsigned char)*c] & HH_V))
+		while (hh_class[(unsigned char)*c] & HH_V)
 			c++;
-		if (end - c < 2 || c[0] != '\r' || c[1] != '\n')
+		if (c[0] != '\r' || c[1] != '\n')
 			return -1;
 		/* Counted as the library's callbacks count: the name and the
 		 * value up to its line's end. */
@@ -196,6 +191,7 @@ int httphead_read(char *h, size_t len, struct httphead *out,
 		char *vend = c;
 		while (vend > value && (vend[-1] == ' ' || vend[-1] == '\t'))
 			vend--;
+		bool padded = vend != c;
 		*vend = '\0';
 		c += 2;
 		if (n == HTTP_MAX_HEADERS || bytes > HTTP_MAX_HEADER_BYTES)
@@ -208,7 +204,7 @@ int httphead_read(char *h, size_t len, struct httphead *out,
 		} else if (k >= 0) {
 			known[k] = (unsigned short)(n + 1);
 		}
-		if (!hh_framing(k, name, name_len, value, value_len, vend != c,
+		if (!hh_framing(k, name, name_len, value, value_len, padded,
 				out))
 			return -1;
 		if (n == *cap) {
