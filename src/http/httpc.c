@@ -103,7 +103,7 @@ static CURLcode httpc_easy_setup(const struct httpc *c, CURL *e)
  * A finished easy handle back to the idle set, or freed when the set is
  * full or the client closes. A request that ended well leaves it as it
  * is, its options set for the next (curl_easy_reset and setting them all
- * again cost about 5,000 instructions and eight allocations a request):
+ * again cost about 7,000 instructions and seven allocations a request):
  * only what points at the request's memory is let go here (its header
  * list, error buffer, parsed URL, the copy of its body). Any other end
  * (an error, a cancel, curl's own replay) resets the handle: curl's
