@@ -19,6 +19,10 @@
 
 static void httpc_free_now(struct httpc *c);
 static void httpc_kick(struct httpc *c);
+static size_t httpc_header_cb(char *p, size_t size, size_t n, void *ud);
+static size_t httpc_write_cb(char *p, size_t size, size_t n, void *ud);
+static int httpc_prereq_cb(void *ud, char *conn_primary_ip, char *conn_local_ip,
+			   int conn_primary_port, int conn_local_port);
 
 /* ---- handles ---- */
 
@@ -49,7 +53,10 @@ static bool httpc_sent_now(const struct httpc_req *r)
 	 * then closed: the first write may have reached the server. */
 	if (r->heard || r->replay_refused)
 		return true;
-	if (!r->added)
+	/* curl asks httpc_prereq_cb right before it writes a request: not
+	 * asked, nothing went (and a kept handle's count is still the last
+	 * request's until curl starts this one). */
+	if (!r->added || r->attempts == 0)
 		return false;
 	/* Bytes of the request written to a socket, counted as they go
 	 * (a partial write counts). */
@@ -60,22 +67,83 @@ static bool httpc_sent_now(const struct httpc_req *r)
 	return size > 0;
 }
 
-/* A finished easy handle back to the idle set, reset at once so that it
- * points at nothing of the request (its headers, buffers, callbacks'
- * data); freed when the set is full or the client closes. */
-static void httpc_easy_put(struct httpc *c, CURL *e)
+/* The options every request gets alike (see httpc.h and the file head),
+ * set once per easy handle: a handle kept between requests keeps them,
+ * and httpc_setup sets only what a request may change. */
+static CURLcode httpc_easy_setup(const struct httpc *c, CURL *e)
 {
+	const struct curlso *cu = c->cu;
+	CURLcode rc = CURLE_OK;
+#define SET(opt, val)                                                          \
+	do {                                                                   \
+		if (rc == CURLE_OK)                                            \
+			rc = cu->easy_setopt(e, opt, val);                     \
+	} while (0)
+	SET(CURLOPT_NOSIGNAL, 1L);
+	SET(CURLOPT_PROTOCOLS_STR, "http,https");
+	SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	/* A redirect must not carry our Authorization elsewhere. */
+	SET(CURLOPT_FOLLOWLOCATION, 0L);
+	SET(CURLOPT_NOPROXY, "127.0.0.1,localhost,::1");
+	SET(CURLOPT_HEADERFUNCTION, httpc_header_cb);
+	SET(CURLOPT_WRITEFUNCTION, httpc_write_cb);
+	SET(CURLOPT_PREREQFUNCTION, httpc_prereq_cb);
+	SET(CURLOPT_TCP_KEEPALIVE, 1L);
+	SET(CURLOPT_OPENSOCKETFUNCTION, httpc_open_cb);
+	SET(CURLOPT_OPENSOCKETDATA, (void *)c);
+	SET(CURLOPT_CLOSESOCKETFUNCTION, httpc_close_cb);
+	SET(CURLOPT_CLOSESOCKETDATA, (void *)c);
+	/* No CURLOPT_PIPEWAIT: a request would wait for a connection whose
+	 * protocol is not known yet, which a silent stream never tells. */
+#undef SET
+	return rc;
+}
+
+/*
+ * A finished easy handle back to the idle set, or freed when the set is
+ * full or the client closes. A request that ended well leaves it as it
+ * is, its options set for the next (curl_easy_reset and setting them all
+ * again cost about 7,000 instructions and seven allocations a request):
+ * only what points at the request's memory is let go here (its header
+ * list, error buffer, parsed URL, the copy of its body). Any other end
+ * (an error, a cancel, curl's own replay) resets the handle: curl's
+ * count of replays (state.retrycount, which only curl_easy_reset zeroes)
+ * and whatever a broken transfer left are gone, and the shared options
+ * are set again.
+ */
+static void httpc_easy_put(struct httpc *c, CURL *e, bool clean)
+{
+	const struct curlso *cu = c->cu;
 	if (c->closing || c->nidle == HTTPC_IDLE_EASY) {
-		c->cu->easy_cleanup(e);
+		cu->easy_cleanup(e);
 		return;
 	}
-	c->cu->easy_reset(e);
+	if (clean) {
+		cu->easy_setopt(e, CURLOPT_HTTPHEADER, (void *)NULL);
+		cu->easy_setopt(e, CURLOPT_ERRORBUFFER, (void *)NULL);
+		cu->easy_setopt(e, CURLOPT_CURLU, (void *)NULL);
+		/* Frees curl's copy of the body (COPYPOSTFIELDS). */
+		cu->easy_setopt(e, CURLOPT_POSTFIELDS, (void *)NULL);
+	} else {
+		cu->easy_reset(e);
+		if (httpc_easy_setup(c, e) != CURLE_OK) {
+			cu->easy_cleanup(e);
+			return;
+		}
+	}
 	c->idle[c->nidle++] = e;
 }
 
 static CURL *httpc_easy_get(struct httpc *c)
 {
-	return c->nidle > 0 ? c->idle[--c->nidle] : c->cu->easy_init();
+	if (c->nidle > 0)
+		return c->idle[--c->nidle];
+	CURL *e = c->cu->easy_init();
+	if (e && httpc_easy_setup(c, e) != CURLE_OK) {
+		c->cu->easy_cleanup(e);
+		e = NULL;
+	}
+	return e;
 }
 
 /* Removes r from curl (never from inside curl), tells its owner unless
@@ -102,7 +170,8 @@ static void httpc_end(struct httpc_req *r, int err, const char *why)
 		c->reqs = r->next;
 	if (r->next)
 		r->next->prev = r->prev;
-	httpc_easy_put(c, r->easy);
+	/* A clean end: curl finished the transfer and sent it once. */
+	httpc_easy_put(c, r->easy, err == 0 && r->attempts <= 1);
 	httpc_url_put(r->url);
 	free(r->headers);
 	buf_free(&r->head);
@@ -478,7 +547,9 @@ static struct curl_slist *httpc_headers(const char *const *lines)
 	return l;
 }
 
-/* Sets the options every request gets (see httpc.h and the file head). */
+/* Sets what a request may change, all of it every time: the handle may
+ * come from a request with other options (httpc_easy_put); what every
+ * request gets alike is set once (httpc_easy_setup). */
 static int httpc_setup(struct httpc_req *r, const struct httpc_opts *o)
 {
 	const struct curlso *cu = r->c->cu;
@@ -489,51 +560,32 @@ static int httpc_setup(struct httpc_req *r, const struct httpc_opts *o)
 		if (rc == CURLE_OK)                                            \
 			rc = cu->easy_setopt(e, opt, val);                     \
 	} while (0)
-	SET(CURLOPT_NOSIGNAL, 1L);
 	SET(CURLOPT_PRIVATE, (void *)r);
 	/* The text too: libcurl 7.88 then takes it as the transfer's own
 	 * (its effective URL, what a replay reads) instead of printing the
 	 * parsed one back; both say the same. */
 	SET(CURLOPT_URL, o->url);
-	if (r->url)
-		SET(CURLOPT_CURLU, r->url->u);
-	SET(CURLOPT_PROTOCOLS_STR, "http,https");
-	SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	/* A redirect must not carry our Authorization elsewhere. */
-	SET(CURLOPT_FOLLOWLOCATION, 0L);
-	SET(CURLOPT_NOPROXY, "127.0.0.1,localhost,::1");
-	if (o->unix_socket)
-		SET(CURLOPT_UNIX_SOCKET_PATH, o->unix_socket);
+	SET(CURLOPT_CURLU, r->url ? r->url->u : NULL);
+	SET(CURLOPT_UNIX_SOCKET_PATH, o->unix_socket);
 	SET(CURLOPT_CONNECTTIMEOUT_MS,
 	    (long)(o->connect_timeout_ms ? o->connect_timeout_ms
 					 : HTTPC_CONNECT_TIMEOUT_MS));
-	if (o->total_timeout_ms)
-		SET(CURLOPT_TIMEOUT_MS, (long)o->total_timeout_ms);
-	SET(CURLOPT_HEADERFUNCTION, httpc_header_cb);
+	SET(CURLOPT_TIMEOUT_MS, (long)o->total_timeout_ms);
 	SET(CURLOPT_HEADERDATA, (void *)r);
-	SET(CURLOPT_WRITEFUNCTION, httpc_write_cb);
 	SET(CURLOPT_WRITEDATA, (void *)r);
 	SET(CURLOPT_ERRORBUFFER, r->errbuf);
-	SET(CURLOPT_PREREQFUNCTION, httpc_prereq_cb);
 	SET(CURLOPT_PREREQDATA, (void *)r);
-	SET(CURLOPT_TCP_KEEPALIVE, 1L);
-	SET(CURLOPT_OPENSOCKETFUNCTION, httpc_open_cb);
-	SET(CURLOPT_OPENSOCKETDATA, (void *)r->c);
-	SET(CURLOPT_CLOSESOCKETFUNCTION, httpc_close_cb);
-	SET(CURLOPT_CLOSESOCKETDATA, (void *)r->c);
-	/* No CURLOPT_PIPEWAIT: a request would wait for a connection whose
-	 * protocol is not known yet, which a silent stream never tells. */
 	SET(CURLOPT_HTTPHEADER, r->headers);
 	const char *m = o->method ? o->method : "GET";
-	if (strcmp(m, "GET") == 0) {
+	bool post = strcmp(m, "POST") == 0;
+	/* GET, or a custom method's base when it sends no body. */
+	if (!post && o->body == NULL)
 		SET(CURLOPT_HTTPGET, 1L);
-	} else if (strcmp(m, "POST") == 0) {
+	else if (post)
 		SET(CURLOPT_POST, 1L);
-	} else {
-		SET(CURLOPT_CUSTOMREQUEST, m);
-	}
+	SET(CURLOPT_CUSTOMREQUEST, post || strcmp(m, "GET") == 0 ? NULL : m);
 	r->once = strcmp(m, "GET") != 0 && strcmp(m, "DELETE") != 0;
-	if (o->body || strcmp(m, "POST") == 0) {
+	if (o->body || post) {
 		/* The size first: COPYPOSTFIELDS copies that many bytes. */
 		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)o->body_len);
 		SET(CURLOPT_COPYPOSTFIELDS, o->body ? o->body : "");
@@ -571,7 +623,7 @@ int httpc_start(struct httpc *c, const struct httpc_opts *opts,
 	r->silence_ms = opts->silence_timeout_ms;
 	buf_init(&r->head);
 	if (httpc_setup(r, opts) < 0) {
-		httpc_easy_put(c, e);
+		httpc_easy_put(c, e, false);
 		httpc_url_put(r->url);
 		free(hs);
 		free(r);

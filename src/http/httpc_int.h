@@ -25,7 +25,7 @@
 #define HTTPC_TURN_BYTES (256 * 1024)
 /* Finished easy handles kept for the next requests: making one and
  * freeing it cost more than a third of curl's work for a small call
- * (its state, its buffers); reset, one holds a 16 KiB read buffer. */
+ * (its state, its buffers); one holds a 16 KiB read buffer. */
 #define HTTPC_IDLE_EASY 16
 #define HTTPC_WHY_MAX 200
 /* Parsed URLs kept (see struct httpc_url): a runtime talks to a few
@@ -73,7 +73,7 @@ struct httpc {
 	uv_timer_t kick; /* deferred adds and resumes */
 	struct httpc_req *reqs;
 	struct httpc_sock *socks;    /* polled for curl */
-	CURL *idle[HTTPC_IDLE_EASY]; /* reset, for the next requests */
+	CURL *idle[HTTPC_IDLE_EASY]; /* set up, for the next requests */
 	int nidle;
 	struct httpc_url urls[HTTPC_URLS];
 	uint64_t url_takes;
