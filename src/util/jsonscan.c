@@ -1,7 +1,7 @@
 /* Validating, allocation-free scan of JSON text for top-level members. */
 #include "util/jsonscan.h"
 
-#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -497,17 +497,25 @@ int jsonscan_levels_strict(const char *text, size_t len,
 bool jsonscan_int(const char *text, const struct jsonscan_span *span,
 		  long long *v)
 {
+	/* By hand rather than strtoll on a copy: every call's id is read so,
+	 * and this is a third of the cost. */
 	if (span->len == 0 || span->len > 20)
 		return false;
-	char buf[24];
-	memcpy(buf, text + span->off, span->len);
-	buf[span->len] = '\0';
-	for (size_t i = 0; i < span->len; i++)
-		if (!(buf[i] == '-' && i == 0) &&
-		    (buf[i] < '0' || buf[i] > '9'))
+	const char *p = text + span->off, *end = p + span->len;
+	bool neg = *p == '-';
+	if (neg && ++p == end)
+		return false;
+	const unsigned long long max =
+		neg ? (unsigned long long)LLONG_MAX + 1 : LLONG_MAX;
+	unsigned long long u = 0;
+	for (; p < end; p++) {
+		if (*p < '0' || *p > '9')
 			return false;
-	char *end;
-	errno = 0;
-	*v = strtoll(buf, &end, 10);
-	return errno == 0 && *end == '\0';
+		unsigned d = (unsigned)(*p - '0');
+		if (u > max / 10 || (u == max / 10 && d > max % 10))
+			return false;
+		u = u * 10 + d;
+	}
+	*v = !neg ? (long long)u : u == max ? LLONG_MIN : -(long long)u;
+	return true;
 }

@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,6 +102,34 @@ Test(jsonscan, integers)
 	for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
 		cr_assert_eq(scan(no[i], sp), 0, "%s", no[i]);
 		cr_assert(!jsonscan_int(no[i], &sp[1], &v), "%s", no[i]);
+	}
+	/* The edges of int64, and spans that are no number, read as strtoll
+	 * reads them. */
+	const struct {
+		const char *text;
+		bool ok;
+		long long v;
+	} edge[] = {
+		{"9223372036854775807", true, LLONG_MAX},
+		{"9223372036854775808", false, 0},
+		{"-9223372036854775808", true, LLONG_MIN},
+		{"-9223372036854775809", false, 0},
+		{"18446744073709551616", false, 0},
+		{"-0", true, 0},
+		{"42", true, 42},
+		{"-17", true, -17},
+		{"-", false, 0},
+		{"--1", false, 0},
+		{"1-", false, 0},
+		{"", false, 0},
+	};
+	for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+		struct jsonscan_span one = {0, strlen(edge[i].text)};
+		v = 12345;
+		cr_assert_eq(jsonscan_int(edge[i].text, &one, &v), edge[i].ok,
+			     "%s", edge[i].text);
+		if (edge[i].ok)
+			cr_assert_eq(v, edge[i].v, "%s", edge[i].text);
 	}
 }
 
