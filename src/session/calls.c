@@ -31,7 +31,8 @@ static void session_call_unref(struct call *c)
 	json_decref(c->params);
 	free(c->params_text);
 	json_decref(c->progress_token);
-	free(c->method);
+	if (c->method != c->method_buf)
+		free(c->method);
 	free(c->label);
 	free(c);
 }
@@ -335,7 +336,13 @@ static struct call *session_call_new(struct session *s, json_t *id,
 	c->ex = ex;
 	exchange_ref(ex);
 	c->client_id = json_incref(id);
-	c->method = xstrdup(method);
+	/* Every method a call forwards fits the call's own room: no
+	 * allocation for it. */
+	size_t mlen = strlen(method);
+	if (mlen < sizeof c->method_buf)
+		c->method = memcpy(c->method_buf, method, mlen + 1);
+	else
+		c->method = xstrdup(method);
 	c->params = params;
 	c->params_text = params_text;
 	c->params_len = params_len;

@@ -26,7 +26,8 @@ struct call {
 	struct session *session;
 	struct exchange *ex; /* reference */
 	json_t *client_id;
-	char *method;
+	char *method; /* method_buf, or a copy of its own when longer */
+	char method_buf[24];
 	json_t *params;	   /* to send, until the instance is ready */
 	char *params_text; /* or the same as JSON text (the text path) */
 	size_t params_len;
