@@ -157,18 +157,12 @@ static const bool jscan_ordinary[256] = {
 	[0x5d ... 0x7f] = true,
 };
 
-/* A string at j->i; *plain says whether it had no escapes. Control
- * characters are refused; strict, also what else jansson refuses: invalid
- * UTF-8, \u0000 and unpaired surrogates. */
-static int jscan_string(struct jscan *j, bool *plain)
+/* The rest of a string from j->i, the first byte of it that is not
+ * ordinary: escapes, UTF-8, the end. Apart from jscan_string so that the
+ * common string, ordinary bytes only, pays for none of this. */
+static int jscan_string_rest(struct jscan *j, bool *plain)
 {
-	if (j->i >= j->len || j->s[j->i] != '"')
-		return -1;
-	j->i++;
-	*plain = true;
 	while (j->i < j->len) {
-		/* The run of ordinary bytes, in one tight loop: most strings
-		 * are nothing else. */
 		const unsigned char *p = (const unsigned char *)j->s;
 		size_t i = j->i, len = j->len;
 		while (i < len && jscan_ordinary[p[i]])
@@ -206,6 +200,28 @@ static int jscan_string(struct jscan *j, bool *plain)
 		j->i++;
 	}
 	return -1;
+}
+
+/* A string at j->i; *plain says whether it had no escapes. Control
+ * characters are refused; strict, also what else jansson refuses: invalid
+ * UTF-8, \u0000 and unpaired surrogates. */
+static int jscan_string(struct jscan *j, bool *plain)
+{
+	if (j->i >= j->len || j->s[j->i] != '"')
+		return -1;
+	*plain = true;
+	/* The run of ordinary bytes, in one tight loop: most strings are
+	 * nothing else. */
+	const unsigned char *p = (const unsigned char *)j->s;
+	size_t i = j->i + 1, len = j->len;
+	while (i < len && jscan_ordinary[p[i]])
+		i++;
+	if (i < len && p[i] == '"') {
+		j->i = i + 1;
+		return 0;
+	}
+	j->i = i;
+	return jscan_string_rest(j, plain);
 }
 
 /* Digits from j->i on; how many. */
