@@ -48,11 +48,6 @@ void buf_append(struct buf *b, const void *p, size_t n)
 	b->data[b->len] = '\0';
 }
 
-void buf_puts(struct buf *b, const char *s)
-{
-	buf_append(b, s, strlen(s));
-}
-
 void buf_printf(struct buf *b, const char *fmt, ...)
 {
 	va_list ap;
