@@ -337,7 +337,10 @@ static struct call *session_call_new(struct session *s, json_t *id,
 	/* Its method and label live after it, in the same allocation: one
 	 * malloc and one free a call instead of three. */
 	size_t mlen = strlen(method) + 1, llen = strlen(label) + 1;
-	struct call *c = xcalloc(1, sizeof *c + mlen + llen);
+	/* Zeroed by hand: glibc's calloc never takes a chunk from its
+	 * per-thread cache, which malloc does, at a third of the cost. */
+	struct call *c = xmalloc(sizeof *c + mlen + llen);
+	memset(c, 0, sizeof *c);
 	char *names = (char *)(c + 1);
 	c->method = memcpy(names, method, mlen);
 	c->label = memcpy(names + mlen, label, llen);
