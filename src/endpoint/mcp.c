@@ -654,6 +654,12 @@ static void ep_handle_delete(struct conn *c, const struct http_request *req)
 	ep_conn_request_done(c);
 }
 
+/* Whether the path of url, its first len bytes, is path. */
+static bool ep_path_is(const char *url, size_t len, const char *path)
+{
+	return strlen(path) == len && memcmp(url, path, len) == 0;
+}
+
 void ep_handle_request(struct conn *c)
 {
 	const struct http_request *req = httpparse_request(c->hp);
@@ -673,9 +679,11 @@ void ep_handle_request(struct conn *c)
 			"Forbidden: Origin is not a loopback page");
 		return;
 	}
-	char *path = http_url_path(req->url);
-	if (strcmp(path, "/mcp") == 0) {
-		free(path);
+	/* The path is compared where it lies in the URL: a copy only for a
+	 * control request, which reads its parts. */
+	const char *url = req->url;
+	size_t plen = strcspn(url, "?#");
+	if (ep_path_is(url, plen, "/mcp")) {
 		switch (req->method) {
 		case HTTP_M_POST:
 			ep_handle_post(c, req);
@@ -695,22 +703,20 @@ void ep_handle_request(struct conn *c)
 			return;
 		}
 	}
-	if (strcmp(path, "/status") == 0 && req->method == HTTP_M_GET) {
-		free(path);
+	if (ep_path_is(url, plen, "/status") && req->method == HTTP_M_GET) {
 		ep_handle_status(c, req);
 		return;
 	}
-	if (strcmp(path, "/metrics") == 0) {
-		free(path);
+	if (ep_path_is(url, plen, "/metrics")) {
 		ep_handle_metrics(c, req);
 		return;
 	}
-	if (strncmp(path, "/control/", 9) == 0) {
+	if (plen >= 9 && strncmp(url, "/control/", 9) == 0) {
+		char *path = http_url_path(url);
 		ep_handle_control(c, req, path);
 		free(path);
 		return;
 	}
-	free(path);
 	ep_respond(c, 404, "text/plain", "Not Found\n", 10, NULL);
 	ep_conn_request_done(c);
 }

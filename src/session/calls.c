@@ -31,8 +31,6 @@ static void session_call_unref(struct call *c)
 	json_decref(c->params);
 	free(c->params_text);
 	json_decref(c->progress_token);
-	free(c->method);
-	free(c->label);
 	free(c);
 }
 
@@ -326,23 +324,34 @@ static struct call *session_call_new(struct session *s, json_t *id,
 				     const char *method, json_t *params,
 				     const struct server_config *srv,
 				     struct exchange *ex, char *params_text,
-				     size_t params_len, char *label)
+				     size_t params_len, const char *label)
 {
 	struct pool_scope_ctx sc;
 	session_scope_ctx(s, &sc);
-	struct call *c = xcalloc(1, sizeof *c);
+	/* What status and refusals call it: the name the server knows. */
+	if (label == NULL) {
+		label = json_string_value(json_object_get(params, "name"));
+		if (label == NULL)
+			label = "";
+	}
+	/* Its method and label live after it, in the same allocation: one
+	 * malloc and one free a call instead of three. */
+	size_t mlen = strlen(method) + 1, llen = strlen(label) + 1;
+	/* Zeroed by hand: glibc's calloc never takes a chunk from its
+	 * per-thread cache, which malloc does, at a third of the cost. */
+	struct call *c = xmalloc(sizeof *c + mlen + llen);
+	memset(c, 0, sizeof *c);
+	char *names = (char *)(c + 1);
+	c->method = memcpy(names, method, mlen);
+	c->label = memcpy(names + mlen, label, llen);
 	c->session = s;
 	c->ex = ex;
 	exchange_ref(ex);
 	c->client_id = json_incref(id);
-	c->method = xstrdup(method);
 	c->params = params;
 	c->params_text = params_text;
 	c->params_len = params_len;
 	c->seq = s->next_seq++;
-	/* What status and refusals call it: the name the server knows. */
-	const char *lname = json_string_value(json_object_get(params, "name"));
-	c->label = label ? label : xstrdup(lname ? lname : "");
 	json_t *meta = json_object_get(params, "_meta");
 	json_t *tok = json_object_get(meta, "progressToken");
 	if (tok)
@@ -364,7 +373,7 @@ static struct call *session_call_new(struct session *s, json_t *id,
 void session_call_start(struct session *s, json_t *id, const char *method,
 			json_t *params, const struct server_config *srv,
 			struct exchange *ex, char *params_text,
-			size_t params_len, char *label)
+			size_t params_len, const char *label)
 {
 	struct call *c = session_call_new(s, id, method, params, srv, ex,
 					  params_text, params_len, label);
@@ -500,11 +509,10 @@ void session_call_text(struct session *s, struct session_text_route *rt,
 		   params_len - name_off - name_span);
 	size_t n = b.len;
 	/* Labelled like the general path: by the name the server knows. */
-	char *label = xstrdup(rt->orig);
+	struct call *c = session_call_new(s, id, "tools/call", NULL, rt->srv,
+					  ex, buf_steal(&b), n, rt->orig);
 	free(rt->tool);
 	rt->tool = NULL;
-	struct call *c = session_call_new(s, id, "tools/call", NULL, rt->srv,
-					  ex, buf_steal(&b), n, label);
 	c->answer = rt->answer;
 	c->answer_arg = rt->answer_arg;
 	instance_ensure(c->inst, session_call_ready_cb, c);

@@ -26,9 +26,9 @@ struct call {
 	struct session *session;
 	struct exchange *ex; /* reference */
 	json_t *client_id;
-	char *method;
-	json_t *params;	   /* to send, until the instance is ready */
-	char *params_text; /* or the same as JSON text (the text path) */
+	const char *method; /* in the call's own allocation, as label is */
+	json_t *params;	    /* to send, until the instance is ready */
+	char *params_text;  /* or the same as JSON text (the text path) */
 	size_t params_len;
 	struct instance *inst;
 	int64_t server_id;	/* 0 until sent */
@@ -45,7 +45,8 @@ struct call {
 	struct metrics_server *fig;
 	uint64_t started_us;
 	bool error;
-	char *label; /* the name the client used, for status and refusals */
+	/* The name the client used, for status and refusals. */
+	const char *label;
 	/* Waiting for a sign-in through its client (signin.c), which holds
 	 * the reference of the pending callback meanwhile; NULL: not. Once
 	 * tried, a call never waits for a second one. */
@@ -257,7 +258,7 @@ struct route_req {
 void session_call_start(struct session *s, json_t *id, const char *method,
 			json_t *params, const struct server_config *srv,
 			struct exchange *ex, char *params_text,
-			size_t params_len, char *label);
+			size_t params_len, const char *label);
 /* A call that has not reached its server is answered with text as its
  * error, and ends (the pending callback's reference goes). */
 void session_call_fail(struct call *c, const char *text);

@@ -39,20 +39,6 @@ void buf_reserve(struct buf *b, size_t extra)
 	b->cap = cap;
 }
 
-void buf_append(struct buf *b, const void *p, size_t n)
-{
-	buf_reserve(b, n);
-	if (n)
-		memcpy(b->data + b->len, p, n);
-	b->len += n;
-	b->data[b->len] = '\0';
-}
-
-void buf_puts(struct buf *b, const char *s)
-{
-	buf_append(b, s, strlen(s));
-}
-
 void buf_printf(struct buf *b, const char *fmt, ...)
 {
 	va_list ap;
@@ -90,22 +76,25 @@ char *buf_steal(struct buf *b)
 
 size_t buf_fmt_u64(char *out, unsigned long long v)
 {
-	char tmp[24];
-	size_t n = 0;
+	/* The digits come last first: written from the end of tmp, then
+	 * copied once. */
+	char tmp[20];
+	char *p = tmp + sizeof tmp;
 	do {
-		tmp[n++] = (char)('0' + v % 10);
+		*--p = (char)('0' + v % 10);
 		v /= 10;
 	} while (v);
-	for (size_t i = 0; i < n; i++)
-		out[i] = tmp[n - 1 - i];
+	size_t n = (size_t)(tmp + sizeof tmp - p);
+	memcpy(out, p, n);
 	out[n] = '\0';
 	return n;
 }
 
 void buf_put_u64(struct buf *b, unsigned long long v)
 {
-	char tmp[24];
-	buf_append(b, tmp, buf_fmt_u64(tmp, v));
+	/* Straight into the buffer, which stays NUL-terminated. */
+	buf_reserve(b, 20);
+	b->len += buf_fmt_u64(b->data + b->len, v);
 }
 
 void buf_put_hex(struct buf *b, unsigned long long v)

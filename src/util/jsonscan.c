@@ -1,7 +1,7 @@
 /* Validating, allocation-free scan of JSON text for top-level members. */
 #include "util/jsonscan.h"
 
-#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,13 +12,12 @@ struct jscan {
 	bool strict; /* values as jansson takes them (see the header) */
 };
 
-/* The members an object's scan reports: their names, with the lengths
- * measured once, and where their spans go; and, for one of them (nest),
- * the members of its value when that is an object. */
+/* The members an object's scan reports: their names, and where their
+ * spans go; and, for one of them (nest), the members of its value when
+ * that is an object. */
 struct jscan_keys {
 	const char *const *keys;
 	size_t n;
-	size_t lens[JSONSCAN_MAX_KEYS];
 	struct jsonscan_span *spans;
 	size_t nest; /* index in keys; n: none */
 	const struct jscan_keys *inner;
@@ -32,18 +31,39 @@ static void jscan_keys_init(struct jscan_keys *k, const char *const *keys,
 	k->spans = spans;
 	k->nest = n;
 	k->inner = NULL;
-	for (size_t i = 0; i < n; i++) {
-		k->lens[i] = strlen(keys[i]);
+	for (size_t i = 0; i < n; i++)
 		spans[i].off = spans[i].len = 0;
-	}
 }
+
+/* Which of ks's names the member name s[0..n) is; ks->n when none. Byte
+ * by byte rather than by measured lengths and memcmp: most names differ
+ * from a key in their first byte, and the keys need no strlen per scan.
+ * A valid name holds no NUL, so a key that ends first never matches. */
+static size_t jscan_key_find(const struct jscan_keys *ks, const char *s,
+			     size_t n)
+{
+	for (size_t k = 0; k < ks->n; k++) {
+		const char *key = ks->keys[k];
+		size_t i = 0;
+		while (i < n && key[i] == s[i])
+			i++;
+		if (i == n && key[n] == '\0')
+			return k;
+	}
+	return ks->n;
+}
+
+/* JSON's whitespace, as a table: most calls of jscan_ws meet none, and
+ * one test tells so. */
+static const bool jscan_space[256] = {
+	[' '] = true, ['\t'] = true, ['\n'] = true, ['\r'] = true};
 
 static void jscan_ws(struct jscan *j)
 {
-	while (j->i < j->len && (j->s[j->i] == ' ' || j->s[j->i] == '\t' ||
-				 j->s[j->i] == '\n' || j->s[j->i] == '\r'))
+	while (j->i < j->len && jscan_space[(unsigned char)j->s[j->i]])
 		j->i++;
 }
+
 static bool jscan_hex(char c)
 {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
@@ -137,18 +157,12 @@ static const bool jscan_ordinary[256] = {
 	[0x5d ... 0x7f] = true,
 };
 
-/* A string at j->i; *plain says whether it had no escapes. Control
- * characters are refused; strict, also what else jansson refuses: invalid
- * UTF-8, \u0000 and unpaired surrogates. */
-static int jscan_string(struct jscan *j, bool *plain)
+/* The rest of a string from j->i, the first byte of it that is not
+ * ordinary: escapes, UTF-8, the end. Apart from jscan_string so that the
+ * common string, ordinary bytes only, pays for none of this. */
+static int jscan_string_rest(struct jscan *j, bool *plain)
 {
-	if (j->i >= j->len || j->s[j->i] != '"')
-		return -1;
-	j->i++;
-	*plain = true;
 	while (j->i < j->len) {
-		/* The run of ordinary bytes, in one tight loop: most strings
-		 * are nothing else. */
 		const unsigned char *p = (const unsigned char *)j->s;
 		size_t i = j->i, len = j->len;
 		while (i < len && jscan_ordinary[p[i]])
@@ -186,6 +200,29 @@ static int jscan_string(struct jscan *j, bool *plain)
 		j->i++;
 	}
 	return -1;
+}
+
+/* A string at j->i; *plain says whether it had no escapes. Control
+ * characters are refused; strict, also what else jansson refuses: invalid
+ * UTF-8, \u0000 and unpaired surrogates. Inline: now small, it is met
+ * twice a member, and a call of it cost more than a short string's scan. */
+static inline int jscan_string(struct jscan *j, bool *plain)
+{
+	if (j->i >= j->len || j->s[j->i] != '"')
+		return -1;
+	*plain = true;
+	/* The run of ordinary bytes, in one tight loop: most strings are
+	 * nothing else. */
+	const unsigned char *p = (const unsigned char *)j->s;
+	size_t i = j->i + 1, len = j->len;
+	while (i < len && jscan_ordinary[p[i]])
+		i++;
+	if (i < len && p[i] == '"') {
+		j->i = i + 1;
+		return 0;
+	}
+	j->i = i;
+	return jscan_string_rest(j, plain);
 }
 
 /* Digits from j->i on; how many. */
@@ -302,6 +339,7 @@ static int jscan_array(struct jscan *j, int depth)
 		if (j->s[j->i] != ',')
 			return -1;
 		j->i++;
+		jscan_ws(j);
 	}
 }
 
@@ -320,7 +358,6 @@ static int jscan_object(struct jscan *j, int depth, const struct jscan_keys *ks,
 		return 0;
 	}
 	for (;;) {
-		jscan_ws(j);
 		size_t kstart = j->i + 1;
 		bool plain;
 		if (jscan_string(j, &plain) < 0)
@@ -344,10 +381,8 @@ static int jscan_object(struct jscan *j, int depth, const struct jscan_keys *ks,
 		jscan_ws(j);
 		size_t vstart = j->i;
 		size_t hit = ks ? ks->n : 0;
-		for (size_t k = 0; ks && plain && k < ks->n; k++)
-			if (ks->lens[k] == klen &&
-			    memcmp(ks->keys[k], j->s + kstart, klen) == 0)
-				hit = k;
+		if (ks && plain)
+			hit = jscan_key_find(ks, j->s + kstart, klen);
 		int rc;
 		if (ks && hit == ks->nest && hit < ks->n) {
 			/* The nested object's members, as of its last
@@ -379,14 +414,15 @@ static int jscan_object(struct jscan *j, int depth, const struct jscan_keys *ks,
 		if (j->s[j->i] != ',')
 			return -1;
 		j->i++;
+		jscan_ws(j);
 	}
 }
 
+/* A value at j->i: its callers have skipped the whitespace before it. */
 static int jscan_value(struct jscan *j, int depth)
 {
 	if (depth > JSONSCAN_MAX_DEPTH)
 		return -1;
-	jscan_ws(j);
 	if (j->i >= j->len)
 		return -1;
 	bool plain;
@@ -478,17 +514,25 @@ int jsonscan_levels_strict(const char *text, size_t len,
 bool jsonscan_int(const char *text, const struct jsonscan_span *span,
 		  long long *v)
 {
+	/* By hand rather than strtoll on a copy: every call's id is read so,
+	 * and this is a third of the cost. */
 	if (span->len == 0 || span->len > 20)
 		return false;
-	char buf[24];
-	memcpy(buf, text + span->off, span->len);
-	buf[span->len] = '\0';
-	for (size_t i = 0; i < span->len; i++)
-		if (!(buf[i] == '-' && i == 0) &&
-		    (buf[i] < '0' || buf[i] > '9'))
+	const char *p = text + span->off, *end = p + span->len;
+	bool neg = *p == '-';
+	if (neg && ++p == end)
+		return false;
+	const unsigned long long max =
+		neg ? (unsigned long long)LLONG_MAX + 1 : LLONG_MAX;
+	unsigned long long u = 0;
+	for (; p < end; p++) {
+		if (*p < '0' || *p > '9')
 			return false;
-	char *end;
-	errno = 0;
-	*v = strtoll(buf, &end, 10);
-	return errno == 0 && *end == '\0';
+		unsigned d = (unsigned)(*p - '0');
+		if (u > max / 10 || (u == max / 10 && d > max % 10))
+			return false;
+		u = u * 10 + d;
+	}
+	*v = !neg ? (long long)u : u == max ? LLONG_MIN : -(long long)u;
+	return true;
 }

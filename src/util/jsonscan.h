@@ -21,11 +21,12 @@ struct jsonscan_span {
 
 /* Scans text, which must be one JSON object (whitespace around it is
  * allowed), validating every value's syntax, and reports the spans of the
- * members named in keys[0..n), n at most JSONSCAN_MAX_KEYS (plain names; a
- * member whose name has escapes never matches). A name met twice reports its
- * last value, as jansson keeps. Returns 0, or -1 when the text is not one valid
- * object within JSONSCAN_MAX_DEPTH. Bytes of strings are not checked as UTF-8
- * (a server's lines are passed on to clients that read them alike). */
+ * members named in keys[0..n), n at most JSONSCAN_MAX_KEYS (distinct plain
+ * names; a member whose name has escapes never matches). A name met twice
+ * reports its last value, as jansson keeps. Returns 0, or -1 when the text is
+ * not one valid object within JSONSCAN_MAX_DEPTH. Bytes of strings are not
+ * checked as UTF-8 (a server's lines are passed on to clients that read them
+ * alike). */
 int jsonscan_members(const char *text, size_t len, const char *const *keys,
 		     size_t n, struct jsonscan_span *spans);
 

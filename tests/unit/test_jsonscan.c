@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,31 @@ Test(jsonscan, member_spans)
 	cr_assert(!jsonscan_int(t, &sp[2], &id), "a string is no integer");
 }
 
+/* Whitespace wherever JSON allows it, and a span that starts past it;
+ * names that share a start with a key, or are one byte longer or shorter,
+ * are not that key. */
+Test(jsonscan, whitespace_anywhere_and_near_names)
+{
+	const char *t =
+		"\t{ \"jsonrpcx\" : 1 ,\"jsonrp\":2, \"i\":3,\n"
+		"\"id\" :\r\n [ 1 , { \"a\" : [ ] , \"b\" : { } } ,\t\"x\" ]"
+		" , \"method\"\t:\t\"m\" }\n";
+	struct jsonscan_span sp[5];
+	cr_assert_eq(scan(t, sp), 0);
+	cr_assert_eq(sp[0].len, 0, "jsonrpcx and jsonrp are not jsonrpc");
+	char *v = span_str(t, &sp[1]);
+	cr_assert_str_eq(v, "[ 1 , { \"a\" : [ ] , \"b\" : { } } ,\t\"x\" ]");
+	free(v);
+	v = span_str(t, &sp[2]);
+	cr_assert_str_eq(v, "\"m\"");
+	free(v);
+	cr_assert_eq(jsonscan_members_strict(t, strlen(t), keys, 5, sp), 0);
+	const char *bad[] = {"{ \"a\" : [ 1 , ] }", "{ \"a\" : 1 , }", "{ , }",
+			     "{ \"a\" : [ , 1 ] }"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		cr_assert_lt(scan(bad[i], sp), 0, "%s", bad[i]);
+}
+
 Test(jsonscan, nested_names_do_not_match_and_last_duplicate_wins)
 {
 	const char *t = "{\"params\":{\"id\":1},\"id\":2,\"id\":3}";
@@ -76,6 +102,34 @@ Test(jsonscan, integers)
 	for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
 		cr_assert_eq(scan(no[i], sp), 0, "%s", no[i]);
 		cr_assert(!jsonscan_int(no[i], &sp[1], &v), "%s", no[i]);
+	}
+	/* The edges of int64, and spans that are no number, read as strtoll
+	 * reads them. */
+	const struct {
+		const char *text;
+		bool ok;
+		long long v;
+	} edge[] = {
+		{"9223372036854775807", true, LLONG_MAX},
+		{"9223372036854775808", false, 0},
+		{"-9223372036854775808", true, LLONG_MIN},
+		{"-9223372036854775809", false, 0},
+		{"18446744073709551616", false, 0},
+		{"-0", true, 0},
+		{"42", true, 42},
+		{"-17", true, -17},
+		{"-", false, 0},
+		{"--1", false, 0},
+		{"1-", false, 0},
+		{"", false, 0},
+	};
+	for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+		struct jsonscan_span one = {0, strlen(edge[i].text)};
+		v = 12345;
+		cr_assert_eq(jsonscan_int(edge[i].text, &one, &v), edge[i].ok,
+			     "%s", edge[i].text);
+		if (edge[i].ok)
+			cr_assert_eq(v, edge[i].v, "%s", edge[i].text);
 	}
 }
 
