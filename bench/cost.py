@@ -110,6 +110,8 @@ def main():
                     help="the difference in calls between the two runs")
     ap.add_argument("--base", type=int, required=True)
     ap.add_argument("--callgrind", nargs=2, metavar=("FEW", "MANY"))
+    ap.add_argument("--callgrind-tools100", nargs=2,
+                    metavar=("FEW", "MANY"))
     ap.add_argument("--callgrind-modern", nargs=2, metavar=("FEW", "MANY"))
     ap.add_argument("--callgrind-relay", nargs=2, metavar=("FEW", "MANY"))
     ap.add_argument("--callgrind-http", nargs=2, metavar=("FEW", "MANY"))
@@ -129,6 +131,9 @@ def main():
            "target_instructions_per_call": a.target_ir}
     lines = []
     for key, pair, label in (("v2025", a.callgrind, "2025-11-25 session"),
+                             ("tools100", a.callgrind_tools100,
+                              "2025-11-25 call to a server with 100 "
+                              "tools"),
                              ("modern", a.callgrind_modern,
                               "2026-07-28 (no session, _meta)"),
                              ("relay", a.callgrind_relay,
@@ -155,7 +160,7 @@ def main():
             "(malloc %.2f, calloc %.2f, realloc %.2f) per call%s" % (
                 label, "-" if ir is None else "{:,.0f}".format(ir), total,
                 mallocs["malloc"], mallocs["calloc"], mallocs["realloc"],
-                "" if key != "v2025" or ir is None else
+                "" if key not in ("v2025", "tools100") or ir is None else
                 " (target <= {:,.0f})".format(a.target_ir)))
         if top:
             lines.append("  its own instructions per call, by function "

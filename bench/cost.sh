@@ -68,6 +68,9 @@ trap 'exit 130' INT TERM HUP
 cat >"$WORK/mcp.json" <<EOF
 {"mcpServers":{"echo":{"command":"$ECHO","scope":"app","prefix":""}}}
 EOF
+cat >"$WORK/mcp-tools100.json" <<EOF
+{"mcpServers":{"echo":{"command":"$ECHO","args":["--tools","100"],"scope":"app","prefix":""}}}
+EOF
 
 rt_field() { # file key: a field of the runtime file (one per line)
 	sed -n "s/.*\"$2\": *\"\{0,1\}\([^\",]*\).*/\1/p" "$1" | head -n 1
@@ -246,6 +249,12 @@ echo "cost: callgrind and strace on $MCPVISOR, $BASE and $MANY calls" >&2
 if cg_run v2025 "$BASE" && cg_run v2025 "$MANY"; then
 	args="$args --callgrind $WORK/cg-v2025-$BASE $WORK/cg-v2025-$MANY"
 fi
+CONFIG=$WORK/mcp-tools100.json
+if cg_run tools100 "$BASE" && cg_run tools100 "$MANY"; then
+	args="$args --callgrind-tools100 $WORK/cg-tools100-$BASE"
+	args="$args $WORK/cg-tools100-$MANY"
+fi
+CONFIG=$WORK/mcp.json
 if cg_run modern "$BASE" --modern && cg_run modern "$MANY" --modern; then
 	args="$args --callgrind-modern $WORK/cg-modern-$BASE"
 	args="$args $WORK/cg-modern-$MANY"

@@ -1,6 +1,8 @@
 /*
  * Minimal stdio MCP server for make bench: one tool, `echo`, that returns its
- * text. Reads stdin in large chunks, answers every complete line of a chunk,
+ * text (with `--tools N`, N tools in all: N - 1 others listed before it, as
+ * real servers have 20-150, so that the cost of finding a tool by name
+ * shows). Reads stdin in large chunks, answers every complete line of a chunk,
  * and writes all the answers of a chunk with one write; tools/call takes a
  * scanning fast path, so that the server costs as little as possible on every
  * path the bench compares.
@@ -15,6 +17,11 @@
 #define ECHO_READ_CHUNK 65536
 #define ECHO_MAX_LINE (4 * 1024 * 1024)
 #define ECHO_LATEST_VERSION "2025-11-25"
+/* More than any real server lists. */
+#define ECHO_MAX_TOOLS 10000
+
+/* How many tools tools/list gives (--tools); echo is the last. */
+static long echo_ntools = 1;
 
 struct echo_buf {
 	char *p;
@@ -236,11 +243,28 @@ static json_t *echo_initialize(json_t *params)
 
 static json_t *echo_tools(void)
 {
-	return json_pack("{s:[{s:s,s:s,s:{s:s,s:{s:{s:s}},s:[s]}}]}", "tools",
-			 "name", "echo", "description",
-			 "Return the given text unchanged.", "inputSchema",
-			 "type", "object", "properties", "text", "type",
-			 "string", "required", "text");
+	json_t *tools = json_array();
+
+	/* The others first: the one called is found last in a walk. */
+	for (long i = 1; i < echo_ntools; i++) {
+		char name[32];
+
+		snprintf(name, sizeof name, "other_tool_%04ld", i);
+		json_array_append_new(tools,
+				      json_pack("{s:s,s:s,s:{s:s,s:{s:{s:s}}}}",
+						"name", name, "description",
+						"A tool the bench never calls.",
+						"inputSchema", "type", "object",
+						"properties", "value", "type",
+						"string"));
+	}
+	json_array_append_new(
+		tools,
+		json_pack("{s:s,s:s,s:{s:s,s:{s:{s:s}},s:[s]}}", "name", "echo",
+			  "description", "Return the given text unchanged.",
+			  "inputSchema", "type", "object", "properties", "text",
+			  "type", "string", "required", "text"));
+	return json_pack("{s:o}", "tools", tools);
 }
 
 static void echo_call(struct echo_buf *out, json_t *id, json_t *params)
@@ -321,10 +345,25 @@ static int echo_flush(struct echo_buf *out)
 	return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	struct echo_buf in = {0}, out = {0};
 	size_t scan = 0;
+
+	if (argc == 3 && strcmp(argv[1], "--tools") == 0) {
+		char *end;
+
+		echo_ntools = strtol(argv[2], &end, 10);
+		if (*end != '\0' || echo_ntools < 1 ||
+		    echo_ntools > ECHO_MAX_TOOLS) {
+			fprintf(stderr, "echo-server: --tools takes 1 to %d\n",
+				ECHO_MAX_TOOLS);
+			return 2;
+		}
+	} else if (argc != 1) {
+		fputs("usage: echo-server [--tools N]\n", stderr);
+		return 2;
+	}
 
 	for (;;) {
 		size_t start = 0;

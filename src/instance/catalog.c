@@ -94,8 +94,8 @@ static void instance_list_end(struct instance_list_fetch *f, char *error)
 	if (live) {
 		if (error)
 			log_warn("instance %s: %s", inst->name, error);
-		json_decref(inst->lists[w]);
-		inst->lists[w] = error ? json_array() : json_incref(f->acc);
+		instance_set_list(inst, w,
+				  error ? json_array() : json_incref(f->acc));
 		free(inst->list_error[w]);
 		inst->list_error[w] = error;
 		error = NULL;
@@ -337,10 +337,9 @@ void instance_seed_lists(struct instance *inst, json_t *lists)
 		return;
 	for (int i = 0; i < INSTANCE_NLISTS; i++) {
 		json_t *a = json_object_get(lists, instance_list_keys[i]);
-		if (json_is_array(a)) {
-			json_decref(inst->lists[i]);
-			inst->lists[i] = json_incref(a);
-		}
+		if (json_is_array(a))
+			instance_set_list(inst, (enum instance_list)i,
+					  json_incref(a));
 	}
 	const char *instr =
 		json_string_value(json_object_get(lists, "instructions"));

@@ -257,12 +257,22 @@ json_t *instance_unavailable_error(struct instance *inst, bool sent)
 	return err;
 }
 
+void instance_set_list(struct instance *inst, enum instance_list w,
+		       json_t *list)
+{
+	/* The index first: its keys are the old list's strings. */
+	listindex_free(&inst->list_index[w]);
+	json_decref(inst->lists[w]);
+	inst->lists[w] = list;
+	if (list)
+		listindex_build(&inst->list_index[w], list, w);
+}
+
 void instance_drop_lists(struct instance *inst)
 {
 	inst->lists_known = false;
 	for (int i = 0; i < INSTANCE_NLISTS; i++) {
-		json_decref(inst->lists[i]);
-		inst->lists[i] = NULL;
+		instance_set_list(inst, (enum instance_list)i, NULL);
 		free(inst->list_error[i]);
 		inst->list_error[i] = NULL;
 	}
@@ -489,7 +499,7 @@ void instance_maybe_free(struct instance *inst)
 	if (!inst->freeing || inst->handles_open > 0)
 		return;
 	for (int i = 0; i < INSTANCE_NLISTS; i++) {
-		json_decref(inst->lists[i]);
+		instance_set_list(inst, (enum instance_list)i, NULL);
 		free(inst->list_error[i]);
 	}
 	json_decref(inst->caps);
@@ -556,6 +566,13 @@ const char *instance_public_key(const struct instance *inst)
 json_t *instance_list(const struct instance *inst, enum instance_list which)
 {
 	return inst->lists[which];
+}
+
+const struct listindex *instance_list_index(const struct instance *inst,
+					    enum instance_list which)
+{
+	const struct listindex *ix = &inst->list_index[which];
+	return listindex_of(ix, inst->lists[which]) ? ix : NULL;
 }
 
 const char *instance_list_error(const struct instance *inst,

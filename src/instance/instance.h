@@ -209,6 +209,12 @@ const char *instance_key(const struct instance *inst);
 const char *instance_public_key(const struct instance *inst);
 /* The list last seen (a JSON array, borrowed), NULL when never listed. */
 json_t *instance_list(const struct instance *inst, enum instance_list which);
+struct listindex;
+/* That list's items by name (tools, prompts) or uri (resources), made
+ * and dropped with it (borrowed: valid while the list is); NULL when it
+ * has none (no list, or templates). */
+const struct listindex *instance_list_index(const struct instance *inst,
+					    enum instance_list which);
 /* Why the server's list which failed the last time it was fetched (its
  * error, an answer that could not be read, a bound passed), NULL when it
  * did not; the list is empty then. */

@@ -13,6 +13,7 @@
 
 #include "instance/backoff.h"
 #include "instance/instance.h"
+#include "instance/listindex.h"
 #include "journal/journal.h"
 #include "jsonrpc/outbox.h"
 #include "transport/upstream.h"
@@ -174,7 +175,10 @@ struct instance {
 	uint64_t auth_reopen_first_ms;
 	const char *stop_why; /* during instance_stop: why (borrowed) */
 
+	/* Set only through instance_set_list, which keeps list_index[w]
+	 * the index of lists[w]. */
 	json_t *lists[INSTANCE_NLISTS];
+	struct listindex list_index[INSTANCE_NLISTS];
 	json_t *caps;
 	char *instructions; /* from its initialize answer, or the cache */
 	char *protocol_version;
@@ -219,6 +223,11 @@ void instance_set_state(struct instance *inst, enum instance_state to,
 void instance_set_error(struct instance *inst, char *msg);
 void instance_wake_waiters(struct instance *inst, int err);
 void instance_drop_lists(struct instance *inst);
+/* Makes list (a reference taken; NULL: none) the instance's list w, and
+ * its index with it: the one place a list is replaced, so no index
+ * outlives its list. */
+void instance_set_list(struct instance *inst, enum instance_list w,
+		       json_t *list);
 /* The connection is unusable: go to to (FAILED or NEEDS_AUTH) with why
  * (taken). */
 void instance_fail(struct instance *inst, enum instance_state to, char *why);

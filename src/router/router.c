@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "config/filter.h"
+#include "instance/listindex.h"
 #include "util/buf.h"
 #include "util/xmalloc.h"
 
@@ -48,21 +49,31 @@ bool router_keeps(const struct router_view *v, enum instance_list which,
 	return config_filter_keeps(v->filter, text);
 }
 
-/* Whether v's list which holds an item whose key is value, and v keeps
- * it. */
-static bool router_view_has(const struct router_view *v,
-			    enum instance_list which, const char *key,
-			    const char *value)
+/* The first item of v's list which whose key is value and that v keeps,
+ * or NULL; through ix when it indexes v's items by that key. */
+static json_t *router_view_find(const struct router_view *v,
+				const struct listindex *ix,
+				enum instance_list which, const char *key,
+				const char *value)
 {
+	const char *by = listindex_key(which);
+	if (listindex_of(ix, v->items) && by && strcmp(by, key) == 0) {
+		/* The index has the first item of the key. A filter matches
+		 * tools and prompts by name and resources by uri, the key
+		 * itself: what it keeps of one it keeps of all that share
+		 * it, so the first is the walk's answer too. */
+		json_t *item = listindex_find(ix, value);
+		return item && router_keeps(v, which, item) ? item : NULL;
+	}
 	size_t i;
 	json_t *item;
 	json_array_foreach(v->items, i, item)
 	{
 		const char *s = json_string_value(json_object_get(item, key));
 		if (s && strcmp(s, value) == 0 && router_keeps(v, which, item))
-			return true;
+			return item;
 	}
-	return false;
+	return NULL;
 }
 
 /* name without v's prefix and separator, or NULL when it does not carry
@@ -216,18 +227,26 @@ json_t *router_aggregate(const struct router_view *views, size_t n,
 	return out;
 }
 
+json_t *router_view_item(const struct router_view *v,
+			 const struct listindex *ix, enum instance_list which,
+			 const char *name, const char **orig)
+{
+	const char *rest = v->items ? router_unprefixed(v, name) : NULL;
+	json_t *item = rest ? router_view_find(v, ix, which,
+					       router_name_key(which), rest)
+			    : NULL;
+	if (item)
+		*orig = rest;
+	return item;
+}
+
 /* Whether v's known list which holds exposed name (and v keeps it); *orig
  * gets the name the server knows. */
 static bool router_view_claims(const struct router_view *v,
 			       enum instance_list which, const char *name,
 			       const char **orig)
 {
-	const char *rest = v->items ? router_unprefixed(v, name) : NULL;
-	if (rest == NULL ||
-	    !router_view_has(v, which, router_name_key(which), rest))
-		return false;
-	*orig = rest;
-	return true;
+	return router_view_item(v, NULL, which, name, orig) != NULL;
 }
 
 int router_resolve(const struct router_view *views, size_t n,
@@ -315,8 +334,8 @@ int router_resolve_uri(const struct router_view *resources,
 {
 	for (size_t v = 0; v < n; v++)
 		if (resources[v].items &&
-		    router_view_has(&resources[v], INSTANCE_RESOURCES, "uri",
-				    uri))
+		    router_view_find(&resources[v], NULL, INSTANCE_RESOURCES,
+				     "uri", uri))
 			return (int)v;
 	int best = -1;
 	size_t best_len = 0;

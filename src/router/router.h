@@ -70,6 +70,17 @@ int router_resolve(const struct router_view *views, size_t n,
 		   enum instance_list which, const char *name, bool visible,
 		   const char **orig);
 
+struct listindex;
+/* What router_resolve finds on view v alone when v's items are known:
+ * the item of v's list which that exposed name is, if v keeps it, and
+ * the name the server knows in *orig (points into name). ix, an index of
+ * v->items (instance_list_index), finds it by hash; without one (NULL,
+ * or an index of another list) v->items are walked. NULL when v does not
+ * give the name. */
+json_t *router_view_item(const struct router_view *v,
+			 const struct listindex *ix, enum instance_list which,
+			 const char *name, const char **orig);
+
 /* For a name router_resolve found ambiguous: which servers (servers[i]
  * is views[i]'s) give it as which of their own names, and what to change.
  * Lower case, for an error or a warning. Caller frees. */

@@ -393,33 +393,21 @@ static bool session_route_text_taken(struct session *s, size_t found,
 		    srv->exposure != EXPOSE_DIRECT)
 			continue;
 		struct instance *inst = pool_instance_find(pool, s->keys[i]);
+		/* What the tool cache knows has no index: walked. */
 		struct router_view v = {
 			srv->prefix,
 			inst ? instance_list(inst, INSTANCE_TOOLS)
 			     : pool_lists_offered(pool, s->keys[i],
 						  INSTANCE_TOOLS),
 			true, &srv->tools};
+		const struct listindex *ix =
+			inst ? instance_list_index(inst, INSTANCE_TOOLS) : NULL;
 		const char *orig;
-		if (v.items && router_resolve(&v, 1, INSTANCE_TOOLS, tool, true,
-					      &orig) >= 0)
+		if (v.items &&
+		    router_view_item(&v, ix, INSTANCE_TOOLS, tool, &orig))
 			return true;
 	}
 	return false;
-}
-
-/* The inputSchema of the tool tools (a server's known list) names orig,
- * or NULL. */
-static json_t *session_tools_schema(json_t *tools, const char *orig)
-{
-	size_t j;
-	json_t *t;
-	json_array_foreach(tools, j, t)
-	{
-		const char *n = json_string_value(json_object_get(t, "name"));
-		if (n && strcmp(n, orig) == 0)
-			return json_object_get(t, "inputSchema");
-	}
-	return NULL;
 }
 
 json_t *session_tool_schema(struct session *s, const char *name)
@@ -434,17 +422,21 @@ json_t *session_tool_schema(struct session *s, const char *name)
 			inst ? instance_list(inst, INSTANCE_TOOLS) : NULL;
 		struct router_view v = {srv->prefix, tools, true, &srv->tools};
 		const char *orig = NULL;
-		if (tools == NULL || router_resolve(&v, 1, INSTANCE_TOOLS, name,
-						    true, &orig) < 0)
-			continue;
-		return session_tools_schema(tools, orig);
+		json_t *item =
+			tools ? router_view_item(&v,
+						 instance_list_index(
+							 inst, INSTANCE_TOOLS),
+						 INSTANCE_TOOLS, name, &orig)
+			      : NULL;
+		if (item)
+			return json_object_get(item, "inputSchema");
 	}
 	return NULL;
 }
 
 json_t *session_route_schema(const struct session_text_route *rt)
 {
-	return session_tools_schema(rt->tools, rt->orig);
+	return json_object_get(rt->item, "inputSchema");
 }
 
 bool session_route_text(struct session *s, const char *name, size_t name_len,
@@ -470,8 +462,14 @@ bool session_route_text(struct session *s, const char *name, size_t name_len,
 			inst ? instance_list(inst, INSTANCE_TOOLS) : NULL, true,
 			&srv->tools};
 		const char *orig = NULL;
-		if (v.items == NULL || router_resolve(&v, 1, INSTANCE_TOOLS,
-						      tool, true, &orig) < 0)
+		/* By the list's index: a hash, not a walk of its tools. */
+		json_t *item = v.items ? router_view_item(
+						 &v,
+						 instance_list_index(
+							 inst, INSTANCE_TOOLS),
+						 INSTANCE_TOOLS, tool, &orig)
+				       : NULL;
+		if (item == NULL)
 			continue;
 		/* A client that set a log level, to a 2026-07-28 server: the
 		 * general path puts the level in the call's _meta. */
@@ -484,7 +482,7 @@ bool session_route_text(struct session *s, const char *name, size_t name_len,
 		rt->srv = srv;
 		rt->tool = tool;
 		rt->orig = orig;
-		rt->tools = v.items;
+		rt->item = item;
 		rt->answer = NULL;
 		rt->answer_arg = NULL;
 		return true;

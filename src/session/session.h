@@ -70,7 +70,7 @@ struct session_text_route {
 	const struct server_config *srv;
 	char *tool;	  /* the name asked for (owned) */
 	const char *orig; /* the name the server knows, inside tool */
-	json_t *tools;	  /* that server's known tools (borrowed) */
+	json_t *item;	  /* its item in that server's known tools (borrowed) */
 	/* NULL (session_route_text's), or set before phase two: the answer
 	 * is shaped by answer(answer_arg, ...), called only while the
 	 * call's exchange is attached (its HTTP side, which arg is, is

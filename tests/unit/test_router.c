@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/filter.h"
+#include "instance/listindex.h"
 #include "router/router.h"
 
 static json_t *tools_of(const char *names)
@@ -360,4 +362,99 @@ Test(router, shown_and_not_shown_names_are_apart)
 		     0);
 	json_decref(a);
 	json_decref(b);
+}
+
+/* The call path finds a tool through its list's index: exactly what
+ * router_resolve finds on the view alone (prefix, filter, a name met
+ * twice, unknown and hostile names), and an index of another list is not
+ * trusted. */
+Test(router, view_item_by_index_is_resolve_on_the_view)
+{
+	json_t *a = tools_of("echo,add,a__b,add,secret_x,x");
+	char *deny[] = {"secret_*"};
+	struct config_filter f = {NULL, 0, deny, 1};
+	struct listindex ix = {0};
+	listindex_build(&ix, a, INSTANCE_TOOLS);
+	const char *prefixes[] = {"", "demo", "a"};
+	const struct config_filter *filters[] = {NULL, &f};
+	const char *names[] = {"echo",
+			       "add",
+			       "a__b",
+			       "secret_x",
+			       "x",
+			       "nope",
+			       "",
+			       "demo__echo",
+			       "demo__add",
+			       "demo__secret_x",
+			       "demo__",
+			       "demo_echo",
+			       "a__a__b",
+			       "a__b",
+			       "a____b",
+			       "demo__demo__echo",
+			       "ECHO",
+			       "echo ",
+			       "demo__nope__x"};
+	for (size_t p = 0; p < 3; p++)
+		for (size_t k = 0; k < 2; k++)
+			for (size_t i = 0; i < sizeof names / sizeof *names;
+			     i++) {
+				struct router_view v = {prefixes[p], a, true,
+							filters[k]};
+				const char *o1 = NULL, *o2 = NULL, *o3 = NULL;
+				int want = router_resolve(&v, 1, INSTANCE_TOOLS,
+							  names[i], true, &o1);
+				json_t *by_ix = router_view_item(
+					&v, &ix, INSTANCE_TOOLS, names[i], &o2);
+				json_t *walked = router_view_item(
+					&v, NULL, INSTANCE_TOOLS, names[i],
+					&o3);
+				cr_assert_eq(by_ix != NULL, want == 0,
+					     "\"%s\" prefix \"%s\" filter %zu",
+					     names[i], prefixes[p], k);
+				cr_assert_eq(by_ix, walked, "%s", names[i]);
+				if (want == 0) {
+					cr_assert_eq(o2, o1);
+					cr_assert_str_eq(
+						json_string_value(
+							json_object_get(
+								by_ix, "name")),
+						o1);
+				}
+			}
+	/* A name met twice: the first item, as the walk finds it. */
+	struct router_view plain = {"", a, true, NULL};
+	const char *orig;
+	cr_assert_eq(
+		router_view_item(&plain, &ix, INSTANCE_TOOLS, "add", &orig),
+		json_array_get(a, 1));
+	/* An index of another list is not read: the view's list is walked. */
+	json_t *b = tools_of("other");
+	struct router_view vb = {"", b, true, NULL};
+	cr_assert_not_null(
+		router_view_item(&vb, &ix, INSTANCE_TOOLS, "other", &orig));
+	cr_assert_null(
+		router_view_item(&vb, &ix, INSTANCE_TOOLS, "echo", &orig));
+	listindex_free(&ix);
+	json_decref(a);
+	json_decref(b);
+}
+
+/* Resources are looked up by uri (router_resolve_uri walks them); their
+ * index is by uri too, never by name. */
+Test(router, view_item_of_resources_is_by_name_and_walked)
+{
+	json_t *r =
+		json_pack("[{s:s,s:s}]", "uri", "file:///a", "name", "alpha");
+	struct listindex ix = {0};
+	listindex_build(&ix, r, INSTANCE_RESOURCES);
+	struct router_view v = {"", r, true, NULL};
+	const char *orig;
+	cr_assert_not_null(
+		router_view_item(&v, &ix, INSTANCE_RESOURCES, "alpha", &orig));
+	cr_assert_null(router_view_item(&v, &ix, INSTANCE_RESOURCES,
+					"file:///a", &orig));
+	listindex_free(&ix);
+	json_decref(r);
 }
