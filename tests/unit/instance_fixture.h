@@ -15,6 +15,7 @@
 
 #include "instance/instance_int.h"
 #include "jsonrpc/jsonrpc.h"
+#include "util/buf.h"
 #include "util/clock.h"
 #include "util/flow.h"
 
@@ -256,18 +257,54 @@ static inline void fake_exit(struct fake_conn *c, int code)
 	fake_close(c);
 }
 
-/* Answers initialize with no lists: the instance is ready. */
-static inline void fake_handshake(struct fake_conn *c)
+/* Answers initialize declaring capabilities (a JSON object's text). */
+static inline void fake_handshake_caps(struct fake_conn *c, const char *caps)
 {
 	int64_t id;
 	cr_assert(sent_method(c, "initialize", &id));
 	char line[256];
 	snprintf(line, sizeof line,
 		 "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{"
-		 "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+		 "\"protocolVersion\":\"2025-11-25\",\"capabilities\":%s,"
 		 "\"serverInfo\":{\"name\":\"f\",\"version\":\"1\"}}}",
-		 (long long)id);
+		 (long long)id, caps);
 	serve(c, line);
+}
+
+/* Answers initialize with no lists: the instance is ready. */
+static inline void fake_handshake(struct fake_conn *c)
+{
+	fake_handshake_caps(c, "{}");
+}
+
+/* Answers initialize declaring the tools capability. */
+static inline void handshake_tools(struct fake_conn *c)
+{
+	fake_handshake_caps(c, "{\"tools\":{\"listChanged\":true}}");
+}
+
+/* Answers the last tools/list sent with n tools named prefix0, prefix1,
+ * ... (tool i's inputSchema is {"n":i}), and a next cursor when cursor is
+ * set. */
+static inline void answer_tools(struct fake_conn *c, const char *prefix, int n,
+				const char *cursor)
+{
+	int64_t id;
+	cr_assert(sent_method(c, "tools/list", &id));
+	struct buf b;
+	buf_init(&b);
+	buf_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{",
+		   (long long)id);
+	if (cursor)
+		buf_printf(&b, "\"nextCursor\":\"%s\",", cursor);
+	buf_puts(&b, "\"tools\":[");
+	for (int i = 0; i < n; i++)
+		buf_printf(&b,
+			   "%s{\"name\":\"%s%d\",\"inputSchema\":{\"n\":%d}}",
+			   i ? "," : "", prefix, i, i);
+	buf_puts(&b, "]}}");
+	serve(c, b.data);
+	buf_free(&b);
 }
 
 /* ---- the instance under test ---- */

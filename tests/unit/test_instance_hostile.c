@@ -9,43 +9,6 @@
 #include "instance_fixture.h"
 #include "util/buf.h"
 
-/* Answers initialize declaring the tools capability. */
-static void handshake_tools(struct fake_conn *c)
-{
-	int64_t id;
-	cr_assert(sent_method(c, "initialize", &id));
-	char line[256];
-	snprintf(line, sizeof line,
-		 "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{"
-		 "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{"
-		 "\"tools\":{\"listChanged\":true}},"
-		 "\"serverInfo\":{\"name\":\"f\",\"version\":\"1\"}}}",
-		 (long long)id);
-	serve(c, line);
-}
-
-/* Answers the last tools/list sent with tools named by prefix (n of
- * them), and a next cursor when cursor is set. */
-static void answer_tools(struct fake_conn *c, const char *prefix, int n,
-			 const char *cursor)
-{
-	int64_t id;
-	cr_assert(sent_method(c, "tools/list", &id));
-	struct buf b;
-	buf_init(&b);
-	buf_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{",
-		   (long long)id);
-	if (cursor)
-		buf_printf(&b, "\"nextCursor\":\"%s\",", cursor);
-	buf_puts(&b, "\"tools\":[");
-	for (int i = 0; i < n; i++)
-		buf_printf(&b, "%s{\"name\":\"%s%d\",\"inputSchema\":{}}",
-			   i ? "," : "", prefix, i);
-	buf_puts(&b, "]}}");
-	serve(c, b.data);
-	buf_free(&b);
-}
-
 static struct instance *make_ready_tools(void)
 {
 	struct instance *inst = make(0);

@@ -9,39 +9,6 @@
 #include "router/router.h"
 #include "util/buf.h"
 
-static void handshake_tools(struct fake_conn *c)
-{
-	int64_t id;
-	cr_assert(sent_method(c, "initialize", &id));
-	char line[256];
-	snprintf(line, sizeof line,
-		 "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{"
-		 "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{"
-		 "\"tools\":{\"listChanged\":true}},"
-		 "\"serverInfo\":{\"name\":\"f\",\"version\":\"1\"}}}",
-		 (long long)id);
-	serve(c, line);
-}
-
-/* Answers the last tools/list with n tools named prefix0, prefix1, ... */
-static void answer_tools(struct fake_conn *c, const char *prefix, int n)
-{
-	int64_t id;
-	cr_assert(sent_method(c, "tools/list", &id));
-	struct buf b;
-	buf_init(&b);
-	buf_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{",
-		   (long long)id);
-	buf_puts(&b, "\"tools\":[");
-	for (int i = 0; i < n; i++)
-		buf_printf(&b,
-			   "%s{\"name\":\"%s%d\",\"inputSchema\":{\"n\":%d}}",
-			   i ? "," : "", prefix, i, i);
-	buf_puts(&b, "]}}");
-	serve(c, b.data);
-	buf_free(&b);
-}
-
 #define TOOLS_CHANGED                                                          \
 	"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/"               \
 	"list_changed\"}"
@@ -65,7 +32,7 @@ Test(instance_index, a_replaced_list_is_indexed_anew_and_the_old_is_gone)
 	handshake_tools(conns[0]);
 	cr_assert_null(instance_list_index(inst, INSTANCE_TOOLS),
 		       "no list yet, no index");
-	answer_tools(conns[0], "t", 50);
+	answer_tools(conns[0], "t", 50, NULL);
 	cr_assert_eq(err, 0);
 	const struct listindex *ix = instance_list_index(inst, INSTANCE_TOOLS);
 	cr_assert_not_null(ix);
@@ -76,7 +43,7 @@ Test(instance_index, a_replaced_list_is_indexed_anew_and_the_old_is_gone)
 
 	/* list_changed: a new list, none of the old names. */
 	serve(conns[0], TOOLS_CHANGED);
-	answer_tools(conns[0], "u", 120);
+	answer_tools(conns[0], "u", 120, NULL);
 	json_t *tools = instance_list(inst, INSTANCE_TOOLS);
 	cr_assert_eq(json_array_size(tools), 120);
 	cr_assert(
