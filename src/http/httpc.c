@@ -67,6 +67,14 @@ static bool httpc_sent_now(const struct httpc_req *r)
 	return size > 0;
 }
 
+/* One option on easy handle e of libcurl cu, unless one before failed:
+ * the setup functions below stop at the first failure, in rc. */
+#define SET(opt, val)                                                          \
+	do {                                                                   \
+		if (rc == CURLE_OK)                                            \
+			rc = cu->easy_setopt(e, opt, val);                     \
+	} while (0)
+
 /* The options every request gets alike (see httpc.h and the file head),
  * set once per easy handle: a handle kept between requests keeps them,
  * and httpc_setup sets only what a request may change. */
@@ -74,11 +82,6 @@ static CURLcode httpc_easy_setup(const struct httpc *c, CURL *e)
 {
 	const struct curlso *cu = c->cu;
 	CURLcode rc = CURLE_OK;
-#define SET(opt, val)                                                          \
-	do {                                                                   \
-		if (rc == CURLE_OK)                                            \
-			rc = cu->easy_setopt(e, opt, val);                     \
-	} while (0)
 	SET(CURLOPT_NOSIGNAL, 1L);
 	SET(CURLOPT_PROTOCOLS_STR, "http,https");
 	SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
@@ -95,7 +98,6 @@ static CURLcode httpc_easy_setup(const struct httpc *c, CURL *e)
 	SET(CURLOPT_CLOSESOCKETDATA, (void *)c);
 	/* No CURLOPT_PIPEWAIT: a request would wait for a connection whose
 	 * protocol is not known yet, which a silent stream never tells. */
-#undef SET
 	return rc;
 }
 
@@ -555,11 +557,6 @@ static int httpc_setup(struct httpc_req *r, const struct httpc_opts *o)
 	const struct curlso *cu = r->c->cu;
 	CURL *e = r->easy;
 	CURLcode rc = CURLE_OK;
-#define SET(opt, val)                                                          \
-	do {                                                                   \
-		if (rc == CURLE_OK)                                            \
-			rc = cu->easy_setopt(e, opt, val);                     \
-	} while (0)
 	SET(CURLOPT_PRIVATE, (void *)r);
 	/* The text too: libcurl 7.88 then takes it as the transfer's own
 	 * (its effective URL, what a replay reads) instead of printing the
@@ -590,7 +587,6 @@ static int httpc_setup(struct httpc_req *r, const struct httpc_opts *o)
 		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)o->body_len);
 		SET(CURLOPT_COPYPOSTFIELDS, o->body ? o->body : "");
 	}
-#undef SET
 	return rc == CURLE_OK ? 0 : -EINVAL;
 }
 
