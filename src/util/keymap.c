@@ -6,16 +6,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/random.h"
 #include "util/xmalloc.h"
 
 #define KEYMAP_MIN_CAP 8
 
+/* Drawn on the first hash (see keymap.h). */
+static uint64_t keymap_seed;
+static bool keymap_seeded;
+
+void keymap_seed_set(uint64_t seed)
+{
+	keymap_seed = seed;
+	keymap_seeded = true;
+}
+
+static uint64_t keymap_seed_get(void)
+{
+	if (__builtin_expect(!keymap_seeded, 0)) {
+		random_bytes(&keymap_seed, sizeof keymap_seed);
+		keymap_seeded = true;
+	}
+	return keymap_seed;
+}
+
 uint64_t keymap_hash(const char *key)
 {
 	/* Eight bytes per step (most keys are canonical JSON of a few
-	 * hundred bytes); the tail and the length finish it. */
+	 * hundred bytes); the tail and the length finish it. Each step
+	 * multiplies, so how two keys' states differ after a word depends
+	 * on the seed: colliding keys cannot be made without it. */
 	size_t len = strlen(key);
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ len;
+	uint64_t h = (0x9e3779b97f4a7c15ULL ^ keymap_seed_get()) ^ len;
 	const unsigned char *p = (const unsigned char *)key;
 	while (len >= 8) {
 		uint64_t w;
@@ -27,8 +49,15 @@ uint64_t keymap_hash(const char *key)
 	}
 	uint64_t w = 0;
 	memcpy(&w, p, len);
-	h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 29;
+	/* The tail, then a full finish (MurmurHash3's): a multiply carries
+	 * only upward, so without it the low bits, which pick the slot,
+	 * would follow a few input bits whatever the seed. */
+	h ^= w;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
 	return h;
 }
 

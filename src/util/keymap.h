@@ -5,6 +5,12 @@
  * must stay valid and unchanged while it is in the map (the value usually
  * owns it). Lookups hash the key a word at a time, so that long canonical
  * keys that share a prefix cost little more than short ones.
+ *
+ * The hash starts from a random seed drawn once per process: some keys
+ * come from outside (the tool names a remote server lists), and with a
+ * hash known in advance a server could list names that all land in one
+ * slot and make each index build quadratic. Nothing may depend on the
+ * order of the slots.
  */
 #ifndef MCPV_KEYMAP_H
 #define MCPV_KEYMAP_H
@@ -51,5 +57,8 @@ void keymap_put(struct keymap *m, const char *key, void *val);
 void *keymap_del(struct keymap *m, const char *key);
 size_t keymap_count(const struct keymap *m);
 uint64_t keymap_hash(const char *key);
+/* Replaces the seed (tests: the same keys under two seeds). Only before
+ * any map holds a key: the hashes stored in the slots are the old seed's. */
+void keymap_seed_set(uint64_t seed);
 
 #endif

@@ -1,4 +1,4 @@
-/* Random hex identifiers from getrandom. */
+/* Random bytes and hex identifiers from getrandom. */
 #include "util/random.h"
 
 #include <errno.h>
@@ -8,6 +8,24 @@
 #include <sys/random.h>
 #include <sys/types.h>
 
+void random_bytes(void *out, size_t nbytes)
+{
+	unsigned char *p = out;
+	size_t got = 0;
+	while (got < nbytes) {
+		ssize_t n = getrandom(p + got, nbytes - got, 0);
+		if (n > 0) {
+			got += (size_t)n;
+		} else if (errno != EINTR) {
+			/* A guessable token or session id is worse than no
+			 * runtime. */
+			fprintf(stderr, "mcpvisor: getrandom: %s\n",
+				strerror(errno));
+			abort();
+		}
+	}
+}
+
 void random_hex(char *out, size_t nbytes)
 {
 	static const char digits[] = "0123456789abcdef";
@@ -16,19 +34,7 @@ void random_hex(char *out, size_t nbytes)
 	while (done < nbytes) {
 		size_t want =
 			nbytes - done < sizeof raw ? nbytes - done : sizeof raw;
-		size_t got = 0;
-		while (got < want) {
-			ssize_t n = getrandom(raw + got, want - got, 0);
-			if (n > 0) {
-				got += (size_t)n;
-			} else if (errno != EINTR) {
-				/* A guessable token or session id is worse
-				 * than no runtime. */
-				fprintf(stderr, "mcpvisor: getrandom: %s\n",
-					strerror(errno));
-				abort();
-			}
-		}
+		random_bytes(raw, want);
 		for (size_t i = 0; i < want; i++) {
 			out[2 * (done + i)] = digits[raw[i] >> 4];
 			out[2 * (done + i) + 1] = digits[raw[i] & 15];
