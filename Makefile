@@ -95,6 +95,9 @@ build/bench/%: bench/%.c
 	@mkdir -p build/bench
 	$(CC) $(CFLAGS_REL) -o $@ $< $(PKG_LIBS)
 
+# The bench's libcurl client links libcurl itself (the runtime loads it).
+build/bench/curl-alone: PKG_LIBS += $(shell pkg-config --libs libcurl 2>/dev/null)
+
 $(SAN)/unit/%: tests/unit/%.c $(SAN_OBJ) $(UNIT_HDRS)
 	@mkdir -p $(SAN)/unit
 	$(CC) $(CFLAGS_SAN) $(LDFLAGS_SAN) -Itests -o $@ $< $(SAN_OBJ) \

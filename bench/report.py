@@ -319,6 +319,62 @@ def limit(recs):
     return out
 
 
+def bounds(recs):
+    """What a hop cannot beat on this machine, measured in the same run.
+    The pinned target: a hop to a stdio server is one HTTP exchange plus
+    one stdio exchange, and bench/exchange gives the first alone (nginx's
+    fixed answer, pinned). The url server target: a runtime that forwards
+    through libcurl does at least bench/curl-alone's work a call on top of
+    its own; with the direct pair's CPU a call (loadgen + server, 8
+    sessions), a runtime that did no work besides libcurl's could reach at
+    most direct / (direct + libcurl)."""
+    ex, curl, lg, srv, mv, mvsrv, calls_mv = {}, {}, {}, {}, {}, {}, {}
+    errors, why = 0, None
+    for r in recs:
+        t, rnd, mode = r.get("target"), r.get("round", "0"), r.get("mode")
+        if t not in ("nginx_exchange", "curl_alone", "http_direct",
+                     "mcpvisor_http"):
+            continue
+        if t in ("nginx_exchange", "curl_alone") and not r.get("ok"):
+            errors += 1
+            why = why or "%s: %s" % (t, r.get("first_error"))
+            continue
+        if t == "nginx_exchange":
+            ex[rnd] = r.get("p50_ms")
+        elif t == "curl_alone":
+            curl[rnd] = r.get("cpu_us_per_call")
+        elif mode == "cpu":
+            if t == "http_direct":
+                srv[rnd] = r.get("server_cpu_s")
+            elif "server_cpu_s" in r:
+                mvsrv[rnd] = r["server_cpu_s"]
+            else:
+                mv[rnd] = r.get("gateway_cpu_s")
+        elif r.get("kind") == "throughput_8" and r.get("calls_all"):
+            if t == "http_direct":
+                lg[rnd] = (r.get("self_cpu_s"), r["calls_all"])
+            else:
+                calls_mv[rnd] = r["calls_all"]
+    direct, ceil, via = {}, {}, {}
+    for rnd, (cpu, n) in lg.items():
+        if cpu is None or srv.get(rnd) is None:
+            continue
+        direct[rnd] = (cpu + srv[rnd]) * 1e6 / n
+        if curl.get(rnd):
+            ceil[rnd] = direct[rnd] / (direct[rnd] + curl[rnd])
+    for rnd, n in calls_mv.items():
+        if mv.get(rnd) is not None:
+            via[rnd] = mv[rnd] * 1e6 / n
+    if not (ex or curl or errors):
+        return {}
+    return {"exchange_p50_pinned_ms": median(list(ex.values())),
+            "curl_cpu_us_per_call": median(list(curl.values())),
+            "direct_cpu_us_per_call": median(list(direct.values())),
+            "mcpvisor_cpu_us_per_call": median(list(via.values())),
+            "ceiling_via_over_direct": median(list(ceil.values())),
+            "ceiling_rounds": ceil, "errors": errors, "first_error": why}
+
+
 def load_cost(path):
     """bench/cost.sh's figures (instructions, allocations, system calls
     per tools/call), or {} when it did not run."""
@@ -606,6 +662,36 @@ def print_report(doc):
                 fmt_num(lim.get("ratio"), "x"), ", ".join(
                     fmt_num(lim["ratio_rounds"][r], "x")
                     for r in sorted(lim["ratio_rounds"])), LIMIT_SHARE))
+    bd = doc.get("bounds")
+    if bd:
+        fl = res.get("floor", {}).get("figures", {}).get("p50_pinned_ms")
+        xp = bd.get("exchange_p50_pinned_ms")
+        lines.append("")
+        lines.append("what a hop cannot beat here (measured in this run)")
+        lines.append(
+            "  one HTTP exchange alone (bench/exchange to nginx's fixed "
+            "answer, pinned): p50 %s ms%s; a hop to a stdio server is that "
+            "plus the floor's stdio exchange, against the target of floor "
+            "+ %.2f ms" % (
+                fmt_num(xp, "ms"), "" if xp is None or fl is None
+                else " = floor + %.3f ms" % (xp - fl),
+                PINNED_OVER_FLOOR_MS))
+        lines.append(
+            "  libcurl alone (bench/curl-alone, 8 sessions, direct): %s us "
+            "CPU a call; the direct pair (loadgen + server) %s us; "
+            "mcpvisor to a url server %s us" % tuple(
+                "-" if bd.get(k) is None else "%.1f" % bd[k] for k in (
+                    "curl_cpu_us_per_call", "direct_cpu_us_per_call",
+                    "mcpvisor_cpu_us_per_call")))
+        lines.append(
+            "  so via a runtime that did nothing but libcurl's work / direct"
+            " <= %s (rounds %s; target >= %.2f)%s" % (
+                "-" if bd.get("ceiling_via_over_direct") is None
+                else "%.2f" % bd["ceiling_via_over_direct"], ", ".join(
+                    "%.2f" % bd["ceiling_rounds"][r]
+                    for r in sorted(bd["ceiling_rounds"])),
+                HTTP_VIA_SHARE_8, "  ERRORS: %s" % bd["first_error"]
+                if bd.get("errors") else ""))
     cost = doc.get("cost")
     if cost:
         lines.append("")
@@ -759,6 +845,7 @@ def main():
     doc["relay_recovery"] = load_figures(a.figures)
     doc["modern_cost"] = modern_cost(res)
     doc["limit"] = limit(recs)
+    doc["bounds"] = bounds(recs)
     doc["cost"] = load_cost(a.cost)
     doc["targets"] = {
         "pinned_p50_over_floor_ms": PINNED_OVER_FLOOR_MS,

@@ -17,6 +17,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BENCH=$ROOT/bench
 LG=$ROOT/build/bench/loadgen
 ECHO=$ROOT/build/bench/echo-server
+CURL_ALONE=$ROOT/build/bench/curl-alone
+EXCHANGE=$ROOT/build/bench/exchange
 # The echo served over HTTP: the demo fixture (its echo tool), --http PORT.
 DEMO=${DEMO_SERVER:-$ROOT/build/demo-server}
 ROUNDS=${BENCH_ROUNDS:-3}
@@ -324,8 +326,11 @@ http_round() { # round
 	run_lg http_direct "$r" latency_pinned 1 --url "$url" latency \
 		--calls "$CALLS"
 	pin_tree "$DPID" "$ALLCPU"
+	ticks0=$(tree_ticks "$DPID")
 	run_lg http_direct "$r" throughput_8 0 --url "$url" throughput \
 		--sessions 8 --seconds "$SECS"
+	cpu_line http_direct "$r" server_cpu_s "$DPID" "$ticks0"
+	curl_alone_run "$r" "$url"
 	home=$WORK/mcpvisor-http-home-$r
 	mkdir -p "$home"
 	mcpvisor_http_config "$WORK/mcpvisor-http.json" "$url"
@@ -341,8 +346,11 @@ http_round() { # round
 			latency --calls "$CALLS"
 		pin_tree "$GWPID" "$ALLCPU"
 		pin_tree "$DPID" "$ALLCPU"
+		ticks0=$(tree_ticks "$DPID") mvticks0=$(tree_ticks "$GWPID")
 		run_lg mcpvisor_http "$r" throughput_8 0 --url "$mvurl" \
 			throughput --sessions 8 --seconds "$SECS"
+		cpu_line mcpvisor_http "$r" server_cpu_s "$DPID" "$ticks0"
+		cpu_line mcpvisor_http "$r" gateway_cpu_s "$GWPID" "$mvticks0"
 	else
 		why=$(json_field "$HOST_LINE" first_error)
 		tail -n 5 "$WORK/mvh-$r.log" >&2
@@ -352,6 +360,31 @@ http_round() { # round
 	host_stop "mvh-$r"
 	HOST=$DHOST
 	host_stop "httpd-$r"
+}
+
+# cpu_line TARGET ROUND KEY PID TICKS0: the CPU PID's tree used since
+# TICKS0, as KEY of a line of its own (the last loadgen run's window).
+cpu_line() {
+	printf '{"mode":"cpu","target":"%s","round":"%s","%s":%s}\n' "$1" "$2" \
+		"$3" "$(awk "BEGIN { print ($(tree_ticks "$4") - $5) / $CLK_TCK }")" \
+		>>"$RAW"
+}
+
+# What libcurl alone costs a call (bench/curl-alone: a client of the same
+# server through libcurl's multi interface, 8 sessions, nothing else): a
+# runtime that forwards through libcurl pays at least that on top of its
+# own work, which bounds via mcpvisor / direct.
+curl_alone_run() { # round url
+	if [ ! -x "$CURL_ALONE" ]; then
+		crash_line curl_alone unavailable "$CURL_ALONE is not built" \
+			>>"$RAW"
+		return
+	fi
+	out=$("$CURL_ALONE" "$2" --sessions 8 --seconds "$SECS" \
+		2>>"$WORK/loadgen.err")
+	[ -n "$out" ] || out='{"mode":"curl_alone","ok":false,"errors":1,"first_error":"no output"}'
+	printf '{"target":"curl_alone","round":"%s","kind":"throughput_8",%s\n' \
+		"$1" "${out#\{}" >>"$RAW"
 }
 
 # The limit: what one HTTP exchange on loopback costs at all. nginx (one
@@ -494,6 +527,23 @@ wrk_run() {
 		"${line#\{}" >>"$RAW"
 }
 
+# One HTTP exchange alone, pinned with nginx on one CPU as the latency
+# rows are: what a hop pays before any runtime does any work.
+exchange_run() { # round port
+	if [ ! -x "$EXCHANGE" ]; then
+		crash_line nginx_exchange unavailable "$EXCHANGE is not built" \
+			>>"$RAW"
+		return
+	fi
+	pin_tree "$GWPID" "$PINCPU"
+	out=$(taskset -c "$PINCPU" "$EXCHANGE" "$2" --calls "$CALLS" \
+		2>>"$WORK/loadgen.err")
+	pin_tree "$GWPID" "$ALLCPU"
+	[ -n "$out" ] || out='{"mode":"exchange","ok":false,"errors":1,"first_error":"no output"}'
+	printf '{"target":"nginx_exchange","round":"%s","kind":"latency_pinned",%s\n' \
+		"$1" "${out#\{}" >>"$RAW"
+}
+
 nginx_run() { # round
 	r=$1
 	port=$("$LG" freeport)
@@ -505,6 +555,7 @@ nginx_run() { # round
 		-- "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log"
 	if [ "$HOST_OK" = 1 ]; then
 		wrk_run nginx "$r" "$url"
+		exchange_run "$r" "$port"
 	else
 		tail -n 5 "$dir/error.log" "$WORK/nginx-$r.log" >&2
 		crash_line nginx unavailable "nginx did not start" >>"$RAW"
@@ -676,7 +727,8 @@ smoke() {
 	PASS=0 FAIL=0
 	# Always through make: a load generator older than its source (a
 	# tree updated since it was built) is rebuilt, not run stale.
-	make -s -C "$ROOT" build/bench/loadgen build/bench/echo-server || {
+	make -s -C "$ROOT" build/bench/loadgen build/bench/echo-server \
+		build/bench/curl-alone || {
 		echo "0 passed, 1 failed"
 		exit 1
 	}
@@ -768,6 +820,8 @@ smoke_http() {
 		run_lg http_direct 0 latency 0 --url "$url" latency \
 			--calls 200 --warmup-calls 10
 		smoke_check "echo over HTTP, direct latency"
+		LAST=$("$CURL_ALONE" "$url" --sessions 2 --seconds 0.3)
+		smoke_check "echo over HTTP, direct through libcurl alone"
 		mcpvisor_http_config "$WORK/mcpvisor-http.json" "$url"
 		mkdir -p "$WORK/home-http"
 		host_start mvh-smoke mcpvisor_http 0 --timeout-ms 10000 \
@@ -884,6 +938,12 @@ snapshot_binaries() {
 		cp "$DEMO" "$WORK/demo-server" || exit 1
 		DEMO=$WORK/demo-server
 	fi
+	for b in curl-alone exchange; do
+		if [ -x "$ROOT/build/bench/$b" ]; then
+			cp "$ROOT/build/bench/$b" "$WORK/$b" || exit 1
+		fi
+	done
+	CURL_ALONE=$WORK/curl-alone EXCHANGE=$WORK/exchange
 }
 
 find_mcpvisor
