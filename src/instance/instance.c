@@ -172,8 +172,10 @@ struct instance *instance_new(uv_loop_t *loop, const struct instance_spec *spec,
 			      const struct instance_cbs *cbs, void *ctx)
 {
 	const struct server_config *s = spec->server;
+	static uint64_t serials;
 	struct instance *inst = xcalloc(1, sizeof *inst);
 	inst->loop = loop;
+	inst->serial = ++serials;
 	inst->flow = flow_new(instance_flow_cb, inst);
 	inst->name = xstrdup(s->name);
 	inst->key = xstrdup(spec->key);
@@ -558,6 +560,11 @@ const char *instance_key(const struct instance *inst)
 	return inst->key;
 }
 
+uint64_t instance_serial(const struct instance *inst)
+{
+	return inst->serial;
+}
+
 const char *instance_public_key(const struct instance *inst)
 {
 	return inst->public_key;
@@ -657,6 +664,11 @@ json_t *instance_describe(const struct instance *inst, bool verbose)
 	}
 	json_object_set_new(o, "inflight",
 			    json_integer(instance_inflight(inst)));
+	/* The resources its clients follow (subs.c), by distinct uri. */
+	if (json_object_size(inst->subs))
+		json_object_set_new(
+			o, "subscriptions",
+			json_integer((json_int_t)json_object_size(inst->subs)));
 	/* Its clients read slowly: its output waits in its pipe. */
 	if (inst->reads_paused)
 		json_object_set_new(o, "outputPaused", json_true());

@@ -196,6 +196,13 @@ int instance_respond_on(struct instance *inst, uint64_t gen, json_t *id,
 /* The generation of the current connection (1, 2, ...), 0 when none. */
 uint64_t instance_conn_gen(const struct instance *inst);
 
+/* A session that ended still followed uri through inst (n answered
+ * subscribes less unsubscribes of its own): they are no longer counted.
+ * When nobody else follows it, a running 2025 server is sent
+ * resources/unsubscribe; a 2026-07-28 server's listen stream stops
+ * following it. Starts nothing. */
+void instance_subs_leave(struct instance *inst, const char *uri, unsigned n);
+
 /* Stops the server: state STOPPING then STOPPED. keep_lists: an idle close
  * (the lists stay offered and the next use starts it again); else the
  * lists are dropped (explicit stop, config change). */
@@ -205,6 +212,10 @@ enum instance_state instance_state(const struct instance *inst);
 const char *instance_state_name(enum instance_state s);
 const char *instance_name(const struct instance *inst);
 const char *instance_key(const struct instance *inst);
+/* Which instance this is among every one the runtime made (1, 2, ...):
+ * one closed by a reload and the next of the same key differ, where a
+ * pointer may be reused. */
+uint64_t instance_serial(const struct instance *inst);
 /* The key with secrets fingerprinted: the only one to show or store. */
 const char *instance_public_key(const struct instance *inst);
 /* The list last seen (a JSON array, borrowed), NULL when never listed. */

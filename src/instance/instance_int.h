@@ -89,6 +89,7 @@ struct instance_waiter {
 
 struct instance {
 	uv_loop_t *loop;
+	uint64_t serial; /* instance_serial */
 	char *name;
 	char *key;
 	char *public_key;

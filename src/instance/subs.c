@@ -81,6 +81,50 @@ void instance_subs_answered(struct instance *inst, const struct outbox_req *r)
 		instance_subs_send(inst, uri);
 }
 
+/* Where the answer to a leave's unsubscribe goes: nothing waits for it. */
+static void instance_subs_left_cb(void *arg, json_t *resp, bool sent)
+{
+	struct instance *inst = arg;
+	json_t *err = json_object_get(resp, "error");
+	if (err == NULL || inst->state != INSTANCE_READY)
+		return;
+	const char *m = json_string_value(json_object_get(err, "message"));
+	char *masked = m ? instance_mask(inst, m, strlen(m)) : NULL;
+	instance_warn(inst,
+		      "resources/unsubscribe for a session that ended "
+		      "failed: %.200s",
+		      masked ? masked : "(no message)");
+	free(masked);
+}
+
+void instance_subs_leave(struct instance *inst, const char *uri, unsigned n)
+{
+	json_int_t had = json_integer_value(json_object_get(inst->subs, uri));
+	/* Not counted (past INSTANCE_MAX_SUBS), or an instance the reload
+	 * made anew, which never had it. */
+	if (had <= 0 || n == 0)
+		return;
+	json_int_t left = had > (json_int_t)n ? had - (json_int_t)n : 0;
+	if (left)
+		json_object_set_new(inst->subs, uri, json_integer(left));
+	else
+		json_object_del(inst->subs, uri);
+	/* Not running: the next start follows what is left. */
+	if (inst->state != INSTANCE_READY)
+		return;
+	/* A 2026-07-28 server's upstream counts each client's subscribes
+	 * itself: each is undone there. A 2025 server holds one
+	 * subscription for every client: undone only when nobody else
+	 * follows the uri. */
+	unsigned sends = inst->era_modern ? (unsigned)(had - left)
+			 : left == 0	  ? 1
+					  : 0;
+	for (unsigned i = 0; i < sends; i++)
+		instance_send_request(inst, "resources/unsubscribe",
+				      json_pack("{s:s}", "uri", uri),
+				      instance_subs_left_cb, inst, true);
+}
+
 void instance_subs_restore(struct instance *inst)
 {
 	if (json_object_size(inst->subs) == 0)

@@ -31,6 +31,7 @@ static void session_call_unref(struct call *c)
 	json_decref(c->params);
 	free(c->params_text);
 	json_decref(c->progress_token);
+	free(c->sub_uri);
 	free(c);
 }
 
@@ -81,6 +82,8 @@ static void session_call_reply_cb(void *arg, json_t *resp, bool sent)
 	json_object_set_new(out, "jsonrpc", json_string("2.0"));
 	json_object_set(out, "id", c->client_id);
 	json_t *error = json_object_get(resp, "error");
+	if (error == NULL && c->sub_uri)
+		session_subs_note(c->session, c->inst, c->method, c->sub_uri);
 	if (error)
 		json_object_set(out, "error", error);
 	else
@@ -132,6 +135,8 @@ static void session_call_text_cb(void *arg, const char *msg, size_t off,
 		text = buf_steal(&b);
 	}
 	exchange_send_text(c->ex, text, n, true);
+	if (c->sub_uri)
+		session_subs_note(c->session, c->inst, c->method, c->sub_uri);
 	session_call_finish(c, false);
 	session_call_unref(c);
 }
@@ -352,6 +357,11 @@ static struct call *session_call_new(struct session *s, json_t *id,
 	c->params_text = params_text;
 	c->params_len = params_len;
 	c->seq = s->next_seq++;
+	if (method[0] == 'r' && session_subs_method(method)) {
+		const char *uri =
+			json_string_value(json_object_get(params, "uri"));
+		c->sub_uri = uri ? xstrdup(uri) : NULL;
+	}
 	json_t *meta = json_object_get(params, "_meta");
 	json_t *tok = json_object_get(meta, "progressToken");
 	if (tok)

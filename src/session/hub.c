@@ -739,6 +739,9 @@ void hub_session_end(struct hub *hub, struct session *s)
 	hub->nsessions--;
 	log_debug("session %.8s ended", session_id(s));
 	char *id = xstrdup(session_id(s));
+	/* What it followed and never unsubscribed from is no longer
+	 * followed for it. */
+	session_subs_leave(s);
 	session_free(s);
 	free(e);
 	/* Instances nobody uses any longer close at once. */

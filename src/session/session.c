@@ -188,6 +188,7 @@ bool session_reconfigure(struct session *s)
 		json_array_append_new(before,
 				      session_view_of(s->srv[i], s->keys[i]));
 	session_keys_free(s);
+	session_subs_free(s);
 	config_free(s->space_cfg);
 	s->space_cfg = NULL;
 	free(s->srv);

@@ -47,6 +47,9 @@ struct call {
 	bool error;
 	/* The name the client used, for status and refusals. */
 	const char *label;
+	/* resources/subscribe or unsubscribe: its uri, for the session's
+	 * own count once answered (session/subs.c); else NULL. */
+	char *sub_uri;
 	/* Waiting for a sign-in through its client (signin.c), which holds
 	 * the reference of the pending callback meanwhile; NULL: not. Once
 	 * tried, a call never waits for a second one. */
@@ -139,6 +142,9 @@ struct session {
 	/* What the client was last shown, so list_changed is sent only when
 	 * its view really changed. */
 	json_t *seen[INSTANCE_NLISTS];
+	/* The resources it follows (subs.c), given back when it ends. */
+	struct session_sub *subs;
+	unsigned nsubs;
 };
 
 /* The servers of a session, as it resolves them, with their instances
@@ -171,6 +177,17 @@ bool session_server_usable(const struct server_config *sv);
 void session_reply(struct exchange *ex, json_t *id, json_t *result);
 void session_reply_error(struct exchange *ex, json_t *id, int code,
 			 const char *message, json_t *data);
+
+/* subs.c: the resources a session follows through its instances */
+/* Whether method is resources/subscribe or resources/unsubscribe. */
+bool session_subs_method(const char *method);
+/* inst answered the session's (un)subscribe of uri without an error. */
+void session_subs_note(struct session *s, struct instance *inst,
+		       const char *method, const char *uri);
+/* The session ended: each instance that still counts a subscription of
+ * its own is told so (instance_subs_leave). */
+void session_subs_leave(struct session *s);
+void session_subs_free(struct session *s);
 
 /* streams.c */
 void session_streams_destroy(struct session *s);

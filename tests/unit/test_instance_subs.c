@@ -270,3 +270,106 @@ Test(subs, a_2026_server_is_lent_the_set_and_sent_no_subscribe)
 	cr_assert_eq(sent_count(c, "resources/subscribe"), 0);
 	finish_subs(inst);
 }
+
+/* What instance_describe counts: distinct uris followed. */
+static json_int_t followed(struct instance *inst)
+{
+	json_t *d = instance_describe(inst, false);
+	json_int_t n = json_integer_value(json_object_get(d, "subscriptions"));
+	json_decref(d);
+	return n;
+}
+
+Test(subs, a_session_that_leaves_gives_its_subscriptions_back_on_2025)
+{
+	struct instance *inst = make_subs();
+	int err = 1;
+	instance_ensure(inst, ready_cb, &err);
+	handshake_as(conns[0], "2025-11-25");
+	struct fake_conn *c = conns[0];
+	/* Two sessions follow w, one of them twice; one follows x alone. */
+	client_sub(inst, c, "resources/subscribe", "test://w", true);
+	client_sub(inst, c, "resources/subscribe", "test://w", true);
+	client_sub(inst, c, "resources/subscribe", "test://w", true);
+	client_sub(inst, c, "resources/subscribe", "test://x", true);
+	cr_assert_eq(followed(inst), 2);
+
+	/* The one that subscribed to w twice leaves: the other still
+	 * follows it on the server's one session, so nothing is sent. */
+	instance_subs_leave(inst, "test://w", 2);
+	cr_assert_eq(sent_count(c, "resources/unsubscribe"), 0);
+	cr_assert_eq(followed(inst), 2);
+	/* x's only follower leaves: the server is told. */
+	instance_subs_leave(inst, "test://x", 1);
+	char uris[256];
+	sent_uris(c, "resources/unsubscribe", uris, sizeof uris);
+	cr_assert_str_eq(uris, "test://x");
+	int64_t id;
+	cr_assert(sent_method(c, "resources/unsubscribe", &id));
+	answer_ok(c, id);
+	cr_assert_eq(followed(inst), 1);
+	/* A uri it never counted changes nothing. */
+	instance_subs_leave(inst, "test://never", 1);
+	cr_assert_eq(sent_count(c, "resources/unsubscribe"), 1);
+
+	/* After a restart only w is asked for again. */
+	c = crash_and_back(inst, "2025-11-25");
+	sent_uris(c, "resources/subscribe", uris, sizeof uris);
+	cr_assert_str_eq(uris, "test://w");
+	cr_assert(sent_method(c, "resources/subscribe", &id));
+	answer_ok(c, id);
+	/* Its last follower leaves while it runs: told, and not asked
+	 * for again at the next start. */
+	instance_subs_leave(inst, "test://w", 1);
+	cr_assert_eq(sent_count(c, "resources/unsubscribe"), 1);
+	cr_assert_eq(followed(inst), 0);
+	c = crash_and_back(inst, "2025-11-25");
+	cr_assert_eq(sent_count(c, "resources/subscribe"), 0);
+	finish_subs(inst);
+}
+
+Test(subs, a_session_that_leaves_a_stopped_server_sends_nothing)
+{
+	struct instance *inst = make_subs();
+	int err = 1;
+	instance_ensure(inst, ready_cb, &err);
+	handshake_as(conns[0], "2025-11-25");
+	client_sub(inst, conns[0], "resources/subscribe", "test://s", true);
+	fake_exit(conns[0], 1);
+	cr_assert_eq(instance_state(inst), INSTANCE_FAILED);
+	int before = conns[0]->nlines;
+	instance_subs_leave(inst, "test://s", 1);
+	cr_assert_eq(conns[0]->nlines, before);
+	cr_assert_eq(nconns, 1, "leaving starts nothing");
+	/* The next start does not follow it. */
+	fake_now += 600000;
+	ready_err = 1;
+	instance_ensure(inst, ready_cb, &ready_err);
+	struct fake_conn *c = conns[nconns - 1];
+	handshake_as(c, "2025-11-25");
+	cr_assert_eq(ready_err, 0);
+	cr_assert_eq(sent_count(c, "resources/subscribe"), 0);
+	finish_subs(inst);
+}
+
+Test(subs, a_session_that_leaves_a_2026_server_undoes_each_of_its_own)
+{
+	struct instance *inst = make_subs();
+	int err = 1;
+	instance_ensure(inst, ready_cb, &err);
+	handshake_as(conns[0], "2026-07-28");
+	struct fake_conn *c = conns[0];
+	client_sub(inst, c, "resources/subscribe", "test://m", true);
+	client_sub(inst, c, "resources/subscribe", "test://m", true);
+	client_sub(inst, c, "resources/subscribe", "test://m", true);
+	/* mcpvisor's side of the server counts each client's subscribes:
+	 * a session that made two undoes two there, and the third still
+	 * follows. */
+	instance_subs_leave(inst, "test://m", 2);
+	cr_assert_eq(sent_count(c, "resources/unsubscribe"), 2);
+	cr_assert_eq(followed(inst), 1);
+	struct fake_conn *c2 = crash_and_back(inst, "2026-07-28");
+	cr_assert_eq(json_integer_value(json_object_get(lent, "test://m")), 1);
+	cr_assert_eq(sent_count(c2, "resources/subscribe"), 0);
+	finish_subs(inst);
+}
