@@ -665,10 +665,10 @@ json_t *instance_describe(const struct instance *inst, bool verbose)
 	json_object_set_new(o, "inflight",
 			    json_integer(instance_inflight(inst)));
 	/* The resources its clients follow (subs.c), by distinct uri. */
-	if (json_object_size(inst->subs))
+	if (instance_subs_followed(inst))
 		json_object_set_new(
 			o, "subscriptions",
-			json_integer((json_int_t)json_object_size(inst->subs)));
+			json_integer((json_int_t)instance_subs_followed(inst)));
 	/* Its clients read slowly: its output waits in its pipe. */
 	if (inst->reads_paused)
 		json_object_set_new(o, "outputPaused", json_true());

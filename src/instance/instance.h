@@ -202,6 +202,8 @@ uint64_t instance_conn_gen(const struct instance *inst);
  * resources/unsubscribe; a 2026-07-28 server's listen stream stops
  * following it. Starts nothing. */
 void instance_subs_leave(struct instance *inst, const char *uri, unsigned n);
+/* How many distinct resources its clients follow (0: none). */
+size_t instance_subs_followed(const struct instance *inst);
 
 /* Stops the server: state STOPPING then STOPPED. keep_lists: an idle close
  * (the lists stay offered and the next use starts it again); else the

@@ -125,6 +125,11 @@ void instance_subs_leave(struct instance *inst, const char *uri, unsigned n)
 				      instance_subs_left_cb, inst, true);
 }
 
+size_t instance_subs_followed(const struct instance *inst)
+{
+	return json_object_size(inst->subs);
+}
+
 void instance_subs_restore(struct instance *inst)
 {
 	if (json_object_size(inst->subs) == 0)

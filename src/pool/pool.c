@@ -109,6 +109,15 @@ static void pool_idle_cb(uv_timer_t *t)
 	if (st == INSTANCE_STOPPED || st == INSTANCE_STOPPING ||
 	    st == INSTANCE_NEEDS_AUTH)
 		return;
+	/* Resources its sessions follow are a standing request of theirs
+	 * (updates come when they change, not when asked): it is in use,
+	 * and is looked at again an idle time later. A session that ends
+	 * gives its own back (session/subs.c). */
+	if (st == INSTANCE_READY && instance_subs_followed(e->inst) > 0) {
+		lease_touch(e->leases, now);
+		pool_idle_arm(e);
+		return;
+	}
 	log_info("instance %s: idle for %llu ms, closing", e->name,
 		 (unsigned long long)(now - lease_idle_since(e->leases)));
 	/* Its lists stay offered; the next use starts it again. */
@@ -816,8 +825,10 @@ json_t *pool_describe(struct pool *pool, struct instance *inst)
 	json_object_set_new(o, "idleTimeoutMs",
 			    json_integer((json_int_t)e->idle_ms));
 	enum instance_state st = instance_state(inst);
+	/* Not while followed: pool_idle_cb keeps it then. */
 	if (lease_holders(e->leases) == 0 &&
-	    (st == INSTANCE_READY || st == INSTANCE_FAILED)) {
+	    (st == INSTANCE_READY || st == INSTANCE_FAILED) &&
+	    instance_subs_followed(inst) == 0) {
 		uint64_t now = clock_now_ms();
 		uint64_t due = lease_idle_since(e->leases) + e->idle_ms;
 		json_object_set_new(

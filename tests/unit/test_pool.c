@@ -194,6 +194,45 @@ Test(pool, a_lease_taken_as_the_timer_fires_keeps_the_instance)
 	cr_assert(pool_test_run_until(pool_test_is_stopped, inst));
 }
 
+static int pool_test_answers;
+static void pool_test_answer_cb(void *arg, json_t *resp, bool sent)
+{
+	cr_assert_null(json_object_get(resp, "error"));
+	pool_test_answers++;
+}
+
+static bool pool_test_answered(struct instance *inst)
+{
+	return pool_test_answers > 0;
+}
+
+/* A resource its sessions follow keeps coming (updates): the instance is
+ * not closed for idleness while a session follows one, and is once none
+ * does. */
+Test(pool, a_followed_instance_is_not_closed_for_idleness)
+{
+	struct instance *inst = pool_test_start();
+	pool_test_answers = 0;
+	cr_assert_gt(
+		instance_request(inst, "resources/subscribe",
+				 json_pack("{s:s}", "uri", "demo://readme"),
+				 pool_test_answer_cb, NULL),
+		0);
+	cr_assert(pool_test_run_until(pool_test_answered, inst));
+	pool_release(pool, inst, "s1");
+	for (int i = 0; i < 3; i++) {
+		fake_now += POOL_TEST_IDLE_MS;
+		pool_test_let_timer_fire(inst);
+		cr_assert_eq(instance_state(inst), INSTANCE_READY,
+			     "followed, so in use (%d idle times)", i + 1);
+	}
+	/* Its follower leaves: an idle time after the timer last found it
+	 * followed, it closes. */
+	instance_subs_leave(inst, "demo://readme", 1);
+	fake_now += POOL_TEST_IDLE_MS;
+	cr_assert(pool_test_run_until(pool_test_is_stopped, inst));
+}
+
 Test(pool, the_timer_is_early_by_the_clock_and_waits_again)
 {
 	struct instance *inst = pool_test_start();
