@@ -24,6 +24,9 @@
 #include "util/random.h"
 #include "util/xmalloc.h"
 
+/* The least wait before a followed instance that failed starts again. */
+#define POOL_REVIVE_MIN_MS 1000
+
 struct pool_entry {
 	struct pool_entry *next, *prev;
 	struct pool *pool;
@@ -77,6 +80,7 @@ static struct pool_entry *pool_entry_of(struct instance *inst)
 /* ---- idle ---- */
 
 static void pool_idle_arm(struct pool_entry *e);
+static void pool_idle_cb(uv_timer_t *t);
 static void pool_entry_close(struct pool_entry *e, const char *why);
 
 /* Whether the instance runs nothing and nothing is coming, so nothing is
@@ -89,12 +93,52 @@ static bool pool_entry_at_rest(const struct pool_entry *e)
 	return st == INSTANCE_STOPPED || st == INSTANCE_FAILED;
 }
 
+/* A start for the resources its sessions follow: nobody waits for it. */
+static void pool_revive_cb(void *arg, struct instance *inst, int err)
+{
+	(void)arg;
+	(void)inst;
+	(void)err;
+}
+
+/* Whether sessions that use it follow resources of its server: their
+ * updates come when the resources change, not when asked. */
+static bool pool_entry_followed(const struct pool_entry *e)
+{
+	return lease_members(e->leases) > 0 &&
+	       instance_subs_followed(e->inst) > 0;
+}
+
+/* The idle timer also brings back a followed instance that failed, once
+ * its backoff is over (and never sooner than POOL_REVIVE_MIN_MS: a
+ * failure that set none must not make a loop): nothing else would ask
+ * for it. */
+static void pool_revive_arm(struct pool_entry *e)
+{
+	uint64_t wait = instance_backoff_remaining_ms(e->inst);
+	uv_timer_start(&e->idle_timer, pool_idle_cb,
+		       wait > POOL_REVIVE_MIN_MS ? wait : POOL_REVIVE_MIN_MS,
+		       0);
+}
+
 static void pool_idle_cb(uv_timer_t *t)
 {
 	struct pool_entry *e = t->data;
 	uint64_t now = clock_now_ms();
 	if (lease_holders(e->leases) > 0)
 		return;
+	if (instance_state(e->inst) == INSTANCE_FAILED &&
+	    pool_entry_followed(e)) {
+		if (instance_backoff_remaining_ms(e->inst) > 0) {
+			pool_revive_arm(e);
+			return;
+		}
+		log_info("instance %s: starting again for the resources its "
+			 "sessions follow",
+			 e->name);
+		instance_ensure(e->inst, pool_revive_cb, NULL);
+		return;
+	}
 	if (!lease_idle_due(e->leases, now, e->idle_ms)) {
 		pool_idle_arm(e);
 		return;
@@ -113,7 +157,7 @@ static void pool_idle_cb(uv_timer_t *t)
 	 * (updates come when they change, not when asked): it is in use,
 	 * and is looked at again an idle time later. A session that ends
 	 * gives its own back (session/subs.c). */
-	if (st == INSTANCE_READY && instance_subs_followed(e->inst) > 0) {
+	if (st == INSTANCE_READY && pool_entry_followed(e)) {
 		lease_touch(e->leases, now);
 		pool_idle_arm(e);
 		return;
@@ -126,7 +170,14 @@ static void pool_idle_cb(uv_timer_t *t)
 
 static void pool_idle_arm(struct pool_entry *e)
 {
-	if (lease_holders(e->leases) > 0 || e->idle_ms == 0)
+	if (lease_holders(e->leases) > 0)
+		return;
+	if (instance_state(e->inst) == INSTANCE_FAILED &&
+	    pool_entry_followed(e)) {
+		pool_revive_arm(e);
+		return;
+	}
+	if (e->idle_ms == 0)
 		return;
 	uint64_t now = clock_now_ms();
 	uint64_t due = lease_idle_since(e->leases) + e->idle_ms;
@@ -160,6 +211,8 @@ static void pool_inst_state_cb(void *ctx, struct instance *inst,
 		lease_touch(e->leases, clock_now_ms());
 		pool_idle_arm(e);
 	}
+	if (to == INSTANCE_FAILED && pool_entry_followed(e))
+		pool_idle_arm(e);
 	/* A server that fails to start drops its cached tools. */
 	if (from == INSTANCE_STARTING &&
 	    (to == INSTANCE_FAILED || to == INSTANCE_NEEDS_AUTH) &&

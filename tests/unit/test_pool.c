@@ -233,6 +233,56 @@ Test(pool, a_followed_instance_is_not_closed_for_idleness)
 	cr_assert(pool_test_run_until(pool_test_is_stopped, inst));
 }
 
+static bool pool_test_is_failed(struct instance *inst)
+{
+	return instance_state(inst) == INSTANCE_FAILED;
+}
+
+static bool pool_test_is_ready(struct instance *inst)
+{
+	return instance_state(inst) == INSTANCE_READY;
+}
+
+/* Nothing else would ask for a server whose resources sessions follow:
+ * after a crash it starts again once its backoff is over, and is sent
+ * the subscriptions again (instance/subs.c). */
+Test(pool, a_followed_instance_that_crashed_starts_again)
+{
+	struct instance *inst = pool_test_start();
+	pool_test_answers = 0;
+	cr_assert_gt(
+		instance_request(inst, "resources/subscribe",
+				 json_pack("{s:s}", "uri", "demo://readme"),
+				 pool_test_answer_cb, NULL),
+		0);
+	cr_assert(pool_test_run_until(pool_test_answered, inst));
+	pool_release(pool, inst, "s1");
+	pid_t pid = instance_pid(inst);
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	cr_assert(pool_test_run_until(pool_test_is_failed, inst));
+	fake_now += 600000; /* past any backoff */
+	cr_assert(pool_test_run_until(pool_test_is_ready, inst),
+		  "started again: %s",
+		  instance_state_name(instance_state(inst)));
+	cr_assert_eq(instance_starts(inst), 2);
+	cr_assert_neq(instance_pid(inst), pid);
+	cr_assert_eq(instance_subs_followed(inst), 1);
+}
+
+/* One that nobody follows waits for its next use, as before. */
+Test(pool, an_instance_nobody_follows_stays_down_after_a_crash)
+{
+	struct instance *inst = pool_test_start();
+	pool_release(pool, inst, "s1");
+	cr_assert_eq(kill(instance_pid(inst), SIGKILL), 0);
+	cr_assert(pool_test_run_until(pool_test_is_failed, inst));
+	fake_now += 600000;
+	/* Longer than the least wait of a revive. */
+	for (int i = 0; i < 5; i++)
+		pool_test_let_timer_fire(inst);
+	cr_assert_eq(instance_starts(inst), 1);
+}
+
 Test(pool, the_timer_is_early_by_the_clock_and_waits_again)
 {
 	struct instance *inst = pool_test_start();
