@@ -188,7 +188,6 @@ bool session_reconfigure(struct session *s)
 		json_array_append_new(before,
 				      session_view_of(s->srv[i], s->keys[i]));
 	session_keys_free(s);
-	session_subs_free(s);
 	config_free(s->space_cfg);
 	s->space_cfg = NULL;
 	free(s->srv);
@@ -622,6 +621,7 @@ static void session_destroy(struct session *s)
 	json_decref(s->client_info);
 	free(s->server_caps_json);
 	session_keys_free(s);
+	session_subs_free(s);
 	config_free(s->space_cfg);
 	trust_space_unref(s->space_ts);
 	free(s->srv);

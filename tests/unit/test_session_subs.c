@@ -109,3 +109,12 @@ Test(session_subs, a_refused_subscription_is_not_counted)
 	hub_session_end(fx_hub, a);
 	cr_assert_eq(ss_followed(), 0);
 }
+
+/* A session that still follows when the runtime stops: its count goes
+ * with it (the sanitizer's leak check holds this test). */
+Test(session_subs, a_session_that_follows_at_shutdown_frees_its_count)
+{
+	struct session *a = fx_open(NULL);
+	ss_ok(a, SS_SUB(1, "demo://readme"));
+	cr_assert_eq(ss_followed(), 1);
+}
