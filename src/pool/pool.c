@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "auth/auth.h"
 #include "http/httpc.h"
 #include "journal/journal.h"
+#include "pool/keys.h"
 #include "pool/known.h"
 #include "pool/lease.h"
 #include "toolcache/toolcache.h"
@@ -285,122 +285,6 @@ static const struct instance_cbs pool_instance_cbs = {
 	.on_owned = pool_inst_owned_cb,
 };
 
-/* ---- keys ---- */
-
-/* Name, scope, cwd, roots and owner of an instance; the connection is
- * added by the callers, with or without secrets. */
-static json_t *pool_key_base(const struct server_config *s,
-			     const struct pool_scope_ctx *sc, bool per_session,
-			     const char **cwd)
-{
-	json_t *key = json_object();
-	json_object_set_new(key, "name", json_string(s->name));
-	json_object_set_new(key, "scope",
-			    json_string(config_scope_name(s->scope)));
-	const char *dir;
-	json_t *roots = json_array();
-	switch (s->scope) {
-	case SCOPE_SESSION:
-		if (per_session)
-			json_object_set_new(key, "session",
-					    json_string(sc->session_id));
-		dir = sc->space ? sc->space : sc->app_dir;
-		if (sc->space)
-			json_array_append_new(roots, json_string(sc->space));
-		break;
-	case SCOPE_SPACE:
-		if (sc->space) {
-			json_object_set_new(key, "space",
-					    json_string(sc->space));
-			json_array_append_new(roots, json_string(sc->space));
-		} else if (per_session) {
-			/* A session without a space has a private one. */
-			json_object_set_new(
-				key, "space",
-				json_pack("{s:s}", "private", sc->session_id));
-		}
-		dir = sc->space ? sc->space : sc->app_dir;
-		break;
-	case SCOPE_APP:
-	default:
-		dir = sc->app_dir;
-		break;
-	}
-	const char *resolved = s->cwd ? s->cwd : dir;
-	json_object_set_new(key, "cwd",
-			    resolved ? json_string(resolved) : json_null());
-	json_object_set_new(key, "roots", roots);
-	if (cwd)
-		*cwd = resolved;
-	return key;
-}
-
-char *pool_instance_key(const struct server_config *s,
-			const struct pool_scope_ctx *sc, char **cwd)
-{
-	const char *dir = NULL;
-	json_t *key = pool_key_base(s, sc, true, &dir);
-	json_object_set_new(key, "connection",
-			    config_server_identity(s, false, NULL));
-	char *out = json_dumps(key, JSON_SORT_KEYS | JSON_COMPACT);
-	json_decref(key);
-	if (cwd)
-		*cwd = dir ? xstrdup(dir) : NULL;
-	return out;
-}
-
-/* The key as it may be shown and stored: every env value and header a
- * salted fingerprint. */
-static char *pool_public_key(struct pool *pool, const struct server_config *s,
-			     const struct pool_scope_ctx *sc)
-{
-	json_t *key = pool_key_base(s, sc, true, NULL);
-	json_object_set_new(key, "connection",
-			    config_server_identity(s, true, pool->salt));
-	char *out = json_dumps(key, JSON_SORT_KEYS | JSON_COMPACT);
-	json_decref(key);
-	return out;
-}
-
-/* The cache's name for what s resolves to: the key with every secret a
- * salted fingerprint, and without the session (its tools are the same for
- * any session with these settings). */
-static char *pool_cache_name(struct pool *pool, const struct server_config *s,
-			     const struct pool_scope_ctx *sc)
-{
-	if (pool->cache == NULL)
-		return NULL;
-	json_t *key = pool_key_base(s, sc, false, NULL);
-	json_object_set_new(
-		key, "connection",
-		config_server_identity(s, true, toolcache_salt(pool->cache)));
-	/* A server may offer other tools to a client that can answer
-	 * sampling or elicitation: one file per capability set. */
-	json_t *caps = sc->client_caps_json
-			       ? json_loads(sc->client_caps_json, 0, NULL)
-			       : NULL;
-	json_object_set_new(key, "clientCapabilities",
-			    caps ? caps : json_object());
-	char *name = toolcache_name(key);
-	json_decref(key);
-	return name;
-}
-
-static bool pool_key_per_session(const struct server_config *s,
-				 const struct pool_scope_ctx *sc)
-{
-	return s->scope == SCOPE_SESSION ||
-	       (s->scope == SCOPE_SPACE && sc->space == NULL);
-}
-
-char *pool_server_ident(const struct server_config *s)
-{
-	json_t *id = config_server_identity(s, false, NULL);
-	char *out = json_dumps(id, JSON_SORT_KEYS | JSON_COMPACT);
-	json_decref(id);
-	return out;
-}
-
 /* ---- entries ---- */
 
 static struct pool_entry *pool_find_key(struct pool *pool, const char *key)
@@ -451,7 +335,7 @@ json_t *pool_lists_known(struct pool *pool, const struct server_config *s,
 	json_t *lists = known_ghost(pool->known, key);
 	if (lists)
 		return lists;
-	char *name = pool_cache_name(pool, s, sc);
+	char *name = pool_key_cache_name(pool->cache, s, sc);
 	lists = known_cached(pool->known, name);
 	free(name);
 	return lists ? known_ghost_add(pool->known, key, sc->session_id, lists)
@@ -463,7 +347,7 @@ json_t *pool_lists_cached(struct pool *pool, const struct server_config *s,
 {
 	if (pool->cache == NULL || toolcache_empty(pool->cache))
 		return NULL;
-	char *name = pool_cache_name(pool, s, sc);
+	char *name = pool_key_cache_name(pool->cache, s, sc);
 	json_t *lists = known_cached(pool->known, name);
 	free(name);
 	return lists;
@@ -489,7 +373,7 @@ const char *pool_instructions(struct pool *pool, const struct server_config *s,
 	json_t *lists = pool_lists_known(pool, s, sc, key);
 	if (lists == NULL && !toolcache_empty(pool->cache) &&
 	    !pool_key_per_session(s, sc)) {
-		char *name = pool_cache_name(pool, s, sc);
+		char *name = pool_key_cache_name(pool->cache, s, sc);
 		lists = known_cached(pool->known, name);
 		free(name);
 	}
@@ -655,7 +539,7 @@ struct instance *pool_instance_for(struct pool *pool,
 	}
 	char *cwd = NULL;
 	char *key = pool_instance_key(s, sc, &cwd);
-	char *public_key = pool_public_key(pool, s, sc);
+	char *public_key = pool_key_public(pool->salt, s, sc);
 	struct instance_spec spec = {
 		.server = s,
 		.key = key,
@@ -684,7 +568,7 @@ struct instance *pool_instance_for(struct pool *pool,
 	e->inst = instance_new(pool->loop, &spec, &pool_instance_cbs, e);
 	instance_set_data(e->inst, e);
 	known_forget(pool->known, key);
-	e->cache_name = pool_cache_name(pool, s, sc);
+	e->cache_name = pool_key_cache_name(pool->cache, s, sc);
 	if (e->cache_name) {
 		json_t *lists = known_cached(pool->known, e->cache_name);
 		if (lists)
