@@ -93,7 +93,7 @@ struct relay {
 static const char *const relay_msg_keys[] = {"id", "method", "params"};
 enum { K_ID, K_METHOD, K_PARAMS, K_N };
 
-/* ---- relay.c, for modern.c ---- */
+/* ---- relay.c, for modern.c and host.c ---- */
 
 struct outbox_req *relay_req_add(struct relay *r, enum rreq_kind kind,
 				 const char *method, const char *line,
@@ -105,6 +105,19 @@ void relay_host_error(struct relay *r, const char *id, int code,
 		      const char *text);
 /* Whether a request of this era may go on the link now. */
 bool relay_may_send(const struct relay *r, bool modern);
+
+/* ---- relay.c, for host.c ---- */
+
+/* The runtime is lost (why): the relay's own requests go with the
+ * session, the host's are judged by the outbox's rule and answered when
+ * recovery says why, and recovery begins. */
+void relay_loss(struct relay *r, enum relay_loss why);
+/* Asks ops->arm for the next moment the watch must look: a written
+ * request's silence, a ping's timeout, a recovery's cap. */
+void relay_arm(struct relay *r);
+/* Held requests go to the next runtime once the old one has answered
+ * what it was running. */
+void relay_hold_check(struct relay *r);
 
 /* ---- modern.c ---- */
 
