@@ -671,11 +671,12 @@ def print_report(doc):
         lines.append(
             "  one HTTP exchange alone (bench/exchange to nginx's fixed "
             "answer, pinned): p50 %s ms%s; a hop to a stdio server is that "
-            "plus the floor's stdio exchange, against the target of floor "
-            "+ %.2f ms" % (
+            "plus the floor's stdio exchange: floor + %s ms for a runtime "
+            "that did no more than nginx does, against the target of "
+            "floor + %.2f ms" % (
                 fmt_num(xp, "ms"), "" if xp is None or fl is None
                 else " = floor + %.3f ms" % (xp - fl),
-                PINNED_OVER_FLOOR_MS))
+                fmt_num(xp, "ms"), PINNED_OVER_FLOOR_MS))
         lines.append(
             "  libcurl alone (bench/curl-alone, 8 sessions, direct): %s us "
             "CPU a call; the direct pair (loadgen + server) %s us; "
