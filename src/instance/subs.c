@@ -17,21 +17,27 @@
 #include "util/log.h"
 #include "util/xmalloc.h"
 
-/* Where the answers to our own subscribes go: a server that refuses one
- * now (it no longer offers subscriptions) is worth a line, nothing
- * more (the client's subscription was answered long ago). */
-static void instance_subs_reply_cb(void *arg, json_t *resp, bool sent)
+/* An answer to a request the instance sent for its clients (nobody waits
+ * for it): an error is worth a line, nothing more. One lost with its
+ * process is not an error: the next start settles it. */
+static void instance_subs_warn(struct instance *inst, json_t *resp,
+			       const char *what)
 {
-	struct instance *inst = arg;
 	json_t *err = json_object_get(resp, "error");
-	/* Lost with its process: the next start sends it again. */
 	if (err == NULL || inst->state != INSTANCE_READY)
 		return;
 	const char *m = json_string_value(json_object_get(err, "message"));
 	char *masked = m ? instance_mask(inst, m, strlen(m)) : NULL;
-	instance_warn(inst, "resources/subscribe sent again failed: %.200s",
+	instance_warn(inst, "%s failed: %.200s", what,
 		      masked ? masked : "(no message)");
 	free(masked);
+}
+
+/* A subscribe sent again: a server that refuses one now (it no longer
+ * offers subscriptions); the client's was answered long ago. */
+static void instance_subs_reply_cb(void *arg, json_t *resp, bool sent)
+{
+	instance_subs_warn(arg, resp, "resources/subscribe sent again");
 }
 
 static void instance_subs_send(struct instance *inst, const char *uri)
@@ -81,20 +87,11 @@ void instance_subs_answered(struct instance *inst, const struct outbox_req *r)
 		instance_subs_send(inst, uri);
 }
 
-/* Where the answer to a leave's unsubscribe goes: nothing waits for it. */
+/* The unsubscribe of a uri whose last follower's session ended. */
 static void instance_subs_left_cb(void *arg, json_t *resp, bool sent)
 {
-	struct instance *inst = arg;
-	json_t *err = json_object_get(resp, "error");
-	if (err == NULL || inst->state != INSTANCE_READY)
-		return;
-	const char *m = json_string_value(json_object_get(err, "message"));
-	char *masked = m ? instance_mask(inst, m, strlen(m)) : NULL;
-	instance_warn(inst,
-		      "resources/unsubscribe for a session that ended "
-		      "failed: %.200s",
-		      masked ? masked : "(no message)");
-	free(masked);
+	instance_subs_warn(arg, resp,
+			   "resources/unsubscribe for a session that ended");
 }
 
 void instance_subs_leave(struct instance *inst, const char *uri, unsigned n)

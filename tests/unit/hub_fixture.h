@@ -72,19 +72,30 @@ static inline void fx_hub_open(const char *text, bool fake)
 	fx_hub = hub_new(&fx_loop, cfg, "/tmp", NULL, NULL);
 }
 
+/* The demo server to run: DEMO_SERVER_BIN, else the sanitizer build's
+ * (the tests run from the repository's top). Owned by the fixture. */
+static inline const char *fx_demo_bin(void)
+{
+	static char path[4200];
+	const char *bin = getenv("DEMO_SERVER_BIN");
+	if (bin)
+		return bin;
+	char cwd[4096];
+	cr_assert_not_null(getcwd(cwd, sizeof cwd));
+	snprintf(path, sizeof path, "%s/build/san/demo-server", cwd);
+	return path;
+}
+
 /* A hub serving the demo server twice: "demo" per session, "shared" for
  * every session (app scope). */
 static inline void fx_setup(void)
 {
-	const char *bin = getenv("DEMO_SERVER_BIN");
-	char cwd[4096], path[4200];
-	cr_assert_not_null(getcwd(cwd, sizeof cwd));
-	snprintf(path, sizeof path, "%s/build/san/demo-server", cwd);
+	const char *bin = fx_demo_bin();
 	char *text;
 	if (asprintf(&text,
 		     "{\"mcpServers\":{\"demo\":{\"command\":\"%s\"},"
 		     "\"shared\":{\"command\":\"%s\",\"scope\":\"app\"}}}",
-		     bin ? bin : path, bin ? bin : path) < 0)
+		     bin, bin) < 0)
 		abort();
 	fx_hub_open(text, true);
 	free(text);

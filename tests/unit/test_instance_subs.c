@@ -136,12 +136,20 @@ static struct fake_conn *crash_and_back(struct instance *inst,
 	return c;
 }
 
-Test(subs, a_2025_server_is_sent_each_subscription_again_after_a_restart)
+/* A subs instance started and ready, its server answering as version. */
+static struct instance *started_as(const char *version)
 {
 	struct instance *inst = make_subs();
-	int err = 1;
-	instance_ensure(inst, ready_cb, &err);
-	handshake_as(conns[0], "2025-11-25");
+	ready_err = 1;
+	instance_ensure(inst, ready_cb, &ready_err);
+	handshake_as(conns[0], version);
+	cr_assert_eq(ready_err, 0);
+	return inst;
+}
+
+Test(subs, a_2025_server_is_sent_each_subscription_again_after_a_restart)
+{
+	struct instance *inst = started_as("2025-11-25");
 	struct fake_conn *c = conns[0];
 	client_sub(inst, c, "resources/subscribe", "test://a", true);
 	client_sub(inst, c, "resources/subscribe", "test://b", true);
@@ -168,10 +176,7 @@ Test(subs, a_2025_server_is_sent_each_subscription_again_after_a_restart)
 
 Test(subs, one_client_unsubscribing_leaves_the_others_subscribed)
 {
-	struct instance *inst = make_subs();
-	int err = 1;
-	instance_ensure(inst, ready_cb, &err);
-	handshake_as(conns[0], "2025-11-25");
+	struct instance *inst = started_as("2025-11-25");
 	struct fake_conn *c = conns[0];
 	/* Two clients follow the same resource on the one session. */
 	client_sub(inst, c, "resources/subscribe", "test://w", true);
@@ -214,10 +219,7 @@ static void unsub_when_ready(void *arg, struct instance *inst, int err)
 
 Test(subs, an_unsubscribe_during_a_restart_goes_after_the_resubscribe)
 {
-	struct instance *inst = make_subs();
-	int err = 1;
-	instance_ensure(inst, ready_cb, &err);
-	handshake_as(conns[0], "2025-11-25");
+	struct instance *inst = started_as("2025-11-25");
 	client_sub(inst, conns[0], "resources/subscribe", "test://u", true);
 
 	fake_exit(conns[0], 1);
@@ -282,10 +284,7 @@ static json_int_t followed(struct instance *inst)
 
 Test(subs, a_session_that_leaves_gives_its_subscriptions_back_on_2025)
 {
-	struct instance *inst = make_subs();
-	int err = 1;
-	instance_ensure(inst, ready_cb, &err);
-	handshake_as(conns[0], "2025-11-25");
+	struct instance *inst = started_as("2025-11-25");
 	struct fake_conn *c = conns[0];
 	/* Two sessions follow w, one of them twice; one follows x alone. */
 	client_sub(inst, c, "resources/subscribe", "test://w", true);
@@ -330,10 +329,7 @@ Test(subs, a_session_that_leaves_gives_its_subscriptions_back_on_2025)
 
 Test(subs, a_session_that_leaves_a_stopped_server_sends_nothing)
 {
-	struct instance *inst = make_subs();
-	int err = 1;
-	instance_ensure(inst, ready_cb, &err);
-	handshake_as(conns[0], "2025-11-25");
+	struct instance *inst = started_as("2025-11-25");
 	client_sub(inst, conns[0], "resources/subscribe", "test://s", true);
 	fake_exit(conns[0], 1);
 	cr_assert_eq(instance_state(inst), INSTANCE_FAILED);
@@ -354,10 +350,7 @@ Test(subs, a_session_that_leaves_a_stopped_server_sends_nothing)
 
 Test(subs, a_session_that_leaves_a_2026_server_undoes_each_of_its_own)
 {
-	struct instance *inst = make_subs();
-	int err = 1;
-	instance_ensure(inst, ready_cb, &err);
-	handshake_as(conns[0], "2026-07-28");
+	struct instance *inst = started_as("2026-07-28");
 	struct fake_conn *c = conns[0];
 	client_sub(inst, c, "resources/subscribe", "test://m", true);
 	client_sub(inst, c, "resources/subscribe", "test://m", true);

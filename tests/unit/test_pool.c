@@ -206,12 +206,9 @@ static bool pool_test_answered(struct instance *inst)
 	return pool_test_answers > 0;
 }
 
-/* A resource its sessions follow keeps coming (updates): the instance is
- * not closed for idleness while a session follows one, and is once none
- * does. */
-Test(pool, a_followed_instance_is_not_closed_for_idleness)
+/* A client of inst follows demo://readme (the server answered). */
+static void pool_test_follow(struct instance *inst)
 {
-	struct instance *inst = pool_test_start();
 	pool_test_answers = 0;
 	cr_assert_gt(
 		instance_request(inst, "resources/subscribe",
@@ -219,6 +216,15 @@ Test(pool, a_followed_instance_is_not_closed_for_idleness)
 				 pool_test_answer_cb, NULL),
 		0);
 	cr_assert(pool_test_run_until(pool_test_answered, inst));
+}
+
+/* A resource its sessions follow keeps coming (updates): the instance is
+ * not closed for idleness while a session follows one, and is once none
+ * does. */
+Test(pool, a_followed_instance_is_not_closed_for_idleness)
+{
+	struct instance *inst = pool_test_start();
+	pool_test_follow(inst);
 	pool_release(pool, inst, "s1");
 	for (int i = 0; i < 3; i++) {
 		fake_now += POOL_TEST_IDLE_MS;
@@ -249,13 +255,7 @@ static bool pool_test_is_ready(struct instance *inst)
 Test(pool, a_followed_instance_that_crashed_starts_again)
 {
 	struct instance *inst = pool_test_start();
-	pool_test_answers = 0;
-	cr_assert_gt(
-		instance_request(inst, "resources/subscribe",
-				 json_pack("{s:s}", "uri", "demo://readme"),
-				 pool_test_answer_cb, NULL),
-		0);
-	cr_assert(pool_test_run_until(pool_test_answered, inst));
+	pool_test_follow(inst);
 	pool_release(pool, inst, "s1");
 	pid_t pid = instance_pid(inst);
 	cr_assert_eq(kill(pid, SIGKILL), 0);

@@ -9,15 +9,11 @@
 
 static void ss_setup(void)
 {
-	const char *bin = getenv("DEMO_SERVER_BIN");
-	char cwd[4096], path[4200];
-	cr_assert_not_null(getcwd(cwd, sizeof cwd));
-	snprintf(path, sizeof path, "%s/build/san/demo-server", cwd);
 	char *text;
 	if (asprintf(&text,
 		     "{\"mcpServers\":{\"shared\":{\"command\":\"%s\","
 		     "\"scope\":\"app\"}}}",
-		     bin ? bin : path) < 0)
+		     fx_demo_bin()) < 0)
 		abort();
 	fx_hub_open(text, true);
 	free(text);
