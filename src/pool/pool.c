@@ -16,6 +16,7 @@
 #include "pool/keys.h"
 #include "pool/known.h"
 #include "pool/lease.h"
+#include "pool/pool_int.h"
 #include "toolcache/toolcache.h"
 #include "transport/upstream.h"
 #include "util/clock.h"
@@ -24,52 +25,6 @@
 #include "util/random.h"
 #include "util/xmalloc.h"
 
-/* The least wait before a followed instance that failed starts again. */
-#define POOL_REVIVE_MIN_MS 1000
-
-struct pool_entry {
-	struct pool_entry *next, *prev;
-	struct pool *pool;
-	struct instance *inst;
-	char *name;
-	char *ident;	  /* connection identity, to notice changes */
-	char *cache_name; /* tool cache file, NULL without a cache */
-	struct lease_set *leases;
-	uint64_t idle_ms;
-	uv_timer_t idle_timer;
-	unsigned live;	  /* owned resources (processes, containers)
-			     not yet gone */
-	bool per_session; /* its key names one session: it ends with it */
-	bool closing;	  /* closed; kept until what it owns is gone */
-};
-
-struct pool_held {
-	struct pool_held *next;
-	char *name;
-};
-
-struct pool {
-	uv_loop_t *loop;
-	struct instance_cbs cbs;
-	void *ctx;
-	struct journal *journal;
-	struct toolcache *cache;
-	uint64_t idle_ms;
-	struct pool_entry *entries; /* oldest first */
-	struct pool_entry *last;
-	struct keymap by_key;	/* instance key -> entry */
-	struct known *known;	/* lists known without instances */
-	struct pool_held *held; /* servers stopped on purpose */
-	unsigned nclosing;	/* closed entries not yet freed */
-	/* The loop's HTTP client, made when the first url server starts
-	 * (it loads libcurl): a runtime of stdio servers never carries it. */
-	struct httpc *http;
-	bool http_said;	   /* its failure was logged */
-	struct auth *auth; /* url servers' tokens; borrowed, NULL: none */
-	char salt[65];	   /* for fingerprints of secrets */
-	bool freeing;
-};
-
 static void pool_entry_destroy(struct pool_entry *e);
 
 static struct pool_entry *pool_entry_of(struct instance *inst)
@@ -77,11 +32,7 @@ static struct pool_entry *pool_entry_of(struct instance *inst)
 	return instance_data(inst);
 }
 
-/* ---- idle ---- */
-
-static void pool_idle_arm(struct pool_entry *e);
-static void pool_idle_cb(uv_timer_t *t);
-static void pool_entry_close(struct pool_entry *e, const char *why);
+/* ---- entries at rest ---- */
 
 /* Whether the instance runs nothing and nothing is coming, so nothing is
  * lost by closing it. Not one that needs credentials: it is what remembers
@@ -91,98 +42,6 @@ static bool pool_entry_at_rest(const struct pool_entry *e)
 {
 	enum instance_state st = instance_state(e->inst);
 	return st == INSTANCE_STOPPED || st == INSTANCE_FAILED;
-}
-
-/* A start for the resources its sessions follow: nobody waits for it. */
-static void pool_revive_cb(void *arg, struct instance *inst, int err)
-{
-	(void)arg;
-	(void)inst;
-	(void)err;
-}
-
-/* Whether sessions that use it follow resources of its server: their
- * updates come when the resources change, not when asked. */
-static bool pool_entry_followed(const struct pool_entry *e)
-{
-	return lease_members(e->leases) > 0 &&
-	       instance_subs_followed(e->inst) > 0;
-}
-
-/* The idle timer also brings back a followed instance that failed, once
- * its backoff is over (and never sooner than POOL_REVIVE_MIN_MS: a
- * failure that set none must not make a loop): nothing else would ask
- * for it. */
-static void pool_revive_arm(struct pool_entry *e)
-{
-	uint64_t wait = instance_backoff_remaining_ms(e->inst);
-	uv_timer_start(&e->idle_timer, pool_idle_cb,
-		       wait > POOL_REVIVE_MIN_MS ? wait : POOL_REVIVE_MIN_MS,
-		       0);
-}
-
-static void pool_idle_cb(uv_timer_t *t)
-{
-	struct pool_entry *e = t->data;
-	uint64_t now = clock_now_ms();
-	if (lease_holders(e->leases) > 0)
-		return;
-	if (instance_state(e->inst) == INSTANCE_FAILED &&
-	    pool_entry_followed(e)) {
-		if (instance_backoff_remaining_ms(e->inst) > 0) {
-			pool_revive_arm(e);
-			return;
-		}
-		log_info("instance %s: starting again for the resources its "
-			 "sessions follow",
-			 e->name);
-		instance_ensure(e->inst, pool_revive_cb, NULL);
-		return;
-	}
-	if (!lease_idle_due(e->leases, now, e->idle_ms)) {
-		pool_idle_arm(e);
-		return;
-	}
-	/* Kept warm after its last session, and now idle: nothing is left
-	 * to keep (its lists are in the tool cache). */
-	enum instance_state st = instance_state(e->inst);
-	if (lease_members(e->leases) == 0 && st != INSTANCE_NEEDS_AUTH) {
-		pool_entry_close(e, "idle, and no session uses it");
-		return;
-	}
-	if (st == INSTANCE_STOPPED || st == INSTANCE_STOPPING ||
-	    st == INSTANCE_NEEDS_AUTH)
-		return;
-	/* Resources its sessions follow are a standing request of theirs
-	 * (updates come when they change, not when asked): it is in use,
-	 * and is looked at again an idle time later. A session that ends
-	 * gives its own back (session/subs.c). */
-	if (st == INSTANCE_READY && pool_entry_followed(e)) {
-		lease_touch(e->leases, now);
-		pool_idle_arm(e);
-		return;
-	}
-	log_info("instance %s: idle for %llu ms, closing", e->name,
-		 (unsigned long long)(now - lease_idle_since(e->leases)));
-	/* Its lists stay offered; the next use starts it again. */
-	instance_stop(e->inst, "idle", true);
-}
-
-static void pool_idle_arm(struct pool_entry *e)
-{
-	if (lease_holders(e->leases) > 0)
-		return;
-	if (instance_state(e->inst) == INSTANCE_FAILED &&
-	    pool_entry_followed(e)) {
-		pool_revive_arm(e);
-		return;
-	}
-	if (e->idle_ms == 0)
-		return;
-	uint64_t now = clock_now_ms();
-	uint64_t due = lease_idle_since(e->leases) + e->idle_ms;
-	uv_timer_start(&e->idle_timer, pool_idle_cb, due > now ? due - now : 0,
-		       0);
 }
 
 /* ---- instance callbacks, passed on to the hub ---- */
@@ -506,7 +365,7 @@ static void pool_entry_destroy(struct pool_entry *e)
 /* Closes an entry's instance at once and forgets it; the entry itself
  * lives until the instance's processes are gone (the journal hears of
  * it). */
-static void pool_entry_close(struct pool_entry *e, const char *why)
+void pool_entry_close(struct pool_entry *e, const char *why)
 {
 	if (e->prev)
 		e->prev->next = e->next;
